@@ -1,0 +1,212 @@
+//! The command line, as clap sees it. Validation that needs more than one
+//! flag at a time lives in [`crate::plan`].
+
+use crate::engine::protocol::{MAX_SIZE, MIN_SIZE};
+use crate::units::{DefaultUnit, parse_duration};
+use clap::{Args, Parser, Subcommand};
+use std::time::Duration;
+
+const ABOUT: &str = "Measure application-to-application UDP round-trip time.";
+const LONG_ABOUT: &str = "\
+Synapse measures the UDP round trip from one application, through both kernels
+and the network, to another application and back.
+
+With no subcommand it measures an in-process reflector on 127.0.0.1: a quick
+look at this machine's own floor. Run `synapse server` on one host and
+`synapse client HOST` on another to measure the path between them.";
+
+const AFTER_HELP: &str = "\
+Exit status: 0 PASS, 3 FAIL (mean above --threshold), 2 bad input or
+unreachable peer, 1 failure during the run.
+Logging: RUST_LOG=synapse=debug (logs go to stderr, never stdout).";
+
+/// Top-level command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "synapse",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    /// What to run; none measures an in-process loopback reflector.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Options for the built-in loopback measurement.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Echo every datagram back to its sender (the reflector).
+    Server(ServerArgs),
+    /// Measure round trips to a reflector or any RFC 862 UDP echo server.
+    Client(ClientArgs),
+}
+
+/// `synapse server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Address to listen on (IPv4 or IPv6).
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
+    pub bind: String,
+
+    /// A client silent for this long has ended its session (e.g. 1s, 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = seconds)]
+    pub session_idle: Duration,
+
+    #[command(flatten)]
+    pub thread: ThreadArgs,
+
+    /// Plain text output instead of the live display.
+    #[arg(long)]
+    pub no_ui: bool,
+}
+
+/// `synapse client`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// Reflector address: HOST[:PORT], IPv4 or IPv6 (default 127.0.0.1:8080).
+    #[arg(value_name = "ADDR")]
+    pub addr: Option<String>,
+
+    /// Reflector address (same as the positional ADDR).
+    #[arg(long, value_name = "ADDR", conflicts_with = "addr")]
+    pub server: Option<String>,
+
+    /// Local address to send from (default: any, ephemeral port).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<String>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Options shared by `synapse client` and the loopback default.
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Packets to measure after warm-up [default: 10000].
+    #[arg(long, value_name = "N", conflicts_with = "duration")]
+    pub packets: Option<u64>,
+
+    /// Measure for this long instead of a packet count (e.g. 30, 30s, 2min).
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    pub duration: Option<Duration>,
+
+    /// Packets sent first and left out of the statistics.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub warmup: u64,
+
+    /// Milliseconds to wait for each reply before counting it lost.
+    #[arg(long, value_name = "MS", default_value_t = 100,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub timeout: u64,
+
+    /// Live display: advance the packet animation every N packets.
+    #[arg(long, value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub update: u64,
+
+    /// UDP payload size in bytes (8..=65507).
+    #[arg(long, value_name = "BYTES", default_value_t = 8, value_parser = payload_size)]
+    pub size: usize,
+
+    #[command(flatten)]
+    pub thread: ThreadArgs,
+
+    /// PASS when the mean RTT is below this (e.g. 1ms, 250us).
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = millis)]
+    pub threshold: Duration,
+
+    /// Print the text report instead of the live display.
+    #[arg(long)]
+    pub no_ui: bool,
+
+    /// Print one JSON object on stdout instead of the text report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Where and how the measurement thread runs.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct ThreadArgs {
+    /// Pin the measurement thread to this CPU [default: picked and reported].
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<usize>,
+
+    /// Spin on non-blocking receive instead of sleeping in the kernel:
+    /// lower, steadier RTT at the cost of one busy core.
+    #[arg(long)]
+    pub busy_poll: bool,
+
+    /// Run the measurement thread SCHED_FIFO (needs CAP_SYS_NICE; warns and
+    /// carries on without it).
+    #[arg(long)]
+    pub rt: bool,
+}
+
+fn seconds(s: &str) -> Result<Duration, String> {
+    parse_duration(s, DefaultUnit::Seconds)
+}
+
+fn millis(s: &str) -> Result<Duration, String> {
+    parse_duration(s, DefaultUnit::Millis)
+}
+
+fn payload_size(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|_| format!("'{s}' is not a number of bytes"))?;
+    if (MIN_SIZE..=MAX_SIZE).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{n} is outside {MIN_SIZE}..={MAX_SIZE}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn seed_flags_keep_their_defaults() {
+        let cli = Cli::try_parse_from(["synapse", "client"]).unwrap();
+        let Some(Command::Client(c)) = cli.command else {
+            panic!("expected client")
+        };
+        assert_eq!(c.run.packets, None);
+        assert_eq!(c.run.warmup, 200);
+        assert_eq!(c.run.timeout, 100);
+        assert_eq!(c.run.update, 100);
+        assert_eq!(c.run.size, 8);
+        assert_eq!(c.run.threshold, Duration::from_millis(1));
+    }
+
+    #[test]
+    fn server_flag_and_positional_address_are_alternatives() {
+        assert!(Cli::try_parse_from(["synapse", "client", "--server", "127.0.0.1:1"]).is_ok());
+        assert!(Cli::try_parse_from(["synapse", "client", "a:1", "--server", "b:1"]).is_err());
+    }
+
+    #[test]
+    fn size_out_of_range_is_refused() {
+        let e = Cli::try_parse_from(["synapse", "client", "--size", "7"]).unwrap_err();
+        assert!(e.to_string().contains("7 is outside 8..=65507"));
+        assert!(Cli::try_parse_from(["synapse", "client", "--size", "65508"]).is_err());
+        assert!(Cli::try_parse_from(["synapse", "client", "--size", "65507"]).is_ok());
+    }
+
+    #[test]
+    fn packets_and_duration_conflict() {
+        assert!(Cli::try_parse_from(["synapse", "--packets", "5", "--duration", "1"]).is_err());
+    }
+}

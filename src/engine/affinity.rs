@@ -1,0 +1,88 @@
+//! Which CPU a measurement thread runs on, and how it gets there.
+
+use super::{EngineError, sys};
+
+/// Which measurement thread is being placed; they prefer different CPUs so
+/// an in-process client and reflector do not share one by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The client loop prefers the last allowed CPU (CPU 0 usually takes
+    /// most interrupts and housekeeping).
+    Client,
+    /// The reflector prefers the first allowed CPU.
+    Reflector,
+}
+
+/// Where a thread was put and with what priority, as reported to the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Placement {
+    /// The CPU the thread was pinned to.
+    pub cpu: usize,
+    /// Chosen by Synapse rather than by `--cpu`.
+    pub cpu_auto: bool,
+    /// `SCHED_FIFO` is in effect.
+    pub realtime: bool,
+}
+
+/// Validates a requested CPU, or picks one for `role`.
+pub fn choose_cpu(requested: Option<usize>, role: Role) -> Result<(usize, bool), EngineError> {
+    let allowed = sys::allowed_cpus().map_err(EngineError::io("cannot read CPU affinity"))?;
+    match requested {
+        Some(cpu) if allowed.contains(&cpu) => Ok((cpu, false)),
+        Some(cpu) => Err(EngineError::Cpu {
+            cpu,
+            allowed: allowed.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+        }),
+        None => {
+            let pick = match role {
+                Role::Client => allowed.last(),
+                Role::Reflector => allowed.first(),
+            };
+            Ok((pick.copied().unwrap_or(0), true))
+        }
+    }
+}
+
+/// Pins the calling thread and, when asked, raises it to `SCHED_FIFO`.
+/// Failing to get real-time priority is not fatal: one warning, carry on.
+pub(crate) fn place_current_thread(cpu: usize, cpu_auto: bool, rt: bool) -> Placement {
+    if let Err(e) = sys::pin_current_thread(cpu) {
+        tracing::warn!("could not pin the measurement thread to CPU {cpu}: {e}");
+    }
+    let realtime = rt
+        && match sys::set_fifo(50) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("--rt: SCHED_FIFO not permitted ({e}); running at normal priority");
+                false
+            }
+        };
+    Placement {
+        cpu,
+        cpu_auto,
+        realtime,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn automatic_choice_is_an_allowed_cpu() {
+        let allowed = sys::allowed_cpus().unwrap();
+        let (c, auto) = choose_cpu(None, Role::Client).unwrap();
+        assert!(auto && allowed.contains(&c));
+        let (r, _) = choose_cpu(None, Role::Reflector).unwrap();
+        assert!(allowed.contains(&r));
+        if allowed.len() > 1 {
+            assert_ne!(c, r, "client and reflector should not share a CPU by default");
+        }
+    }
+
+    #[test]
+    fn an_unavailable_cpu_is_refused_with_the_allowed_list() {
+        let e = choose_cpu(Some(100_000), Role::Client).unwrap_err().to_string();
+        assert!(e.starts_with("CPU 100000 is not available to this process (allowed: "), "{e}");
+    }
+}

@@ -1,0 +1,376 @@
+//! The client: a pinned thread playing ping-pong with one reflector.
+//!
+//! Per packet the loop does exactly: encode (no allocation), one clock read,
+//! `sendto`, `recvfrom` (blocking, or spinning when busy-polling), one clock
+//! read, a histogram record and a ring push. Anything else (a stray, a late
+//! reply, a timeout) is rare and may cost a syscall more.
+
+use super::affinity::place_current_thread;
+use super::protocol::{EchoCodec, RECV_BUFFER};
+use super::sequence::{Reply, SequenceTracker};
+use super::socket::{bind_udp, set_wait_mode, wildcard_for};
+use super::sys::{self, RawAddr};
+use super::{EngineError, Placement, Record, RecordKind, StopFlag};
+use crate::stats::Stats;
+use socket2::Socket;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// After this many unanswered requests with not a single reply, the peer is
+/// declared unreachable instead of waiting out the whole run.
+const GIVE_UP_AFTER: u64 = 10;
+
+/// Everything the client loop needs to know.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The reflector.
+    pub server: SocketAddr,
+    /// Local address to bind (default: wildcard of the server's family).
+    pub bind: Option<SocketAddr>,
+    /// Stop after this many measured packets (`None`: run until stopped or
+    /// until `duration`).
+    pub packets: Option<u64>,
+    /// Stop after measuring this long.
+    pub duration: Option<Duration>,
+    /// Packets sent first and excluded from statistics.
+    pub warmup: u64,
+    /// How long to wait for each reply.
+    pub timeout: Duration,
+    /// Payload bytes.
+    pub size: usize,
+    /// CPU to pin to, already validated.
+    pub cpu: usize,
+    /// Whether the CPU was picked automatically.
+    pub cpu_auto: bool,
+    /// Spin on non-blocking receive.
+    pub busy_poll: bool,
+    /// Ask for `SCHED_FIFO`.
+    pub rt: bool,
+    /// Capacity of the ring to the live consumer, in records.
+    pub ring_capacity: usize,
+}
+
+/// What a finished run hands back.
+#[derive(Debug, Clone)]
+pub struct ClientOutcome {
+    /// Authoritative statistics: every record, whether or not the live
+    /// consumer kept up.
+    pub stats: Stats,
+    /// Measured time, from the first post-warm-up send to the end.
+    pub measured: Duration,
+    /// Where the thread ran.
+    pub placement: Placement,
+    /// The run ended because it was asked to stop.
+    pub interrupted: bool,
+    /// Records the live consumer missed because its ring was full.
+    pub ring_overflow: u64,
+}
+
+/// A running client.
+#[derive(Debug)]
+pub struct ClientRun {
+    /// Records as they happen, for a live consumer.
+    pub records: rtrb::Consumer<Record>,
+    /// The local address the client sends from.
+    pub local: SocketAddr,
+    stop: StopFlag,
+    overflow: Arc<AtomicU64>,
+    handle: JoinHandle<Result<ClientOutcome, EngineError>>,
+}
+
+impl ClientRun {
+    /// Asks the thread to stop after its current packet.
+    pub fn stop(&self) {
+        self.stop.raise();
+    }
+
+    /// Whether the thread has finished.
+    pub fn is_finished(&self) -> bool {
+        self.handle.is_finished()
+    }
+
+    /// Records dropped from the live view so far.
+    pub fn ring_overflow(&self) -> u64 {
+        self.overflow.load(Ordering::Relaxed)
+    }
+
+    /// Waits for the thread and returns its outcome.
+    pub fn join(self) -> Result<ClientOutcome, EngineError> {
+        self.handle.join().unwrap_or_else(|_| {
+            Err(EngineError::Io {
+                context: "measurement thread panicked",
+                source: io::Error::other("panic"),
+            })
+        })
+    }
+}
+
+/// Binds the socket (so a bad address fails here, synchronously) and starts
+/// the pinned measurement thread.
+pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, EngineError> {
+    let socket = bind_udp(cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server)))?;
+    set_wait_mode(&socket, cfg.busy_poll, cfg.timeout)?;
+    let local = socket
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .unwrap_or_else(|| wildcard_for(cfg.server));
+    let (producer, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
+    let overflow = Arc::new(AtomicU64::new(0));
+    let thread_stop = stop.clone();
+    let thread_overflow = Arc::clone(&overflow);
+    let handle = std::thread::Builder::new()
+        .name("synapse-client".into())
+        .spawn(move || {
+            let placement = place_current_thread(cfg.cpu, cfg.cpu_auto, cfg.rt);
+            let mut pinger = Pinger::new(&cfg, &socket, producer, thread_overflow);
+            pinger.run(&cfg, &thread_stop, placement)
+        })
+        .map_err(EngineError::io("cannot start the measurement thread"))?;
+    Ok(ClientRun {
+        records,
+        local,
+        stop,
+        overflow,
+        handle,
+    })
+}
+
+/// How waiting for one reply ended.
+enum Wait {
+    Answered,
+    TimedOut,
+    Refused,
+}
+
+/// The measurement loop's state. Everything is allocated in `new`.
+struct Pinger<'a> {
+    socket: &'a Socket,
+    peer: RawAddr,
+    from: RawAddr,
+    codec: EchoCodec,
+    buf: Vec<u8>,
+    tracker: SequenceTracker,
+    stats: Stats,
+    ring: rtrb::Producer<Record>,
+    overflow: Arc<AtomicU64>,
+    epoch: Instant,
+    timeout: Duration,
+    busy_poll: bool,
+    /// The socket's receive timeout is shorter than `timeout` right now.
+    shortened: bool,
+    replies_seen: u64,
+}
+
+impl<'a> Pinger<'a> {
+    fn new(
+        cfg: &ClientConfig,
+        socket: &'a Socket,
+        ring: rtrb::Producer<Record>,
+        overflow: Arc<AtomicU64>,
+    ) -> Self {
+        let epoch = Instant::now();
+        // A per-run token lets the codec reject datagrams from other runs.
+        let token = u64::from(std::process::id()) << 32 ^ epoch.elapsed().as_nanos() as u64;
+        Self {
+            socket,
+            peer: RawAddr::from_socket_addr(cfg.server),
+            from: RawAddr::empty(),
+            codec: EchoCodec::new(cfg.size, token ^ cfg.server.port() as u64),
+            buf: vec![0; RECV_BUFFER],
+            tracker: SequenceTracker::new(),
+            stats: Stats::new(),
+            ring,
+            overflow,
+            epoch,
+            timeout: cfg.timeout,
+            busy_poll: cfg.busy_poll,
+            shortened: false,
+            replies_seen: 0,
+        }
+    }
+
+    fn run(
+        &mut self,
+        cfg: &ClientConfig,
+        stop: &StopFlag,
+        placement: Placement,
+    ) -> Result<ClientOutcome, EngineError> {
+        let fd = self.socket.as_raw_fd();
+        let mut measure_start: Option<Instant> = None;
+        let mut seq = 0u64;
+        let mut last = Instant::now();
+        loop {
+            if stop.is_raised() {
+                break;
+            }
+            let warmup = seq < cfg.warmup;
+            if !warmup {
+                let start = *measure_start.get_or_insert(last);
+                let measured = seq - cfg.warmup;
+                if cfg.packets.is_some_and(|n| measured >= n)
+                    || cfg.duration.is_some_and(|d| last.duration_since(start) >= d)
+                {
+                    break;
+                }
+            }
+            self.tracker.sent(seq);
+            let payload = self.codec.encode(seq);
+            let t1 = Instant::now();
+            if let Err(e) = sys::send_to(fd, payload, &self.peer) {
+                match e.raw_os_error() {
+                    // A pending ICMP error from an earlier packet surfaces here.
+                    Some(libc::ECONNREFUSED) => sys::drain_error_queue(fd),
+                    _ => {
+                        return Err(EngineError::Send {
+                            addr: cfg.server,
+                            source: e,
+                        });
+                    }
+                }
+            }
+            let wait = self.wait_for(seq, t1, warmup)?;
+            last = Instant::now();
+            if self.replies_seen == 0 {
+                match wait {
+                    Wait::Refused => return Err(EngineError::Refused(cfg.server)),
+                    Wait::TimedOut if seq + 1 >= GIVE_UP_AFTER => {
+                        return Err(EngineError::NoReply {
+                            addr: cfg.server,
+                            packets: seq + 1,
+                            timeout_ms: cfg.timeout.as_millis() as u64,
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            seq += 1;
+        }
+        Ok(ClientOutcome {
+            stats: self.stats.clone(),
+            measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
+            placement,
+            interrupted: stop.is_raised(),
+            ring_overflow: self.overflow.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Waits for the reply to `seq`, classifying everything that arrives
+    /// meanwhile, until it comes or its deadline passes.
+    fn wait_for(&mut self, seq: u64, t1: Instant, warmup: bool) -> Result<Wait, EngineError> {
+        let fd = self.socket.as_raw_fd();
+        let deadline = t1 + self.timeout;
+        loop {
+            let received = self.receive(fd, deadline);
+            let now = Instant::now();
+            let at_ns = self.at_ns(now);
+            match received {
+                Ok(got) => {
+                    let kind = if !self.from.same_as(&self.peer) || got.truncated {
+                        RecordKind::Stray
+                    } else {
+                        match self.codec.decode(&self.buf[..got.len]).map(|s| (s, self.tracker.on_reply(s))) {
+                            Some((s, Reply::Fresh)) => {
+                                debug_assert_eq!(s, seq);
+                                self.replies_seen += 1;
+                                let rtt = now.duration_since(t1).as_nanos() as u64;
+                                self.emit(Record::sample(seq, at_ns, rtt, warmup));
+                                self.restore_timeout();
+                                return Ok(Wait::Answered);
+                            }
+                            Some((_, Reply::Late { reordered })) => RecordKind::Late { reordered },
+                            Some((_, Reply::Duplicate)) => RecordKind::Duplicate,
+                            Some((_, Reply::Stray)) | None => RecordKind::Stray,
+                        }
+                    };
+                    self.emit(Record::event(kind, seq, at_ns, warmup));
+                    if now >= deadline {
+                        return Ok(self.time_out(seq, at_ns, warmup));
+                    }
+                    self.shorten_timeout(deadline - now);
+                }
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EAGAIN) if now >= deadline || !self.busy_poll => {
+                        return Ok(self.time_out(seq, at_ns, warmup));
+                    }
+                    Some(libc::EAGAIN | libc::EINTR) => {
+                        if now >= deadline {
+                            return Ok(self.time_out(seq, at_ns, warmup));
+                        }
+                        self.shorten_timeout(deadline - now);
+                    }
+                    Some(libc::ECONNREFUSED) => {
+                        sys::drain_error_queue(fd);
+                        self.time_out(seq, at_ns, warmup);
+                        return Ok(Wait::Refused);
+                    }
+                    _ => return Err(EngineError::io("receive failed")(e)),
+                },
+            }
+        }
+    }
+
+    /// One datagram, blocking (the socket's timeout bounds the wait) or
+    /// spinning until something arrives or the deadline passes.
+    #[inline]
+    fn receive(&mut self, fd: i32, deadline: Instant) -> io::Result<sys::Received> {
+        if !self.busy_poll {
+            return sys::recv_from(fd, &mut self.buf, &mut self.from);
+        }
+        loop {
+            match sys::recv_from(fd, &mut self.buf, &mut self.from) {
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    if Instant::now() >= deadline {
+                        return Err(e);
+                    }
+                    std::hint::spin_loop();
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn time_out(&mut self, seq: u64, at_ns: u64, warmup: bool) -> Wait {
+        self.tracker.timed_out(seq);
+        self.emit(Record::event(RecordKind::Lost, seq, at_ns, warmup));
+        self.restore_timeout();
+        Wait::TimedOut
+    }
+
+    /// Rare path: something other than our reply arrived, so the next wait
+    /// must end at the original deadline, not a full timeout later.
+    fn shorten_timeout(&mut self, remaining: Duration) {
+        if !self.busy_poll {
+            let _ = self.socket.set_read_timeout(Some(remaining.max(Duration::from_micros(1))));
+            self.shortened = true;
+        }
+    }
+
+    #[inline]
+    fn restore_timeout(&mut self) {
+        if self.shortened {
+            let _ = self.socket.set_read_timeout(Some(self.timeout));
+            self.shortened = false;
+        }
+    }
+
+    #[inline]
+    fn at_ns(&self, now: Instant) -> u64 {
+        now.duration_since(self.epoch).as_nanos() as u64
+    }
+
+    /// Records into the authoritative statistics, then offers the record to
+    /// the live consumer. A full ring costs the live view, never the totals.
+    #[inline]
+    fn emit(&mut self, record: Record) {
+        self.stats.record(&record);
+        if self.ring.push(record).is_err() {
+            self.overflow.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

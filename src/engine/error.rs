@@ -1,0 +1,69 @@
+//! Errors the engine reports. Each says what went wrong in one line.
+
+use std::io;
+use std::net::SocketAddr;
+
+/// Why a measurement could not start or had to end.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// Binding the socket failed (port in use, address not local, …).
+    #[error("cannot bind UDP {addr}: {reason}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// A short explanation.
+        reason: String,
+    },
+    /// A host name or address could not be turned into a socket address.
+    #[error("cannot resolve '{0}': {1}")]
+    Resolve(String, String),
+    /// The peer answered with ICMP port unreachable.
+    #[error("{0} refused the datagrams (ICMP port unreachable): no echo server is listening there")]
+    Refused(SocketAddr),
+    /// Nothing came back at all.
+    #[error("no reply from {addr} to the first {packets} packets ({timeout_ms} ms timeout each): host unreachable or no echo server listening")]
+    NoReply {
+        /// The peer.
+        addr: SocketAddr,
+        /// How many requests went unanswered.
+        packets: u64,
+        /// The per-packet timeout.
+        timeout_ms: u64,
+    },
+    /// The kernel would not send to the peer (no route, network down, …).
+    #[error("cannot send to {addr}: {source}")]
+    Send {
+        /// The peer.
+        addr: SocketAddr,
+        /// The kernel's answer.
+        source: io::Error,
+    },
+    /// The requested CPU cannot be used.
+    #[error("CPU {cpu} is not available to this process (allowed: {allowed})")]
+    Cpu {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The CPUs that are allowed, as a list.
+        allowed: String,
+    },
+    /// Any other system call failure.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: &'static str,
+        /// The kernel's answer.
+        source: io::Error,
+    },
+}
+
+impl EngineError {
+    /// Whether the error is the user's to fix (bad address, busy port, wrong
+    /// CPU, nobody listening) rather than a failure during a run.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, EngineError::Io { .. })
+    }
+
+    pub(crate) fn io(context: &'static str) -> impl FnOnce(io::Error) -> Self {
+        move |source| EngineError::Io { context, source }
+    }
+}

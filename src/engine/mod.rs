@@ -1,0 +1,51 @@
+//! The measurement engine: sockets, the client loop, the reflector, the wire
+//! protocol and CPU placement. Nothing here knows about terminals or reports;
+//! results leave through [`Record`]s on a lock-free ring and through the
+//! [`Stats`](crate::stats::Stats) each thread returns when it ends.
+
+mod affinity;
+mod client;
+mod error;
+pub mod protocol;
+mod record;
+mod reflector;
+pub mod sequence;
+mod socket;
+pub(crate) mod sys;
+
+pub use affinity::{Placement, Role, choose_cpu};
+pub use client::{ClientConfig, ClientOutcome, ClientRun, start_client};
+pub use error::EngineError;
+pub use record::{Record, RecordKind};
+pub use reflector::{
+    ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun, SessionInfo, start_reflector,
+};
+pub use socket::resolve;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A shared "please stop" flag, checked by the measurement threads between
+/// packets (and set by signal handlers or the UI).
+#[derive(Debug, Clone, Default)]
+pub struct StopFlag(Arc<AtomicBool>);
+
+impl StopFlag {
+    /// A flag that is not raised.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Asks the threads watching this flag to stop.
+    pub fn raise(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+    /// Whether stopping was requested.
+    #[inline]
+    pub fn is_raised(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+    /// The underlying atomic, for signal handlers.
+    pub fn as_atomic(&self) -> &Arc<AtomicBool> {
+        &self.0
+    }
+}

@@ -1,0 +1,61 @@
+//! What the measurement thread reports about each packet.
+
+/// The outcome of one request (or one unexpected datagram).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordKind {
+    /// A fresh reply: `rtt_ns` holds the round-trip time.
+    Sample,
+    /// No reply within the timeout.
+    Lost,
+    /// A reply to a request that had already timed out (it was counted lost;
+    /// now it is counted late instead). Not used as an RTT sample.
+    Late {
+        /// It arrived after a reply to a later request.
+        reordered: bool,
+    },
+    /// A repeated reply.
+    Duplicate,
+    /// A datagram from another source, of the wrong form, or for a sequence
+    /// number this run never sent (or no longer remembers).
+    Stray,
+}
+
+/// One event from the measurement thread. Small and `Copy`, so it moves
+/// through the ring without allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record {
+    /// Sequence number the event concerns (0 for strays).
+    pub seq: u64,
+    /// Nanoseconds since the run started (monotonic clock).
+    pub at_ns: u64,
+    /// Round-trip time in nanoseconds (samples only, else 0).
+    pub rtt_ns: u64,
+    /// What happened.
+    pub kind: RecordKind,
+    /// Part of the warm-up: shown live, excluded from statistics.
+    pub warmup: bool,
+}
+
+impl Record {
+    /// A fresh RTT sample.
+    pub fn sample(seq: u64, at_ns: u64, rtt_ns: u64, warmup: bool) -> Self {
+        Self {
+            seq,
+            at_ns,
+            rtt_ns,
+            kind: RecordKind::Sample,
+            warmup,
+        }
+    }
+
+    /// Any other outcome.
+    pub fn event(kind: RecordKind, seq: u64, at_ns: u64, warmup: bool) -> Self {
+        Self {
+            seq,
+            at_ns,
+            rtt_ns: 0,
+            kind,
+            warmup,
+        }
+    }
+}

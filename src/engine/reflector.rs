@@ -1,0 +1,291 @@
+//! The reflector: echoes every datagram to its sender, unchanged.
+//!
+//! One unconnected socket serves every client at once, so no client is ever
+//! locked out (the original tool's connected fast path refused other peers
+//! for ~300 ms after a run). Per datagram: `recvfrom`, `sendto` of exactly
+//! the bytes received, one clock read and a session counter bump; a new peer
+//! costs a table insert. Sessions idle for `session_idle` are reported as
+//! ended.
+
+use super::affinity::place_current_thread;
+use super::protocol::RECV_BUFFER;
+use super::socket::{bind_udp, set_wait_mode};
+use super::sys::{self, RawAddr};
+use super::{EngineError, Placement, StopFlag};
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How often the reflector wakes when idle, and publishes session state.
+const TICK: Duration = Duration::from_millis(100);
+/// Sessions tracked individually; further peers are only counted in totals.
+const MAX_SESSIONS: usize = 4096;
+
+/// Reflector settings.
+#[derive(Debug, Clone)]
+pub struct ReflectorConfig {
+    /// Address to listen on.
+    pub bind: SocketAddr,
+    /// CPU to pin to, already validated.
+    pub cpu: usize,
+    /// Whether the CPU was picked automatically.
+    pub cpu_auto: bool,
+    /// Spin on non-blocking receive.
+    pub busy_poll: bool,
+    /// Ask for `SCHED_FIFO`.
+    pub rt: bool,
+    /// A peer silent this long has ended its session.
+    pub session_idle: Duration,
+    /// Capacity of the event ring.
+    pub ring_capacity: usize,
+}
+
+/// One client as the reflector sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// Datagrams echoed.
+    pub packets: u64,
+    /// Bytes echoed.
+    pub bytes: u64,
+    /// When it was last heard from, in ns since the reflector started.
+    pub last_seen_ns: u64,
+}
+
+/// What the reflector tells its front end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReflectorEvent {
+    /// Periodic state of an active session.
+    Active(SessionInfo),
+    /// A session went idle and was closed.
+    Ended(SessionInfo),
+    /// Periodic totals since start.
+    Totals(ReflectorTotals),
+}
+
+/// Counters over the reflector's whole life.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReflectorTotals {
+    /// Datagrams echoed.
+    pub packets: u64,
+    /// Bytes echoed.
+    pub bytes: u64,
+    /// Distinct sessions started.
+    pub sessions: u64,
+    /// Echoes the kernel refused to send.
+    pub send_errors: u64,
+    /// Datagrams too large for the receive buffer (not echoed: the reflector
+    /// never sends more, or other, bytes than it received).
+    pub oversized: u64,
+}
+
+/// What a stopped reflector hands back.
+#[derive(Debug, Clone)]
+pub struct ReflectorOutcome {
+    /// Life totals.
+    pub totals: ReflectorTotals,
+    /// Where the thread ran.
+    pub placement: Placement,
+    /// Sessions still open when the reflector stopped (now ended too).
+    pub open_at_stop: Vec<SessionInfo>,
+}
+
+/// A running reflector.
+#[derive(Debug)]
+pub struct ReflectorRun {
+    /// Session and totals events for a front end.
+    pub events: rtrb::Consumer<ReflectorEvent>,
+    /// The bound address (with the real port when 0 was asked for).
+    pub local: SocketAddr,
+    stop: StopFlag,
+    handle: Option<JoinHandle<Result<ReflectorOutcome, EngineError>>>,
+}
+
+impl ReflectorRun {
+    /// Asks the thread to stop (within one tick).
+    pub fn stop(&self) {
+        self.stop.raise();
+    }
+
+    /// Waits for the thread. The event ring stays readable afterwards, so
+    /// the last events can still be drained.
+    pub fn join(&mut self) -> Result<ReflectorOutcome, EngineError> {
+        let lost = || EngineError::Io {
+            context: "reflector thread panicked or was already joined",
+            source: io::Error::other("reflector thread gone"),
+        };
+        self.handle.take().ok_or_else(lost)?.join().unwrap_or_else(|_| Err(lost()))
+    }
+}
+
+/// Binds and starts the pinned reflector thread.
+pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<ReflectorRun, EngineError> {
+    let socket = bind_udp(cfg.bind)?;
+    set_wait_mode(&socket, cfg.busy_poll, TICK)?;
+    // Bursts from many clients should queue, not drop; failure is harmless.
+    let _ = socket.set_recv_buffer_size(4 << 20);
+    let local = socket
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .unwrap_or(cfg.bind);
+    let (mut producer, events) = rtrb::RingBuffer::new(cfg.ring_capacity.max(16));
+    let thread_stop = stop.clone();
+    let handle = std::thread::Builder::new()
+        .name("synapse-reflector".into())
+        .spawn(move || {
+            let placement = place_current_thread(cfg.cpu, cfg.cpu_auto, cfg.rt);
+            let mut echo = Echo::new(cfg.session_idle);
+            let totals = echo.serve(&socket, cfg.busy_poll, &thread_stop, &mut producer)?;
+            Ok(ReflectorOutcome {
+                totals,
+                placement,
+                open_at_stop: echo.sessions.drain(..).map(|s| s.info).collect(),
+            })
+        })
+        .map_err(EngineError::io("cannot start the reflector thread"))?;
+    Ok(ReflectorRun {
+        events,
+        local,
+        stop,
+        handle: Some(handle),
+    })
+}
+
+struct Session {
+    addr: RawAddr,
+    info: SessionInfo,
+}
+
+struct Echo {
+    sessions: Vec<Session>,
+    /// Index of the session that sent the previous datagram: the common case
+    /// of one busy client skips the table search.
+    last: usize,
+    totals: ReflectorTotals,
+    idle_ns: u64,
+    epoch: Instant,
+    /// Session-ended events waiting for room in the ring; they must not be
+    /// dropped, because headless mode prints one line per session.
+    backlog: Vec<ReflectorEvent>,
+}
+
+impl Echo {
+    fn new(idle: Duration) -> Self {
+        Self {
+            sessions: Vec::with_capacity(64),
+            last: usize::MAX,
+            totals: ReflectorTotals::default(),
+            idle_ns: idle.as_nanos() as u64,
+            epoch: Instant::now(),
+            backlog: Vec::new(),
+        }
+    }
+
+    fn serve(
+        &mut self,
+        socket: &socket2::Socket,
+        busy_poll: bool,
+        stop: &StopFlag,
+        events: &mut rtrb::Producer<ReflectorEvent>,
+    ) -> Result<ReflectorTotals, EngineError> {
+        let fd = socket.as_raw_fd();
+        let mut buf = vec![0u8; RECV_BUFFER];
+        let mut from = RawAddr::empty();
+        let mut next_tick = 0u64;
+        loop {
+            let received = sys::recv_from(fd, &mut buf, &mut from);
+            let now_ns = self.epoch.elapsed().as_nanos() as u64;
+            match received {
+                Ok(got) if got.truncated => self.totals.oversized += 1,
+                Ok(got) => {
+                    if sys::send_to(fd, &buf[..got.len], &from).is_err() {
+                        self.totals.send_errors += 1;
+                    }
+                    self.account(&from, got.len as u64, now_ns);
+                }
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EAGAIN | libc::EINTR) => {}
+                    // ICMP errors from a vanished peer: nothing to do.
+                    Some(libc::ECONNREFUSED | libc::EHOSTUNREACH | libc::ENETUNREACH) => {
+                        sys::drain_error_queue(fd);
+                    }
+                    _ => return Err(EngineError::io("receive failed")(e)),
+                },
+            }
+            if now_ns >= next_tick {
+                next_tick = now_ns + TICK.as_nanos() as u64;
+                self.tick(now_ns, events);
+                if stop.is_raised() {
+                    break;
+                }
+            } else if busy_poll && stop.is_raised() {
+                break;
+            }
+        }
+        self.flush_backlog(events);
+        Ok(self.totals)
+    }
+
+    #[inline]
+    fn account(&mut self, from: &RawAddr, bytes: u64, now_ns: u64) {
+        self.totals.packets += 1;
+        self.totals.bytes += bytes;
+        let idx = if self.sessions.get(self.last).is_some_and(|s| s.addr.same_as(from)) {
+            self.last
+        } else if let Some(i) = self.sessions.iter().position(|s| s.addr.same_as(from)) {
+            i
+        } else if self.sessions.len() < MAX_SESSIONS {
+            self.totals.sessions += 1;
+            self.sessions.push(Session {
+                addr: *from,
+                info: SessionInfo {
+                    peer: from
+                        .to_socket_addr()
+                        .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
+                    packets: 0,
+                    bytes: 0,
+                    last_seen_ns: now_ns,
+                },
+            });
+            self.sessions.len() - 1
+        } else {
+            return;
+        };
+        self.last = idx;
+        let info = &mut self.sessions[idx].info;
+        info.packets += 1;
+        info.bytes += bytes;
+        info.last_seen_ns = now_ns;
+    }
+
+    /// Closes idle sessions and publishes state. Runs every `TICK`.
+    fn tick(&mut self, now_ns: u64, events: &mut rtrb::Producer<ReflectorEvent>) {
+        let idle_ns = self.idle_ns;
+        let mut i = 0;
+        while i < self.sessions.len() {
+            let info = self.sessions[i].info;
+            if now_ns.saturating_sub(info.last_seen_ns) >= idle_ns {
+                self.backlog.push(ReflectorEvent::Ended(info));
+                self.sessions.swap_remove(i);
+                self.last = usize::MAX;
+            } else {
+                // Live snapshots are best effort: a slow UI just sees fewer.
+                let _ = events.push(ReflectorEvent::Active(info));
+                i += 1;
+            }
+        }
+        self.flush_backlog(events);
+        let _ = events.push(ReflectorEvent::Totals(self.totals));
+    }
+
+    fn flush_backlog(&mut self, events: &mut rtrb::Producer<ReflectorEvent>) {
+        let room = events.slots().min(self.backlog.len());
+        for ev in self.backlog.drain(..room) {
+            let _ = events.push(ev);
+        }
+    }
+}

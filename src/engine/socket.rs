@@ -1,0 +1,102 @@
+//! Socket creation and address resolution, done once before a run starts so
+//! that configuration errors surface before any thread is spawned.
+
+use super::EngineError;
+use super::sys;
+use socket2::{Domain, Protocol, Socket, Type};
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+/// Resolves `HOST:PORT`, `HOST` (then `default_port`), `[v6]:PORT` or a bare
+/// IPv6 address into one socket address (the first the resolver gives).
+pub fn resolve(text: &str, default_port: u16) -> Result<SocketAddr, EngineError> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Ok(ip) = text.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
+        return Ok(SocketAddr::new(ip, default_port));
+    }
+    let with_port = if text.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+        text.to_string()
+    } else {
+        format!("{text}:{default_port}")
+    };
+    let fail = |why: String| EngineError::Resolve(text.to_string(), why);
+    with_port
+        .to_socket_addrs()
+        .map_err(|e| fail(e.to_string()))?
+        .next()
+        .ok_or_else(|| fail("no address found".into()))
+}
+
+/// Creates a UDP socket bound to `addr`, with `IP_RECVERR` so ICMP errors
+/// are reported.
+pub fn bind_udp(addr: SocketAddr) -> Result<Socket, EngineError> {
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+        .map_err(EngineError::io("cannot create UDP socket"))?;
+    if addr.is_ipv6() {
+        // Accept IPv4-mapped peers too when bound to [::].
+        let _ = socket.set_only_v6(false);
+    }
+    socket.bind(&addr.into()).map_err(|e| EngineError::Bind {
+        addr,
+        reason: match e.kind() {
+            io::ErrorKind::AddrInUse => "address already in use".into(),
+            io::ErrorKind::AddrNotAvailable => "address is not local to this host".into(),
+            io::ErrorKind::PermissionDenied => "permission denied (ports below 1024 need privilege)".into(),
+            _ => e.to_string(),
+        },
+    })?;
+    sys::enable_recverr(socket.as_raw_fd(), addr.is_ipv6())
+        .map_err(EngineError::io("cannot enable IP_RECVERR"))?;
+    Ok(socket)
+}
+
+/// Blocking with a receive timeout, or non-blocking for busy-polling.
+pub fn set_wait_mode(socket: &Socket, busy_poll: bool, timeout: Duration) -> Result<(), EngineError> {
+    if busy_poll {
+        socket.set_nonblocking(true)
+    } else {
+        socket.set_read_timeout(Some(timeout.max(Duration::from_micros(1))))
+    }
+    .map_err(EngineError::io("cannot configure socket"))
+}
+
+/// The wildcard address of the same family as `peer`, any port.
+pub fn wildcard_for(peer: SocketAddr) -> SocketAddr {
+    if peer.is_ipv6() {
+        "[::]:0".parse().unwrap_or(peer)
+    } else {
+        SocketAddr::from(([0, 0, 0, 0], 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_accepts_the_usual_spellings() {
+        assert_eq!(resolve("127.0.0.1:9", 8080).unwrap(), "127.0.0.1:9".parse().unwrap());
+        assert_eq!(resolve("127.0.0.1", 8080).unwrap(), "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(resolve("::1", 8080).unwrap(), "[::1]:8080".parse().unwrap());
+        assert_eq!(resolve("[::1]", 7).unwrap(), "[::1]:7".parse().unwrap());
+        assert_eq!(resolve("localhost:5", 8080).unwrap().port(), 5);
+    }
+
+    #[test]
+    fn resolve_names_what_it_could_not_resolve() {
+        let e = resolve("no-such-host.invalid", 1).unwrap_err().to_string();
+        assert!(e.starts_with("cannot resolve 'no-such-host.invalid'"), "{e}");
+    }
+
+    #[test]
+    fn binding_a_busy_port_says_so() {
+        let first = bind_udp("127.0.0.1:0".parse().unwrap()).unwrap();
+        let taken = first.local_addr().unwrap().as_socket().unwrap();
+        let e = bind_udp(taken).unwrap_err().to_string();
+        assert_eq!(e, format!("cannot bind UDP {taken}: address already in use"));
+    }
+}

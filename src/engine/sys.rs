@@ -1,0 +1,321 @@
+//! The only place Synapse talks to the kernel through raw `libc` calls.
+//!
+//! Everything here is a thin, allocation-free wrapper: the measurement loops
+//! call these functions on every packet, so they take caller-owned buffers and
+//! return plain values. Every `unsafe` block states why it is sound.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::RawFd;
+
+/// A socket address in the kernel's own layout, built once and reused for
+/// every `sendto` so the hot path never converts addresses.
+#[derive(Clone, Copy)]
+pub struct RawAddr {
+    storage: libc::sockaddr_storage,
+    len: libc::socklen_t,
+}
+
+impl std::fmt::Debug for RawAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RawAddr({:?})", self.to_socket_addr())
+    }
+}
+
+impl RawAddr {
+    /// Converts a standard address into the kernel layout.
+    pub fn from_socket_addr(addr: SocketAddr) -> Self {
+        // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+        let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
+        let len = match addr {
+            SocketAddr::V4(v4) => {
+                let sin = libc::sockaddr_in {
+                    sin_family: libc::AF_INET as libc::sa_family_t,
+                    sin_port: v4.port().to_be(),
+                    sin_addr: libc::in_addr {
+                        s_addr: u32::from_ne_bytes(v4.ip().octets()),
+                    },
+                    sin_zero: [0; 8],
+                };
+                // SAFETY: sockaddr_storage is larger than and suitably aligned
+                // for sockaddr_in, as the kernel ABI guarantees.
+                unsafe { std::ptr::write(std::ptr::from_mut(&mut storage).cast(), sin) };
+                size_of::<libc::sockaddr_in>()
+            }
+            SocketAddr::V6(v6) => {
+                let sin6 = libc::sockaddr_in6 {
+                    sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                    sin6_port: v6.port().to_be(),
+                    sin6_flowinfo: v6.flowinfo(),
+                    sin6_addr: libc::in6_addr {
+                        s6_addr: v6.ip().octets(),
+                    },
+                    sin6_scope_id: v6.scope_id(),
+                };
+                // SAFETY: as above, for sockaddr_in6.
+                unsafe { std::ptr::write(std::ptr::from_mut(&mut storage).cast(), sin6) };
+                size_of::<libc::sockaddr_in6>()
+            }
+        };
+        Self {
+            storage,
+            len: len as libc::socklen_t,
+        }
+    }
+
+    /// An empty address, to be filled by `recv_from`.
+    pub fn empty() -> Self {
+        // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+        let storage = unsafe { zeroed() };
+        Self { storage, len: 0 }
+    }
+
+    /// Converts back to a standard address; `None` for families other than
+    /// IPv4/IPv6 (which a UDP socket never reports).
+    pub fn to_socket_addr(&self) -> Option<SocketAddr> {
+        match i32::from(self.storage.ss_family) {
+            libc::AF_INET if self.len as usize >= size_of::<libc::sockaddr_in>() => {
+                // SAFETY: the family says the storage holds a sockaddr_in and
+                // the kernel wrote at least that many bytes.
+                let sin: libc::sockaddr_in =
+                    unsafe { std::ptr::read(std::ptr::from_ref(&self.storage).cast()) };
+                let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
+                Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(sin.sin_port))))
+            }
+            libc::AF_INET6 if self.len as usize >= size_of::<libc::sockaddr_in6>() => {
+                // SAFETY: as above, for sockaddr_in6.
+                let sin6: libc::sockaddr_in6 =
+                    unsafe { std::ptr::read(std::ptr::from_ref(&self.storage).cast()) };
+                let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
+                Some(SocketAddr::V6(SocketAddrV6::new(
+                    ip,
+                    u16::from_be(sin6.sin6_port),
+                    sin6.sin6_flowinfo,
+                    sin6.sin6_scope_id,
+                )))
+            }
+            _ => None,
+        }
+    }
+
+    /// Byte-wise comparison of the meaningful part: cheap enough for every packet.
+    pub fn same_as(&self, other: &RawAddr) -> bool {
+        self.len == other.len && self.bytes() == other.bytes()
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: storage is a live, initialised value of at least `len` bytes
+        // (len never exceeds size_of::<sockaddr_storage>()).
+        unsafe {
+            std::slice::from_raw_parts(
+                std::ptr::from_ref(&self.storage).cast::<u8>(),
+                (self.len as usize).min(size_of::<libc::sockaddr_storage>()),
+            )
+        }
+    }
+}
+
+/// Sends one datagram to `to`. One `sendto` syscall, no allocation.
+pub fn send_to(fd: RawFd, buf: &[u8], to: &RawAddr) -> io::Result<usize> {
+    // SAFETY: buf and the address are valid for the lengths passed; the kernel
+    // only reads them for the duration of the call.
+    let n = unsafe {
+        libc::sendto(
+            fd,
+            buf.as_ptr().cast(),
+            buf.len(),
+            0,
+            std::ptr::from_ref(&to.storage).cast(),
+            to.len,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Result of one receive.
+#[derive(Debug, Clone, Copy)]
+pub struct Received {
+    /// Bytes written to the buffer.
+    pub len: usize,
+    /// The datagram was longer than the buffer (`MSG_TRUNC`).
+    pub truncated: bool,
+}
+
+/// Receives one datagram and its source address. One `recvfrom` syscall.
+///
+/// With `MSG_TRUNC` the kernel reports the datagram's real length, so an
+/// oversized datagram is recognised rather than silently cut.
+pub fn recv_from(fd: RawFd, buf: &mut [u8], from: &mut RawAddr) -> io::Result<Received> {
+    from.len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: buf is writable for buf.len() bytes and from.storage for from.len
+    // bytes; the kernel writes no further and updates from.len.
+    let n = unsafe {
+        libc::recvfrom(
+            fd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_TRUNC,
+            std::ptr::from_mut(&mut from.storage).cast(),
+            &raw mut from.len,
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let real = n as usize;
+    Ok(Received {
+        len: real.min(buf.len()),
+        truncated: real > buf.len(),
+    })
+}
+
+/// Discards everything queued on the socket's error queue (ICMP errors
+/// reported through `IP_RECVERR`). Never blocks.
+pub fn drain_error_queue(fd: RawFd) {
+    let mut scratch = [0u8; 512];
+    let mut control = [0u8; 512];
+    loop {
+        let mut iov = libc::iovec {
+            iov_base: scratch.as_mut_ptr().cast(),
+            iov_len: scratch.len(),
+        };
+        // SAFETY: msghdr is plain old data; all-zero is valid.
+        let mut msg: libc::msghdr = unsafe { zeroed() };
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = control.len() as _;
+        // SAFETY: every pointer in msg refers to a live local buffer of the
+        // stated length.
+        let n = unsafe { libc::recvmsg(fd, &raw mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
+        if n < 0 {
+            return;
+        }
+    }
+}
+
+/// Turns on `IP_RECVERR`/`IPV6_RECVERR`, so ICMP errors (port unreachable)
+/// reach an unconnected socket instead of being dropped silently.
+pub fn enable_recverr(fd: RawFd, ipv6: bool) -> io::Result<()> {
+    let (level, name) = if ipv6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_RECVERR)
+    };
+    let on: libc::c_int = 1;
+    // SAFETY: the option value is a live c_int of the size passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            std::ptr::from_ref(&on).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// CPUs the calling thread may run on.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { zeroed() };
+    // SAFETY: set is a live cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &raw mut set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let max = 8 * size_of::<libc::cpu_set_t>();
+    // SAFETY: CPU_ISSET only reads the set, for indices below its capacity.
+    Ok((0..max).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    if cpu >= 8 * size_of::<libc::cpu_set_t>() {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu_set_t is plain old data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { zeroed() };
+    // SAFETY: cpu is below the set's capacity (checked above).
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: set is a live cpu_set_t of the size passed; pid 0 is this thread.
+    let rc = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &raw const set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The CPU the calling thread is running on right now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments and only returns a number.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
+/// Moves the calling thread to `SCHED_FIFO` at the given priority.
+pub fn set_fifo(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: param is a live sched_param; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &raw const param) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_addr_round_trips_v4_and_v6() {
+        for s in ["127.0.0.1:8080", "[::1]:9", "[fe80::1%2]:862", "0.0.0.0:0"] {
+            let addr: SocketAddr = s.parse().unwrap();
+            assert_eq!(RawAddr::from_socket_addr(addr).to_socket_addr(), Some(addr));
+        }
+    }
+
+    #[test]
+    fn same_as_distinguishes_ports_and_families() {
+        let a = RawAddr::from_socket_addr("127.0.0.1:1".parse().unwrap());
+        let b = RawAddr::from_socket_addr("127.0.0.1:2".parse().unwrap());
+        let c = RawAddr::from_socket_addr("[::ffff:127.0.0.1]:1".parse().unwrap());
+        assert!(a.same_as(&a));
+        assert!(!a.same_as(&b));
+        assert!(!a.same_as(&c));
+    }
+
+    #[test]
+    fn pinning_to_an_allowed_cpu_works_and_reports_it() {
+        let cpus = allowed_cpus().unwrap();
+        assert!(!cpus.is_empty());
+        let last = *cpus.last().unwrap();
+        std::thread::spawn(move || {
+            pin_current_thread(last).unwrap();
+            assert_eq!(current_cpu(), Some(last));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn pinning_to_an_impossible_cpu_is_an_error() {
+        assert!(pin_current_thread(1 << 20).is_err());
+    }
+}

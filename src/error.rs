@@ -1,0 +1,46 @@
+//! Application errors and the exit status each one maps to.
+
+use crate::engine::EngineError;
+
+/// Exit statuses, as documented in the README and `--help`.
+pub mod exit {
+    /// The verdict passed (or a command that has no verdict succeeded).
+    pub const PASS: i32 = 0;
+    /// Something failed while running.
+    pub const RUNTIME: i32 = 1;
+    /// Bad flags, bad configuration, or a peer that cannot be reached.
+    pub const USAGE: i32 = 2;
+    /// The measurement completed and the verdict failed.
+    pub const FAIL: i32 = 3;
+}
+
+/// Anything that stops Synapse before it can report.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The user asked for something impossible.
+    #[error("{0}")]
+    Usage(String),
+    /// The engine could not measure.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Anything else (terminal, output, …).
+    #[error("{0:#}")]
+    Runtime(#[from] anyhow::Error),
+}
+
+impl AppError {
+    /// The process exit status for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            AppError::Usage(_) => exit::USAGE,
+            AppError::Engine(e) if e.is_usage() => exit::USAGE,
+            AppError::Engine(_) | AppError::Runtime(_) => exit::RUNTIME,
+        }
+    }
+}
+
+impl From<std::io::Error> for AppError {
+    fn from(e: std::io::Error) -> Self {
+        AppError::Runtime(e.into())
+    }
+}

@@ -1,0 +1,92 @@
+//! The `synapse` binary: parse, plan, run, report, exit with a status that
+//! scripts can act on.
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use std::io::{IsTerminal, Write};
+use synapse::cli::Cli;
+use synapse::engine::StopFlag;
+use synapse::error::{AppError, exit};
+use synapse::plan::{Output, Plan, plan};
+use synapse::report::{Report, write_json, write_text};
+use synapse::headless;
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            let _ = e.print();
+            std::process::exit(exit::PASS);
+        }
+        Err(e) => {
+            // clap's own message, cut to its first line: one line per error.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("synapse: error: {first} (see synapse --help)");
+            std::process::exit(exit::USAGE);
+        }
+    };
+    init_logging();
+    let code = match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("synapse: error: {e}");
+            e.exit_code()
+        }
+    };
+    std::process::exit(code);
+}
+
+/// Logs go to stderr, filtered by `RUST_LOG` (default: warnings).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+/// Ctrl-C and SIGTERM raise the stop flag; a second Ctrl-C exits at once.
+fn install_signal_handlers(stop: &StopFlag) -> Result<(), AppError> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::flag;
+    for sig in [SIGINT, SIGTERM] {
+        flag::register_conditional_shutdown(sig, 130, stop.as_atomic().clone())?;
+        flag::register(sig, stop.as_atomic().clone())?;
+    }
+    Ok(())
+}
+
+fn run(cli: Cli) -> Result<i32, AppError> {
+    let plan = plan(cli)?;
+    let stop = StopFlag::new();
+    install_signal_handlers(&stop)?;
+    match plan {
+        Plan::Client(p) => {
+            let report = headless::run_client(&p, &stop)?;
+            print_report(&report, p.output)?;
+            Ok(if report.verdict.pass { exit::PASS } else { exit::FAIL })
+        }
+        Plan::Server(p) => {
+            headless::run_server(&p, &stop, &mut std::io::stdout())?;
+            Ok(exit::PASS)
+        }
+    }
+}
+
+fn print_report(report: &Report, output: Output) -> Result<(), AppError> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match output {
+        Output::Json => write_json(&mut out, report)?,
+        Output::Text | Output::Ui => {
+            let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            write_text(&mut out, report, color)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,29 @@
+//! The `--json` report: exactly one object on stdout.
+
+use super::{EffectiveConfig, Report, Verdict};
+use crate::stats::Summary;
+use serde::Serialize;
+use std::io::{self, Write};
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    synapse_version: &'static str,
+    #[serde(flatten)]
+    summary: &'a Summary,
+    verdict: &'a Verdict,
+    config: &'a EffectiveConfig,
+    interrupted: bool,
+}
+
+/// Writes the report as one JSON object and a newline.
+pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
+    let doc = JsonReport {
+        synapse_version: env!("CARGO_PKG_VERSION"),
+        summary: &report.summary,
+        verdict: &report.verdict,
+        config: &report.config,
+        interrupted: report.interrupted,
+    };
+    serde_json::to_writer(&mut *out, &doc)?;
+    writeln!(out)
+}

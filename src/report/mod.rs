@@ -1,0 +1,114 @@
+//! Headless output: the text report, the JSON report and live progress. All
+//! of them read a [`Report`], built from the same [`Summary`] the live
+//! display uses.
+
+mod json;
+mod progress;
+mod text;
+
+pub use json::write_json;
+pub use progress::Progress;
+pub use text::write_text;
+
+use crate::engine::{ClientOutcome, Placement};
+use crate::plan::{ClientPlan, Target};
+use crate::stats::Summary;
+use serde::Serialize;
+use std::net::SocketAddr;
+
+/// Pass or fail against the threshold on the mean.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Verdict {
+    /// What is compared with the threshold.
+    pub metric: &'static str,
+    /// The threshold (ns).
+    pub threshold_ns: u64,
+    /// Mean below threshold, with at least one sample.
+    pub pass: bool,
+}
+
+impl Verdict {
+    /// Judges a summary. No samples at all is a failure: nothing answered.
+    pub fn judge(summary: &Summary, threshold_ns: u64) -> Self {
+        Self {
+            metric: "mean",
+            threshold_ns,
+            pass: summary.packets.received > 0 && summary.rtt_ns.mean < threshold_ns as f64,
+        }
+    }
+}
+
+/// The settings a run actually used, after every default was applied.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EffectiveConfig {
+    /// `loopback` (in-process reflector) or `client`.
+    pub mode: &'static str,
+    /// The reflector measured.
+    pub server: SocketAddr,
+    /// The client's own address.
+    pub local: SocketAddr,
+    /// Packet budget (null when bounded by time or unbounded).
+    pub packets: Option<u64>,
+    /// Time budget (null when bounded by packets).
+    pub duration_s: Option<f64>,
+    /// Warm-up packets.
+    pub warmup: u64,
+    /// Per-reply timeout.
+    pub timeout_ms: u64,
+    /// Payload bytes.
+    pub size: usize,
+    /// CPU the measurement thread ran on.
+    pub cpu: usize,
+    /// The CPU was chosen automatically.
+    pub cpu_auto: bool,
+    /// Busy-polling was on.
+    pub busy_poll: bool,
+    /// `--rt` was asked for.
+    pub rt_requested: bool,
+    /// SCHED_FIFO was actually in effect.
+    pub realtime: bool,
+}
+
+/// Everything a headless report prints.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The numbers.
+    pub summary: Summary,
+    /// PASS/FAIL.
+    pub verdict: Verdict,
+    /// The settings.
+    pub config: EffectiveConfig,
+    /// Stopped early by Ctrl-C or a signal.
+    pub interrupted: bool,
+}
+
+impl Report {
+    /// Builds the report of a finished client run.
+    pub fn new(plan: &ClientPlan, server: SocketAddr, local: SocketAddr, outcome: &ClientOutcome) -> Self {
+        let summary = Summary::from_stats(&outcome.stats, outcome.measured);
+        let Placement { cpu, cpu_auto, realtime } = outcome.placement;
+        Self {
+            verdict: Verdict::judge(&summary, plan.threshold.as_nanos() as u64),
+            summary,
+            config: EffectiveConfig {
+                mode: match plan.target {
+                    Target::Loopback => "loopback",
+                    Target::Remote(_) => "client",
+                },
+                server,
+                local,
+                packets: plan.packets,
+                duration_s: plan.duration.map(|d| d.as_secs_f64()),
+                warmup: plan.warmup,
+                timeout_ms: plan.timeout.as_millis() as u64,
+                size: plan.size,
+                cpu,
+                cpu_auto,
+                busy_poll: plan.thread.busy_poll,
+                rt_requested: plan.thread.rt,
+                realtime,
+            },
+            interrupted: outcome.interrupted,
+        }
+    }
+}

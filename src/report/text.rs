@@ -1,0 +1,195 @@
+//! The text report, in the layout users of the original tool know.
+
+use super::Report;
+use crate::stats::{DistributionBucket, Summary};
+use crate::units::{format_ns, format_rate, group_thousands};
+use std::io::{self, Write};
+
+const BAR_WIDTH: usize = 30;
+
+/// ANSI colours, or nothing when colour is off.
+struct Paint(bool);
+
+impl Paint {
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    fn green(&self, s: &str) -> String {
+        self.wrap("32", s)
+    }
+    fn red(&self, s: &str) -> String {
+        self.wrap("31", s)
+    }
+    fn cyan(&self, s: &str) -> String {
+        self.wrap("36", s)
+    }
+}
+
+/// Writes the text report. `color` adds ANSI colours (callers pass it only
+/// for terminals without `NO_COLOR`).
+pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Result<()> {
+    let paint = Paint(color);
+    let s = &report.summary;
+    let c = &report.config;
+    writeln!(out, "┌─────────────────────────────┐")?;
+    writeln!(out, "│  Synapse Results            │")?;
+    writeln!(out, "└─────────────────────────────┘")?;
+    writeln!(out)?;
+    if report.interrupted {
+        writeln!(out, "Interrupted: the figures cover what was measured before the stop.")?;
+        writeln!(out)?;
+    }
+    writeln!(
+        out,
+        "Target:   {} ({}) from {}, {}-byte payload",
+        c.server, c.mode, c.local, c.size
+    )?;
+    writeln!(
+        out,
+        "Thread:   CPU {}{}, {}{}",
+        c.cpu,
+        if c.cpu_auto { " (auto; --cpu to choose)" } else { "" },
+        if c.busy_poll { "busy-poll" } else { "blocking" },
+        match (c.rt_requested, c.realtime) {
+            (true, true) => ", SCHED_FIFO",
+            (true, false) => ", SCHED_FIFO refused",
+            _ => "",
+        }
+    )?;
+    writeln!(out)?;
+    let p = &s.packets;
+    writeln!(
+        out,
+        "Packets:  {} sent, {} lost ({:.2}%)",
+        p.sent,
+        p.lost,
+        p.loss_percent()
+    )?;
+    writeln!(
+        out,
+        "          {} late, {} duplicate, {} reordered, {} stray",
+        p.late, p.duplicate, p.reordered, p.stray
+    )?;
+    writeln!(out, "          └─ Packet loss should be 0% for reliable measurements")?;
+    writeln!(out)?;
+    writeln!(out, "Duration: {:.2}s", s.duration_s)?;
+    writeln!(
+        out,
+        "          └─ Test completed at {} packets/second",
+        format_rate(s.rate_pps)
+    )?;
+    writeln!(out)?;
+    write_latency(out, s)?;
+    writeln!(out)?;
+    write_distribution(out, s, &paint)?;
+    writeln!(out)?;
+    let v = &report.verdict;
+    let mean = format!("{:.3}ms", s.rtt_ns.mean / 1e6);
+    let limit = format_ns(v.threshold_ns as f64).replace(' ', "");
+    let line = if p.received == 0 {
+        paint.red("✗ FAIL: no replies were received")
+    } else if v.pass {
+        paint.green(&format!("✓ PASS: Mean latency ({mean}) is below {limit} threshold"))
+    } else {
+        paint.red(&format!("✗ FAIL: Mean latency ({mean}) is not below {limit} threshold"))
+    };
+    writeln!(out, "{line}")
+}
+
+fn write_latency(out: &mut impl Write, s: &Summary) -> io::Result<()> {
+    let r = &s.rtt_ns;
+    writeln!(out, "Latency Statistics (round-trip time):")?;
+    let rows: [(&str, f64, &str); 9] = [
+        ("Mean", r.mean, "Average latency"),
+        ("StdDev", r.stddev, "Spread around the mean"),
+        ("Min", r.min as f64, "Fastest packet"),
+        ("Max", r.max as f64, "Slowest packet"),
+        ("P50", r.p50 as f64, "50% of packets are faster than this (median)"),
+        ("P90", r.p90 as f64, "90% of packets are faster than this"),
+        ("P99", r.p99 as f64, "99% of packets are faster than this"),
+        ("P99.9", r.p999 as f64, "99.9% of packets are faster than this"),
+        ("P99.99", r.p9999 as f64, "99.99% of packets are faster than this"),
+    ];
+    for (name, value, note) in rows {
+        writeln!(out, "  {:<8} {:>10}  ← {note}", format!("{name}:"), format_ns(value))?;
+    }
+    Ok(())
+}
+
+/// `0-20 µs`, `1.5-2.0 ms`, `>10 ms`: both ends in the unit of the upper one.
+fn range_label(b: &DistributionBucket) -> String {
+    let (scale, unit) = match b.high_ns.unwrap_or(b.low_ns) {
+        0..1_000 => (1.0, "ns"),
+        1_000..1_000_000 => (1e3, "µs"),
+        1_000_000..1_000_000_000 => (1e6, "ms"),
+        _ => (1e9, "s"),
+    };
+    let fmt = |ns: u64| {
+        let v = ns as f64 / scale;
+        if v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        }
+    };
+    match b.high_ns {
+        Some(h) => format!("{}-{} {unit}", fmt(b.low_ns), fmt(h)),
+        None => format!(">{} {unit}", fmt(b.low_ns)),
+    }
+}
+
+fn write_distribution(out: &mut impl Write, s: &Summary, paint: &Paint) -> io::Result<()> {
+    writeln!(out, "Latency Distribution (packet count by range):")?;
+    let buckets = &s.distribution.buckets;
+    let total: u64 = buckets.iter().map(|b| b.count).sum();
+    let Some(largest) = buckets.iter().map(|b| b.count).max().filter(|&m| m > 0) else {
+        return writeln!(out, "  (no samples)");
+    };
+    for b in buckets {
+        let share = 100.0 * b.count as f64 / total as f64;
+        let len = (b.count as f64 / largest as f64 * BAR_WIDTH as f64).round() as usize;
+        let bar = if len == 0 { "▌".to_string() } else { "█".repeat(len) };
+        let bar = format!("{bar:<BAR_WIDTH$}");
+        let bar = match (b.high_ns, share) {
+            (None, _) => paint.red(&bar),
+            (_, s) if s > 50.0 => paint.green(&bar),
+            (_, s) if s > 10.0 => paint.cyan(&bar),
+            _ => bar,
+        };
+        let pct = if share < 0.1 && b.count > 0 {
+            "<0.1%".to_string()
+        } else {
+            format!("{share:.1}%")
+        };
+        let max_note = if b.high_ns.is_none() {
+            format!(" ← MAX: {}", format_ns(s.rtt_ns.max as f64))
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "  {:>14}:  {bar} {pct:>6} ({:>9} packets){max_note}",
+            range_label(b),
+            group_thousands(b.count)
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_labels_use_the_upper_bound_unit() {
+        let b = |low, high| DistributionBucket { low_ns: low, high_ns: high, count: 1 };
+        assert_eq!(range_label(&b(0, Some(20_000))), "0-20 µs");
+        assert_eq!(range_label(&b(1_500_000, Some(2_000_000))), "1.5-2 ms");
+        assert_eq!(range_label(&b(10_000_000, None)), ">10 ms");
+        assert_eq!(range_label(&b(500, Some(600))), "500-600 ns");
+    }
+}

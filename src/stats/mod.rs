@@ -1,0 +1,198 @@
+//! Statistics shared by every consumer: the engine's authoritative totals,
+//! the headless reports and the live TUI all use these types.
+
+mod summary;
+
+pub use summary::{Distribution, DistributionBucket, Summary};
+
+use crate::engine::{Record, RecordKind};
+use hdrhistogram::Histogram;
+
+/// Largest RTT the histogram resolves; anything slower is clamped to it.
+/// The client's timeout is capped below this, so only pathological clock
+/// jumps could reach it.
+pub const MAX_TRACKABLE_NS: u64 = 120_000_000_000;
+
+/// Packet accounting. Invariant: `sent == received + lost + late`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counters {
+    /// Requests sent after warm-up.
+    pub sent: u64,
+    /// Fresh replies (each one an RTT sample).
+    pub received: u64,
+    /// Requests that never got a reply.
+    pub lost: u64,
+    /// Replies that arrived after their timeout.
+    pub late: u64,
+    /// Repeated replies.
+    pub duplicate: u64,
+    /// Late replies that arrived after a later request's reply.
+    pub reordered: u64,
+    /// Datagrams that were not replies to this run (other source, wrong
+    /// form, unknown sequence).
+    pub stray: u64,
+}
+
+impl Counters {
+    fn add(&mut self, o: &Counters) {
+        self.sent += o.sent;
+        self.received += o.received;
+        self.lost += o.lost;
+        self.late += o.late;
+        self.duplicate += o.duplicate;
+        self.reordered += o.reordered;
+        self.stray += o.stray;
+    }
+
+    /// Lost requests as a percentage of those sent.
+    pub fn loss_percent(&self) -> f64 {
+        if self.sent == 0 {
+            0.0
+        } else {
+            100.0 * self.lost as f64 / self.sent as f64
+        }
+    }
+}
+
+/// An RTT histogram plus packet counters.
+#[derive(Debug, Clone)]
+pub struct Stats {
+    hist: Histogram<u64>,
+    counters: Counters,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Stats {
+    /// Empty statistics: nanosecond resolution, 3 significant digits. All
+    /// memory is allocated here; recording never allocates.
+    pub fn new() -> Self {
+        #[allow(clippy::expect_used)]
+        let hist = Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, 3)
+            .expect("constant histogram bounds are valid");
+        Self {
+            hist,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Accounts for one record. Warm-up records are ignored.
+    #[inline]
+    pub fn record(&mut self, r: &Record) {
+        if r.warmup {
+            return;
+        }
+        let c = &mut self.counters;
+        match r.kind {
+            RecordKind::Sample => {
+                c.sent += 1;
+                c.received += 1;
+                self.hist.saturating_record(r.rtt_ns.max(1));
+            }
+            RecordKind::Lost => {
+                c.sent += 1;
+                c.lost += 1;
+            }
+            RecordKind::Late { reordered } => {
+                c.lost = c.lost.saturating_sub(1);
+                c.late += 1;
+                c.reordered += u64::from(reordered);
+            }
+            RecordKind::Duplicate => c.duplicate += 1,
+            RecordKind::Stray => c.stray += 1,
+        }
+    }
+
+    /// Adds another run's statistics to these.
+    pub fn merge(&mut self, other: &Stats) {
+        // Both histograms share the same bounds, so adding cannot fail.
+        let _ = self.hist.add(&other.hist);
+        self.counters.add(&other.counters);
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        self.hist.reset();
+        self.counters = Counters::default();
+    }
+
+    /// The packet counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The RTT histogram (nanoseconds).
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.hist
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(seq: u64, rtt: u64) -> Record {
+        Record::sample(seq, seq * 1000, rtt, false)
+    }
+
+    #[test]
+    fn counters_keep_their_invariant_through_a_late_reply() {
+        let mut s = Stats::new();
+        s.record(&sample(0, 10_000));
+        s.record(&Record::event(RecordKind::Lost, 1, 0, false));
+        s.record(&Record::event(RecordKind::Lost, 2, 0, false));
+        s.record(&Record::event(RecordKind::Late { reordered: true }, 1, 0, false));
+        s.record(&Record::event(RecordKind::Duplicate, 0, 0, false));
+        s.record(&Record::event(RecordKind::Stray, 0, 0, false));
+        let c = *s.counters();
+        assert_eq!(
+            c,
+            Counters {
+                sent: 3,
+                received: 1,
+                lost: 1,
+                late: 1,
+                duplicate: 1,
+                reordered: 1,
+                stray: 1
+            }
+        );
+        assert_eq!(c.sent, c.received + c.lost + c.late);
+        assert_eq!(s.histogram().len(), 1);
+    }
+
+    #[test]
+    fn warmup_records_are_ignored() {
+        let mut s = Stats::new();
+        s.record(&Record::sample(0, 0, 5, true));
+        s.record(&Record::event(RecordKind::Lost, 1, 0, true));
+        assert_eq!(*s.counters(), Counters::default());
+        assert_eq!(s.histogram().len(), 0);
+    }
+
+    #[test]
+    fn merge_adds_histograms_and_counters_and_clear_empties() {
+        let mut a = Stats::new();
+        let mut b = Stats::new();
+        a.record(&sample(0, 1_000));
+        b.record(&sample(0, 3_000));
+        a.merge(&b);
+        assert_eq!(a.counters().received, 2);
+        assert_eq!(a.histogram().len(), 2);
+        assert!(a.histogram().max() >= 2_990);
+        a.clear();
+        assert_eq!(a.histogram().len(), 0);
+        assert_eq!(a.counters().sent, 0);
+    }
+
+    #[test]
+    fn absurd_rtts_are_clamped_not_dropped() {
+        let mut s = Stats::new();
+        s.record(&sample(0, u64::MAX));
+        assert_eq!(s.histogram().len(), 1);
+    }
+}

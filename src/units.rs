@@ -1,0 +1,111 @@
+//! Parsing and printing of times: `1ms`, `250us`, `250µs`, `1.5s`, `800ns`.
+
+use std::time::Duration;
+
+/// Unit assumed for a bare number.
+#[derive(Debug, Clone, Copy)]
+pub enum DefaultUnit {
+    /// Bare numbers are milliseconds.
+    Millis,
+    /// Bare numbers are seconds.
+    Seconds,
+}
+
+/// Parses a non-negative duration with an optional unit suffix.
+pub fn parse_duration(text: &str, default: DefaultUnit) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (try 1ms, 250us, 2s)"))?;
+    let scale = match unit.trim() {
+        "" => match default {
+            DefaultUnit::Millis => 1e-3,
+            DefaultUnit::Seconds => 1.0,
+        },
+        "ns" => 1e-9,
+        "us" | "µs" | "μs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        other => return Err(format!("unknown time unit '{other}' in '{text}' (use ns, us, ms, s)")),
+    };
+    Duration::try_from_secs_f64(value * scale).map_err(|_| format!("'{text}' is out of range"))
+}
+
+/// A nanosecond figure with a unit that suits its size: `850 ns`,
+/// `22.8 µs`, `1.25 ms`, `2.00 s`.
+pub fn format_ns(ns: f64) -> String {
+    if ns < 1_000.0 {
+        format!("{ns:.0} ns")
+    } else if ns < 1_000_000.0 {
+        format!("{:.1} µs", ns / 1e3)
+    } else if ns < 1_000_000_000.0 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.2} s", ns / 1e9)
+    }
+}
+
+/// A rate in packets per second, abbreviated: `950`, `31.1k`, `1.20M`.
+pub fn format_rate(pps: f64) -> String {
+    if pps < 1_000.0 {
+        format!("{pps:.0}")
+    } else if pps < 1_000_000.0 {
+        format!("{:.1}k", pps / 1e3)
+    } else {
+        format!("{:.2}M", pps / 1e6)
+    }
+}
+
+/// An integer with thousands separators: `264,000`.
+pub fn group_thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units_and_bare_numbers() {
+        let ms = DefaultUnit::Millis;
+        assert_eq!(parse_duration("1ms", ms).unwrap(), Duration::from_millis(1));
+        assert_eq!(parse_duration("250us", ms).unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_duration("250µs", ms).unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_duration("1.5", ms).unwrap(), Duration::from_micros(1500));
+        assert_eq!(parse_duration("800ns", ms).unwrap(), Duration::from_nanos(800));
+        assert_eq!(parse_duration("2", DefaultUnit::Seconds).unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("1 min", DefaultUnit::Seconds).unwrap(), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn rejects_garbage_with_a_reason() {
+        assert!(parse_duration("fast", DefaultUnit::Millis).unwrap_err().contains("not a duration"));
+        assert!(parse_duration("3 fortnights", DefaultUnit::Millis).unwrap_err().contains("unknown time unit"));
+        assert!(parse_duration("-1ms", DefaultUnit::Millis).is_err());
+    }
+
+    #[test]
+    fn formats_with_fitting_units() {
+        assert_eq!(format_ns(850.0), "850 ns");
+        assert_eq!(format_ns(22_800.0), "22.8 µs");
+        assert_eq!(format_ns(1_250_000.0), "1.25 ms");
+        assert_eq!(format_ns(2e9), "2.00 s");
+        assert_eq!(format_rate(31_100.0), "31.1k");
+        assert_eq!(group_thousands(264_000), "264,000");
+        assert_eq!(group_thousands(7), "7");
+        assert_eq!(group_thousands(1_000_000), "1,000,000");
+    }
+}
