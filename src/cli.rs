@@ -159,7 +159,9 @@ fn millis(s: &str) -> Result<Duration, String> {
 }
 
 fn payload_size(s: &str) -> Result<usize, String> {
-    let n: usize = s.parse().map_err(|_| format!("'{s}' is not a number of bytes"))?;
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of bytes"))?;
     if (MIN_SIZE..=MAX_SIZE).contains(&n) {
         Ok(n)
     } else {

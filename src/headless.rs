@@ -1,13 +1,14 @@
 //! Running without the live display: progress on stderr, a report at the end.
 
 use crate::engine::{
-    RecordKind, ReflectorConfig, ReflectorEvent, ReflectorRun, SessionInfo, StopFlag, start_reflector,
+    RecordKind, ReflectorConfig, ReflectorEvent, ReflectorRun, SessionInfo, StopFlag,
+    start_reflector,
 };
 use crate::error::AppError;
 use crate::launch::{Measurement, RING_CAPACITY};
 use crate::plan::{ClientPlan, ServerPlan};
 use crate::report::{Progress, Report};
-use crate::units::group_thousands;
+use crate::units::count_of;
 use std::io::Write;
 use std::time::Duration;
 
@@ -36,15 +37,19 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
 
 fn session_line(s: &SessionInfo) -> String {
     format!(
-        "session ended: {}  {} packets  {} bytes",
+        "session ended: {}  {}  {}",
         s.peer,
-        group_thousands(s.packets),
-        group_thousands(s.bytes)
+        count_of(s.packets, "packet"),
+        count_of(s.bytes, "byte")
     )
 }
 
 /// Reflects until `stop`, printing a line per finished session and totals.
-pub fn run_server(plan: &ServerPlan, stop: &StopFlag, out: &mut impl Write) -> Result<(), AppError> {
+pub fn run_server(
+    plan: &ServerPlan,
+    stop: &StopFlag,
+    out: &mut impl Write,
+) -> Result<(), AppError> {
     let mut run = start_reflector(
         ReflectorConfig {
             bind: plan.bind,
@@ -63,9 +68,16 @@ pub fn run_server(plan: &ServerPlan, stop: &StopFlag, out: &mut impl Write) -> R
         run.local,
         plan.thread.cpu,
         if plan.thread.cpu_auto { " auto" } else { "" },
-        if plan.thread.busy_poll { "busy-poll" } else { "blocking" }
+        if plan.thread.busy_poll {
+            "busy-poll"
+        } else {
+            "blocking"
+        }
     )?;
-    writeln!(out, "Ready to echo packets... (Ctrl-C prints totals and exits)")?;
+    writeln!(
+        out,
+        "Ready to echo packets... (Ctrl-C prints totals and exits)"
+    )?;
     out.flush()?;
     let drain = |run: &mut ReflectorRun, out: &mut dyn Write| -> std::io::Result<()> {
         while let Ok(ev) = run.events.pop() {
@@ -88,12 +100,15 @@ pub fn run_server(plan: &ServerPlan, stop: &StopFlag, out: &mut impl Write) -> R
     let t = outcome.totals;
     writeln!(
         out,
-        "totals: {} sessions, {} packets, {} bytes echoed{}",
-        group_thousands(t.sessions),
-        group_thousands(t.packets),
-        group_thousands(t.bytes),
+        "totals: {}, {}, {} echoed{}",
+        count_of(t.sessions, "session"),
+        count_of(t.packets, "packet"),
+        count_of(t.bytes, "byte"),
         if t.oversized + t.send_errors > 0 {
-            format!(" ({} oversized dropped, {} send errors)", t.oversized, t.send_errors)
+            format!(
+                " ({} oversized dropped, {} send errors)",
+                t.oversized, t.send_errors
+            )
         } else {
             String::new()
         }

@@ -28,7 +28,11 @@ pub struct Measurement {
 
 impl Measurement {
     /// Starts everything the plan asks for. `stop` ends the client.
-    pub fn start(plan: &ClientPlan, stop: StopFlag, ring_capacity: usize) -> Result<Self, AppError> {
+    pub fn start(
+        plan: &ClientPlan,
+        stop: StopFlag,
+        ring_capacity: usize,
+    ) -> Result<Self, AppError> {
         let reflector = match plan.target {
             Target::Loopback => Some(start_reflector(
                 ReflectorConfig {

@@ -7,9 +7,9 @@ use std::io::{IsTerminal, Write};
 use synapse::cli::Cli;
 use synapse::engine::StopFlag;
 use synapse::error::{AppError, exit};
+use synapse::headless;
 use synapse::plan::{Output, Plan, plan};
 use synapse::report::{Report, write_json, write_text};
-use synapse::headless;
 
 fn main() {
     let cli = match Cli::try_parse() {
@@ -68,7 +68,11 @@ fn run(cli: Cli) -> Result<i32, AppError> {
         Plan::Client(p) => {
             let report = headless::run_client(&p, &stop)?;
             print_report(&report, p.output)?;
-            Ok(if report.verdict.pass { exit::PASS } else { exit::FAIL })
+            Ok(if report.verdict.pass {
+                exit::PASS
+            } else {
+                exit::FAIL
+            })
         }
         Plan::Server(p) => {
             headless::run_server(&p, &stop, &mut std::io::stdout())?;

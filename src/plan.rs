@@ -107,8 +107,15 @@ pub fn ui_possible() -> bool {
 pub fn plan(cli: Cli) -> Result<Plan, AppError> {
     match cli.command {
         None => client_plan(Target::Loopback, None, &cli.run),
-        Some(Command::Client(ClientArgs { addr, server, bind, run })) => {
-            let text = addr.or(server).unwrap_or_else(|| format!("127.0.0.1:{DEFAULT_PORT}"));
+        Some(Command::Client(ClientArgs {
+            addr,
+            server,
+            bind,
+            run,
+        })) => {
+            let text = addr
+                .or(server)
+                .unwrap_or_else(|| format!("127.0.0.1:{DEFAULT_PORT}"));
             let target = Target::Remote(resolve(&text, DEFAULT_PORT)?);
             let bind = bind.map(|b| resolve(&b, 0)).transpose()?;
             client_plan(target, bind, &run)
@@ -128,12 +135,12 @@ fn output_for(no_ui: bool, json: bool) -> Output {
 }
 
 fn client_plan(target: Target, bind: Option<SocketAddr>, run: &RunArgs) -> Result<Plan, AppError> {
-    if let (Some(b), Target::Remote(peer)) = (bind, target) {
-        if b.is_ipv4() != peer.is_ipv4() {
-            return Err(AppError::Usage(format!(
-                "--bind {b} and server {peer} are of different IP versions"
-            )));
-        }
+    if let (Some(b), Target::Remote(peer)) = (bind, target)
+        && b.is_ipv4() != peer.is_ipv4()
+    {
+        return Err(AppError::Usage(format!(
+            "--bind {b} and server {peer} are of different IP versions"
+        )));
     }
     let output = output_for(run.no_ui, run.json);
     let (cpu, cpu_auto) = choose_cpu(run.thread.cpu, Role::Client)?;
@@ -155,7 +162,9 @@ fn client_plan(target: Target, bind: Option<SocketAddr>, run: &RunArgs) -> Resul
         return Err(AppError::Usage("--packets must be at least 1".into()));
     }
     if run.duration == Some(Duration::ZERO) {
-        return Err(AppError::Usage("--duration must be longer than zero".into()));
+        return Err(AppError::Usage(
+            "--duration must be longer than zero".into(),
+        ));
     }
     Ok(Plan::Client(ClientPlan {
         target,
@@ -187,7 +196,9 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
     let bind = resolve(&s.bind, DEFAULT_PORT)?;
     let (cpu, cpu_auto) = choose_cpu(s.thread.cpu, Role::Reflector)?;
     if s.session_idle.is_zero() {
-        return Err(AppError::Usage("--session-idle must be longer than zero".into()));
+        return Err(AppError::Usage(
+            "--session-idle must be longer than zero".into(),
+        ));
     }
     Ok(Plan::Server(ServerPlan {
         bind,

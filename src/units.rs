@@ -31,7 +31,11 @@ pub fn parse_duration(text: &str, default: DefaultUnit) -> Result<Duration, Stri
         "ms" => 1e-3,
         "s" => 1.0,
         "m" | "min" => 60.0,
-        other => return Err(format!("unknown time unit '{other}' in '{text}' (use ns, us, ms, s)")),
+        other => {
+            return Err(format!(
+                "unknown time unit '{other}' in '{text}' (use ns, us, ms, s)"
+            ));
+        }
     };
     Duration::try_from_secs_f64(value * scale).map_err(|_| format!("'{text}' is out of range"))
 }
@@ -66,12 +70,18 @@ pub fn group_thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
     }
     out
+}
+
+/// A count and its noun, grouped and pluralised: `1 packet`, `1,020 packets`.
+pub fn count_of(n: u64, noun: &str) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{} {noun}{s}", group_thousands(n))
 }
 
 #[cfg(test)]
@@ -82,18 +92,44 @@ mod tests {
     fn parses_units_and_bare_numbers() {
         let ms = DefaultUnit::Millis;
         assert_eq!(parse_duration("1ms", ms).unwrap(), Duration::from_millis(1));
-        assert_eq!(parse_duration("250us", ms).unwrap(), Duration::from_micros(250));
-        assert_eq!(parse_duration("250µs", ms).unwrap(), Duration::from_micros(250));
-        assert_eq!(parse_duration("1.5", ms).unwrap(), Duration::from_micros(1500));
-        assert_eq!(parse_duration("800ns", ms).unwrap(), Duration::from_nanos(800));
-        assert_eq!(parse_duration("2", DefaultUnit::Seconds).unwrap(), Duration::from_secs(2));
-        assert_eq!(parse_duration("1 min", DefaultUnit::Seconds).unwrap(), Duration::from_secs(60));
+        assert_eq!(
+            parse_duration("250us", ms).unwrap(),
+            Duration::from_micros(250)
+        );
+        assert_eq!(
+            parse_duration("250µs", ms).unwrap(),
+            Duration::from_micros(250)
+        );
+        assert_eq!(
+            parse_duration("1.5", ms).unwrap(),
+            Duration::from_micros(1500)
+        );
+        assert_eq!(
+            parse_duration("800ns", ms).unwrap(),
+            Duration::from_nanos(800)
+        );
+        assert_eq!(
+            parse_duration("2", DefaultUnit::Seconds).unwrap(),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            parse_duration("1 min", DefaultUnit::Seconds).unwrap(),
+            Duration::from_secs(60)
+        );
     }
 
     #[test]
     fn rejects_garbage_with_a_reason() {
-        assert!(parse_duration("fast", DefaultUnit::Millis).unwrap_err().contains("not a duration"));
-        assert!(parse_duration("3 fortnights", DefaultUnit::Millis).unwrap_err().contains("unknown time unit"));
+        assert!(
+            parse_duration("fast", DefaultUnit::Millis)
+                .unwrap_err()
+                .contains("not a duration")
+        );
+        assert!(
+            parse_duration("3 fortnights", DefaultUnit::Millis)
+                .unwrap_err()
+                .contains("unknown time unit")
+        );
         assert!(parse_duration("-1ms", DefaultUnit::Millis).is_err());
     }
 
@@ -107,5 +143,8 @@ mod tests {
         assert_eq!(group_thousands(264_000), "264,000");
         assert_eq!(group_thousands(7), "7");
         assert_eq!(group_thousands(1_000_000), "1,000,000");
+        assert_eq!(count_of(1, "packet"), "1 packet");
+        assert_eq!(count_of(1_020, "packet"), "1,020 packets");
+        assert_eq!(count_of(0, "byte"), "0 bytes");
     }
 }

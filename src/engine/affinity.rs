@@ -31,7 +31,11 @@ pub fn choose_cpu(requested: Option<usize>, role: Role) -> Result<(usize, bool),
         Some(cpu) if allowed.contains(&cpu) => Ok((cpu, false)),
         Some(cpu) => Err(EngineError::Cpu {
             cpu,
-            allowed: allowed.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+            allowed: allowed
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
         }),
         None => {
             let pick = match role {
@@ -46,8 +50,11 @@ pub fn choose_cpu(requested: Option<usize>, role: Role) -> Result<(usize, bool),
 /// Pins the calling thread and, when asked, raises it to `SCHED_FIFO`.
 /// Failing to get real-time priority is not fatal: one warning, carry on.
 pub(crate) fn place_current_thread(cpu: usize, cpu_auto: bool, rt: bool) -> Placement {
-    if let Err(e) = sys::pin_current_thread(cpu) {
-        tracing::warn!("could not pin the measurement thread to CPU {cpu}: {e}");
+    match sys::pin_current_thread(cpu) {
+        Err(e) => tracing::warn!("could not pin the measurement thread to CPU {cpu}: {e}"),
+        Ok(()) => {
+            tracing::debug!(cpu, running_on = ?sys::current_cpu(), "measurement thread pinned")
+        }
     }
     let realtime = rt
         && match sys::set_fifo(50) {
@@ -76,13 +83,21 @@ mod tests {
         let (r, _) = choose_cpu(None, Role::Reflector).unwrap();
         assert!(allowed.contains(&r));
         if allowed.len() > 1 {
-            assert_ne!(c, r, "client and reflector should not share a CPU by default");
+            assert_ne!(
+                c, r,
+                "client and reflector should not share a CPU by default"
+            );
         }
     }
 
     #[test]
     fn an_unavailable_cpu_is_refused_with_the_allowed_list() {
-        let e = choose_cpu(Some(100_000), Role::Client).unwrap_err().to_string();
-        assert!(e.starts_with("CPU 100000 is not available to this process (allowed: "), "{e}");
+        let e = choose_cpu(Some(100_000), Role::Client)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("CPU 100000 is not available to this process (allowed: "),
+            "{e}"
+        );
     }
 }

@@ -214,7 +214,9 @@ impl<'a> Pinger<'a> {
                 let start = *measure_start.get_or_insert(last);
                 let measured = seq - cfg.warmup;
                 if cfg.packets.is_some_and(|n| measured >= n)
-                    || cfg.duration.is_some_and(|d| last.duration_since(start) >= d)
+                    || cfg
+                        .duration
+                        .is_some_and(|d| last.duration_since(start) >= d)
                 {
                     break;
                 }
@@ -274,7 +276,11 @@ impl<'a> Pinger<'a> {
                     let kind = if !self.from.same_as(&self.peer) || got.truncated {
                         RecordKind::Stray
                     } else {
-                        match self.codec.decode(&self.buf[..got.len]).map(|s| (s, self.tracker.on_reply(s))) {
+                        match self
+                            .codec
+                            .decode(&self.buf[..got.len])
+                            .map(|s| (s, self.tracker.on_reply(s)))
+                        {
                             Some((s, Reply::Fresh)) => {
                                 debug_assert_eq!(s, seq);
                                 self.replies_seen += 1;
@@ -346,7 +352,9 @@ impl<'a> Pinger<'a> {
     /// must end at the original deadline, not a full timeout later.
     fn shorten_timeout(&mut self, remaining: Duration) {
         if !self.busy_poll {
-            let _ = self.socket.set_read_timeout(Some(remaining.max(Duration::from_micros(1))));
+            let _ = self
+                .socket
+                .set_read_timeout(Some(remaining.max(Duration::from_micros(1))));
             self.shortened = true;
         }
     }

@@ -21,7 +21,9 @@ pub enum EngineError {
     #[error("{0} refused the datagrams (ICMP port unreachable): no echo server is listening there")]
     Refused(SocketAddr),
     /// Nothing came back at all.
-    #[error("no reply from {addr} to the first {packets} packets ({timeout_ms} ms timeout each): host unreachable or no echo server listening")]
+    #[error(
+        "no reply from {addr} to the first {packets} packets ({timeout_ms} ms timeout each): host unreachable or no echo server listening"
+    )]
     NoReply {
         /// The peer.
         addr: SocketAddr,

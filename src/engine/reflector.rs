@@ -117,7 +117,11 @@ impl ReflectorRun {
             context: "reflector thread panicked or was already joined",
             source: io::Error::other("reflector thread gone"),
         };
-        self.handle.take().ok_or_else(lost)?.join().unwrap_or_else(|_| Err(lost()))
+        self.handle
+            .take()
+            .ok_or_else(lost)?
+            .join()
+            .unwrap_or_else(|_| Err(lost()))
     }
 }
 
@@ -234,7 +238,11 @@ impl Echo {
     fn account(&mut self, from: &RawAddr, bytes: u64, now_ns: u64) {
         self.totals.packets += 1;
         self.totals.bytes += bytes;
-        let idx = if self.sessions.get(self.last).is_some_and(|s| s.addr.same_as(from)) {
+        let idx = if self
+            .sessions
+            .get(self.last)
+            .is_some_and(|s| s.addr.same_as(from))
+        {
             self.last
         } else if let Some(i) = self.sessions.iter().position(|s| s.addr.same_as(from)) {
             i

@@ -18,7 +18,10 @@ pub fn resolve(text: &str, default_port: u16) -> Result<SocketAddr, EngineError>
     if let Ok(ip) = text.trim_matches(['[', ']']).parse::<std::net::IpAddr>() {
         return Ok(SocketAddr::new(ip, default_port));
     }
-    let with_port = if text.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) {
+    let with_port = if text
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
         text.to_string()
     } else {
         format!("{text}:{default_port}")
@@ -45,7 +48,9 @@ pub fn bind_udp(addr: SocketAddr) -> Result<Socket, EngineError> {
         reason: match e.kind() {
             io::ErrorKind::AddrInUse => "address already in use".into(),
             io::ErrorKind::AddrNotAvailable => "address is not local to this host".into(),
-            io::ErrorKind::PermissionDenied => "permission denied (ports below 1024 need privilege)".into(),
+            io::ErrorKind::PermissionDenied => {
+                "permission denied (ports below 1024 need privilege)".into()
+            }
             _ => e.to_string(),
         },
     })?;
@@ -55,7 +60,11 @@ pub fn bind_udp(addr: SocketAddr) -> Result<Socket, EngineError> {
 }
 
 /// Blocking with a receive timeout, or non-blocking for busy-polling.
-pub fn set_wait_mode(socket: &Socket, busy_poll: bool, timeout: Duration) -> Result<(), EngineError> {
+pub fn set_wait_mode(
+    socket: &Socket,
+    busy_poll: bool,
+    timeout: Duration,
+) -> Result<(), EngineError> {
     if busy_poll {
         socket.set_nonblocking(true)
     } else {
@@ -79,8 +88,14 @@ mod tests {
 
     #[test]
     fn resolve_accepts_the_usual_spellings() {
-        assert_eq!(resolve("127.0.0.1:9", 8080).unwrap(), "127.0.0.1:9".parse().unwrap());
-        assert_eq!(resolve("127.0.0.1", 8080).unwrap(), "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(
+            resolve("127.0.0.1:9", 8080).unwrap(),
+            "127.0.0.1:9".parse().unwrap()
+        );
+        assert_eq!(
+            resolve("127.0.0.1", 8080).unwrap(),
+            "127.0.0.1:8080".parse().unwrap()
+        );
         assert_eq!(resolve("::1", 8080).unwrap(), "[::1]:8080".parse().unwrap());
         assert_eq!(resolve("[::1]", 7).unwrap(), "[::1]:7".parse().unwrap());
         assert_eq!(resolve("localhost:5", 8080).unwrap().port(), 5);
@@ -89,7 +104,10 @@ mod tests {
     #[test]
     fn resolve_names_what_it_could_not_resolve() {
         let e = resolve("no-such-host.invalid", 1).unwrap_err().to_string();
-        assert!(e.starts_with("cannot resolve 'no-such-host.invalid'"), "{e}");
+        assert!(
+            e.starts_with("cannot resolve 'no-such-host.invalid'"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -97,6 +115,9 @@ mod tests {
         let first = bind_udp("127.0.0.1:0".parse().unwrap()).unwrap();
         let taken = first.local_addr().unwrap().as_socket().unwrap();
         let e = bind_udp(taken).unwrap_err().to_string();
-        assert_eq!(e, format!("cannot bind UDP {taken}: address already in use"));
+        assert_eq!(
+            e,
+            format!("cannot bind UDP {taken}: address already in use")
+        );
     }
 }

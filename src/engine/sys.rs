@@ -74,7 +74,7 @@ impl RawAddr {
 
     /// Converts back to a standard address; `None` for families other than
     /// IPv4/IPv6 (which a UDP socket never reports).
-    pub fn to_socket_addr(&self) -> Option<SocketAddr> {
+    pub fn to_socket_addr(self) -> Option<SocketAddr> {
         match i32::from(self.storage.ss_family) {
             libc::AF_INET if self.len as usize >= size_of::<libc::sockaddr_in>() => {
                 // SAFETY: the family says the storage holds a sockaddr_in and
@@ -82,7 +82,10 @@ impl RawAddr {
                 let sin: libc::sockaddr_in =
                     unsafe { std::ptr::read(std::ptr::from_ref(&self.storage).cast()) };
                 let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
-                Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(sin.sin_port))))
+                Some(SocketAddr::V4(SocketAddrV4::new(
+                    ip,
+                    u16::from_be(sin.sin_port),
+                )))
             }
             libc::AF_INET6 if self.len as usize >= size_of::<libc::sockaddr_in6>() => {
                 // SAFETY: as above, for sockaddr_in6.
@@ -237,7 +240,9 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
     }
     let max = 8 * size_of::<libc::cpu_set_t>();
     // SAFETY: CPU_ISSET only reads the set, for indices below its capacity.
-    Ok((0..max).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
+    Ok((0..max)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
 }
 
 /// Pins the calling thread to one CPU.

@@ -84,9 +84,18 @@ pub struct Report {
 
 impl Report {
     /// Builds the report of a finished client run.
-    pub fn new(plan: &ClientPlan, server: SocketAddr, local: SocketAddr, outcome: &ClientOutcome) -> Self {
+    pub fn new(
+        plan: &ClientPlan,
+        server: SocketAddr,
+        local: SocketAddr,
+        outcome: &ClientOutcome,
+    ) -> Self {
         let summary = Summary::from_stats(&outcome.stats, outcome.measured);
-        let Placement { cpu, cpu_auto, realtime } = outcome.placement;
+        let Placement {
+            cpu,
+            cpu_auto,
+            realtime,
+        } = outcome.placement;
         Self {
             verdict: Verdict::judge(&summary, plan.threshold.as_nanos() as u64),
             summary,

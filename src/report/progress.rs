@@ -45,7 +45,11 @@ impl Progress {
             let filled = ((f.clamp(0.0, 1.0)) * 30.0).round() as usize;
             format!("{}{} ", "█".repeat(filled), "░".repeat(30 - filled))
         });
-        format!("{bar}{count} packets  {} pkt/s  [{:.1}s]", format_rate(rate), secs)
+        format!(
+            "{bar}{count} packets  {} pkt/s  [{:.1}s]",
+            format_rate(rate),
+            secs
+        )
     }
 
     /// Redraws the line.

@@ -40,7 +40,10 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     writeln!(out, "└─────────────────────────────┘")?;
     writeln!(out)?;
     if report.interrupted {
-        writeln!(out, "Interrupted: the figures cover what was measured before the stop.")?;
+        writeln!(
+            out,
+            "Interrupted: the figures cover what was measured before the stop."
+        )?;
         writeln!(out)?;
     }
     writeln!(
@@ -52,7 +55,11 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
         out,
         "Thread:   CPU {}{}, {}{}",
         c.cpu,
-        if c.cpu_auto { " (auto; --cpu to choose)" } else { "" },
+        if c.cpu_auto {
+            " (auto; --cpu to choose)"
+        } else {
+            ""
+        },
         if c.busy_poll { "busy-poll" } else { "blocking" },
         match (c.rt_requested, c.realtime) {
             (true, true) => ", SCHED_FIFO",
@@ -74,7 +81,10 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
         "          {} late, {} duplicate, {} reordered, {} stray",
         p.late, p.duplicate, p.reordered, p.stray
     )?;
-    writeln!(out, "          └─ Packet loss should be 0% for reliable measurements")?;
+    writeln!(
+        out,
+        "          └─ Packet loss should be 0% for reliable measurements"
+    )?;
     writeln!(out)?;
     writeln!(out, "Duration: {:.2}s", s.duration_s)?;
     writeln!(
@@ -93,9 +103,13 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     let line = if p.received == 0 {
         paint.red("✗ FAIL: no replies were received")
     } else if v.pass {
-        paint.green(&format!("✓ PASS: Mean latency ({mean}) is below {limit} threshold"))
+        paint.green(&format!(
+            "✓ PASS: Mean latency ({mean}) is below {limit} threshold"
+        ))
     } else {
-        paint.red(&format!("✗ FAIL: Mean latency ({mean}) is not below {limit} threshold"))
+        paint.red(&format!(
+            "✗ FAIL: Mean latency ({mean}) is not below {limit} threshold"
+        ))
     };
     writeln!(out, "{line}")
 }
@@ -108,14 +122,31 @@ fn write_latency(out: &mut impl Write, s: &Summary) -> io::Result<()> {
         ("StdDev", r.stddev, "Spread around the mean"),
         ("Min", r.min as f64, "Fastest packet"),
         ("Max", r.max as f64, "Slowest packet"),
-        ("P50", r.p50 as f64, "50% of packets are faster than this (median)"),
+        (
+            "P50",
+            r.p50 as f64,
+            "50% of packets are faster than this (median)",
+        ),
         ("P90", r.p90 as f64, "90% of packets are faster than this"),
         ("P99", r.p99 as f64, "99% of packets are faster than this"),
-        ("P99.9", r.p999 as f64, "99.9% of packets are faster than this"),
-        ("P99.99", r.p9999 as f64, "99.99% of packets are faster than this"),
+        (
+            "P99.9",
+            r.p999 as f64,
+            "99.9% of packets are faster than this",
+        ),
+        (
+            "P99.99",
+            r.p9999 as f64,
+            "99.99% of packets are faster than this",
+        ),
     ];
     for (name, value, note) in rows {
-        writeln!(out, "  {:<8} {:>10}  ← {note}", format!("{name}:"), format_ns(value))?;
+        writeln!(
+            out,
+            "  {:<8} {:>10}  ← {note}",
+            format!("{name}:"),
+            format_ns(value)
+        )?;
     }
     Ok(())
 }
@@ -152,7 +183,11 @@ fn write_distribution(out: &mut impl Write, s: &Summary, paint: &Paint) -> io::R
     for b in buckets {
         let share = 100.0 * b.count as f64 / total as f64;
         let len = (b.count as f64 / largest as f64 * BAR_WIDTH as f64).round() as usize;
-        let bar = if len == 0 { "▌".to_string() } else { "█".repeat(len) };
+        let bar = if len == 0 {
+            "▌".to_string()
+        } else {
+            "█".repeat(len)
+        };
         let bar = format!("{bar:<BAR_WIDTH$}");
         let bar = match (b.high_ns, share) {
             (None, _) => paint.red(&bar),
@@ -186,7 +221,11 @@ mod tests {
 
     #[test]
     fn range_labels_use_the_upper_bound_unit() {
-        let b = |low, high| DistributionBucket { low_ns: low, high_ns: high, count: 1 };
+        let b = |low, high| DistributionBucket {
+            low_ns: low,
+            high_ns: high,
+            count: 1,
+        };
         assert_eq!(range_label(&b(0, Some(20_000))), "0-20 µs");
         assert_eq!(range_label(&b(1_500_000, Some(2_000_000))), "1.5-2 ms");
         assert_eq!(range_label(&b(10_000_000, None)), ">10 ms");

@@ -145,7 +145,12 @@ mod tests {
         s.record(&sample(0, 10_000));
         s.record(&Record::event(RecordKind::Lost, 1, 0, false));
         s.record(&Record::event(RecordKind::Lost, 2, 0, false));
-        s.record(&Record::event(RecordKind::Late { reordered: true }, 1, 0, false));
+        s.record(&Record::event(
+            RecordKind::Late { reordered: true },
+            1,
+            0,
+            false,
+        ));
         s.record(&Record::event(RecordKind::Duplicate, 0, 0, false));
         s.record(&Record::event(RecordKind::Stray, 0, 0, false));
         let c = *s.counters();

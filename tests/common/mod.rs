@@ -1,0 +1,119 @@
+//! Helpers shared by the integration tests: free ports, the real binary,
+//! and child processes that are always cleaned up.
+#![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::UdpSocket;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A UDP port on 127.0.0.1 that was free a moment ago.
+pub fn free_udp_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The binary under test.
+pub fn synapse() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin!("synapse"))
+}
+
+/// A child process killed when dropped, so a failing test leaves nothing behind.
+pub struct Guard(pub Child);
+
+/// A running `synapse server` and the rest of its stdout.
+pub struct Server {
+    pub guard: Guard,
+    pub stdout: BufReader<ChildStdout>,
+}
+
+impl Server {
+    /// Ctrl-C, then everything it printed from then on, and its exit code.
+    pub fn interrupt_and_collect(mut self) -> (String, Option<i32>) {
+        self.guard.interrupt();
+        let mut rest = String::new();
+        self.stdout.read_to_string(&mut rest).unwrap();
+        (rest, self.guard.0.wait().unwrap().code())
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Guard {
+    /// Sends SIGINT, as Ctrl-C would.
+    pub fn interrupt(&self) {
+        unsafe_free_kill(self.0.id(), "INT");
+    }
+}
+
+/// `kill -SIG pid` without unsafe code in the tests.
+pub fn unsafe_free_kill(pid: u32, sig: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Starts `synapse server --no-ui` on 127.0.0.1:`port` and waits until it
+/// says it is ready (without sending it anything).
+pub fn start_server(port: u16, extra: &[&str]) -> Server {
+    let mut child = synapse()
+        .args(["server", "--no-ui", "--bind", &format!("127.0.0.1:{port}")])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let guard = Guard(child);
+    let mut banner = String::new();
+    while !banner.contains("Ready to echo") {
+        assert!(
+            stdout.read_line(&mut banner).unwrap() > 0,
+            "server exited: {banner}"
+        );
+    }
+    assert!(
+        banner.contains(&format!("listening on 127.0.0.1:{port}")),
+        "{banner}"
+    );
+    Server { guard, stdout }
+}
+
+/// Polls until something on 127.0.0.1:`port` echoes a datagram.
+pub fn wait_for_echo(port: u16) {
+    let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
+    probe
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut buf = [0u8; 16];
+    while Instant::now() < deadline {
+        let _ = probe.send_to(b"probe", ("127.0.0.1", port));
+        if probe.recv(&mut buf).is_ok() {
+            return;
+        }
+    }
+    panic!("nothing echoed on port {port} within 10 s");
+}
+
+/// Parses the one JSON object a `--json` run printed.
+pub fn json_of(stdout: &[u8]) -> serde_json::Value {
+    let text = std::str::from_utf8(stdout).unwrap();
+    assert_eq!(
+        text.trim().lines().count(),
+        1,
+        "stdout must be exactly one line of JSON: {text}"
+    );
+    serde_json::from_str(text).unwrap()
+}

@@ -1,0 +1,176 @@
+//! `synapse server` against real clients: several at once, back to back,
+//! third-party echo servers, and hostile input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use std::net::UdpSocket;
+use std::process::Stdio;
+use std::time::Duration;
+
+fn client_json(port: u16, packets: u32) -> serde_json::Value {
+    let out = synapse()
+        .args([
+            "client",
+            &format!("127.0.0.1:{port}"),
+            "--json",
+            "--threshold",
+            "1s",
+        ])
+        .args(["--packets", &packets.to_string(), "--warmup", "20"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out.stdout)
+}
+
+fn assert_clean(j: &serde_json::Value, packets: u64) {
+    let p = &j["packets"];
+    assert_eq!(p["sent"], packets);
+    assert_eq!(p["received"], packets, "{p}");
+    for key in ["lost", "late", "duplicate", "reordered", "stray"] {
+        assert_eq!(p[key], 0, "packets.{key}: {p}");
+    }
+}
+
+#[test]
+fn two_clients_at_once_are_both_clean() {
+    let port = free_udp_port();
+    let _server = start_server(port, &[]);
+    let a = std::thread::spawn(move || client_json(port, 20_000));
+    let b = std::thread::spawn(move || client_json(port, 20_000));
+    assert_clean(&a.join().unwrap(), 20_000);
+    assert_clean(&b.join().unwrap(), 20_000);
+}
+
+#[test]
+fn a_client_can_start_again_immediately() {
+    let port = free_udp_port();
+    let _server = start_server(port, &[]);
+    for _ in 0..3 {
+        assert_clean(&client_json(port, 500), 500);
+    }
+}
+
+#[test]
+fn sessions_are_reported_as_they_end_and_totals_on_ctrl_c() {
+    let port = free_udp_port();
+    let server = start_server(port, &["--session-idle", "200ms"]);
+    assert_clean(&client_json(port, 1000), 1000);
+    // Idle long enough for the session to end while the server runs on.
+    std::thread::sleep(Duration::from_millis(600));
+    // A second client still talking when Ctrl-C comes is reported too.
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.send_to(&[1; 100], ("127.0.0.1", port)).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let (out, code) = server.interrupt_and_collect();
+    assert_eq!(code, Some(0));
+    let lines: Vec<&str> = out.lines().collect();
+    // 1020 packets (1000 + 20 warm-up) of 8 bytes.
+    assert!(lines[0].starts_with("session ended: 127.0.0.1:"), "{out}");
+    assert!(lines[0].ends_with("  1,020 packets  8,160 bytes"), "{out}");
+    assert!(lines[1].ends_with("  1 packet  100 bytes"), "{out}");
+    assert_eq!(
+        lines[2], "totals: 2 sessions, 1,021 packets, 8,260 bytes echoed",
+        "{out}"
+    );
+    assert_eq!(lines.len(), 3, "{out}");
+}
+
+#[test]
+fn the_reflector_echoes_anything_exactly_and_survives() {
+    let port = free_udp_port();
+    let _server = start_server(port, &[]);
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut buf = vec![0u8; 70_000];
+    let big: Vec<u8> = (0..65_507u32).map(|i| (i * 7 % 251) as u8).collect();
+    let garbage: Vec<u8> = (0..333u32).map(|i| (i * 13 % 256) as u8).collect();
+    for payload in [&b""[..], b"x", &garbage, &big] {
+        s.send_to(payload, ("127.0.0.1", port)).unwrap();
+        let (n, _) = s.recv_from(&mut buf).unwrap();
+        assert_eq!(
+            &buf[..n],
+            payload,
+            "echo of {} bytes differs",
+            payload.len()
+        );
+    }
+    assert_clean(&client_json(port, 300), 300);
+}
+
+#[test]
+fn interoperates_with_socat_as_an_rfc862_echo_server() {
+    let port = free_udp_port();
+    let socat = std::process::Command::new("socat")
+        .args([&format!("UDP4-RECVFROM:{port},fork,reuseaddr"), "PIPE"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("socat must be installed (.ci/run installs it)");
+    let _socat = Guard(socat);
+    wait_for_echo(port);
+    for size in ["8", "512"] {
+        let out = synapse()
+            .args([
+                "client",
+                &format!("127.0.0.1:{port}"),
+                "--json",
+                "--threshold",
+                "1s",
+            ])
+            .args(["--packets", "300", "--warmup", "10", "--size", size])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j = json_of(&out.stdout);
+        assert_eq!(
+            j["packets"]["received"], 300,
+            "size {size}: {}",
+            j["packets"]
+        );
+    }
+}
+
+#[test]
+fn ipv6_loopback_works() {
+    let port = free_udp_port();
+    let child = synapse()
+        .args(["server", "--no-ui", "--bind", &format!("[::1]:{port}")])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Guard(child);
+    std::thread::sleep(Duration::from_millis(300));
+    let out = synapse()
+        .args([
+            "client",
+            &format!("[::1]:{port}"),
+            "--json",
+            "--packets",
+            "300",
+            "--threshold",
+            "1s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_clean(&json_of(&out.stdout), 300);
+}
