@@ -1,1 +1,163 @@
-fn main() {}
+//! End-to-end RTT on loopback: Synapse's client against Synapse's reflector,
+//! side by side with a bare reference ping-pong (minimal `std::net` loops,
+//! pinned to the same CPUs), alternating A B A B. Blocking, then busy-poll.
+//!
+//! Run: cargo bench --bench loopback            (SYNAPSE_BENCH_ROUNDS=N to change rounds)
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+use synapse::engine::{
+    ClientConfig, ReflectorConfig, Role, StopFlag, choose_cpu, pin_thread, start_client, start_reflector,
+};
+
+const WARMUP: u64 = 2_000;
+
+struct Round {
+    p50: u64,
+    p99: u64,
+}
+
+/// The bare reference: a reflector thread and a client thread, each pinned,
+/// each a handful of lines of `std::net`.
+fn bare(busy: bool, client_cpu: usize, reflector_cpu: usize, packets: u64) -> Round {
+    let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = server.local_addr().unwrap();
+    server.set_nonblocking(busy).unwrap();
+    let reflector = std::thread::spawn(move || {
+        pin_thread(reflector_cpu).unwrap();
+        let mut buf = [0u8; 2048];
+        loop {
+            match server.recv_from(&mut buf) {
+                Ok((0, _)) => return,
+                Ok((n, from)) => {
+                    server.send_to(&buf[..n], from).unwrap();
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+                Err(e) => panic!("{e}"),
+            }
+        }
+    });
+    let client = std::thread::spawn(move || {
+        pin_thread(client_cpu).unwrap();
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.connect(addr).unwrap();
+        sock.set_nonblocking(busy).unwrap();
+        let mut rtts = Vec::with_capacity(packets as usize);
+        let mut buf = [0u8; 2048];
+        for seq in 0..WARMUP + packets {
+            let t1 = Instant::now();
+            sock.send(&seq.to_le_bytes()).unwrap();
+            loop {
+                match sock.recv(&mut buf) {
+                    Ok(_) => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::hint::spin_loop(),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            if seq >= WARMUP {
+                rtts.push(t1.elapsed().as_nanos() as u64);
+            }
+        }
+        sock.send(&[]).unwrap();
+        rtts
+    });
+    let mut rtts = client.join().unwrap();
+    reflector.join().unwrap();
+    rtts.sort_unstable();
+    let at = |q: f64| rtts[((rtts.len() - 1) as f64 * q) as usize];
+    Round { p50: at(0.5), p99: at(0.99) }
+}
+
+/// Synapse: the real engine, with a consumer draining the ring the way the
+/// headless runner does.
+fn synapse(busy: bool, client_cpu: usize, reflector_cpu: usize, packets: u64) -> Round {
+    let mut reflector = start_reflector(
+        ReflectorConfig {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            cpu: reflector_cpu,
+            cpu_auto: false,
+            busy_poll: busy,
+            rt: false,
+            session_idle: Duration::from_secs(1),
+            ring_capacity: 1024,
+        },
+        StopFlag::new(),
+    )
+    .unwrap();
+    let mut run = start_client(
+        ClientConfig {
+            server: reflector.local,
+            bind: None,
+            packets: Some(packets),
+            duration: None,
+            warmup: WARMUP,
+            timeout: Duration::from_millis(100),
+            size: 8,
+            cpu: client_cpu,
+            cpu_auto: false,
+            busy_poll: busy,
+            rt: false,
+            ring_capacity: 1 << 17,
+        },
+        StopFlag::new(),
+    )
+    .unwrap();
+    while !run.is_finished() {
+        std::thread::sleep(Duration::from_millis(100));
+        while run.records.pop().is_ok() {}
+    }
+    let outcome = run.join().unwrap();
+    reflector.stop();
+    reflector.join().unwrap();
+    let h = outcome.stats.histogram();
+    assert_eq!(outcome.stats.counters().received, packets, "loopback lost packets");
+    Round {
+        p50: h.value_at_quantile(0.5),
+        p99: h.value_at_quantile(0.99),
+    }
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn compare(label: &str, busy: bool, packets: u64, rounds: usize, c: usize, r: usize) {
+    println!("\n{label}: {rounds} rounds x {packets} packets (+{WARMUP} warm-up), client CPU {c}, reflector CPU {r}");
+    let (mut sp50, mut sp99, mut bp50, mut bp99) = (vec![], vec![], vec![], vec![]);
+    for round in 1..=rounds {
+        let s = synapse(busy, c, r, packets);
+        let b = bare(busy, c, r, packets);
+        println!(
+            "  round {round}: synapse p50 {:>7.2} µs p99 {:>7.2} µs | bare p50 {:>7.2} µs p99 {:>7.2} µs",
+            s.p50 as f64 / 1e3,
+            s.p99 as f64 / 1e3,
+            b.p50 as f64 / 1e3,
+            b.p99 as f64 / 1e3
+        );
+        sp50.push(s.p50);
+        sp99.push(s.p99);
+        bp50.push(b.p50);
+        bp99.push(b.p99);
+    }
+    let (s50, s99, b50, b99) = (median(sp50), median(sp99), median(bp50), median(bp99));
+    println!(
+        "  median:  synapse p50 {:.2} µs p99 {:.2} µs | bare p50 {:.2} µs p99 {:.2} µs | ratio p50 {:.3} p99 {:.3}",
+        s50 as f64 / 1e3,
+        s99 as f64 / 1e3,
+        b50 as f64 / 1e3,
+        b99 as f64 / 1e3,
+        s50 as f64 / b50 as f64,
+        s99 as f64 / b99 as f64
+    );
+}
+
+fn main() {
+    let rounds = std::env::var("SYNAPSE_BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(6);
+    let (c, _) = choose_cpu(None, Role::Client).unwrap();
+    let (r, _) = choose_cpu(None, Role::Reflector).unwrap();
+    compare("blocking", false, 20_000, rounds, c, r);
+    compare("busy-poll", true, 100_000, rounds, c, r);
+}

@@ -47,6 +47,12 @@ pub fn choose_cpu(requested: Option<usize>, role: Role) -> Result<(usize, bool),
     }
 }
 
+/// Pins the calling thread to `cpu` (used by benchmarks to place reference
+/// loops exactly like the engine's threads).
+pub fn pin_thread(cpu: usize) -> std::io::Result<()> {
+    sys::pin_current_thread(cpu)
+}
+
 /// Pins the calling thread and, when asked, raises it to `SCHED_FIFO`.
 /// Failing to get real-time priority is not fatal: one warning, carry on.
 pub(crate) fn place_current_thread(cpu: usize, cpu_auto: bool, rt: bool) -> Placement {

@@ -1,14 +1,17 @@
 //! The client: a pinned thread playing ping-pong with one reflector.
 //!
 //! Per packet the loop does exactly: encode (no allocation), one clock read,
-//! `sendto`, `recvfrom` (blocking, or spinning when busy-polling), one clock
-//! read, a histogram record and a ring push. Anything else (a stray, a late
-//! reply, a timeout) is rare and may cost a syscall more.
+//! `send`, `recv` (blocking, or spinning when busy-polling), one clock read,
+//! a histogram record and a ring push. The socket is connected, so the
+//! kernel neither looks up a route per packet nor hands us other sources'
+//! datagrams; those land on a catch-all socket sharing the port, drained
+//! every `STRAY_DRAIN_EVERY` packets and after each timeout. Anything else
+//! (a late reply, a timeout) is rare and may cost a syscall more.
 
 use super::affinity::place_current_thread;
 use super::protocol::{EchoCodec, RECV_BUFFER};
 use super::sequence::{Reply, SequenceTracker};
-use super::socket::{bind_udp, set_wait_mode, wildcard_for};
+use super::socket::{ClientSockets, client_sockets, set_wait_mode, wildcard_for};
 use super::sys::{self, RawAddr};
 use super::{EngineError, Placement, Record, RecordKind, StopFlag};
 use crate::stats::Stats;
@@ -24,6 +27,8 @@ use std::time::{Duration, Instant};
 /// After this many unanswered requests with not a single reply, the peer is
 /// declared unreachable instead of waiting out the whole run.
 const GIVE_UP_AFTER: u64 = 10;
+/// How often (in packets) the catch-all socket is checked for strays.
+const STRAY_DRAIN_EVERY: u64 = 1024;
 
 /// Everything the client loop needs to know.
 #[derive(Debug, Clone)]
@@ -113,13 +118,9 @@ impl ClientRun {
 /// Binds the socket (so a bad address fails here, synchronously) and starts
 /// the pinned measurement thread.
 pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, EngineError> {
-    let socket = bind_udp(cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server)))?;
-    set_wait_mode(&socket, cfg.busy_poll, cfg.timeout)?;
-    let local = socket
-        .local_addr()
-        .ok()
-        .and_then(|a| a.as_socket())
-        .unwrap_or_else(|| wildcard_for(cfg.server));
+    let sockets = client_sockets(cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server)), cfg.server)?;
+    set_wait_mode(&sockets.fast, cfg.busy_poll, cfg.timeout)?;
+    let local = sockets.local;
     let (producer, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
     let overflow = Arc::new(AtomicU64::new(0));
     let thread_stop = stop.clone();
@@ -128,7 +129,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         .name("synapse-client".into())
         .spawn(move || {
             let placement = place_current_thread(cfg.cpu, cfg.cpu_auto, cfg.rt);
-            let mut pinger = Pinger::new(&cfg, &socket, producer, thread_overflow);
+            let mut pinger = Pinger::new(&cfg, &sockets, producer, thread_overflow);
             pinger.run(&cfg, &thread_stop, placement)
         })
         .map_err(EngineError::io("cannot start the measurement thread"))?;
@@ -151,7 +152,7 @@ enum Wait {
 /// The measurement loop's state. Everything is allocated in `new`.
 struct Pinger<'a> {
     socket: &'a Socket,
-    peer: RawAddr,
+    catcher: &'a Socket,
     from: RawAddr,
     codec: EchoCodec,
     buf: Vec<u8>,
@@ -170,7 +171,7 @@ struct Pinger<'a> {
 impl<'a> Pinger<'a> {
     fn new(
         cfg: &ClientConfig,
-        socket: &'a Socket,
+        sockets: &'a ClientSockets,
         ring: rtrb::Producer<Record>,
         overflow: Arc<AtomicU64>,
     ) -> Self {
@@ -178,8 +179,8 @@ impl<'a> Pinger<'a> {
         // A per-run token lets the codec reject datagrams from other runs.
         let token = u64::from(std::process::id()) << 32 ^ epoch.elapsed().as_nanos() as u64;
         Self {
-            socket,
-            peer: RawAddr::from_socket_addr(cfg.server),
+            socket: &sockets.fast,
+            catcher: &sockets.catcher,
             from: RawAddr::empty(),
             codec: EchoCodec::new(cfg.size, token ^ cfg.server.port() as u64),
             buf: vec![0; RECV_BUFFER],
@@ -221,10 +222,13 @@ impl<'a> Pinger<'a> {
                     break;
                 }
             }
+            if seq % STRAY_DRAIN_EVERY == 0 {
+                self.drain_strays(seq, warmup);
+            }
             self.tracker.sent(seq);
             let payload = self.codec.encode(seq);
             let t1 = Instant::now();
-            if let Err(e) = sys::send_to(fd, payload, &self.peer) {
+            if let Err(e) = sys::send(fd, payload) {
                 match e.raw_os_error() {
                     // A pending ICMP error from an earlier packet surfaces here.
                     Some(libc::ECONNREFUSED) => sys::drain_error_queue(fd),
@@ -253,6 +257,7 @@ impl<'a> Pinger<'a> {
             }
             seq += 1;
         }
+        self.drain_strays(seq, false);
         Ok(ClientOutcome {
             stats: self.stats.clone(),
             measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
@@ -273,7 +278,7 @@ impl<'a> Pinger<'a> {
             let at_ns = self.at_ns(now);
             match received {
                 Ok(got) => {
-                    let kind = if !self.from.same_as(&self.peer) || got.truncated {
+                    let kind = if got.truncated {
                         RecordKind::Stray
                     } else {
                         match self
@@ -326,10 +331,10 @@ impl<'a> Pinger<'a> {
     #[inline]
     fn receive(&mut self, fd: i32, deadline: Instant) -> io::Result<sys::Received> {
         if !self.busy_poll {
-            return sys::recv_from(fd, &mut self.buf, &mut self.from);
+            return sys::recv(fd, &mut self.buf);
         }
         loop {
-            match sys::recv_from(fd, &mut self.buf, &mut self.from) {
+            match sys::recv(fd, &mut self.buf) {
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
                     if Instant::now() >= deadline {
                         return Err(e);
@@ -345,7 +350,17 @@ impl<'a> Pinger<'a> {
         self.tracker.timed_out(seq);
         self.emit(Record::event(RecordKind::Lost, seq, at_ns, warmup));
         self.restore_timeout();
+        self.drain_strays(seq, warmup);
         Wait::TimedOut
+    }
+
+    /// Counts whatever other sources sent to our port. Never blocks.
+    fn drain_strays(&mut self, seq: u64, warmup: bool) {
+        let fd = self.catcher.as_raw_fd();
+        while sys::recv_from(fd, &mut self.buf, &mut self.from).is_ok() {
+            let at_ns = self.at_ns(Instant::now());
+            self.emit(Record::event(RecordKind::Stray, seq, at_ns, warmup));
+        }
     }
 
     /// Rare path: something other than our reply arrived, so the next wait

@@ -13,7 +13,7 @@ pub mod sequence;
 mod socket;
 pub(crate) mod sys;
 
-pub use affinity::{Placement, Role, choose_cpu};
+pub use affinity::{Placement, Role, choose_cpu, pin_thread};
 pub use client::{ClientConfig, ClientOutcome, ClientRun, start_client};
 pub use error::EngineError;
 pub use record::{Record, RecordKind};

@@ -37,8 +37,48 @@ pub fn resolve(text: &str, default_port: u16) -> Result<SocketAddr, EngineError>
 /// Creates a UDP socket bound to `addr`, with `IP_RECVERR` so ICMP errors
 /// are reported.
 pub fn bind_udp(addr: SocketAddr) -> Result<Socket, EngineError> {
+    bind_udp_with(addr, false)
+}
+
+/// The client's pair of sockets sharing one port (`SO_REUSEPORT`): `fast`
+/// gets connected to the peer, so the hot path pays no per-packet route
+/// lookup; the kernel prefers it for the peer's datagrams and hands anything
+/// from other sources to `catcher`, which is unconnected and non-blocking
+/// and drained off the hot path so strays are still counted.
+#[derive(Debug)]
+pub struct ClientSockets {
+    /// Connected to the peer.
+    pub fast: Socket,
+    /// Everything else sent to our port.
+    pub catcher: Socket,
+    /// The local address both share.
+    pub local: SocketAddr,
+}
+
+/// Binds the client's sockets and connects the fast one to `peer`.
+pub fn client_sockets(bind: SocketAddr, peer: SocketAddr) -> Result<ClientSockets, EngineError> {
+    let fast = bind_udp_with(bind, true)?;
+    let local = fast
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .ok_or_else(|| EngineError::io("cannot read local address")(io::Error::other("not an IP socket")))?;
+    let catcher = bind_udp_with(local, true)?;
+    catcher
+        .set_nonblocking(true)
+        .map_err(EngineError::io("cannot configure socket"))?;
+    fast.connect(&peer.into()).map_err(|e| EngineError::Send { addr: peer, source: e })?;
+    Ok(ClientSockets { fast, catcher, local })
+}
+
+fn bind_udp_with(addr: SocketAddr, reuse_port: bool) -> Result<Socket, EngineError> {
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
         .map_err(EngineError::io("cannot create UDP socket"))?;
+    if reuse_port {
+        socket
+            .set_reuse_port(true)
+            .map_err(EngineError::io("cannot set SO_REUSEPORT"))?;
+    }
     if addr.is_ipv6() {
         // Accept IPv4-mapped peers too when bound to [::].
         let _ = socket.set_only_v6(false);

@@ -26,6 +26,7 @@ impl std::fmt::Debug for RawAddr {
 
 impl RawAddr {
     /// Converts a standard address into the kernel layout.
+    #[cfg(test)]
     pub fn from_socket_addr(addr: SocketAddr) -> Self {
         // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
         let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
@@ -141,6 +142,35 @@ pub fn send_to(fd: RawFd, buf: &[u8], to: &RawAddr) -> io::Result<usize> {
     }
 }
 
+/// Sends one datagram on a connected socket. One `send` syscall.
+pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: buf is valid for buf.len() bytes for the duration of the call.
+    let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Receives one datagram on a connected socket (the kernel has already
+/// checked its source). One `recv` syscall.
+pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
+    // SAFETY: buf is writable for buf.len() bytes; the kernel writes no further.
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_TRUNC) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(received(n as usize, buf.len()))
+}
+
+fn received(real: usize, capacity: usize) -> Received {
+    Received {
+        len: real.min(capacity),
+        truncated: real > capacity,
+    }
+}
+
 /// Result of one receive.
 #[derive(Debug, Clone, Copy)]
 pub struct Received {
@@ -171,11 +201,7 @@ pub fn recv_from(fd: RawFd, buf: &mut [u8], from: &mut RawAddr) -> io::Result<Re
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    let real = n as usize;
-    Ok(Received {
-        len: real.min(buf.len()),
-        truncated: real > buf.len(),
-    })
+    Ok(received(n as usize, buf.len()))
 }
 
 /// Discards everything queued on the socket's error queue (ICMP errors
