@@ -9,7 +9,8 @@
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 use synapse::engine::{
-    ClientConfig, ReflectorConfig, Role, StopFlag, choose_cpu, pin_thread, start_client, start_reflector,
+    ClientConfig, ReflectorConfig, Role, StopFlag, choose_cpu, pin_thread, start_client,
+    start_reflector,
 };
 
 const WARMUP: u64 = 2_000;
@@ -67,7 +68,10 @@ fn bare(busy: bool, client_cpu: usize, reflector_cpu: usize, packets: u64) -> Ro
     reflector.join().unwrap();
     rtts.sort_unstable();
     let at = |q: f64| rtts[((rtts.len() - 1) as f64 * q) as usize];
-    Round { p50: at(0.5), p99: at(0.99) }
+    Round {
+        p50: at(0.5),
+        p99: at(0.99),
+    }
 }
 
 /// Synapse: the real engine, with a consumer draining the ring the way the
@@ -112,7 +116,11 @@ fn synapse(busy: bool, client_cpu: usize, reflector_cpu: usize, packets: u64) ->
     reflector.stop();
     reflector.join().unwrap();
     let h = outcome.stats.histogram();
-    assert_eq!(outcome.stats.counters().received, packets, "loopback lost packets");
+    assert_eq!(
+        outcome.stats.counters().received,
+        packets,
+        "loopback lost packets"
+    );
     Round {
         p50: h.value_at_quantile(0.5),
         p99: h.value_at_quantile(0.99),
@@ -125,7 +133,9 @@ fn median(mut v: Vec<u64>) -> u64 {
 }
 
 fn compare(label: &str, busy: bool, packets: u64, rounds: usize, c: usize, r: usize) {
-    println!("\n{label}: {rounds} rounds x {packets} packets (+{WARMUP} warm-up), client CPU {c}, reflector CPU {r}");
+    println!(
+        "\n{label}: {rounds} rounds x {packets} packets (+{WARMUP} warm-up), client CPU {c}, reflector CPU {r}"
+    );
     let (mut sp50, mut sp99, mut bp50, mut bp99) = (vec![], vec![], vec![], vec![]);
     for round in 1..=rounds {
         let s = synapse(busy, c, r, packets);
@@ -155,7 +165,10 @@ fn compare(label: &str, busy: bool, packets: u64, rounds: usize, c: usize, r: us
 }
 
 fn main() {
-    let rounds = std::env::var("SYNAPSE_BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(6);
+    let rounds = std::env::var("SYNAPSE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6);
     let (c, _) = choose_cpu(None, Role::Client).unwrap();
     let (r, _) = choose_cpu(None, Role::Reflector).unwrap();
     compare("blocking", false, 20_000, rounds, c, r);

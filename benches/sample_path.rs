@@ -82,15 +82,26 @@ fn median(v: &mut [f64]) -> f64 {
 fn main() {
     let (a, _) = choose_cpu(None, Role::Client).unwrap();
     let (b, _) = choose_cpu(None, Role::Reflector).unwrap();
-    println!("sample path, {N} samples per round, {ROUNDS} rounds, producer CPU {a}, consumer CPU {b}");
+    println!(
+        "sample path, {N} samples per round, {ROUNDS} rounds, producer CPU {a}, consumer CPU {b}"
+    );
     let (mut syn, mut bare) = (Vec::new(), Vec::new());
     for round in 1..=ROUNDS {
         let s = synapse_path(a, b);
         let r = bare_reference(a);
-        println!("round {round}: synapse {:6.1} M samples/s   bare histogram {:6.1} M/s", s / 1e6, r / 1e6);
+        println!(
+            "round {round}: synapse {:6.1} M samples/s   bare histogram {:6.1} M/s",
+            s / 1e6,
+            r / 1e6
+        );
         syn.push(s);
         bare.push(r);
     }
     let (s, r) = (median(&mut syn), median(&mut bare));
-    println!("median:  synapse {:.1} M samples/s, bare {:.1} M/s, ratio bare/synapse {:.2}", s / 1e6, r / 1e6, r / s);
+    println!(
+        "median:  synapse {:.1} M samples/s, bare {:.1} M/s, ratio bare/synapse {:.2}",
+        s / 1e6,
+        r / 1e6,
+        r / s
+    );
 }

@@ -66,6 +66,11 @@ pub struct ServerArgs {
     /// Plain text output instead of the live display.
     #[arg(long)]
     pub no_ui: bool,
+
+    /// Live display frames per second.
+    #[arg(long, value_name = "N", default_value_t = 30,
+          value_parser = clap::value_parser!(u32).range(1..=120))]
+    pub fps: u32,
 }
 
 /// `synapse client`.
@@ -90,7 +95,8 @@ pub struct ClientArgs {
 /// Options shared by `synapse client` and the loopback default.
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
-    /// Packets to measure after warm-up [default: 10000].
+    /// Packets to measure after warm-up [default: 10000; the live display
+    /// runs until stopped].
     #[arg(long, value_name = "N", conflicts_with = "duration")]
     pub packets: Option<u64>,
 
@@ -130,6 +136,21 @@ pub struct RunArgs {
     /// Print one JSON object on stdout instead of the text report.
     #[arg(long)]
     pub json: bool,
+
+    /// Live display frames per second.
+    #[arg(long, value_name = "N", default_value_t = 30,
+          value_parser = clap::value_parser!(u32).range(1..=120))]
+    pub fps: u32,
+}
+
+impl RunArgs {
+    /// The defaults, exactly as the command line defines them.
+    pub fn defaults() -> Self {
+        match Cli::try_parse_from(["synapse"]) {
+            Ok(cli) => cli.run,
+            Err(e) => unreachable!("an empty command line always parses: {e}"),
+        }
+    }
 }
 
 /// Where and how the measurement thread runs.

@@ -88,7 +88,7 @@ impl Measurement {
     }
 
     /// Waits for the client to end, then stops the reflector.
-    pub fn finish(self) -> Result<(ClientOutcome, SocketAddr), AppError> {
+    pub fn finish(mut self) -> Result<(ClientOutcome, SocketAddr), AppError> {
         let local = self.client.local;
         let outcome = self.client.join();
         if let Some(mut r) = self.reflector {

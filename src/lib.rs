@@ -6,6 +6,7 @@
 //! - [`report`]: headless text/JSON output and progress.
 //! - [`cli`], [`plan`]: the command line and its validation.
 //! - [`launch`], [`headless`]: wiring a plan to the engine.
+//! - [`ui`]: the live display (ratatui + tokio), reading the same stats.
 
 pub mod cli;
 pub mod engine;
@@ -15,4 +16,5 @@ pub mod launch;
 pub mod plan;
 pub mod report;
 pub mod stats;
+pub mod ui;
 pub mod units;

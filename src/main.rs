@@ -10,6 +10,8 @@ use synapse::error::{AppError, exit};
 use synapse::headless;
 use synapse::plan::{Output, Plan, plan};
 use synapse::report::{Report, write_json, write_text};
+use synapse::ui::{self, station::Finale};
+use synapse::units::count_of;
 
 fn main() {
     let cli = match Cli::try_parse() {
@@ -62,6 +64,15 @@ fn install_signal_handlers(stop: &StopFlag) -> Result<(), AppError> {
 
 fn run(cli: Cli) -> Result<i32, AppError> {
     let plan = plan(cli)?;
+    match plan {
+        Plan::Client(p) if p.output == Output::Ui => {
+            return finish_ui(ui::run(ui::Start::Client(p))?);
+        }
+        Plan::Server(p) if p.output == Output::Ui => {
+            return finish_ui(ui::run(ui::Start::Server(p))?);
+        }
+        _ => {}
+    }
     let stop = StopFlag::new();
     install_signal_handlers(&stop)?;
     match plan {
@@ -79,6 +90,29 @@ fn run(cli: Cli) -> Result<i32, AppError> {
             Ok(exit::PASS)
         }
     }
+}
+
+/// After the live display closes: the summary on the normal screen.
+fn finish_ui(finale: Finale) -> Result<i32, AppError> {
+    let mut code = exit::PASS;
+    if let Some(report) = &finale.report {
+        print_report(report, Output::Text)?;
+        if !report.verdict.pass {
+            code = exit::FAIL;
+        }
+    }
+    if let Some(t) = finale.server {
+        println!(
+            "Reflector: {}, {}, {} echoed",
+            count_of(t.sessions, "session"),
+            count_of(t.packets, "packet"),
+            count_of(t.bytes, "byte")
+        );
+    }
+    if finale.report.is_none() && finale.server.is_none() {
+        println!("Nothing was measured.");
+    }
+    Ok(code)
 }
 
 fn print_report(report: &Report, output: Output) -> Result<(), AppError> {

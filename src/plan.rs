@@ -6,7 +6,7 @@ use crate::cli::{Cli, ClientArgs, Command, RunArgs, ServerArgs};
 use crate::engine::{Role, choose_cpu, resolve};
 use crate::error::AppError;
 use std::io::IsTerminal;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 /// The seed's default packet count for a bounded run.
@@ -74,6 +74,8 @@ pub struct ClientPlan {
     pub reflector_thread: ThreadPlan,
     /// How to show results.
     pub output: Output,
+    /// Live display frame rate.
+    pub fps: u32,
 }
 
 /// A validated reflector run.
@@ -87,6 +89,8 @@ pub struct ServerPlan {
     pub thread: ThreadPlan,
     /// How to show results.
     pub output: Output,
+    /// Live display frame rate.
+    pub fps: u32,
 }
 
 /// What to do.
@@ -189,6 +193,7 @@ fn client_plan(target: Target, bind: Option<SocketAddr>, run: &RunArgs) -> Resul
             rt: run.thread.rt,
         },
         output,
+        fps: run.fps,
     }))
 }
 
@@ -210,5 +215,59 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
             rt: s.thread.rt,
         },
         output: output_for(s.no_ui, false),
+        fps: s.fps,
     }))
+}
+
+/// An address a client can send to: the wildcard becomes loopback.
+fn connectable(addr: SocketAddr) -> SocketAddr {
+    let ip = match addr.ip() {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    SocketAddr::new(ip, addr.port())
+}
+
+/// The reflector the live display runs when a client switches role: it
+/// listens on the client's `--bind` address (or the wildcard) at the port
+/// the client was measuring, so two hosts can swap roles. For loopback it
+/// is the in-process reflector itself (port 0: keep whatever it has).
+pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
+    let bind = match c.target {
+        Target::Loopback => SocketAddr::from(([127, 0, 0, 1], 0)),
+        Target::Remote(peer) => {
+            let ip = c.bind.map(|b| b.ip()).unwrap_or(if peer.is_ipv4() {
+                IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+            } else {
+                IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+            });
+            SocketAddr::new(ip, peer.port())
+        }
+    };
+    ServerPlan {
+        bind,
+        session_idle: Duration::from_secs(1),
+        thread: c.reflector_thread,
+        output: c.output,
+        fps: c.fps,
+    }
+}
+
+/// The client the live display runs when a server switches role: it
+/// measures this very reflector, with the default run options.
+pub fn counterpart_client(s: &ServerPlan) -> Result<ClientPlan, AppError> {
+    let mut run = RunArgs::defaults();
+    run.fps = s.fps;
+    run.thread.busy_poll = s.thread.busy_poll;
+    run.thread.rt = s.thread.rt;
+    match client_plan(Target::Remote(connectable(s.bind)), None, &run)? {
+        Plan::Client(mut c) => {
+            c.output = s.output;
+            c.packets = None;
+            c.reflector_thread = s.thread;
+            Ok(c)
+        }
+        Plan::Server(_) => unreachable!("client_plan builds client plans"),
+    }
 }

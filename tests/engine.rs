@@ -54,7 +54,7 @@ fn a_misbehaving_peer_is_classified_exactly() {
         .unwrap();
     let stranger = UdpSocket::bind("127.0.0.1:0").unwrap();
     let server = peer.local_addr().unwrap();
-    let run = start_client(client_config(server, 10, 0, 150, 1024), StopFlag::new()).unwrap();
+    let mut run = start_client(client_config(server, 10, 0, 150, 1024), StopFlag::new()).unwrap();
 
     let script = std::thread::spawn(move || {
         // 0: a clean echo.
@@ -112,7 +112,7 @@ fn a_misbehaving_peer_is_classified_exactly() {
 fn warmup_is_excluded_from_statistics() {
     let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
     let server = peer.local_addr().unwrap();
-    let run = start_client(client_config(server, 3, 4, 100, 64), StopFlag::new()).unwrap();
+    let mut run = start_client(client_config(server, 3, 4, 100, 64), StopFlag::new()).unwrap();
     let echo = std::thread::spawn(move || {
         let mut buf = [0u8; 64];
         for _ in 0..7 {
@@ -143,7 +143,7 @@ fn a_stalled_consumer_loses_nothing_from_the_final_statistics() {
     )
     .unwrap();
     // A ring of 16 records, never read: the live view overflows at once.
-    let run = start_client(
+    let mut run = start_client(
         client_config(reflector.local, 5_000, 10, 1000, 16),
         StopFlag::new(),
     )
@@ -188,7 +188,7 @@ fn stop_flag_ends_an_unbounded_run_promptly() {
     let mut cfg = client_config(reflector.local, 0, 0, 100, 1024);
     cfg.packets = None;
     cfg.busy_poll = true;
-    let run = start_client(cfg, stop.clone()).unwrap();
+    let mut run = start_client(cfg, stop.clone()).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     stop.raise();
     let started = std::time::Instant::now();

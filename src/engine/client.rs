@@ -85,7 +85,7 @@ pub struct ClientRun {
     pub local: SocketAddr,
     stop: StopFlag,
     overflow: Arc<AtomicU64>,
-    handle: JoinHandle<Result<ClientOutcome, EngineError>>,
+    handle: Option<JoinHandle<Result<ClientOutcome, EngineError>>>,
 }
 
 impl ClientRun {
@@ -94,9 +94,9 @@ impl ClientRun {
         self.stop.raise();
     }
 
-    /// Whether the thread has finished.
+    /// Whether the thread has finished (or was already joined).
     pub fn is_finished(&self) -> bool {
-        self.handle.is_finished()
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
     /// Records dropped from the live view so far.
@@ -104,21 +104,28 @@ impl ClientRun {
         self.overflow.load(Ordering::Relaxed)
     }
 
-    /// Waits for the thread and returns its outcome.
-    pub fn join(self) -> Result<ClientOutcome, EngineError> {
-        self.handle.join().unwrap_or_else(|_| {
-            Err(EngineError::Io {
-                context: "measurement thread panicked",
-                source: io::Error::other("panic"),
-            })
-        })
+    /// Waits for the thread and returns its outcome. The ring stays
+    /// readable afterwards, so the last records can still be drained.
+    pub fn join(&mut self) -> Result<ClientOutcome, EngineError> {
+        let lost = || EngineError::Io {
+            context: "measurement thread panicked or was already joined",
+            source: io::Error::other("measurement thread gone"),
+        };
+        self.handle
+            .take()
+            .ok_or_else(lost)?
+            .join()
+            .unwrap_or_else(|_| Err(lost()))
     }
 }
 
 /// Binds the socket (so a bad address fails here, synchronously) and starts
 /// the pinned measurement thread.
 pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, EngineError> {
-    let sockets = client_sockets(cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server)), cfg.server)?;
+    let sockets = client_sockets(
+        cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server)),
+        cfg.server,
+    )?;
     set_wait_mode(&sockets.fast, cfg.busy_poll, cfg.timeout)?;
     let local = sockets.local;
     let (producer, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
@@ -138,7 +145,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         local,
         stop,
         overflow,
-        handle,
+        handle: Some(handle),
     })
 }
 
@@ -222,7 +229,7 @@ impl<'a> Pinger<'a> {
                     break;
                 }
             }
-            if seq % STRAY_DRAIN_EVERY == 0 {
+            if seq.is_multiple_of(STRAY_DRAIN_EVERY) {
                 self.drain_strays(seq, warmup);
             }
             self.tracker.sent(seq);

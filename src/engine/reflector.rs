@@ -62,8 +62,9 @@ pub enum ReflectorEvent {
     Active(SessionInfo),
     /// A session went idle and was closed.
     Ended(SessionInfo),
-    /// Periodic totals since start.
-    Totals(ReflectorTotals),
+    /// Periodic totals since start, and the reflector's clock (ns since it
+    /// started) when they were taken.
+    Totals(ReflectorTotals, u64),
 }
 
 /// Counters over the reflector's whole life.
@@ -287,7 +288,7 @@ impl Echo {
             }
         }
         self.flush_backlog(events);
-        let _ = events.push(ReflectorEvent::Totals(self.totals));
+        let _ = events.push(ReflectorEvent::Totals(self.totals, now_ns));
     }
 
     fn flush_backlog(&mut self, events: &mut rtrb::Producer<ReflectorEvent>) {

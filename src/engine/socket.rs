@@ -62,13 +62,28 @@ pub fn client_sockets(bind: SocketAddr, peer: SocketAddr) -> Result<ClientSocket
         .local_addr()
         .ok()
         .and_then(|a| a.as_socket())
-        .ok_or_else(|| EngineError::io("cannot read local address")(io::Error::other("not an IP socket")))?;
+        .ok_or_else(|| {
+            EngineError::io("cannot read local address")(io::Error::other("not an IP socket"))
+        })?;
     let catcher = bind_udp_with(local, true)?;
     catcher
         .set_nonblocking(true)
         .map_err(EngineError::io("cannot configure socket"))?;
-    fast.connect(&peer.into()).map_err(|e| EngineError::Send { addr: peer, source: e })?;
-    Ok(ClientSockets { fast, catcher, local })
+    fast.connect(&peer.into()).map_err(|e| EngineError::Send {
+        addr: peer,
+        source: e,
+    })?;
+    // Connected, the socket knows the source address the route picked.
+    let local = fast
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .unwrap_or(local);
+    Ok(ClientSockets {
+        fast,
+        catcher,
+        local,
+    })
 }
 
 fn bind_udp_with(addr: SocketAddr, reuse_port: bool) -> Result<Socket, EngineError> {

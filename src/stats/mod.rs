@@ -1,9 +1,11 @@
 //! Statistics shared by every consumer: the engine's authoritative totals,
 //! the headless reports and the live TUI all use these types.
 
+mod live;
 mod summary;
 
-pub use summary::{Distribution, DistributionBucket, Summary};
+pub use live::{BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, WINDOW, WindowPoint};
+pub use summary::{Distribution, DistributionBucket, RttFigures, Summary};
 
 use crate::engine::{Record, RecordKind};
 use hdrhistogram::Histogram;

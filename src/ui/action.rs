@@ -1,0 +1,98 @@
+//! Keys map to actions through one table, not a chain of ifs.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+/// Everything a key can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Start or stop measuring (or reflecting).
+    ToggleRun,
+    /// Switch between client and server role.
+    SwitchRole,
+    /// Clear the statistics.
+    Clear,
+    /// Freeze or unfreeze the display (measurement continues).
+    Freeze,
+    /// Narrow the histogram's range.
+    ZoomIn,
+    /// Widen the histogram's range.
+    ZoomOut,
+    /// Show or hide the key list.
+    Help,
+    /// Close the help overlay, or leave when it is not open.
+    Close,
+    /// Leave.
+    Quit,
+}
+
+/// The key table: key, its label in the help overlay, the action.
+pub const KEYS: &[(&str, &str, Action)] = &[
+    ("space", "start or stop measuring", Action::ToggleRun),
+    ("r", "switch role: client ↔ server", Action::SwitchRole),
+    ("c", "clear statistics", Action::Clear),
+    (
+        "f",
+        "freeze the display (measuring continues)",
+        Action::Freeze,
+    ),
+    ("+ / -", "zoom the histogram in / out", Action::ZoomIn),
+    ("?", "this help", Action::Help),
+    ("q  Esc  Ctrl-C", "quit and print the summary", Action::Quit),
+    ("Esc (in help)", "close this help", Action::Close),
+];
+
+/// The action bound to a key press, if any.
+pub fn action_for(key: KeyEvent) -> Option<Action> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    Some(match key.code {
+        KeyCode::Char('c') if ctrl => Action::Quit,
+        KeyCode::Char(' ') => Action::ToggleRun,
+        KeyCode::Char('r') => Action::SwitchRole,
+        KeyCode::Char('c') => Action::Clear,
+        KeyCode::Char('f') => Action::Freeze,
+        KeyCode::Char('+' | '=') => Action::ZoomIn,
+        KeyCode::Char('-' | '_') => Action::ZoomOut,
+        KeyCode::Char('?' | 'h') => Action::Help,
+        KeyCode::Char('q') => Action::Quit,
+        KeyCode::Esc => Action::Close,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn press(code: KeyCode, modifiers: KeyModifiers) -> Option<Action> {
+        action_for(KeyEvent::new(code, modifiers))
+    }
+
+    #[test]
+    fn every_documented_key_maps_to_its_action() {
+        let none = KeyModifiers::NONE;
+        assert_eq!(press(KeyCode::Char(' '), none), Some(Action::ToggleRun));
+        assert_eq!(press(KeyCode::Char('r'), none), Some(Action::SwitchRole));
+        assert_eq!(press(KeyCode::Char('c'), none), Some(Action::Clear));
+        assert_eq!(press(KeyCode::Char('f'), none), Some(Action::Freeze));
+        assert_eq!(press(KeyCode::Char('+'), none), Some(Action::ZoomIn));
+        assert_eq!(press(KeyCode::Char('-'), none), Some(Action::ZoomOut));
+        assert_eq!(press(KeyCode::Char('?'), none), Some(Action::Help));
+        assert_eq!(press(KeyCode::Char('q'), none), Some(Action::Quit));
+        assert_eq!(press(KeyCode::Esc, none), Some(Action::Close));
+        assert_eq!(
+            press(KeyCode::Char('c'), KeyModifiers::CONTROL),
+            Some(Action::Quit)
+        );
+        assert_eq!(press(KeyCode::Char('x'), none), None);
+    }
+
+    #[test]
+    fn key_releases_are_ignored() {
+        let mut k = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
+        k.kind = KeyEventKind::Release;
+        assert_eq!(action_for(k), None);
+    }
+}

@@ -1,0 +1,211 @@
+//! The live display's state. It holds no clocks and no sockets: the
+//! controller feeds it, and the render functions read it, so every frame is
+//! reproducible in tests.
+
+use super::animation::Animation;
+use super::theme::Theme;
+use crate::engine::{ReflectorTotals, SessionInfo};
+use crate::stats::LiveStats;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// Which side of the measurement this process is playing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Measuring.
+    Client,
+    /// Reflecting.
+    Server,
+}
+
+/// Fixed facts about the client side, for the header and panes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientInfo {
+    /// The reflector.
+    pub target: String,
+    /// Our address.
+    pub local: String,
+    /// `loopback` or `client`.
+    pub mode: &'static str,
+    /// Measurement CPU.
+    pub cpu: usize,
+    /// Spinning receive.
+    pub busy_poll: bool,
+    /// Warm-up length.
+    pub warmup: u64,
+    /// Packet budget per run.
+    pub packets: Option<u64>,
+    /// Time budget per run.
+    pub duration: Option<Duration>,
+    /// Payload bytes.
+    pub size: usize,
+}
+
+/// What the client view shows.
+#[derive(Debug, Clone)]
+pub struct ClientView {
+    /// Live statistics since the last clear.
+    pub live: LiveStats,
+    /// Fixed facts.
+    pub info: ClientInfo,
+    /// Post-warm-up packets resolved in the current run.
+    pub run_done: u64,
+    /// Time since the current run started.
+    pub run_elapsed: Duration,
+    /// Records the ring could not hold (live view only; totals are exact).
+    pub ring_overflow: u64,
+}
+
+/// What the server view shows.
+#[derive(Debug, Clone, Default)]
+pub struct ServerView {
+    /// Listening address.
+    pub bind: String,
+    /// Reflector CPU.
+    pub cpu: usize,
+    /// Spinning receive.
+    pub busy_poll: bool,
+    /// Sessions heard from recently.
+    pub active: Vec<SessionInfo>,
+    /// Sessions that went idle, newest first.
+    pub ended: VecDeque<SessionInfo>,
+    /// Totals since start (or since the last clear).
+    pub totals: ReflectorTotals,
+    /// Datagrams per second over the last tick.
+    pub pps: f64,
+    /// The reflector's clock at the last update (ns).
+    pub now_ns: u64,
+}
+
+/// Ended sessions kept for display.
+pub const ENDED_KEPT: usize = 50;
+
+impl ServerView {
+    /// Records a session that went idle.
+    pub fn session_ended(&mut self, s: SessionInfo) {
+        self.active.retain(|a| a.peer != s.peer);
+        self.ended.push_front(s);
+        self.ended.truncate(ENDED_KEPT);
+    }
+
+    /// Records a live session's latest state.
+    pub fn session_active(&mut self, s: SessionInfo) {
+        match self.active.iter_mut().find(|a| a.peer == s.peer) {
+            Some(a) => *a = s,
+            None => {
+                self.active.push(s);
+                self.active.sort_by_key(|a| a.peer);
+            }
+        }
+    }
+}
+
+/// The whole display state.
+#[derive(Debug, Clone)]
+pub struct App {
+    /// Current role.
+    pub role: Role,
+    /// The measurement (or reflector) is running.
+    pub running: bool,
+    /// The help overlay is open.
+    pub help: bool,
+    /// Histogram zoom level, `0..=MAX_ZOOM`.
+    pub zoom: u8,
+    /// Colours.
+    pub theme: Theme,
+    /// Client side.
+    pub client: ClientView,
+    /// Server side.
+    pub server: ServerView,
+    /// The packet animation.
+    pub anim: Animation,
+    /// What a frozen display keeps showing.
+    pub frozen: Option<Box<(ClientView, ServerView, Animation)>>,
+    /// One line of news for the status bar (errors, warnings, hints).
+    pub status: Option<String>,
+    /// `--update`: packets per animation step.
+    pub update_every: u64,
+    /// `--fps`, shown in help.
+    pub fps: u32,
+}
+
+/// The widest zoom level.
+pub const MAX_ZOOM: u8 = 4;
+
+impl App {
+    /// A fresh display for the given role.
+    pub fn new(
+        role: Role,
+        info: ClientInfo,
+        server: ServerView,
+        theme: Theme,
+        update_every: u64,
+        fps: u32,
+    ) -> Self {
+        Self {
+            role,
+            running: false,
+            help: false,
+            zoom: 0,
+            theme,
+            client: ClientView {
+                live: LiveStats::new(),
+                info,
+                run_done: 0,
+                run_elapsed: Duration::ZERO,
+                ring_overflow: 0,
+            },
+            server,
+            anim: Animation::default(),
+            frozen: None,
+            status: None,
+            update_every,
+            fps,
+        }
+    }
+
+    /// The client view to draw: the frozen copy while frozen.
+    pub fn shown_client(&self) -> &ClientView {
+        self.frozen.as_ref().map_or(&self.client, |f| &f.0)
+    }
+
+    /// The server view to draw.
+    pub fn shown_server(&self) -> &ServerView {
+        self.frozen.as_ref().map_or(&self.server, |f| &f.1)
+    }
+
+    /// The animation to draw.
+    pub fn shown_anim(&self) -> &Animation {
+        self.frozen.as_ref().map_or(&self.anim, |f| &f.2)
+    }
+
+    /// Freezes or thaws the display.
+    pub fn toggle_freeze(&mut self) {
+        self.frozen = match self.frozen.take() {
+            Some(_) => None,
+            None => Some(Box::new((
+                self.client.clone(),
+                self.server.clone(),
+                self.anim,
+            ))),
+        };
+    }
+
+    /// Changes the histogram zoom by one level, within bounds.
+    pub fn zoom_by(&mut self, inward: bool) {
+        self.zoom = if inward {
+            (self.zoom + 1).min(MAX_ZOOM)
+        } else {
+            self.zoom.saturating_sub(1)
+        };
+    }
+
+    /// Forgets the client's live statistics and the server's totals.
+    pub fn clear(&mut self) {
+        self.client.live = LiveStats::new();
+        self.client.run_done = 0;
+        self.server.ended.clear();
+        self.server.totals = ReflectorTotals::default();
+        self.frozen = None;
+    }
+}

@@ -1,0 +1,115 @@
+//! The whole frame: which panes go where, for each role.
+
+use super::app::{App, Role};
+use super::panes::osi::{self, StackLabels};
+use super::panes::{figures, footer, header, help, histogram, progress, sessions, sparklines};
+use crate::units::format_rate;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+
+/// Smallest terminal the layout fits.
+pub const MIN_WIDTH: u16 = 80;
+/// Smallest terminal the layout fits.
+pub const MIN_HEIGHT: u16 = 24;
+
+/// `ip` and `port` of an address written as text.
+fn split_addr(addr: &str) -> (&str, &str) {
+    addr.rsplit_once(':').unwrap_or((addr, ""))
+}
+
+fn labels(title: &str, program: &str, addr: &str) -> StackLabels {
+    let (ip, port) = split_addr(addr);
+    let family = if ip.starts_with('[') { "IPv6" } else { "IPv4" };
+    StackLabels {
+        title: title.to_string(),
+        details: [
+            program.to_string(),
+            format!("UDP :{port}"),
+            format!("{family} {}", ip.trim_matches(['[', ']'])),
+            "frame".to_string(),
+            "bits".to_string(),
+        ],
+    }
+}
+
+/// Draws one frame of the display.
+pub fn draw(f: &mut Frame, app: &App) {
+    let area = f.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        too_small(f, area);
+        return;
+    }
+    let [head, top, middle, bar, foot] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(13),
+        Constraint::Fill(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    header::render(f, head, app);
+    let [numbers, path] =
+        Layout::horizontal([Constraint::Length(32), Constraint::Fill(1)]).areas(top);
+    let t = app.theme;
+    let anim = app.shown_anim();
+    match app.role {
+        Role::Client => {
+            let v = app.shown_client();
+            figures::render_client(f, numbers, v, t);
+            let caption = osi::packet_caption(anim, app.running);
+            let client = labels("CLIENT (here)", "synapse client", &v.info.local);
+            let server = labels("SERVER", "echo reflector", &v.info.target);
+            osi::render(f, path, &client, &server, anim, &caption, t);
+            let [hist, sparks] =
+                Layout::horizontal([Constraint::Percentage(56), Constraint::Fill(1)]).areas(middle);
+            histogram::render(f, hist, &v.live, app.zoom, t);
+            sparklines::render(f, sparks, &v.live, t);
+            progress::render(f, bar, v, app.running, t);
+        }
+        Role::Server => {
+            let v = app.shown_server();
+            figures::render_server(f, numbers, v, t);
+            let peer = v
+                .active
+                .first()
+                .or(v.ended.front())
+                .map(|s| s.peer.to_string());
+            let caption = match (app.running, v.active.len()) {
+                (false, _) => "stopped · press space to listen".to_string(),
+                (true, 0) => "listening · waiting for clients".to_string(),
+                (true, n) => format!("{n} active client(s) · {} pkt/s echoed", format_rate(v.pps)),
+            };
+            let client = labels(
+                "CLIENT (remote)",
+                "client app",
+                peer.as_deref().unwrap_or("?:?"),
+            );
+            let server = labels("SERVER (here)", "synapse server", &v.bind);
+            osi::render(f, path, &client, &server, anim, &caption, t);
+            sessions::render(f, middle, v, t);
+            let note = Line::styled(
+                " sessions end after 1 s of silence · totals since start or last clear · r: measure".to_string(),
+                t.dim(),
+            );
+            f.render_widget(Paragraph::new(note), bar);
+        }
+    }
+    footer::render(f, foot, app);
+    if app.help {
+        help::render(f, area, app.fps, t);
+    }
+}
+
+fn too_small(f: &mut Frame, area: Rect) {
+    let text = vec![
+        Line::from(format!("Synapse needs {MIN_WIDTH}×{MIN_HEIGHT}.")),
+        Line::from(format!("This terminal is {}×{}.", area.width, area.height)),
+        Line::from("Enlarge it, or q to quit."),
+    ];
+    let [v] = Layout::vertical([Constraint::Length(3)])
+        .flex(Flex::Center)
+        .areas(area);
+    f.render_widget(Paragraph::new(text).centered(), v);
+}

@@ -1,0 +1,124 @@
+//! Deterministic display states for render tests and snapshots: no clocks,
+//! no sockets, the same frame every time.
+
+use super::app::{App, ClientInfo, Role, ServerView};
+use super::theme::Theme;
+use crate::engine::{Record, RecordKind, ReflectorTotals, SessionInfo};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use std::time::Duration;
+
+/// A client that measured 40 windows of traffic around 80 µs, with a
+/// spike, a few losses and one of everything else.
+pub fn client_app() -> App {
+    let info = ClientInfo {
+        target: "127.0.0.1:8080".into(),
+        local: "127.0.0.1:50000".into(),
+        mode: "loopback",
+        cpu: 1,
+        busy_poll: false,
+        warmup: 200,
+        packets: Some(100_000),
+        duration: None,
+        size: 8,
+    };
+    let server = ServerView {
+        bind: "127.0.0.1:8080".into(),
+        cpu: 0,
+        ..ServerView::default()
+    };
+    let mut app = App::new(Role::Client, info, server, Theme::new(true), 100, 30);
+    let live = &mut app.client.live;
+    let mut seq = 0u64;
+    for _ in 0..200 {
+        live.ingest(&Record::sample(seq, 0, 90_000, true));
+        seq += 1;
+    }
+    for w in 0..40u64 {
+        for i in 0..250u64 {
+            // A spread around 80 µs, and a slow patch in windows 20..22.
+            let base = if (20..22).contains(&w) {
+                400_000
+            } else {
+                60_000
+            };
+            live.ingest(&Record::sample(
+                seq,
+                0,
+                base + (i * 7919 % 50) * 1_000,
+                false,
+            ));
+            seq += 1;
+        }
+        if w % 10 == 3 {
+            live.ingest(&Record::event(RecordKind::Lost, seq, 0, false));
+            seq += 1;
+        }
+        live.close_window();
+    }
+    live.ingest(&Record::event(
+        RecordKind::Late { reordered: true },
+        5,
+        0,
+        false,
+    ));
+    live.ingest(&Record::event(RecordKind::Duplicate, 6, 0, false));
+    live.ingest(&Record::event(RecordKind::Stray, 0, 0, false));
+    live.ingest(&Record::sample(seq, 0, 72_500, false));
+    app.client.run_done = 10_005;
+    app.client.run_elapsed = Duration::from_secs(10);
+    app.running = true;
+    for _ in 0..3 {
+        app.anim.on_frame(100, 100, Some((seq, 72_500)));
+    }
+    app
+}
+
+/// A reflector with two active clients and one that has left.
+pub fn server_app() -> App {
+    let mut app = client_app();
+    app.role = Role::Server;
+    app.anim = Default::default();
+    let s = &mut app.server;
+    let session = |port: u16, packets: u64, last: u64| SessionInfo {
+        peer: std::net::SocketAddr::from(([192, 0, 2, 7], port)),
+        packets,
+        bytes: packets * 8,
+        last_seen_ns: last,
+    };
+    s.session_active(session(40_112, 12_000, 9_900_000_000));
+    s.session_active(session(40_100, 3_000, 9_950_000_000));
+    s.session_ended(session(39_000, 10_200, 2_000_000_000));
+    s.totals = ReflectorTotals {
+        packets: 25_200,
+        bytes: 201_600,
+        sessions: 3,
+        send_errors: 0,
+        oversized: 1,
+    };
+    s.pps = 15_300.0;
+    s.now_ns = 10_000_000_000;
+    for _ in 0..8 {
+        app.anim.on_frame(100, 100, None);
+    }
+    app
+}
+
+/// Renders a whole frame at the given size.
+pub fn frame(app: &App, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut t = Terminal::new(TestBackend::new(width, height)).unwrap();
+    t.draw(|f| super::draw::draw(f, app)).unwrap();
+    t
+}
+
+/// The frame's text, one string per row.
+pub fn rows(t: &Terminal<TestBackend>) -> Vec<String> {
+    let buf = t.backend().buffer();
+    (0..buf.area.height)
+        .map(|y| {
+            (0..buf.area.width)
+                .map(|x| buf[(x, y)].symbol())
+                .collect::<String>()
+        })
+        .collect()
+}

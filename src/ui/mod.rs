@@ -1,0 +1,158 @@
+//! The live display: a ratatui front end driven by tokio (terminal events,
+//! frame ticks, signals). It never touches the hot path: each frame it
+//! drains the engine's lock-free rings and redraws. The measurement threads
+//! never wait for it.
+
+pub mod action;
+pub mod animation;
+pub mod app;
+pub mod draw;
+pub mod panes;
+pub mod station;
+pub mod theme;
+
+#[cfg(test)]
+mod fixtures;
+#[cfg(test)]
+mod tests;
+
+use action::{Action, action_for};
+use app::{App, ClientInfo, Role, ServerView};
+use crossterm::event::{Event, EventStream};
+use futures_util::StreamExt;
+use station::{Finale, Station};
+use std::time::{Duration, Instant};
+use theme::Theme;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::error::AppError;
+use crate::plan::{ClientPlan, ServerPlan, Target, counterpart_client, counterpart_server};
+
+/// Which plan the display starts from.
+#[derive(Debug)]
+pub enum Start {
+    /// `synapse` or `synapse client …`.
+    Client(ClientPlan),
+    /// `synapse server …`.
+    Server(ServerPlan),
+}
+
+/// Runs the live display until the user quits, then returns what was
+/// measured. The terminal is restored on every way out: quit, error,
+/// panic (ratatui's hook) and SIGTERM/SIGHUP/SIGINT.
+pub fn run(start: Start) -> Result<Finale, AppError> {
+    let (client_plan, server_plan, role) = match start {
+        Start::Client(c) => {
+            let s = counterpart_server(&c);
+            (c, s, Role::Client)
+        }
+        Start::Server(s) => (counterpart_client(&s)?, s, Role::Server),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AppError::Runtime(anyhow::anyhow!("cannot start the display runtime: {e}")))?;
+    runtime.block_on(run_async(client_plan, server_plan, role))
+}
+
+fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, role: Role) -> App {
+    let info = ClientInfo {
+        target: station.target_label(),
+        local: c.bind.map_or_else(|| "any".to_string(), |b| b.to_string()),
+        mode: match c.target {
+            Target::Loopback => "loopback",
+            Target::Remote(_) => "client",
+        },
+        cpu: c.thread.cpu,
+        busy_poll: c.thread.busy_poll,
+        warmup: c.warmup,
+        packets: c.packets,
+        duration: c.duration,
+        size: c.size,
+    };
+    let server = ServerView {
+        bind: s.bind.to_string(),
+        cpu: s.thread.cpu,
+        busy_poll: s.thread.busy_poll,
+        ..ServerView::default()
+    };
+    App::new(role, info, server, Theme::from_env(), c.update, c.fps)
+}
+
+async fn run_async(
+    client_plan: ClientPlan,
+    server_plan: ServerPlan,
+    role: Role,
+) -> Result<Finale, AppError> {
+    let mut station = Station::new(
+        client_plan.clone(),
+        server_plan.clone(),
+        role == Role::Server,
+    );
+    let mut app = initial_app(&client_plan, &server_plan, &station, role);
+    // Signal streams first: if they cannot be set up, the terminal is untouched.
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut terminal = ratatui::try_init()?;
+    station.start(&mut app);
+    let frame = Duration::from_secs_f64(1.0 / f64::from(client_plan.fps.max(1)));
+    let mut ticks = tokio::time::interval(frame);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut events = EventStream::new();
+    let outcome: Result<(), AppError> = loop {
+        tokio::select! {
+            _ = ticks.tick() => {
+                station.poll(&mut app, Instant::now());
+                if let Err(e) = terminal.draw(|f| draw::draw(f, &app)) {
+                    break Err(e.into());
+                }
+            }
+            ev = events.next() => match ev {
+                Some(Ok(Event::Key(key))) => {
+                    if let Some(action) = action_for(key) {
+                        if handle(action, &mut app, &mut station) {
+                            break Ok(());
+                        }
+                        // Answer keys at once rather than on the next tick.
+                        if let Err(e) = terminal.draw(|f| draw::draw(f, &app)) {
+                            break Err(e.into());
+                        }
+                    }
+                }
+                Some(Ok(Event::Resize(..))) => {
+                    if let Err(e) = terminal.draw(|f| draw::draw(f, &app)) {
+                        break Err(e.into());
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => break Err(e.into()),
+                None => break Ok(()),
+            },
+            _ = sigterm.recv() => break Ok(()),
+            _ = sighup.recv() => break Ok(()),
+            _ = sigint.recv() => break Ok(()),
+        }
+    };
+    ratatui::restore();
+    let finale = station.finish(&mut app);
+    outcome.map(|()| finale)
+}
+
+/// Applies one action. Returns true when it is time to quit.
+fn handle(action: Action, app: &mut App, station: &mut Station) -> bool {
+    match action {
+        Action::Quit => return true,
+        Action::Close if app.help => app.help = false,
+        Action::Close => return true,
+        Action::Help => app.help = !app.help,
+        Action::ToggleRun if app.running => station.stop(app),
+        Action::ToggleRun => station.start(app),
+        Action::SwitchRole => station.switch_role(app),
+        Action::Clear => station.clear(app),
+        Action::Freeze => app.toggle_freeze(),
+        Action::ZoomIn => app.zoom_by(true),
+        Action::ZoomOut => app.zoom_by(false),
+    }
+    false
+}

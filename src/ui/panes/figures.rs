@@ -1,0 +1,116 @@
+//! The live numbers: current RTT, percentiles, rate, packet fates.
+
+use crate::stats::Summary;
+use crate::ui::app::{ClientView, ServerView};
+use crate::ui::theme::Theme;
+use crate::units::{count_of, format_ns, format_rate, group_thousands};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+use std::time::Duration;
+
+fn row<'a>(t: Theme, label: &'a str, value: String) -> Line<'a> {
+    Line::from(vec![
+        Span::styled(format!(" {label:<8}"), t.dim()),
+        Span::raw(value),
+    ])
+}
+
+/// The client's figures.
+pub fn render_client(f: &mut Frame, area: Rect, v: &ClientView, t: Theme) {
+    let live = &v.live;
+    let s = Summary::from_stats(live.total(), Duration::ZERO);
+    let r = &s.rtt_ns;
+    let p = &s.packets;
+    let current = match live.last_rtt_ns {
+        Some(ns) => Span::styled(format!("→ {}", format_ns(ns as f64)), t.rtt(ns)),
+        None => Span::styled("→ waiting for replies", t.dim()),
+    };
+    let have = p.received > 0;
+    let fig = |ns: f64| if have { format_ns(ns) } else { "—".into() };
+    let mean_style = if !have {
+        t.dim()
+    } else if r.mean < 1e6 {
+        t.good()
+    } else {
+        t.bad()
+    };
+    let loss_style = if p.lost > 0 { t.bad() } else { t.dim() };
+    let warm = if live.warmed_up || v.info.warmup == 0 {
+        Span::styled(format!("✓ {}/{}", v.info.warmup, v.info.warmup), t.good())
+    } else {
+        Span::styled(
+            format!("… {}/{}", live.warmup_seen, v.info.warmup),
+            t.warn(),
+        )
+    };
+    let lines = vec![
+        Line::from(vec![Span::raw(" "), current]),
+        Line::from(vec![
+            Span::styled(" Mean    ", t.dim()),
+            Span::styled(fig(r.mean), mean_style),
+        ]),
+        row(t, "P50", fig(r.p50 as f64)),
+        row(t, "P99", fig(r.p99 as f64)),
+        row(t, "P99.9", fig(r.p999 as f64)),
+        row(t, "Min", fig(r.min as f64)),
+        row(t, "Max", fig(r.max as f64)),
+        row(t, "Rate", format!("{} pkt/s", format_rate(live.rate_pps()))),
+        Line::from(vec![
+            Span::styled(" Lost    ", t.dim()),
+            Span::styled(
+                format!("{} ({:.2}%)", group_thousands(p.lost), p.loss_percent()),
+                loss_style,
+            ),
+            Span::styled(format!("  late {}", p.late), t.dim()),
+        ]),
+        Line::from(Span::styled(
+            format!(
+                " dup {}  reord {}  stray {}",
+                p.duplicate, p.reordered, p.stray
+            ),
+            t.dim(),
+        )),
+        Line::from(vec![Span::styled(" Warm-up ", t.dim()), warm]),
+    ];
+    let block = Block::bordered().title(Span::styled(" Live RTT ", t.title()));
+    f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// The reflector's figures.
+pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
+    let tot = &v.totals;
+    let lines = vec![
+        row(t, "Rate", format!("{} pkt/s", format_rate(v.pps))),
+        row(t, "Echoed", count_of(tot.packets, "packet")),
+        row(t, "Bytes", group_thousands(tot.bytes)),
+        row(
+            t,
+            "Clients",
+            format!("{} active, {} seen", v.active.len(), tot.sessions),
+        ),
+        Line::from(vec![
+            Span::styled(" Dropped ", t.dim()),
+            Span::styled(
+                format!("{} oversized", tot.oversized),
+                if tot.oversized > 0 { t.bad() } else { t.dim() },
+            ),
+        ]),
+        Line::from(vec![
+            Span::styled(" Errors  ", t.dim()),
+            Span::styled(
+                format!("{} sends failed", tot.send_errors),
+                if tot.send_errors > 0 {
+                    t.bad()
+                } else {
+                    t.dim()
+                },
+            ),
+        ]),
+        Line::from(Span::styled(" Every datagram goes back", t.dim())),
+        Line::from(Span::styled(" to its sender unchanged.", t.dim())),
+    ];
+    let block = Block::bordered().title(Span::styled(" Reflector ", t.title()));
+    f.render_widget(Paragraph::new(lines).block(block), area);
+}

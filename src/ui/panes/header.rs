@@ -1,0 +1,44 @@
+//! The top line: who is measuring whom, where the thread runs, and state.
+
+use crate::ui::app::{App, Role};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+/// Draws the header line.
+pub fn render(f: &mut Frame, area: Rect, app: &App) {
+    let t = app.theme;
+    let (what, cpu, busy) = match app.role {
+        Role::Client => {
+            let c = &app.client.info;
+            (
+                format!("client → {}  from {}  ({})", c.target, c.local, c.mode),
+                c.cpu,
+                c.busy_poll,
+            )
+        }
+        Role::Server => {
+            let s = &app.server;
+            (format!("server on {}", s.bind), s.cpu, s.busy_poll)
+        }
+    };
+    let mode = format!(
+        "  CPU {cpu} · {}",
+        if busy { "busy-poll" } else { "blocking" }
+    );
+    let (state, style) = match (app.frozen.is_some(), app.running, app.role) {
+        (true, _, _) => ("❄ FROZEN", t.warn()),
+        (false, true, Role::Client) => ("● MEASURING", t.good()),
+        (false, true, Role::Server) => ("● REFLECTING", t.good()),
+        (false, false, _) => ("■ STOPPED", t.warn()),
+    };
+    let left = Line::from(vec![
+        Span::styled(" SYNAPSE ", t.title()),
+        Span::raw(what),
+        Span::styled(mode, t.dim()),
+    ]);
+    f.render_widget(Paragraph::new(left), area);
+    let right = Line::from(Span::styled(format!("{state} "), style)).right_aligned();
+    f.render_widget(Paragraph::new(right), area);
+}

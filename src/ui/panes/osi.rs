@@ -1,0 +1,201 @@
+//! The two OSI stacks and the wire between them, with the packet's place
+//! highlighted.
+
+use crate::ui::animation::{Animation, LAYERS, Position};
+use crate::ui::theme::Theme;
+use crate::units::format_ns;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+
+const NAMES: [&str; LAYERS] = [
+    "L7 APPLICATION",
+    "L4 TRANSPORT",
+    "L3 NETWORK",
+    "L2 DATA LINK",
+    "L1 PHYSICAL",
+];
+
+/// What each stack's layers say beside their names.
+#[derive(Debug, Clone, Default)]
+pub struct StackLabels {
+    /// Heading, e.g. `CLIENT`.
+    pub title: String,
+    /// One detail per layer (L7..L1), e.g. `UDP :8080`.
+    pub details: [String; LAYERS],
+}
+
+fn stack(f: &mut Frame, area: Rect, labels: &StackLabels, active: Option<usize>, t: Theme) {
+    let width = area.width.saturating_sub(2) as usize;
+    // Details only when every one fits: a cut-off address misleads.
+    let longest = labels
+        .details
+        .iter()
+        .map(|d| d.chars().count())
+        .max()
+        .unwrap_or(0);
+    let with_details = 2 + 15 + longest <= width;
+    let lines: Vec<Line> = (0..LAYERS)
+        .map(|i| {
+            let on = active == Some(i);
+            let marker = if on { "●" } else { " " };
+            let detail = if with_details {
+                labels.details[i].as_str()
+            } else {
+                ""
+            };
+            let text = format!("{marker} {:<15}{detail}", NAMES[i]);
+            Line::from(Span::styled(format!("{text:<width$}"), t.layer(i, on)))
+        })
+        .collect();
+    let block = Block::bordered().title(Span::styled(format!(" {} ", labels.title), t.title()));
+    f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// Draws both stacks and the wire. `caption` goes under the wire: the
+/// packet shown, or why nothing moves.
+pub fn render(
+    f: &mut Frame,
+    area: Rect,
+    client: &StackLabels,
+    server: &StackLabels,
+    anim: &Animation,
+    caption: &str,
+    t: Theme,
+) {
+    let outer = Block::bordered().title(Span::styled(" Packet path ", t.title()));
+    let inner = outer.inner(area);
+    f.render_widget(outer, area);
+    let [stacks, wire_row, caption_row] = Layout::vertical([
+        Constraint::Length(7),
+        Constraint::Length(1),
+        Constraint::Min(1),
+    ])
+    .areas(inner);
+    let [left, gap, right] = Layout::horizontal([
+        Constraint::Fill(1),
+        Constraint::Length(6),
+        Constraint::Fill(1),
+    ])
+    .areas(stacks);
+    let pos = anim.position();
+    let on_client = match pos {
+        Position::Client(i) => Some(i),
+        _ => None,
+    };
+    let on_server = match pos {
+        Position::Server(i) => Some(i),
+        _ => None,
+    };
+    stack(f, left, client, on_client, t);
+    stack(f, right, server, on_server, t);
+    // The wire joins the two L1 rows.
+    let l1 = Rect {
+        x: gap.x,
+        y: gap.y + 5,
+        width: gap.width,
+        height: 1,
+    };
+    let (glyph, style) = match pos {
+        Position::Wire(true) => ("═════▶", t.layer(4, true)),
+        Position::Wire(false) => ("◀═════", t.layer(4, true)),
+        _ => ("──────", t.layer(4, false)),
+    };
+    f.render_widget(Paragraph::new(Span::styled(glyph, style)), l1);
+    let arrow = match pos {
+        Position::Client(_) | Position::Wire(true) if anim.step <= LAYERS as u8 => "request  ──▶",
+        Position::Server(_) if anim.step <= 2 * LAYERS as u8 => "request  ──▶",
+        _ => "reply  ◀──",
+    };
+    f.render_widget(
+        Paragraph::new(Line::from(Span::styled(arrow, t.dim())).centered()),
+        wire_row,
+    );
+    f.render_widget(
+        Paragraph::new(Line::from(Span::styled(caption.to_string(), t.dim())).centered()),
+        caption_row,
+    );
+}
+
+/// The caption for a packet being shown.
+pub fn packet_caption(anim: &Animation, running: bool) -> String {
+    match (anim.packet, running) {
+        (Some((seq, rtt)), true) => format!("packet #{seq}: round trip {}", format_ns(rtt as f64)),
+        (Some((seq, rtt)), false) => {
+            format!("stopped · last packet #{seq}: {}", format_ns(rtt as f64))
+        }
+        (None, true) => "waiting for the first reply…".into(),
+        (None, false) => "stopped · press space to measure".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use ratatui::buffer::Buffer;
+
+    fn labels() -> StackLabels {
+        StackLabels {
+            title: "A".into(),
+            details: [
+                "app".into(),
+                "UDP :1".into(),
+                "IPv4 10.0.0.1".into(),
+                String::new(),
+                String::new(),
+            ],
+        }
+    }
+
+    fn draw_stack(width: u16, active: Option<usize>) -> Buffer {
+        let mut t = Terminal::new(TestBackend::new(width, 7)).unwrap();
+        t.draw(|f| stack(f, f.area(), &labels(), active, Theme::new(false)))
+            .unwrap();
+        t.backend().buffer().clone()
+    }
+
+    #[test]
+    fn a_stack_lists_layers_top_down_and_marks_the_packet() {
+        let buf = draw_stack(34, Some(2));
+        let mut expected = Buffer::with_lines([
+            "┌ A ─────────────────────────────┐",
+            "│  L7 APPLICATION app            │",
+            "│  L4 TRANSPORT   UDP :1         │",
+            "│● L3 NETWORK     IPv4 10.0.0.1  │",
+            "│  L2 DATA LINK                  │",
+            "│  L1 PHYSICAL                   │",
+            "└────────────────────────────────┘",
+        ]);
+        // Without colour, the active layer is reverse video across the row.
+        let active = Theme::new(false).layer(2, true);
+        expected.set_style(Rect::new(1, 3, 32, 1), active);
+        expected.set_style(Rect::new(1, 0, 3, 1), Theme::new(false).title());
+        let plain = Theme::new(false).layer(0, false);
+        for y in [1, 2, 4, 5] {
+            expected.set_style(Rect::new(1, y, 32, 1), plain);
+        }
+        assert_eq!(buf, expected);
+    }
+
+    #[test]
+    fn details_are_dropped_rather_than_cut() {
+        let buf = draw_stack(24, None);
+        let row: String = (0..24).map(|x| buf[(x, 3)].symbol()).collect();
+        assert_eq!(row, "│  L3 NETWORK          │");
+    }
+
+    #[test]
+    fn captions_say_what_is_shown_or_why_nothing_moves() {
+        let mut a = Animation::default();
+        assert_eq!(
+            packet_caption(&a, false),
+            "stopped · press space to measure"
+        );
+        assert_eq!(packet_caption(&a, true), "waiting for the first reply…");
+        a.on_frame(1, 1, Some((42, 61_200)));
+        assert_eq!(packet_caption(&a, true), "packet #42: round trip 61.2 µs");
+    }
+}

@@ -1,0 +1,58 @@
+//! The progress line: packets against the budget, elapsed and remaining.
+
+use crate::ui::app::ClientView;
+use crate::ui::theme::Theme;
+use crate::units::group_thousands;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::widgets::Gauge;
+use std::time::Duration;
+
+fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// The gauge's fill ratio and its label.
+pub fn describe(v: &ClientView, running: bool) -> (f64, String) {
+    let done = v.run_done;
+    let elapsed = clock(v.run_elapsed);
+    match (v.info.packets, v.info.duration) {
+        (Some(total), _) => (
+            (done as f64 / total.max(1) as f64).min(1.0),
+            format!(
+                "{}/{} packets  [{elapsed}]",
+                group_thousands(done),
+                group_thousands(total)
+            ),
+        ),
+        (None, Some(budget)) => (
+            (v.run_elapsed.as_secs_f64() / budget.as_secs_f64()).min(1.0),
+            format!(
+                "{} packets  [{elapsed}, {} left]",
+                group_thousands(done),
+                clock(budget.saturating_sub(v.run_elapsed))
+            ),
+        ),
+        (None, None) => (
+            if running { 1.0 } else { 0.0 },
+            format!(
+                "{} packets  [{elapsed}]  runs until stopped",
+                group_thousands(done)
+            ),
+        ),
+    }
+}
+
+/// Draws the progress gauge.
+pub fn render(f: &mut Frame, area: Rect, v: &ClientView, running: bool, t: Theme) {
+    let (ratio, label) = describe(v, running);
+    f.render_widget(
+        Gauge::default()
+            .ratio(ratio)
+            .label(label)
+            .gauge_style(t.good())
+            .use_unicode(true),
+        area,
+    );
+}

@@ -1,0 +1,52 @@
+//! The reflector's clients: active sessions first, then recently ended ones.
+
+use crate::ui::app::ServerView;
+use crate::ui::theme::Theme;
+use crate::units::group_thousands;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::Span;
+use ratatui::widgets::{Block, Row, Table};
+
+fn ago(now_ns: u64, then_ns: u64) -> String {
+    format!("{:.1} s ago", now_ns.saturating_sub(then_ns) as f64 / 1e9)
+}
+
+/// Draws the client table.
+pub fn render(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
+    let header = Row::new(["client", "packets", "bytes", "last seen", "state"]).style(t.title());
+    let active = v
+        .active
+        .iter()
+        .map(|s| (s, Span::styled("active", t.good())));
+    let ended = v.ended.iter().map(|s| (s, Span::styled("ended", t.dim())));
+    let rows: Vec<Row> = active
+        .chain(ended)
+        .map(|(s, state)| {
+            Row::new(vec![
+                Span::raw(s.peer.to_string()),
+                Span::raw(group_thousands(s.packets)),
+                Span::raw(group_thousands(s.bytes)),
+                Span::raw(ago(v.now_ns, s.last_seen_ns)),
+                state,
+            ])
+        })
+        .collect();
+    let empty = rows.is_empty();
+    let widths = [
+        Constraint::Min(24),
+        Constraint::Length(14),
+        Constraint::Length(16),
+        Constraint::Length(12),
+        Constraint::Length(8),
+    ];
+    let title = if empty {
+        format!(" Clients · none yet: synapse client {} ", v.bind)
+    } else {
+        " Clients ".to_string()
+    };
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(Block::bordered().title(Span::styled(title, t.title())));
+    f.render_widget(table, area);
+}

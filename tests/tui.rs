@@ -1,0 +1,185 @@
+//! The live display end to end: the real binary in a real terminal (tmux),
+//! driven by key presses and read back from the screen.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A tmux session, killed when the test ends however it ends.
+struct Tmux(String);
+
+impl Tmux {
+    fn start(test: &str, command: &str) -> Self {
+        let name = format!("synapse-e2e-{}-{test}", std::process::id());
+        let ok = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x", "120", "-y", "36"])
+            .arg(command)
+            .env("TERM", "xterm-256color")
+            .status()
+            .expect("tmux must be installed (.ci/run installs it)");
+        assert!(ok.success());
+        Tmux(name)
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.0])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &str) {
+        assert!(
+            Command::new("tmux")
+                .args(["send-keys", "-t", &self.0, keys])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+
+    fn alternate_screen(&self) -> bool {
+        let out = Command::new("tmux")
+            .args(["display-message", "-p", "-t", &self.0, "#{alternate_on}"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+
+    /// Waits until `pred` holds for the screen, or fails showing it.
+    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.0])
+            .status();
+    }
+}
+
+/// Packets done, from the progress line ("12,345 packets  [00:00:01] …"
+/// or "10,005/100,000 packets  […]").
+fn packet_count(screen: &str) -> Option<u64> {
+    let line = screen.lines().find(|l| l.contains(" packets  ["))?;
+    let token = line[..line.find(" packets  [")?]
+        .split_whitespace()
+        .last()?;
+    let done = token.split('/').next()?;
+    done.chars()
+        .filter(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .ok()
+}
+
+#[test]
+fn live_display_measures_stops_switches_role_and_restores_the_terminal() {
+    let bin = assert_cmd::cargo::cargo_bin!("synapse");
+    // After the program: its exit status and the terminal's line discipline,
+    // then linger so the screen can be read.
+    let script = format!(
+        "{} --threshold 1s; echo EXIT=$?; stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon; sleep 60",
+        bin.display()
+    );
+    let tmux = Tmux::start("live", &script);
+
+    // Live figures appear and the count moves.
+    let first = tmux.wait_for("live figures", |s| {
+        s.contains("Live RTT") && packet_count(s).is_some_and(|n| n > 0)
+    });
+    assert!(first.contains("MEASURING"), "{first}");
+    assert!(
+        tmux.alternate_screen(),
+        "the display uses the alternate screen"
+    );
+    let n1 = packet_count(&first).unwrap();
+    tmux.wait_for("the count to grow", |s| {
+        packet_count(s).is_some_and(|n| n > n1)
+    });
+
+    // Space stops measuring: the count stays put.
+    tmux.keys("Space");
+    let stopped = tmux.wait_for("the stopped state", |s| s.contains("STOPPED"));
+    let c1 = packet_count(&stopped).unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let c2 = packet_count(&tmux.screen()).unwrap();
+    assert_eq!(c1, c2, "the count moved after stopping");
+
+    // r switches to the server view.
+    tmux.keys("r");
+    let server = tmux.wait_for("the server view", |s| {
+        s.contains("REFLECTING") && s.contains("Clients")
+    });
+    assert!(server.contains("Reflector"), "{server}");
+    assert!(server.contains("SERVER (here)"), "{server}");
+
+    // q quits, the terminal is restored, and the summary is printed on the normal screen.
+    tmux.keys("q");
+    let after = tmux.wait_for("the program to exit", |s| s.contains("EXIT="));
+    assert!(after.contains("EXIT=0"), "{after}");
+    assert!(
+        after.contains("Synapse Results"),
+        "summary missing:\n{after}"
+    );
+    assert!(after.contains("✓ PASS"), "{after}");
+    assert!(after.contains("Reflector: "), "{after}");
+    assert!(!tmux.alternate_screen(), "left the alternate screen");
+    let mode = tmux.wait_for("stty", |s| {
+        s.lines().any(|l| l == "icanon" || l == "-icanon")
+    });
+    assert!(
+        mode.lines().any(|l| l == "icanon"),
+        "raw mode left on:\n{mode}"
+    );
+}
+
+#[test]
+fn sigterm_restores_the_terminal_too() {
+    let bin = assert_cmd::cargo::cargo_bin!("synapse");
+    let script = format!(
+        "{} --threshold 1s & pid=$!; sleep 3; kill -TERM $pid; wait $pid; echo EXIT=$?; \
+         stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon; sleep 60",
+        bin.display()
+    );
+    let tmux = Tmux::start("sigterm", &script);
+    let after = tmux.wait_for("the program to exit", |s| s.contains("EXIT="));
+    assert!(after.contains("EXIT=0"), "{after}");
+    assert!(after.contains("Synapse Results"), "{after}");
+    assert!(!tmux.alternate_screen());
+    let mode = tmux.wait_for("stty", |s| {
+        s.lines().any(|l| l == "icanon" || l == "-icanon")
+    });
+    assert!(
+        mode.lines().any(|l| l == "icanon"),
+        "raw mode left on:\n{mode}"
+    );
+}
+
+#[test]
+fn packet_count_reads_the_progress_line() {
+    assert_eq!(
+        packet_count("x\n██ 12,345 packets  [00:00:01]  runs"),
+        Some(12_345)
+    );
+    assert_eq!(
+        packet_count("██   10,005/100,000 packets  [00:00:10]"),
+        Some(10_005)
+    );
+    assert_eq!(packet_count("nothing here"), None);
+}
