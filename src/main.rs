@@ -25,7 +25,7 @@ fn main() {
             let text = e.render().to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("synapse: error: {first} (see synapse --help)");
+            error_line(&format!("{first} (see synapse --help)"));
             std::process::exit(exit::USAGE);
         }
     };
@@ -33,11 +33,18 @@ fn main() {
     let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("synapse: error: {e}");
+            error_line(&e.to_string());
             e.exit_code()
         }
     };
     std::process::exit(code);
+}
+
+/// One error line on stderr, written with a single `write` so that lines
+/// from processes sharing the terminal never interleave.
+fn error_line(message: &str) {
+    let line = format!("synapse: error: {message}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 /// Logs go to stderr, filtered by `RUST_LOG` (default: warnings).
