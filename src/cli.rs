@@ -4,6 +4,7 @@
 use crate::engine::protocol::{MAX_SIZE, MIN_SIZE};
 use crate::units::{DefaultUnit, parse_duration};
 use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
 use std::time::Duration;
 
 const ABOUT: &str = "Measure application-to-application UDP round-trip time.";
@@ -42,11 +43,44 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+// Parsed once per process: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Echo every datagram back to its sender (the reflector).
     Server(ServerArgs),
     /// Measure round trips to a reflector or any RFC 862 UDP echo server.
     Client(ClientArgs),
+    /// List, show or remove saved profiles.
+    Profiles(ProfilesArgs),
+}
+
+/// `synapse profiles`.
+#[derive(Debug, Args)]
+pub struct ProfilesArgs {
+    /// What to do with the profiles.
+    #[command(subcommand)]
+    pub action: ProfilesAction,
+
+    /// Configuration file [default: $XDG_CONFIG_HOME/synapse/config.toml].
+    #[arg(long, value_name = "PATH", global = true)]
+    pub config: Option<PathBuf>,
+}
+
+/// `synapse profiles …`.
+#[derive(Debug, Subcommand)]
+pub enum ProfilesAction {
+    /// One line per profile: its host pair and baseline.
+    List,
+    /// Every setting of one profile, and its baseline.
+    Show {
+        /// The profile.
+        name: String,
+    },
+    /// Delete a profile.
+    Rm {
+        /// The profile.
+        name: String,
+    },
 }
 
 /// `synapse server`.
@@ -87,6 +121,24 @@ pub struct ClientArgs {
     /// Local address to send from (default: any, ephemeral port).
     #[arg(long, value_name = "ADDR")]
     pub bind: Option<String>,
+
+    /// Use a saved profile's host pair and options (the command line still
+    /// wins). Without it, a profile whose host pair matches ADDR is used.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+
+    /// After the run, save its settings as this profile.
+    #[arg(long, value_name = "NAME")]
+    pub save_profile: Option<String>,
+
+    /// After the run, keep its summary as the profile's baseline.
+    #[arg(long)]
+    pub set_baseline: bool,
+
+    /// FAIL (exit 3) when p50 or p99 is worse than the profile's baseline
+    /// by more than this many percent.
+    #[arg(long, value_name = "PERCENT", value_parser = percent)]
+    pub fail_on_regression: Option<f64>,
 
     #[command(flatten)]
     pub run: RunArgs,
@@ -141,6 +193,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 30,
           value_parser = clap::value_parser!(u32).range(1..=120))]
     pub fps: u32,
+
+    /// Configuration file [default: $XDG_CONFIG_HOME/synapse/config.toml].
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -179,7 +235,15 @@ fn millis(s: &str) -> Result<Duration, String> {
     parse_duration(s, DefaultUnit::Millis)
 }
 
-fn payload_size(s: &str) -> Result<usize, String> {
+fn percent(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if p >= 0.0 && p.is_finite() => Ok(p),
+        _ => Err(format!("'{s}' is not a percentage (e.g. 10 or 12.5)")),
+    }
+}
+
+/// Checks a payload size; shared with the configuration file.
+pub(crate) fn payload_size(s: &str) -> Result<usize, String> {
     let n: usize = s
         .parse()
         .map_err(|_| format!("'{s}' is not a number of bytes"))?;

@@ -23,6 +23,9 @@ pub enum AppError {
     /// The engine could not measure.
     #[error(transparent)]
     Engine(#[from] EngineError),
+    /// The configuration file is wrong.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
     /// Anything else (terminal, output, …).
     #[error("{0:#}")]
     Runtime(#[from] anyhow::Error),
@@ -32,7 +35,7 @@ impl AppError {
     /// The process exit status for this error.
     pub fn exit_code(&self) -> i32 {
         match self {
-            AppError::Usage(_) => exit::USAGE,
+            AppError::Usage(_) | AppError::Config(_) => exit::USAGE,
             AppError::Engine(e) if e.is_usage() => exit::USAGE,
             AppError::Engine(_) | AppError::Runtime(_) => exit::RUNTIME,
         }

@@ -9,11 +9,13 @@
 //! - [`ui`]: the live display (ratatui + tokio), reading the same stats.
 
 pub mod cli;
+pub mod config;
 pub mod engine;
 pub mod error;
 pub mod headless;
 pub mod launch;
 pub mod plan;
+pub mod profiles;
 pub mod report;
 pub mod stats;
 pub mod ui;

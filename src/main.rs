@@ -1,21 +1,25 @@
 //! The `synapse` binary: parse, plan, run, report, exit with a status that
 //! scripts can act on.
 
-use clap::Parser;
 use clap::error::ErrorKind;
+use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use std::io::{IsTerminal, Write};
-use synapse::cli::Cli;
+use synapse::cli::{Cli, Command};
 use synapse::engine::StopFlag;
 use synapse::error::{AppError, exit};
 use synapse::headless;
-use synapse::plan::{Output, Plan, plan};
+use synapse::plan::{ClientPlan, Output, Plan, plan};
+use synapse::profiles;
 use synapse::report::{Report, write_json, write_text};
 use synapse::ui::{self, station::Finale};
 use synapse::units::count_of;
 
 fn main() {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let (cli, matches) = match parsed {
+        Ok(both) => both,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             let _ = e.print();
             std::process::exit(exit::PASS);
@@ -30,7 +34,7 @@ fn main() {
         }
     };
     init_logging();
-    let code = match run(cli) {
+    let code = match run(cli, &matches) {
         Ok(code) => code,
         Err(e) => {
             error_line(&e.to_string());
@@ -69,14 +73,37 @@ fn install_signal_handlers(stop: &StopFlag) -> Result<(), AppError> {
     Ok(())
 }
 
-fn run(cli: Cli) -> Result<i32, AppError> {
-    let plan = plan(cli)?;
+/// Whether an option was typed on the command line (of the subcommand
+/// given, if any), rather than filled in by clap.
+fn given_on_command_line(matches: &ArgMatches) -> impl Fn(&str) -> bool + '_ {
+    let m = matches.subcommand().map_or(matches, |(_, sub)| sub);
+    move |id| {
+        m.try_contains_id(id).unwrap_or(false)
+            && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+    }
+}
+
+fn note(line: &str) {
+    let _ = std::io::stderr().write_all(format!("synapse: note: {line}\n").as_bytes());
+}
+
+fn run(cli: Cli, matches: &ArgMatches) -> Result<i32, AppError> {
+    if let Some(Command::Profiles(args)) = &cli.command {
+        profiles::run_command(args, &mut std::io::stdout().lock())?;
+        return Ok(exit::PASS);
+    }
+    let plan = plan(cli, &given_on_command_line(matches))?;
+    if let Plan::Client(p) = &plan {
+        p.profile.notes.iter().for_each(|n| note(n));
+    }
     match plan {
         Plan::Client(p) if p.output == Output::Ui => {
-            return finish_ui(ui::run(ui::Start::Client(p))?);
+            let finale = ui::run(ui::Start::Client(p.clone()))?;
+            let code = finish_ui(&finale)?;
+            return save_after_run(&p, finale.report.as_ref(), code);
         }
         Plan::Server(p) if p.output == Output::Ui => {
-            return finish_ui(ui::run(ui::Start::Server(p))?);
+            return finish_ui(&ui::run(ui::Start::Server(p))?);
         }
         _ => {}
     }
@@ -86,11 +113,12 @@ fn run(cli: Cli) -> Result<i32, AppError> {
         Plan::Client(p) => {
             let report = headless::run_client(&p, &stop)?;
             print_report(&report, p.output)?;
-            Ok(if report.verdict.pass {
+            let code = if report.verdict.pass {
                 exit::PASS
             } else {
                 exit::FAIL
-            })
+            };
+            save_after_run(&p, Some(&report), code)
         }
         Plan::Server(p) => {
             headless::run_server(&p, &stop, &mut std::io::stdout())?;
@@ -99,8 +127,24 @@ fn run(cli: Cli) -> Result<i32, AppError> {
     }
 }
 
+/// `--save-profile` / `--set-baseline`, once the report is out: a failure
+/// here never hides what was measured.
+fn save_after_run(plan: &ClientPlan, report: Option<&Report>, code: i32) -> Result<i32, AppError> {
+    let wants = plan.profile.save_as.is_some() || plan.profile.set_baseline;
+    match report {
+        Some(r) if wants => {
+            for line in profiles::after_run(plan, &r.summary)? {
+                note(&line);
+            }
+        }
+        None if wants => note("nothing was measured, so no profile or baseline was saved"),
+        _ => {}
+    }
+    Ok(code)
+}
+
 /// After the live display closes: the summary on the normal screen.
-fn finish_ui(finale: Finale) -> Result<i32, AppError> {
+fn finish_ui(finale: &Finale) -> Result<i32, AppError> {
     let mut code = exit::PASS;
     if let Some(report) = &finale.report {
         print_report(report, Output::Text)?;

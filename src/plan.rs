@@ -3,10 +3,13 @@
 //! this succeeds, so bad input fails fast with one clear line.
 
 use crate::cli::{Cli, ClientArgs, Command, RunArgs, ServerArgs};
+use crate::config::layering::{Explicit, layer};
+use crate::config::{self, Baseline, ConfigFile, Settings};
 use crate::engine::{Role, choose_cpu, resolve};
 use crate::error::AppError;
 use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The seed's default packet count for a bounded run.
@@ -76,6 +79,63 @@ pub struct ClientPlan {
     pub output: Output,
     /// Live display frame rate.
     pub fps: u32,
+    /// Configuration and profiles.
+    pub profile: ProfileUse,
+}
+
+/// How the run relates to the configuration file.
+#[derive(Debug, Clone, Default)]
+pub struct ProfileUse {
+    /// The file (whether or not it exists).
+    pub config_path: PathBuf,
+    /// The profile in use, chosen or matched.
+    pub name: Option<String>,
+    /// Its baseline, if it has one.
+    pub baseline: Option<Baseline>,
+    /// `--save-profile NAME`.
+    pub save_as: Option<String>,
+    /// `--set-baseline`.
+    pub set_baseline: bool,
+    /// `--fail-on-regression PERCENT`.
+    pub fail_on_regression: Option<f64>,
+    /// Things the user should be told before the run (which profile was
+    /// matched, which options the command line overrode).
+    pub notes: Vec<String>,
+    /// `[defaults]` from the file, for runs planned later (role switches).
+    pub defaults: Settings,
+}
+
+impl ClientPlan {
+    /// The run's effective settings, as a profile would store them.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            bind: self.bind.map(|b| b.to_string()),
+            server: match self.target {
+                Target::Remote(a) => Some(a.to_string()),
+                Target::Loopback => None,
+            },
+            packets: self.packets,
+            duration: self.duration,
+            warmup: Some(self.warmup),
+            timeout_ms: Some(self.timeout.as_millis() as u64),
+            update: Some(self.update),
+            size: Some(self.size),
+            cpu: (!self.thread.cpu_auto).then_some(self.thread.cpu),
+            busy_poll: Some(self.thread.busy_poll),
+            rt: Some(self.thread.rt),
+            threshold: Some(self.threshold),
+            fps: Some(self.fps),
+            locations: Default::default(),
+        }
+    }
+
+    /// The profile that `--set-baseline` (or the display's `b`) writes to.
+    pub fn baseline_profile(&self) -> Option<&str> {
+        self.profile
+            .save_as
+            .as_deref()
+            .or(self.profile.name.as_deref())
+    }
 }
 
 /// A validated reflector run.
@@ -95,6 +155,8 @@ pub struct ServerPlan {
 
 /// What to do.
 #[derive(Debug, Clone)]
+// Built once per process: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Plan {
     /// Measure.
     Client(ClientPlan),
@@ -107,25 +169,151 @@ pub fn ui_possible() -> bool {
     std::io::stdout().is_terminal()
 }
 
-/// Validates the command line into a plan.
-pub fn plan(cli: Cli) -> Result<Plan, AppError> {
+/// Validates the command line into a plan. `explicit` says which options
+/// the user typed (the rest hold clap's defaults).
+pub fn plan(cli: Cli, explicit: &dyn Explicit) -> Result<Plan, AppError> {
     match cli.command {
-        None => client_plan(Target::Loopback, None, &cli.run),
-        Some(Command::Client(ClientArgs {
-            addr,
-            server,
-            bind,
-            run,
-        })) => {
-            let text = addr
-                .or(server)
-                .unwrap_or_else(|| format!("127.0.0.1:{DEFAULT_PORT}"));
-            let target = Target::Remote(resolve(&text, DEFAULT_PORT)?);
-            let bind = bind.map(|b| resolve(&b, 0)).transpose()?;
-            client_plan(target, bind, &run)
+        None => {
+            let cfg = config::load(cli.run.config.as_ref(), false)?;
+            let l = layer(&cli.run, None, None, explicit, None, &cfg.defaults);
+            let mut p = client_plan(Target::Loopback, None, &l.run)?;
+            if let Plan::Client(c) = &mut p {
+                c.profile.config_path = cfg.path;
+                c.profile.defaults = cfg.defaults;
+            }
+            Ok(p)
         }
+        Some(Command::Client(args)) => remote_client_plan(args, explicit),
         Some(Command::Server(s)) => server_plan(&s),
+        Some(Command::Profiles(_)) => Err(AppError::Usage(
+            "'profiles' does not measure anything".into(),
+        )),
     }
+}
+
+/// Picks the profile: the one named, or the only one whose host pair
+/// matches the address given.
+fn choose_profile<'c>(
+    cfg: &'c ConfigFile,
+    named: Option<&str>,
+    addr: Option<&str>,
+    bind: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Result<Option<(&'c str, &'c config::Profile)>, AppError> {
+    if let Some(name) = named {
+        cfg.profile(name)?; // the error that lists the known profiles
+        return Ok(cfg
+            .profiles
+            .get_key_value(name)
+            .map(|(k, p)| (k.as_str(), p)));
+    }
+    let Some(addr) = addr else { return Ok(None) };
+    let Ok(wanted) = resolve(addr, DEFAULT_PORT) else {
+        return Ok(None);
+    };
+    let same = |text: &Option<String>, port| text.as_deref().and_then(|t| resolve(t, port).ok());
+    let matching: Vec<_> = cfg
+        .profiles
+        .iter()
+        .filter(|(_, p)| same(&p.settings.server, DEFAULT_PORT) == Some(wanted))
+        .filter(|(_, p)| match (bind, &p.settings.bind) {
+            (Some(b), Some(_)) => resolve(b, 0).ok() == same(&p.settings.bind, 0),
+            _ => true,
+        })
+        .collect();
+    match matching.as_slice() {
+        [(name, p)] => {
+            notes.push(format!("using profile '{name}': its host pair matches {wanted} (--profile to choose another)"));
+            Ok(Some((name.as_str(), p)))
+        }
+        [] => Ok(None),
+        several => {
+            let names: Vec<&str> = several.iter().map(|(n, _)| n.as_str()).collect();
+            notes.push(format!(
+                "profiles {} all match {wanted}; none used (choose one with --profile)",
+                names.join(", ")
+            ));
+            Ok(None)
+        }
+    }
+}
+
+fn remote_client_plan(args: ClientArgs, explicit: &dyn Explicit) -> Result<Plan, AppError> {
+    let cfg = config::load(args.run.config.as_ref(), args.save_profile.is_some())?;
+    let mut notes = Vec::new();
+    let cli_addr = args.addr.clone().or(args.server.clone());
+    let chosen = choose_profile(
+        &cfg,
+        args.profile.as_deref(),
+        cli_addr.as_deref(),
+        args.bind.as_deref(),
+        &mut notes,
+    )?;
+    let l = layer(
+        &args.run,
+        args.bind.clone(),
+        cli_addr,
+        explicit,
+        chosen.map(|(n, p)| (n, &p.settings)),
+        &cfg.defaults,
+    );
+    notes.extend(l.notes);
+    // An address that came from the file is reported with its place there.
+    let located = |key: &'static str, e: crate::engine::EngineError| -> AppError {
+        match chosen.and_then(|(n, p)| p.settings.locations.get(key).map(|loc| (n, *loc))) {
+            Some((name, loc))
+                if !(explicit.given(key) || key == "server" && explicit.given("addr")) =>
+            {
+                config::ConfigError::at(
+                    &cfg.path,
+                    loc,
+                    &format!("profiles.{name}.{key}"),
+                    e.to_string(),
+                )
+                .into()
+            }
+            _ => e.into(),
+        }
+    };
+    let text = l
+        .server
+        .unwrap_or_else(|| format!("127.0.0.1:{DEFAULT_PORT}"));
+    let target = Target::Remote(resolve(&text, DEFAULT_PORT).map_err(|e| located("server", e))?);
+    let bind = l
+        .bind
+        .map(|b| resolve(&b, 0).map_err(|e| located("bind", e)))
+        .transpose()?;
+    if args.set_baseline
+        && args.profile.is_none()
+        && args.save_profile.is_none()
+        && chosen.is_none()
+    {
+        return Err(AppError::Usage(
+            "--set-baseline needs a profile to keep it in (--profile NAME or --save-profile NAME)"
+                .into(),
+        ));
+    }
+    let baseline = chosen.and_then(|(_, p)| p.baseline.clone());
+    if args.fail_on_regression.is_some() && baseline.is_none() && !args.set_baseline {
+        notes.push(
+            "--fail-on-regression: the profile has no baseline yet, so there is nothing to compare"
+                .into(),
+        );
+    }
+    let mut p = client_plan(target, bind, &l.run)?;
+    if let Plan::Client(c) = &mut p {
+        c.profile = ProfileUse {
+            config_path: cfg.path.clone(),
+            name: chosen.map(|(n, _)| n.to_string()),
+            baseline,
+            save_as: args.save_profile,
+            set_baseline: args.set_baseline,
+            fail_on_regression: args.fail_on_regression,
+            notes,
+            defaults: cfg.defaults.clone(),
+        };
+    }
+    Ok(p)
 }
 
 fn output_for(no_ui: bool, json: bool) -> Output {
@@ -194,6 +382,7 @@ fn client_plan(target: Target, bind: Option<SocketAddr>, run: &RunArgs) -> Resul
         },
         output,
         fps: run.fps,
+        profile: ProfileUse::default(),
     }))
 }
 

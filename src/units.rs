@@ -54,6 +54,21 @@ pub fn format_ns(ns: f64) -> String {
     }
 }
 
+/// A duration the user chose, as plainly as it can be written: `1 ms`,
+/// `250 µs`, `1.5 s` (no padding zeros).
+pub fn format_ns_plain(ns: u64) -> String {
+    let (scale, unit) = match ns {
+        0..1_000 => (1.0, "ns"),
+        1_000..1_000_000 => (1e3, "µs"),
+        1_000_000..1_000_000_000 => (1e6, "ms"),
+        _ => (1e9, "s"),
+    };
+    let v = ns as f64 / scale;
+    let text = format!("{v:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} {unit}")
+}
+
 /// A rate in packets per second, abbreviated: `950`, `31.1k`, `1.20M`.
 pub fn format_rate(pps: f64) -> String {
     if pps < 1_000.0 {
@@ -140,6 +155,10 @@ mod tests {
         assert_eq!(format_ns(1_250_000.0), "1.25 ms");
         assert_eq!(format_ns(2e9), "2.00 s");
         assert_eq!(format_rate(31_100.0), "31.1k");
+        assert_eq!(format_ns_plain(1_000_000), "1 ms");
+        assert_eq!(format_ns_plain(250_000), "250 µs");
+        assert_eq!(format_ns_plain(1_500_000_000), "1.5 s");
+        assert_eq!(format_ns_plain(800), "800 ns");
         assert_eq!(group_thousands(264_000), "264,000");
         assert_eq!(group_thousands(7), "7");
         assert_eq!(group_thousands(1_000_000), "1,000,000");

@@ -23,8 +23,19 @@ impl Tmux {
     }
 
     fn screen(&self) -> String {
+        self.capture(&[])
+    }
+
+    /// The screen plus what scrolled off it (the printed summary is taller
+    /// than the terminal).
+    fn screen_and_scrollback(&self) -> String {
+        self.capture(&["-S", "-200"])
+    }
+
+    fn capture(&self, extra: &[&str]) -> String {
         let out = Command::new("tmux")
             .args(["capture-pane", "-p", "-t", &self.0])
+            .args(extra)
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
@@ -131,7 +142,8 @@ fn live_display_measures_stops_switches_role_and_restores_the_terminal() {
 
     // q quits, the terminal is restored, and the summary is printed on the normal screen.
     tmux.keys("q");
-    let after = tmux.wait_for("the program to exit", |s| s.contains("EXIT="));
+    tmux.wait_for("the program to exit", |s| s.contains("EXIT="));
+    let after = tmux.screen_and_scrollback();
     assert!(after.contains("EXIT=0"), "{after}");
     assert!(
         after.contains("Synapse Results"),
@@ -158,7 +170,8 @@ fn sigterm_restores_the_terminal_too() {
         bin.display()
     );
     let tmux = Tmux::start("sigterm", &script);
-    let after = tmux.wait_for("the program to exit", |s| s.contains("EXIT="));
+    tmux.wait_for("the program to exit", |s| s.contains("EXIT="));
+    let after = tmux.screen_and_scrollback();
     assert!(after.contains("EXIT=0"), "{after}");
     assert!(after.contains("Synapse Results"), "{after}");
     assert!(!tmux.alternate_screen());

@@ -1,6 +1,7 @@
 //! The `--json` report: exactly one object on stdout.
 
 use super::{EffectiveConfig, Report, Verdict};
+use crate::config::BaselineComparison;
 use crate::stats::Summary;
 use serde::Serialize;
 use std::io::{self, Write};
@@ -12,6 +13,7 @@ struct JsonReport<'a> {
     summary: &'a Summary,
     verdict: &'a Verdict,
     config: &'a EffectiveConfig,
+    baseline: Option<&'a BaselineComparison>,
     interrupted: bool,
 }
 
@@ -22,6 +24,7 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
         summary: &report.summary,
         verdict: &report.verdict,
         config: &report.config,
+        baseline: report.baseline.as_ref(),
         interrupted: report.interrupted,
     };
     serde_json::to_writer(&mut *out, &doc)?;

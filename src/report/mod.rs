@@ -10,30 +10,44 @@ pub use json::write_json;
 pub use progress::Progress;
 pub use text::write_text;
 
+use crate::config::BaselineComparison;
 use crate::engine::{ClientOutcome, Placement};
 use crate::plan::{ClientPlan, Target};
 use crate::stats::Summary;
 use serde::Serialize;
 use std::net::SocketAddr;
 
-/// Pass or fail against the threshold on the mean.
+/// Pass or fail: the mean against the threshold, and, with
+/// `--fail-on-regression`, p50/p99 against the profile's baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Verdict {
     /// What is compared with the threshold.
     pub metric: &'static str,
     /// The threshold (ns).
     pub threshold_ns: u64,
-    /// Mean below threshold, with at least one sample.
+    /// Some replies came back and the mean is below the threshold.
+    pub mean_ok: bool,
+    /// p50 or p99 regressed past `--fail-on-regression`.
+    pub regressed: bool,
+    /// `mean_ok` and not `regressed`.
     pub pass: bool,
 }
 
 impl Verdict {
     /// Judges a summary. No samples at all is a failure: nothing answered.
-    pub fn judge(summary: &Summary, threshold_ns: u64) -> Self {
+    pub fn judge(
+        summary: &Summary,
+        threshold_ns: u64,
+        baseline: Option<&BaselineComparison>,
+    ) -> Self {
+        let mean_ok = summary.packets.received > 0 && summary.rtt_ns.mean < threshold_ns as f64;
+        let regressed = baseline.is_some_and(|b| b.regressed);
         Self {
             metric: "mean",
             threshold_ns,
-            pass: summary.packets.received > 0 && summary.rtt_ns.mean < threshold_ns as f64,
+            mean_ok,
+            regressed,
+            pass: mean_ok && !regressed,
         }
     }
 }
@@ -67,6 +81,12 @@ pub struct EffectiveConfig {
     pub rt_requested: bool,
     /// SCHED_FIFO was actually in effect.
     pub realtime: bool,
+    /// Live display frame rate.
+    pub fps: u32,
+    /// The profile used, if any.
+    pub profile: Option<String>,
+    /// The configuration file consulted.
+    pub config_file: String,
 }
 
 /// Everything a headless report prints.
@@ -80,6 +100,8 @@ pub struct Report {
     pub config: EffectiveConfig,
     /// Stopped early by Ctrl-C or a signal.
     pub interrupted: bool,
+    /// The run against the profile's baseline.
+    pub baseline: Option<BaselineComparison>,
 }
 
 impl Report {
@@ -96,8 +118,18 @@ impl Report {
             cpu_auto,
             realtime,
         } = outcome.placement;
+        let baseline = plan
+            .profile
+            .baseline
+            .as_ref()
+            .map(|b| b.compare(&summary, plan.profile.fail_on_regression));
         Self {
-            verdict: Verdict::judge(&summary, plan.threshold.as_nanos() as u64),
+            verdict: Verdict::judge(
+                &summary,
+                plan.threshold.as_nanos() as u64,
+                baseline.as_ref(),
+            ),
+            baseline,
             summary,
             config: EffectiveConfig {
                 mode: match plan.target {
@@ -116,6 +148,9 @@ impl Report {
                 busy_poll: plan.thread.busy_poll,
                 rt_requested: plan.thread.rt,
                 realtime,
+                fps: plan.fps,
+                profile: plan.profile.name.clone(),
+                config_file: plan.profile.config_path.display().to_string(),
             },
             interrupted: outcome.interrupted,
         }

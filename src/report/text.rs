@@ -2,7 +2,7 @@
 
 use super::Report;
 use crate::stats::{DistributionBucket, Summary};
-use crate::units::{format_ns, format_rate, group_thousands};
+use crate::units::{count_of, format_ns, format_ns_plain, format_rate};
 use std::io::{self, Write};
 
 const BAR_WIDTH: usize = 30;
@@ -97,11 +97,26 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     writeln!(out)?;
     write_distribution(out, s, &paint)?;
     writeln!(out)?;
+    if let Some(b) = &report.baseline {
+        write_baseline(out, report, b)?;
+        writeln!(out)?;
+    }
     let v = &report.verdict;
     let mean = format!("{:.3}ms", s.rtt_ns.mean / 1e6);
-    let limit = format_ns(v.threshold_ns as f64).replace(' ', "");
+    let limit = format_ns_plain(v.threshold_ns).replace(' ', "");
     let line = if p.received == 0 {
         paint.red("✗ FAIL: no replies were received")
+    } else if let Some(b) = report.baseline.as_ref().filter(|_| v.regressed) {
+        let c = &b.change_percent;
+        let (what, by) = if c.p50 >= c.p99 {
+            ("p50", c.p50)
+        } else {
+            ("p99", c.p99)
+        };
+        paint.red(&format!(
+            "✗ FAIL: {what} is {by:.1} % worse than the baseline (limit {} %)",
+            b.limit_percent.unwrap_or(0.0)
+        ))
     } else if v.pass {
         paint.green(&format!(
             "✓ PASS: Mean latency ({mean}) is below {limit} threshold"
@@ -112,6 +127,50 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
         ))
     };
     writeln!(out, "{line}")
+}
+
+fn write_baseline(
+    out: &mut impl Write,
+    report: &Report,
+    b: &crate::config::BaselineComparison,
+) -> io::Result<()> {
+    let name = report.config.profile.as_deref().unwrap_or("?");
+    writeln!(
+        out,
+        "Against the baseline of profile '{name}' ({}):",
+        b.baseline.date
+    )?;
+    let s = &report.summary.rtt_ns;
+    let c = &b.change_percent;
+    for (label, then, now, change) in [
+        ("P50", b.baseline.p50_ns, s.p50, c.p50),
+        ("P99", b.baseline.p99_ns, s.p99, c.p99),
+        ("P99.9", b.baseline.p999_ns, s.p999, c.p999),
+    ] {
+        writeln!(
+            out,
+            "  {:<8} {:>10} → {:>10}  ({change:+.1} %)",
+            format!("{label}:"),
+            format_ns(then as f64),
+            format_ns(now as f64)
+        )?;
+    }
+    writeln!(
+        out,
+        "  {:<8} {:>9.2}% → {:>9.2}%  ({:+.2} points)",
+        "Loss:",
+        b.baseline.loss_percent,
+        report.summary.packets.loss_percent(),
+        b.loss_change_points
+    )?;
+    if let Some(limit) = b.limit_percent {
+        let verdict = if b.regressed { "regressed" } else { "within" };
+        writeln!(
+            out,
+            "  {verdict} the {limit} % limit on p50 and p99 (--fail-on-regression)"
+        )?;
+    }
+    Ok(())
 }
 
 fn write_latency(out: &mut impl Write, s: &Summary) -> io::Result<()> {
@@ -207,9 +266,9 @@ fn write_distribution(out: &mut impl Write, s: &Summary, paint: &Paint) -> io::R
         };
         writeln!(
             out,
-            "  {:>14}:  {bar} {pct:>6} ({:>9} packets){max_note}",
+            "  {:>14}:  {bar} {pct:>6} ({:>17}){max_note}",
             range_label(b),
-            group_thousands(b.count)
+            count_of(b.count, "packet")
         )?;
     }
     Ok(())

@@ -17,6 +17,10 @@ pub enum Action {
     ZoomIn,
     /// Widen the histogram's range.
     ZoomOut,
+    /// Save the current settings as a profile (asks for a name).
+    SaveProfile,
+    /// Keep the current figures as the profile's baseline.
+    SetBaseline,
     /// Show or hide the key list.
     Help,
     /// Close the help overlay, or leave when it is not open.
@@ -36,6 +40,16 @@ pub const KEYS: &[(&str, &str, Action)] = &[
         Action::Freeze,
     ),
     ("+ / -", "zoom the histogram in / out", Action::ZoomIn),
+    (
+        "s",
+        "save these settings as a profile (asks for a name)",
+        Action::SaveProfile,
+    ),
+    (
+        "b",
+        "keep the figures so far as the profile's baseline",
+        Action::SetBaseline,
+    ),
     ("?", "this help", Action::Help),
     ("q  Esc  Ctrl-C", "quit and print the summary", Action::Quit),
     ("Esc (in help)", "close this help", Action::Close),
@@ -53,6 +67,8 @@ pub fn action_for(key: KeyEvent) -> Option<Action> {
         KeyCode::Char('r') => Action::SwitchRole,
         KeyCode::Char('c') => Action::Clear,
         KeyCode::Char('f') => Action::Freeze,
+        KeyCode::Char('s') => Action::SaveProfile,
+        KeyCode::Char('b') => Action::SetBaseline,
         KeyCode::Char('+' | '=') => Action::ZoomIn,
         KeyCode::Char('-' | '_') => Action::ZoomOut,
         KeyCode::Char('?' | 'h') => Action::Help,
@@ -77,6 +93,8 @@ mod tests {
         assert_eq!(press(KeyCode::Char('r'), none), Some(Action::SwitchRole));
         assert_eq!(press(KeyCode::Char('c'), none), Some(Action::Clear));
         assert_eq!(press(KeyCode::Char('f'), none), Some(Action::Freeze));
+        assert_eq!(press(KeyCode::Char('s'), none), Some(Action::SaveProfile));
+        assert_eq!(press(KeyCode::Char('b'), none), Some(Action::SetBaseline));
         assert_eq!(press(KeyCode::Char('+'), none), Some(Action::ZoomIn));
         assert_eq!(press(KeyCode::Char('-'), none), Some(Action::ZoomOut));
         assert_eq!(press(KeyCode::Char('?'), none), Some(Action::Help));

@@ -4,6 +4,7 @@
 
 use super::animation::Animation;
 use super::theme::Theme;
+use crate::config::Baseline;
 use crate::engine::{ReflectorTotals, SessionInfo};
 use crate::stats::LiveStats;
 use std::collections::VecDeque;
@@ -127,6 +128,12 @@ pub struct App {
     pub update_every: u64,
     /// `--fps`, shown in help.
     pub fps: u32,
+    /// The profile in use, if any.
+    pub profile: Option<String>,
+    /// Its baseline, if it has one.
+    pub baseline: Option<Baseline>,
+    /// A profile name being typed after `s`.
+    pub prompt: Option<String>,
 }
 
 /// The widest zoom level.
@@ -161,6 +168,9 @@ impl App {
             status: None,
             update_every,
             fps,
+            profile: None,
+            baseline: None,
+            prompt: None,
         }
     }
 

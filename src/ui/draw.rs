@@ -57,7 +57,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     match app.role {
         Role::Client => {
             let v = app.shown_client();
-            figures::render_client(f, numbers, v, t);
+            figures::render_client(f, numbers, v, app.baseline.as_ref(), t);
             let caption = osi::packet_caption(anim, app.running);
             let client = labels("CLIENT (here)", "synapse client", &v.info.local);
             let server = labels("SERVER", "echo reflector", &v.info.target);

@@ -30,6 +30,8 @@ use crate::plan::{ClientPlan, ServerPlan, Target, counterpart_client, counterpar
 
 /// Which plan the display starts from.
 #[derive(Debug)]
+// Built once per process: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Start {
     /// `synapse` or `synapse client …`.
     Client(ClientPlan),
@@ -76,7 +78,10 @@ fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, role: Role) ->
         busy_poll: s.thread.busy_poll,
         ..ServerView::default()
     };
-    App::new(role, info, server, Theme::from_env(), c.update, c.fps)
+    let mut app = App::new(role, info, server, Theme::from_env(), c.update, c.fps);
+    app.profile = c.profile.name.clone();
+    app.baseline = c.profile.baseline.clone();
+    app
 }
 
 async fn run_async(
@@ -109,6 +114,12 @@ async fn run_async(
                 }
             }
             ev = events.next() => match ev {
+                Some(Ok(Event::Key(key))) if app.prompt.is_some() => {
+                    edit_prompt(key, &mut app, &mut station);
+                    if let Err(e) = terminal.draw(|f| draw::draw(f, &app)) {
+                        break Err(e.into());
+                    }
+                }
                 Some(Ok(Event::Key(key))) => {
                     if let Some(action) = action_for(key) {
                         if handle(action, &mut app, &mut station) {
@@ -139,6 +150,30 @@ async fn run_async(
     outcome.map(|()| finale)
 }
 
+/// Typing a profile name after `s`.
+fn edit_prompt(key: crossterm::event::KeyEvent, app: &mut App, station: &mut Station) {
+    use crossterm::event::{KeyCode, KeyEventKind};
+    if key.kind == KeyEventKind::Release {
+        return;
+    }
+    let Some(name) = app.prompt.as_mut() else {
+        return;
+    };
+    match key.code {
+        KeyCode::Char(c) if c.is_ascii_alphanumeric() || "-_.".contains(c) => name.push(c),
+        KeyCode::Backspace => {
+            name.pop();
+        }
+        KeyCode::Enter if !name.is_empty() => {
+            let name = name.clone();
+            app.prompt = None;
+            station.save_profile(app, &name);
+        }
+        KeyCode::Esc => app.prompt = None,
+        _ => {}
+    }
+}
+
 /// Applies one action. Returns true when it is time to quit.
 fn handle(action: Action, app: &mut App, station: &mut Station) -> bool {
     match action {
@@ -151,6 +186,8 @@ fn handle(action: Action, app: &mut App, station: &mut Station) -> bool {
         Action::SwitchRole => station.switch_role(app),
         Action::Clear => station.clear(app),
         Action::Freeze => app.toggle_freeze(),
+        Action::SaveProfile => app.prompt = Some(app.profile.clone().unwrap_or_default()),
+        Action::SetBaseline => station.set_baseline(app),
         Action::ZoomIn => app.zoom_by(true),
         Action::ZoomOut => app.zoom_by(false),
     }

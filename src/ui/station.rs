@@ -8,6 +8,7 @@
 //! restarts, so switching back and forth never moves the port.
 
 use super::app::{App, Role};
+use crate::config::{Baseline, store};
 use crate::engine::{
     ClientConfig, ClientOutcome, ClientRun, Placement, RecordKind, ReflectorConfig, ReflectorEvent,
     ReflectorRun, ReflectorTotals, StopFlag, start_client, start_reflector,
@@ -16,7 +17,7 @@ use crate::error::AppError;
 use crate::launch::RING_CAPACITY;
 use crate::plan::{ClientPlan, ServerPlan, Target};
 use crate::report::Report;
-use crate::stats::{Stats, WINDOW};
+use crate::stats::{Stats, Summary, WINDOW};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -329,6 +330,52 @@ impl Station {
             app.client.live.close_window();
             self.window_started += WINDOW;
         }
+    }
+
+    /// Saves the client's settings as profile `name` (the `s` key).
+    pub fn save_profile(&mut self, app: &mut App, name: &str) {
+        if self.client_plan.target == Target::Loopback {
+            app.status =
+                Some("profiles keep a host pair: save one from synapse client ADDR".into());
+            return;
+        }
+        let path = self.client_plan.profile.config_path.clone();
+        app.status = Some(
+            match store::save_profile(&path, name, &self.client_plan.settings()) {
+                Ok(()) => {
+                    self.client_plan.profile.name = Some(name.to_string());
+                    app.profile = Some(name.to_string());
+                    format!("saved profile '{name}' in {}", path.display())
+                }
+                Err(e) => format!("cannot save the profile: {e}"),
+            },
+        );
+    }
+
+    /// Keeps the figures so far as the profile's baseline (the `b` key).
+    pub fn set_baseline(&mut self, app: &mut App) {
+        let Some(name) = self.client_plan.profile.name.clone() else {
+            app.status = Some("no profile yet: press s to save one, then b".into());
+            return;
+        };
+        let summary = Summary::from_stats(app.client.live.total(), Duration::ZERO);
+        if summary.packets.received == 0 {
+            app.status = Some("nothing measured yet to keep as a baseline".into());
+            return;
+        }
+        let b = Baseline::from_summary(&summary, std::time::SystemTime::now());
+        let path = self.client_plan.profile.config_path.clone();
+        app.status = Some(match store::save_baseline(&path, &name, &b) {
+            Ok(()) => {
+                self.client_plan.profile.baseline = Some(b.clone());
+                app.baseline = Some(b);
+                format!(
+                    "baseline of profile '{name}' set from {} samples",
+                    summary.packets.received
+                )
+            }
+            Err(e) => format!("cannot save the baseline: {e}"),
+        });
     }
 
     /// Stops everything and returns what was measured.

@@ -92,3 +92,32 @@ fn no_color_draws_no_colours() {
             .any(|c| c.modifier.contains(ratatui::style::Modifier::REVERSED))
     );
 }
+
+#[test]
+fn the_save_prompt_and_the_baseline_change_are_drawn() {
+    let mut app = client_app();
+    app.prompt = Some("lab-a".into());
+    let text = rows(&frame(&app, 120, 36)).join("\n");
+    assert!(
+        text.contains(" save profile as: lab-a█   Enter saves · Esc cancels"),
+        "{text}"
+    );
+    app.prompt = None;
+    // A baseline with half today's p50: +100 % or so, drawn under the figures.
+    let live =
+        crate::stats::Summary::from_stats(app.client.live.total(), std::time::Duration::ZERO);
+    app.baseline = Some(crate::config::Baseline {
+        date: "2026-11-21T10:00:00Z".into(),
+        p50_ns: live.rtt_ns.p50 / 2,
+        p99_ns: live.rtt_ns.p99,
+        p999_ns: live.rtt_ns.p999,
+        loss_percent: 0.0,
+        timestamp_source: "user".into(),
+    });
+    let rows = rows(&frame(&app, 120, 36));
+    assert!(
+        rows[13].starts_with("└ vs base p50 +100% p99 +0% "),
+        "{}",
+        rows[13]
+    );
+}

@@ -1,5 +1,6 @@
 //! The live numbers: current RTT, percentiles, rate, packet fates.
 
+use crate::config::Baseline;
 use crate::stats::Summary;
 use crate::ui::app::{ClientView, ServerView};
 use crate::ui::theme::Theme;
@@ -18,7 +19,13 @@ fn row<'a>(t: Theme, label: &'a str, value: String) -> Line<'a> {
 }
 
 /// The client's figures.
-pub fn render_client(f: &mut Frame, area: Rect, v: &ClientView, t: Theme) {
+pub fn render_client(
+    f: &mut Frame,
+    area: Rect,
+    v: &ClientView,
+    baseline: Option<&Baseline>,
+    t: Theme,
+) {
     let live = &v.live;
     let s = Summary::from_stats(live.total(), Duration::ZERO);
     let r = &s.rtt_ns;
@@ -74,7 +81,19 @@ pub fn render_client(f: &mut Frame, area: Rect, v: &ClientView, t: Theme) {
         )),
         Line::from(vec![Span::styled(" Warm-up ", t.dim()), warm]),
     ];
-    let block = Block::bordered().title(Span::styled(" Live RTT ", t.title()));
+    let mut block = Block::bordered().title(Span::styled(" Live RTT ", t.title()));
+    if let Some(b) = baseline.filter(|_| have) {
+        let c = b.compare(&s, None).change_percent;
+        let style = if c.p50.max(c.p99) > 10.0 {
+            t.bad()
+        } else {
+            t.dim()
+        };
+        block = block.title_bottom(Span::styled(
+            format!(" vs base p50 {:+.0}% p99 {:+.0}% ", c.p50, c.p99),
+            style,
+        ));
+    }
     f.render_widget(Paragraph::new(lines).block(block), area);
 }
 

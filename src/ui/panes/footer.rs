@@ -9,6 +9,15 @@ use ratatui::widgets::Paragraph;
 /// Draws the footer.
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let t = app.theme;
+    if let Some(name) = &app.prompt {
+        let line = Line::from(vec![
+            Span::styled(" save profile as: ", t.key()),
+            Span::raw(format!("{name}█")),
+            Span::styled("   Enter saves · Esc cancels", t.dim()),
+        ]);
+        f.render_widget(Paragraph::new(line), area);
+        return;
+    }
     if let Some(status) = &app.status {
         f.render_widget(
             Paragraph::new(Span::styled(format!(" {status}"), t.warn())),

@@ -1,0 +1,273 @@
+//! Baselines: the summary of a run the user accepted as normal, and how a
+//! later run compares with it.
+
+use super::schema::ConfigError;
+use crate::stats::Summary;
+use serde::Serialize;
+use std::ops::Range;
+use std::time::{SystemTime, UNIX_EPOCH};
+use toml_edit::{Item, Table, TableLike, value};
+
+/// Where the timestamps of a run came from. Until kernel timestamping is
+/// built, every RTT is taken in user space.
+pub const TIMESTAMP_SOURCE: &str = "user";
+
+/// The accepted summary of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Baseline {
+    /// When it was taken (UTC, RFC 3339).
+    pub date: String,
+    /// Median RTT (ns).
+    pub p50_ns: u64,
+    /// 99th percentile RTT (ns).
+    pub p99_ns: u64,
+    /// 99.9th percentile RTT (ns).
+    pub p999_ns: u64,
+    /// Lost packets, percent.
+    pub loss_percent: f64,
+    /// `user`, `software` or `hardware`.
+    pub timestamp_source: String,
+}
+
+/// A run against its baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BaselineComparison {
+    /// The baseline.
+    pub baseline: Baseline,
+    /// Change of p50, p99 and p99.9, in percent of the baseline (positive is
+    /// slower).
+    pub change_percent: ChangePercent,
+    /// Loss now minus loss then, in percentage points.
+    pub loss_change_points: f64,
+    /// `--fail-on-regression`, if given.
+    pub limit_percent: Option<f64>,
+    /// p50 or p99 got worse by more than the limit.
+    pub regressed: bool,
+}
+
+/// Percentile changes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ChangePercent {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+}
+
+fn change(now: u64, then: u64) -> f64 {
+    if then == 0 {
+        0.0
+    } else {
+        (now as f64 - then as f64) / then as f64 * 100.0
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for a time after the epoch.
+pub fn rfc3339_utc(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+impl Baseline {
+    /// The baseline a summary would make, taken at `now`.
+    pub fn from_summary(s: &Summary, now: SystemTime) -> Self {
+        Self {
+            date: rfc3339_utc(now),
+            p50_ns: s.rtt_ns.p50,
+            p99_ns: s.rtt_ns.p99,
+            p999_ns: s.rtt_ns.p999,
+            loss_percent: s.packets.loss_percent(),
+            timestamp_source: TIMESTAMP_SOURCE.to_string(),
+        }
+    }
+
+    /// Compares a run with this baseline.
+    pub fn compare(&self, s: &Summary, limit_percent: Option<f64>) -> BaselineComparison {
+        let c = ChangePercent {
+            p50: change(s.rtt_ns.p50, self.p50_ns),
+            p99: change(s.rtt_ns.p99, self.p99_ns),
+            p999: change(s.rtt_ns.p999, self.p999_ns),
+        };
+        BaselineComparison {
+            baseline: self.clone(),
+            change_percent: c,
+            loss_change_points: s.packets.loss_percent() - self.loss_percent,
+            limit_percent,
+            regressed: limit_percent.is_some_and(|l| c.p50 > l || c.p99 > l),
+        }
+    }
+
+    /// The table written under `[profiles.NAME.baseline]`.
+    pub fn to_table(&self) -> Table {
+        let mut t = Table::new();
+        t["date"] = value(self.date.clone());
+        t["p50_ns"] = value(self.p50_ns as i64);
+        t["p99_ns"] = value(self.p99_ns as i64);
+        t["p999_ns"] = value(self.p999_ns as i64);
+        t["loss_percent"] = value(self.loss_percent);
+        t["timestamp_source"] = value(self.timestamp_source.clone());
+        t
+    }
+
+    /// Reads a baseline table; `err` builds located errors.
+    pub(crate) fn read(
+        t: &dyn TableLike,
+        prefix: &str,
+        err: impl Fn(Option<Range<usize>>, &str, String) -> ConfigError,
+    ) -> Result<Self, ConfigError> {
+        let get = |k: &str| -> Result<&Item, ConfigError> {
+            t.get(k)
+                .ok_or_else(|| err(None, &format!("{prefix}.{k}"), "missing".to_string()))
+        };
+        let int = |k: &str| -> Result<u64, ConfigError> {
+            let item = get(k)?;
+            item.as_integer()
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| {
+                    err(
+                        item.span(),
+                        &format!("{prefix}.{k}"),
+                        "expected a non-negative integer".into(),
+                    )
+                })
+        };
+        let text = |k: &str| -> Result<String, ConfigError> {
+            let item = get(k)?;
+            item.as_str().map(str::to_string).ok_or_else(|| {
+                err(
+                    item.span(),
+                    &format!("{prefix}.{k}"),
+                    "expected a string".into(),
+                )
+            })
+        };
+        let loss = get("loss_percent")?;
+        let loss_percent = loss
+            .as_float()
+            .or_else(|| loss.as_integer().map(|n| n as f64))
+            .ok_or_else(|| {
+                err(
+                    loss.span(),
+                    &format!("{prefix}.loss_percent"),
+                    "expected a number".into(),
+                )
+            })?;
+        for (k, item) in t.iter() {
+            if ![
+                "date",
+                "p50_ns",
+                "p99_ns",
+                "p999_ns",
+                "loss_percent",
+                "timestamp_source",
+            ]
+            .contains(&k)
+            {
+                return Err(err(
+                    item.span(),
+                    &format!("{prefix}.{k}"),
+                    format!("unknown key '{k}' in a baseline"),
+                ));
+            }
+        }
+        Ok(Self {
+            date: text("date")?,
+            p50_ns: int("p50_ns")?,
+            p99_ns: int("p99_ns")?,
+            p999_ns: int("p999_ns")?,
+            loss_percent,
+            timestamp_source: text("timestamp_source")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{Counters, RttFigures};
+    use std::time::Duration;
+
+    fn summary(p50: u64, p99: u64, lost: u64) -> Summary {
+        Summary {
+            rtt_ns: RttFigures {
+                p50,
+                p99,
+                p999: p99 * 2,
+                ..RttFigures::default()
+            },
+            packets: Counters {
+                sent: 100,
+                received: 100 - lost,
+                lost,
+                ..Counters::default()
+            },
+            duration_s: 1.0,
+            rate_pps: 100.0,
+            distribution: Default::default(),
+        }
+    }
+
+    #[test]
+    fn dates_are_utc_rfc3339() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_171_815);
+        assert_eq!(rfc3339_utc(t), "2026-11-20T10:50:15Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339_utc(leap), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn changes_are_percent_of_the_baseline_and_the_limit_judges_p50_and_p99() {
+        let b = Baseline::from_summary(&summary(100_000, 200_000, 0), UNIX_EPOCH);
+        let same = b.compare(&summary(100_000, 200_000, 0), Some(10.0));
+        assert_eq!(same.change_percent.p50, 0.0);
+        assert!(!same.regressed);
+        let worse = b.compare(&summary(111_000, 200_000, 1), Some(10.0));
+        assert!((worse.change_percent.p50 - 11.0).abs() < 1e-9);
+        assert!((worse.loss_change_points - 1.0).abs() < 1e-9);
+        assert!(worse.regressed);
+        let tail = b.compare(&summary(100_000, 230_000, 0), Some(10.0));
+        assert!(tail.regressed, "p99 counts too");
+        let p999_only = b.compare(&summary(100_000, 200_000, 0), Some(10.0));
+        assert!(!p999_only.regressed);
+        assert!(
+            !b.compare(&summary(300_000, 900_000, 0), None).regressed,
+            "no limit, no regression verdict"
+        );
+        let better = b.compare(&summary(50_000, 100_000, 0), Some(0.0));
+        assert!(!better.regressed);
+    }
+
+    #[test]
+    fn a_baseline_round_trips_through_its_table() {
+        let b = Baseline::from_summary(&summary(123_456, 234_567, 2), UNIX_EPOCH);
+        let t = b.to_table();
+        let back = Baseline::read(&t, "b", |_, k, m| ConfigError {
+            path: "x".into(),
+            line: 0,
+            column: 0,
+            key: k.into(),
+            message: m,
+        })
+        .unwrap();
+        assert_eq!(back, b);
+    }
+}

@@ -1,0 +1,48 @@
+//! Configuration: the TOML file, its profiles per host pair, and baselines.
+//!
+//! - [`schema`]: the keys, their types and validation (shared with the CLI's
+//!   own parsers), and errors that name file, line, column and key.
+//! - [`layering`]: command line > profile > file defaults > built-in, in one
+//!   place.
+//! - [`store`]: edits that keep the user's comments and formatting, written
+//!   atomically.
+//! - [`baseline`]: what "normal" looked like, and how a run compares.
+
+pub mod baseline;
+pub mod layering;
+pub mod schema;
+pub mod store;
+
+pub use baseline::{Baseline, BaselineComparison};
+pub use schema::{ConfigError, ConfigFile, Profile, Settings};
+
+use std::path::PathBuf;
+
+/// Where the configuration lives: `--config`, else
+/// `$XDG_CONFIG_HOME/synapse/config.toml`, else `~/.config/synapse/config.toml`.
+pub fn config_path(explicit: Option<&PathBuf>) -> Option<PathBuf> {
+    if let Some(p) = explicit {
+        return Some(p.clone());
+    }
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(base.join("synapse").join("config.toml"))
+}
+
+/// Loads the configuration. A missing file at the default location is an
+/// empty configuration; a missing file named by `--config` is an error,
+/// unless the run is about to create it (`will_save`).
+pub fn load(explicit: Option<&PathBuf>, will_save: bool) -> Result<ConfigFile, ConfigError> {
+    let Some(path) = config_path(explicit) else {
+        return Ok(ConfigFile::empty(PathBuf::from("config.toml")));
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => ConfigFile::parse(path, &text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && (explicit.is_none() || will_save) => {
+            Ok(ConfigFile::empty(path))
+        }
+        Err(e) => Err(ConfigError::io(&path, &e)),
+    }
+}

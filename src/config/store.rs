@@ -1,0 +1,264 @@
+//! Writing the configuration: edits go through `toml_edit`, so every
+//! comment and blank line the user wrote stays where it was, and the new
+//! text replaces the old by rename, so the file is never half-written.
+
+use super::baseline::Baseline;
+use super::schema::{ConfigError, KEYS, Settings};
+use std::io::Write;
+use std::path::Path;
+use toml_edit::{DocumentMut, Item, Table, value};
+
+fn read_doc(path: &Path) -> Result<DocumentMut, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(ConfigError::io(path, &e)),
+    };
+    text.parse::<DocumentMut>().map_err(|e| ConfigError {
+        path: path.to_path_buf(),
+        line: 0,
+        column: 0,
+        key: String::new(),
+        message: format!("not valid TOML: {}", e.message().trim()),
+    })
+}
+
+/// Writes `doc` to `path` via a temporary file in the same directory and a
+/// rename: readers see the old file or the new one, never a mix.
+fn write_doc(path: &Path, doc: &DocumentMut) -> Result<(), ConfigError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| ConfigError::io(path, &e))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| ConfigError::io(path, &e))?;
+    tmp.write_all(doc.to_string().as_bytes())
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| ConfigError::io(path, &e))?;
+    tmp.persist(path)
+        .map_err(|e| ConfigError::io(path, &e.error))?;
+    Ok(())
+}
+
+/// The `[profiles.NAME]` table, created (implicitly, as a dotted header)
+/// when missing.
+fn profile_table<'d>(doc: &'d mut DocumentMut, name: &str) -> Result<&'d mut Table, ConfigError> {
+    let path_err = |what: &str| ConfigError {
+        path: Default::default(),
+        line: 0,
+        column: 0,
+        key: format!("profiles.{name}"),
+        message: format!("{what} is not a table"),
+    };
+    let profiles = doc
+        .entry("profiles")
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_mut()
+        .ok_or_else(|| path_err("profiles"))?;
+    profiles
+        .entry(name)
+        .or_insert_with(|| Item::Table(Table::new()))
+        .as_table_mut()
+        .ok_or_else(|| path_err("the profile"))
+}
+
+fn fmt_duration(d: std::time::Duration) -> String {
+    let ns = d.as_nanos();
+    match ns {
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
+/// Saves `settings` as profile `name`: keys it sets are written (existing
+/// ones keep their comments), keys it leaves unset are removed, and the
+/// baseline, if any, is kept.
+pub fn save_profile(path: &Path, name: &str, s: &Settings) -> Result<(), ConfigError> {
+    let mut doc = read_doc(path)?;
+    let t = profile_table(&mut doc, name).map_err(|e| ConfigError {
+        path: path.to_path_buf(),
+        ..e
+    })?;
+    let mut set = |key: &str, v: Option<toml_edit::Value>| match v {
+        Some(v) => match t.get_mut(key).and_then(Item::as_value_mut) {
+            // Replace the value in place, keeping the comment after it.
+            Some(old) => {
+                let decor = old.decor().clone();
+                *old = v;
+                *old.decor_mut() = decor;
+            }
+            None => {
+                t.insert(key, value(v));
+            }
+        },
+        None => {
+            t.remove(key);
+        }
+    };
+    set("bind", s.bind.clone().map(Into::into));
+    set("server", s.server.clone().map(Into::into));
+    set("packets", s.packets.map(|n| (n as i64).into()));
+    set("duration", s.duration.map(|d| fmt_duration(d).into()));
+    set("warmup", s.warmup.map(|n| (n as i64).into()));
+    set("timeout_ms", s.timeout_ms.map(|n| (n as i64).into()));
+    set("update", s.update.map(|n| (n as i64).into()));
+    set("size", s.size.map(|n| (n as i64).into()));
+    set("cpu", s.cpu.map(|n| (n as i64).into()));
+    set("busy_poll", s.busy_poll.map(Into::into));
+    set("rt", s.rt.map(Into::into));
+    set("threshold", s.threshold.map(|d| fmt_duration(d).into()));
+    set("fps", s.fps.map(|n| i64::from(n).into()));
+    debug_assert_eq!(KEYS.len(), 13, "every key is written above");
+    write_doc(path, &doc)
+}
+
+/// Stores `baseline` in profile `name`, which must exist.
+pub fn save_baseline(path: &Path, name: &str, baseline: &Baseline) -> Result<(), ConfigError> {
+    let mut doc = read_doc(path)?;
+    let exists = doc.get("profiles").and_then(|p| p.get(name)).is_some();
+    if !exists {
+        return Err(ConfigError {
+            path: path.to_path_buf(),
+            line: 0,
+            column: 0,
+            key: format!("profiles.{name}"),
+            message: "no such profile to hold a baseline".into(),
+        });
+    }
+    let t = profile_table(&mut doc, name).map_err(|e| ConfigError {
+        path: path.to_path_buf(),
+        ..e
+    })?;
+    t.insert("baseline", Item::Table(baseline.to_table()));
+    write_doc(path, &doc)
+}
+
+/// Deletes profile `name`. Returns whether it existed.
+pub fn remove_profile(path: &Path, name: &str) -> Result<bool, ConfigError> {
+    let mut doc = read_doc(path)?;
+    let removed = doc
+        .get_mut("profiles")
+        .and_then(Item::as_table_mut)
+        .and_then(|p| p.remove(name))
+        .is_some();
+    if removed {
+        write_doc(path, &doc)?;
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::schema::ConfigFile;
+    use std::time::Duration;
+
+    const COMMENTED: &str = "\
+# My Synapse setup. Keep this comment!
+[defaults]
+warmup = 500 # generous warm-up
+
+# The lab pair
+[profiles.lab]
+server = \"10.0.0.2:8080\" # the far box
+size = 64
+duration = \"10s\"
+";
+
+    #[test]
+    fn saving_keeps_comments_and_formatting() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, COMMENTED).unwrap();
+        let s = Settings {
+            server: Some("10.0.0.2:8080".into()),
+            size: Some(128),
+            packets: Some(5_000),
+            ..Settings::default()
+        };
+        save_profile(&path, "lab", &s).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# My Synapse setup. Keep this comment!\n[defaults]\nwarmup = 500 # generous warm-up\n"), "{text}");
+        assert!(text.contains("# The lab pair\n[profiles.lab]\n"), "{text}");
+        assert!(
+            text.contains("server = \"10.0.0.2:8080\" # the far box\n"),
+            "{text}"
+        );
+        assert!(text.contains("size = 128\n"), "{text}");
+        assert!(text.contains("packets = 5000\n"), "{text}");
+        assert!(!text.contains("duration"), "unset keys are removed: {text}");
+        let f = ConfigFile::parse(path.clone(), &text).unwrap();
+        assert_eq!(f.profile("lab").unwrap().settings.size, Some(128));
+    }
+
+    #[test]
+    fn a_new_profile_and_baseline_go_into_a_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/config.toml");
+        let s = Settings {
+            server: Some("[::1]:9".into()),
+            threshold: Some(Duration::from_micros(250)),
+            ..Settings::default()
+        };
+        save_profile(&path, "v6", &s).unwrap();
+        let b = Baseline {
+            date: "2026-11-21T10:00:00Z".into(),
+            p50_ns: 1,
+            p99_ns: 2,
+            p999_ns: 3,
+            loss_percent: 0.5,
+            timestamp_source: "user".into(),
+        };
+        save_baseline(&path, "v6", &b).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let f = ConfigFile::parse(path.clone(), &text).unwrap();
+        let p = f.profile("v6").unwrap();
+        assert_eq!(p.settings.threshold, Some(Duration::from_micros(250)));
+        assert_eq!(p.baseline.as_ref(), Some(&b));
+        // Saving the settings again keeps the baseline.
+        save_profile(&path, "v6", &s).unwrap();
+        let f = ConfigFile::parse(path.clone(), &std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(f.profile("v6").unwrap().baseline.as_ref(), Some(&b));
+    }
+
+    #[test]
+    fn removing_deletes_only_that_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(
+            &path,
+            "[profiles.a]\nsize = 9\n\n# keep\n[profiles.b]\nsize = 10\n",
+        )
+        .unwrap();
+        assert!(remove_profile(&path, "a").unwrap());
+        assert!(!remove_profile(&path, "a").unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        // The blank line before "# keep" belongs to profile b's comment.
+        assert_eq!(text, "\n# keep\n[profiles.b]\nsize = 10\n");
+    }
+
+    #[test]
+    fn a_baseline_needs_its_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let b = Baseline {
+            date: String::new(),
+            p50_ns: 0,
+            p99_ns: 0,
+            p999_ns: 0,
+            loss_percent: 0.0,
+            timestamp_source: "user".into(),
+        };
+        let e = save_baseline(&path, "ghost", &b).unwrap_err().to_string();
+        assert!(
+            e.ends_with("profiles.ghost: no such profile to hold a baseline"),
+            "{e}"
+        );
+    }
+}
