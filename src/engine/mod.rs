@@ -11,6 +11,7 @@ mod record;
 mod reflector;
 pub mod sequence;
 mod socket;
+pub mod stamp;
 pub(crate) mod sys;
 
 pub use affinity::{Placement, Role, choose_cpu, pin_thread};

@@ -5,6 +5,14 @@
 //! return plain values. Every `unsafe` block states why it is sound.
 #![allow(unsafe_code)]
 
+// Kernel timestamping (issue 4) is built from the bottom up: these
+// primitives are tested on their own and not yet used by the client and
+// reflector loops.
+#[allow(dead_code)]
+pub mod ethtool;
+#[allow(dead_code)]
+pub mod timestamping;
+
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
@@ -104,6 +112,18 @@ impl RawAddr {
         }
     }
 
+    /// Where `recvmsg` may write a source address.
+    #[allow(dead_code)]
+    pub(crate) fn storage_ptr(&mut self) -> *mut libc::sockaddr_storage {
+        &raw mut self.storage
+    }
+
+    /// Records how much of the storage the kernel filled.
+    #[allow(dead_code)]
+    pub(crate) fn set_len(&mut self, len: libc::socklen_t) {
+        self.len = len.min(size_of::<libc::sockaddr_storage>() as libc::socklen_t);
+    }
+
     /// Byte-wise comparison of the meaningful part: cheap enough for every packet.
     pub fn same_as(&self, other: &RawAddr) -> bool {
         self.len == other.len && self.bytes() == other.bytes()
@@ -172,7 +192,7 @@ fn received(real: usize, capacity: usize) -> Received {
 }
 
 /// Result of one receive.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Received {
     /// Bytes written to the buffer.
     pub len: usize,
@@ -229,22 +249,20 @@ pub fn drain_error_queue(fd: RawFd) {
     }
 }
 
-/// Turns on `IP_RECVERR`/`IPV6_RECVERR`, so ICMP errors (port unreachable)
-/// reach an unconnected socket instead of being dropped silently.
-pub fn enable_recverr(fd: RawFd, ipv6: bool) -> io::Result<()> {
-    let (level, name) = if ipv6 {
-        (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
-    } else {
-        (libc::IPPROTO_IP, libc::IP_RECVERR)
-    };
-    let on: libc::c_int = 1;
+/// Sets an integer socket option.
+pub(crate) fn set_int_option(
+    fd: RawFd,
+    level: i32,
+    name: i32,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: the option value is a live c_int of the size passed.
     let rc = unsafe {
         libc::setsockopt(
             fd,
             level,
             name,
-            std::ptr::from_ref(&on).cast(),
+            std::ptr::from_ref(&value).cast(),
             size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
@@ -253,6 +271,17 @@ pub fn enable_recverr(fd: RawFd, ipv6: bool) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// Turns on `IP_RECVERR`/`IPV6_RECVERR`, so ICMP errors (port unreachable)
+/// reach an unconnected socket instead of being dropped silently.
+pub fn enable_recverr(fd: RawFd, ipv6: bool) -> io::Result<()> {
+    let (level, name) = if ipv6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_RECVERR)
+    };
+    set_int_option(fd, level, name, 1)
 }
 
 /// CPUs the calling thread may run on.
