@@ -164,7 +164,7 @@ fn parse_control(msg: &libc::msghdr, stamp_type: i32) -> Parsed {
 fn recvmsg(
     fd: RawFd,
     buf: &mut [u8],
-    from: Option<&mut RawAddr>,
+    mut from: Option<&mut RawAddr>,
     control: &mut ControlBuf,
     flags: i32,
 ) -> io::Result<(usize, libc::msghdr)> {
@@ -178,18 +178,17 @@ fn recvmsg(
     msg.msg_iovlen = 1;
     msg.msg_control = control.0.as_mut_ptr().cast();
     msg.msg_controllen = control.0.len() as _;
-    let from_len = from.map(|f| {
+    if let Some(f) = from.as_deref_mut() {
         msg.msg_name = f.storage_ptr().cast();
         msg.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        f
-    });
+    }
     // SAFETY: every pointer in msg refers to a live buffer of the stated
     // length (buf, control, and the address storage).
     let n = unsafe { libc::recvmsg(fd, &raw mut msg, flags) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    if let Some(f) = from_len {
+    if let Some(f) = from {
         f.set_len(msg.msg_namelen);
     }
     Ok((n as usize, msg))
