@@ -149,7 +149,7 @@ pub struct ClientArgs {
 pub struct RunArgs {
     /// Packets to measure after warm-up [default: 10000; the live display
     /// runs until stopped].
-    #[arg(long, value_name = "N", conflicts_with = "duration")]
+    #[arg(long, value_name = "N", conflicts_with = "duration", value_parser = count)]
     pub packets: Option<u64>,
 
     /// Measure for this long instead of a packet count (e.g. 30, 30s, 2min).
@@ -157,7 +157,7 @@ pub struct RunArgs {
     pub duration: Option<Duration>,
 
     /// Packets sent first and left out of the statistics.
-    #[arg(long, value_name = "N", default_value_t = 200)]
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = count)]
     pub warmup: u64,
 
     /// Milliseconds to wait for each reply before counting it lost.
@@ -167,7 +167,7 @@ pub struct RunArgs {
 
     /// Live display: advance the packet animation every N packets.
     #[arg(long, value_name = "N", default_value_t = 100,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
     pub update: u64,
 
     /// UDP payload size in bytes (8..=65507).
@@ -233,6 +233,18 @@ fn seconds(s: &str) -> Result<Duration, String> {
 
 fn millis(s: &str) -> Result<Duration, String> {
     parse_duration(s, DefaultUnit::Millis)
+}
+
+/// The largest count accepted anywhere: what a TOML integer can hold, so
+/// every value can be saved in a profile.
+pub const MAX_COUNT: u64 = i64::MAX as u64;
+
+fn count(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n <= MAX_COUNT => Ok(n),
+        Ok(n) => Err(format!("{n} is larger than {MAX_COUNT}")),
+        Err(_) => Err(format!("'{s}' is not a count")),
+    }
 }
 
 fn percent(s: &str) -> Result<f64, String> {

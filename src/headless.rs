@@ -87,7 +87,9 @@ pub fn run_server(
         }
         out.flush()
     };
-    while !stop.is_raised() {
+    // A reflector thread that dies (a system call failed) ends the server
+    // too, with its error, instead of leaving a silent process behind.
+    while !stop.is_raised() && !run.is_finished() {
         std::thread::sleep(POLL);
         drain(&mut run, out)?;
     }

@@ -103,12 +103,18 @@ pub fn after_run(plan: &ClientPlan, summary: &Summary) -> Result<Vec<String>, Co
     if plan.profile.set_baseline
         && let Some(name) = plan.baseline_profile()
     {
-        let b = Baseline::from_summary(summary, SystemTime::now());
-        store::save_baseline(path, name, &b)?;
-        done.push(format!(
-            "baseline of profile '{name}' set: {}",
-            baseline_line(&b)
-        ));
+        match Baseline::from_summary(summary, SystemTime::now()) {
+            Some(b) => {
+                store::save_baseline(path, name, &b)?;
+                done.push(format!(
+                    "baseline of profile '{name}' set: {}",
+                    baseline_line(&b)
+                ));
+            }
+            None => done.push(format!(
+                "no replies, so the baseline of profile '{name}' was left as it was"
+            )),
+        }
     }
     Ok(done)
 }

@@ -199,3 +199,86 @@ fn stop_flag_ends_an_unbounded_run_promptly() {
     reflector.stop();
     reflector.join().unwrap();
 }
+
+#[test]
+fn a_late_reply_to_a_warmup_packet_is_not_counted() {
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    peer.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let server = peer.local_addr().unwrap();
+    // Two warm-up packets (0, 1), then two measured ones (2, 3).
+    let mut run = start_client(client_config(server, 2, 2, 100, 1024), StopFlag::new()).unwrap();
+    let script = std::thread::spawn(move || {
+        let (p, c) = expect(&peer, 0);
+        peer.send_to(&p, c).unwrap();
+        // Warm-up packet 1 is answered only after measured packet 2.
+        let (p1, c) = expect(&peer, 1);
+        let (p2, _) = expect(&peer, 2);
+        peer.send_to(&p2, c).unwrap();
+        peer.send_to(&p1, c).unwrap();
+        let (p, c) = expect(&peer, 3);
+        peer.send_to(&p, c).unwrap();
+    });
+    let outcome = run.join().unwrap();
+    script.join().unwrap();
+    assert_eq!(
+        *outcome.stats.counters(),
+        Counters {
+            sent: 2,
+            received: 2,
+            ..Counters::default()
+        },
+        "the warm-up packet's late reply belongs to the warm-up"
+    );
+}
+
+#[test]
+fn replies_slower_than_the_timeout_are_reported_as_such() {
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    peer.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let server = peer.local_addr().unwrap();
+    let mut run = start_client(client_config(server, 100, 0, 20, 1024), StopFlag::new()).unwrap();
+    // Answer each request only once the next one has arrived.
+    let slow = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        let mut held: Option<(Vec<u8>, SocketAddr)> = None;
+        while let Ok((n, from)) = peer.recv_from(&mut buf) {
+            if let Some((p, c)) = held.take() {
+                peer.send_to(&p, c).unwrap();
+            }
+            held = Some((buf[..n].to_vec(), from));
+        }
+    });
+    let e = run.join().unwrap_err().to_string();
+    slow.join().unwrap();
+    assert_eq!(
+        e,
+        format!("replies from {server} arrive after the 20 ms timeout: raise --timeout")
+    );
+}
+
+#[test]
+fn stopping_does_not_wait_out_a_long_timeout() {
+    let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let server = peer.local_addr().unwrap();
+    let stop = StopFlag::new();
+    // A silent peer and a one-minute timeout.
+    let mut run = start_client(client_config(server, 10, 0, 60_000, 1024), stop.clone()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = std::time::Instant::now();
+    stop.raise();
+    let outcome = run.join().unwrap();
+    assert!(
+        asked.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        asked.elapsed()
+    );
+    assert!(outcome.interrupted);
+    assert_eq!(
+        outcome.stats.counters().sent,
+        0,
+        "the abandoned packet is not counted"
+    );
+    drop(peer);
+}

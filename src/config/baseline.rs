@@ -87,16 +87,18 @@ pub fn rfc3339_utc(t: SystemTime) -> String {
 }
 
 impl Baseline {
-    /// The baseline a summary would make, taken at `now`.
-    pub fn from_summary(s: &Summary, now: SystemTime) -> Self {
-        Self {
+    /// The baseline a summary would make, taken at `now`; `None` when the
+    /// run had no replies (a baseline of zeros would disable every later
+    /// regression check).
+    pub fn from_summary(s: &Summary, now: SystemTime) -> Option<Self> {
+        (s.packets.received > 0).then(|| Self {
             date: rfc3339_utc(now),
             p50_ns: s.rtt_ns.p50,
             p99_ns: s.rtt_ns.p99,
             p999_ns: s.rtt_ns.p999,
             loss_percent: s.packets.loss_percent(),
             timestamp_source: TIMESTAMP_SOURCE.to_string(),
-        }
+        })
     }
 
     /// Compares a run with this baseline.
@@ -226,6 +228,14 @@ mod tests {
     }
 
     #[test]
+    fn a_run_without_replies_makes_no_baseline() {
+        assert_eq!(
+            Baseline::from_summary(&summary(0, 0, 100), UNIX_EPOCH),
+            None
+        );
+    }
+
+    #[test]
     fn dates_are_utc_rfc3339() {
         assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
         let t = UNIX_EPOCH + Duration::from_secs(1_795_171_815);
@@ -236,7 +246,7 @@ mod tests {
 
     #[test]
     fn changes_are_percent_of_the_baseline_and_the_limit_judges_p50_and_p99() {
-        let b = Baseline::from_summary(&summary(100_000, 200_000, 0), UNIX_EPOCH);
+        let b = Baseline::from_summary(&summary(100_000, 200_000, 0), UNIX_EPOCH).unwrap();
         let same = b.compare(&summary(100_000, 200_000, 0), Some(10.0));
         assert_eq!(same.change_percent.p50, 0.0);
         assert!(!same.regressed);
@@ -258,7 +268,7 @@ mod tests {
 
     #[test]
     fn a_baseline_round_trips_through_its_table() {
-        let b = Baseline::from_summary(&summary(123_456, 234_567, 2), UNIX_EPOCH);
+        let b = Baseline::from_summary(&summary(123_456, 234_567, 2), UNIX_EPOCH).unwrap();
         let t = b.to_table();
         let back = Baseline::read(&t, "b", |_, k, m| ConfigError {
             path: "x".into(),

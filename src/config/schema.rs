@@ -5,7 +5,7 @@
 //! the file, the line and column, and the key.
 
 use super::baseline::Baseline;
-use crate::cli::payload_size;
+use crate::cli::{MAX_COUNT, payload_size};
 use crate::units::{DefaultUnit, parse_duration};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -260,7 +260,7 @@ impl Reader<'_> {
             match name {
                 "bind" => s.bind = Some(self.address(item, &key)?),
                 "server" => s.server = Some(self.address(item, &key)?),
-                "packets" => s.packets = Some(self.uint(item, &key, 1, u64::MAX)?),
+                "packets" => s.packets = Some(self.uint(item, &key, 1, MAX_COUNT)?),
                 "duration" => {
                     let d = self.duration(item, &key, DefaultUnit::Seconds)?;
                     if d.is_zero() {
@@ -268,9 +268,9 @@ impl Reader<'_> {
                     }
                     s.duration = Some(d);
                 }
-                "warmup" => s.warmup = Some(self.uint(item, &key, 0, u64::MAX)?),
+                "warmup" => s.warmup = Some(self.uint(item, &key, 0, MAX_COUNT)?),
                 "timeout_ms" => s.timeout_ms = Some(self.uint(item, &key, 1, 60_000)?),
-                "update" => s.update = Some(self.uint(item, &key, 1, u64::MAX)?),
+                "update" => s.update = Some(self.uint(item, &key, 1, MAX_COUNT)?),
                 "size" => {
                     let n = self.uint(item, &key, 0, u64::MAX)?;
                     let n =

@@ -24,20 +24,59 @@ fn read_doc(path: &Path) -> Result<DocumentMut, ConfigError> {
 }
 
 /// Writes `doc` to `path` via a temporary file in the same directory and a
-/// rename: readers see the old file or the new one, never a mix.
+/// rename: readers see the old file or the new one, never a mix. The old
+/// file's permissions carry over.
 fn write_doc(path: &Path, doc: &DocumentMut) -> Result<(), ConfigError> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| ConfigError::io(path, &e))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| ConfigError::io(path, &e))?;
+    let io_err = |e: std::io::Error| ConfigError::io(path, &e);
+    let dir = parent_dir(path);
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io_err)?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        tmp.as_file()
+            .set_permissions(meta.permissions())
+            .map_err(io_err)?;
+    }
     tmp.write_all(doc.to_string().as_bytes())
         .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| ConfigError::io(path, &e))?;
-    tmp.persist(path)
-        .map_err(|e| ConfigError::io(path, &e.error))?;
-    Ok(())
+        .map_err(io_err)?;
+    tmp.persist(path).map_err(|e| io_err(e.error))?;
+    // The rename itself is durable only once the directory is.
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err)
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+/// Read, change, write, under an exclusive lock so that two runs saving at
+/// once do not lose each other's edits. A symlinked file (dotfile
+/// managers) is edited where it really lives. `change` says whether it
+/// changed anything.
+fn edit(
+    path: &Path,
+    change: impl FnOnce(&mut DocumentMut) -> Result<bool, ConfigError>,
+) -> Result<bool, ConfigError> {
+    let io_err = |e: std::io::Error| ConfigError::io(path, &e);
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    std::fs::create_dir_all(parent_dir(&real)).map_err(io_err)?;
+    let mut lock_name = real.file_name().unwrap_or_default().to_os_string();
+    lock_name.push(".lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(parent_dir(&real).join(lock_name))
+        .map_err(io_err)?;
+    lock.lock().map_err(io_err)?;
+    let mut doc = read_doc(&real)?;
+    let changed = change(&mut doc)?;
+    if changed {
+        write_doc(&real, &doc)?;
+    }
+    Ok(changed)
 }
 
 /// The `[profiles.NAME]` table, created (implicitly, as a dotted header)
@@ -80,8 +119,20 @@ fn fmt_duration(d: std::time::Duration) -> String {
 /// ones keep their comments), keys it leaves unset are removed, and the
 /// baseline, if any, is kept.
 pub fn save_profile(path: &Path, name: &str, s: &Settings) -> Result<(), ConfigError> {
-    let mut doc = read_doc(path)?;
-    let t = profile_table(&mut doc, name).map_err(|e| ConfigError {
+    edit(path, |doc| {
+        write_settings(doc, path, name, s)?;
+        Ok(true)
+    })
+    .map(|_| ())
+}
+
+fn write_settings(
+    doc: &mut DocumentMut,
+    path: &Path,
+    name: &str,
+    s: &Settings,
+) -> Result<(), ConfigError> {
+    let t = profile_table(doc, name).map_err(|e| ConfigError {
         path: path.to_path_buf(),
         ..e
     })?;
@@ -115,42 +166,40 @@ pub fn save_profile(path: &Path, name: &str, s: &Settings) -> Result<(), ConfigE
     set("threshold", s.threshold.map(|d| fmt_duration(d).into()));
     set("fps", s.fps.map(|n| i64::from(n).into()));
     debug_assert_eq!(KEYS.len(), 13, "every key is written above");
-    write_doc(path, &doc)
+    Ok(())
 }
 
 /// Stores `baseline` in profile `name`, which must exist.
 pub fn save_baseline(path: &Path, name: &str, baseline: &Baseline) -> Result<(), ConfigError> {
-    let mut doc = read_doc(path)?;
-    let exists = doc.get("profiles").and_then(|p| p.get(name)).is_some();
-    if !exists {
-        return Err(ConfigError {
+    edit(path, |doc| {
+        if doc.get("profiles").and_then(|p| p.get(name)).is_none() {
+            return Err(ConfigError {
+                path: path.to_path_buf(),
+                line: 0,
+                column: 0,
+                key: format!("profiles.{name}"),
+                message: "no such profile to hold a baseline".into(),
+            });
+        }
+        let t = profile_table(doc, name).map_err(|e| ConfigError {
             path: path.to_path_buf(),
-            line: 0,
-            column: 0,
-            key: format!("profiles.{name}"),
-            message: "no such profile to hold a baseline".into(),
-        });
-    }
-    let t = profile_table(&mut doc, name).map_err(|e| ConfigError {
-        path: path.to_path_buf(),
-        ..e
-    })?;
-    t.insert("baseline", Item::Table(baseline.to_table()));
-    write_doc(path, &doc)
+            ..e
+        })?;
+        t.insert("baseline", Item::Table(baseline.to_table()));
+        Ok(true)
+    })
+    .map(|_| ())
 }
 
 /// Deletes profile `name`. Returns whether it existed.
 pub fn remove_profile(path: &Path, name: &str) -> Result<bool, ConfigError> {
-    let mut doc = read_doc(path)?;
-    let removed = doc
-        .get_mut("profiles")
-        .and_then(Item::as_table_mut)
-        .and_then(|p| p.remove(name))
-        .is_some();
-    if removed {
-        write_doc(path, &doc)?;
-    }
-    Ok(removed)
+    edit(path, |doc| {
+        Ok(doc
+            .get_mut("profiles")
+            .and_then(Item::as_table_mut)
+            .and_then(|p| p.remove(name))
+            .is_some())
+    })
 }
 
 #[cfg(test)]
@@ -241,6 +290,66 @@ duration = \"10s\"
         let text = std::fs::read_to_string(&path).unwrap();
         // The blank line before "# keep" belongs to profile b's comment.
         assert_eq!(text, "\n# keep\n[profiles.b]\nsize = 10\n");
+    }
+
+    #[test]
+    fn a_symlinked_file_is_edited_in_place_and_keeps_its_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("dotfiles").join("synapse.toml");
+        std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+        std::fs::write(&real, "# mine\n[defaults]\nwarmup = 1\n").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.path().join("config.toml");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        save_profile(
+            &link,
+            "p",
+            &Settings {
+                size: Some(9),
+                ..Settings::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "the link stays a link"
+        );
+        let text = std::fs::read_to_string(&real).unwrap();
+        assert!(
+            text.starts_with("# mine\n") && text.contains("size = 9"),
+            "{text}"
+        );
+        assert_eq!(
+            std::fs::metadata(&real).unwrap().permissions().mode() & 0o777,
+            0o640
+        );
+    }
+
+    #[test]
+    fn concurrent_saves_keep_every_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let s = Settings {
+                        size: Some(8 + i),
+                        ..Settings::default()
+                    };
+                    save_profile(&path, &format!("p{i}"), &s).unwrap();
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let f = ConfigFile::parse(path.clone(), &std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(f.profiles.len(), 8, "{:?}", f.profiles.keys());
     }
 
     #[test]

@@ -126,7 +126,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server)),
         cfg.server,
     )?;
-    set_wait_mode(&sockets.fast, cfg.busy_poll, cfg.timeout)?;
+    set_wait_mode(&sockets.fast, cfg.busy_poll, receive_slice(cfg.timeout))?;
     let local = sockets.local;
     let (producer, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
     let overflow = Arc::new(AtomicU64::new(0));
@@ -153,8 +153,31 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
 enum Wait {
     Answered,
     TimedOut,
-    Refused,
+    /// The network said no (ICMP): the errno it reported.
+    Unreachable(i32),
+    /// The stop flag was raised while waiting; the packet is not counted.
+    Stopped,
 }
+
+/// ICMP errors the kernel reports on a socket with `IP_RECVERR` (or a
+/// connected one). Mid-run they mean "this packet is lost", not "give up".
+pub(crate) fn is_network_error(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::ECONNREFUSED
+            | libc::EHOSTUNREACH
+            | libc::ENETUNREACH
+            | libc::EHOSTDOWN
+            | libc::ENONET
+            | libc::EMSGSIZE
+            | libc::EACCES
+            | libc::EPERM
+    )
+}
+
+/// The longest the blocking receive sleeps before looking at the stop flag:
+/// a long `--timeout` must not make Ctrl-C or the display's keys wait.
+pub(crate) const STOP_CHECK: Duration = Duration::from_millis(100);
 
 /// The measurement loop's state. Everything is allocated in `new`.
 struct Pinger<'a> {
@@ -169,10 +192,17 @@ struct Pinger<'a> {
     overflow: Arc<AtomicU64>,
     epoch: Instant,
     timeout: Duration,
+    /// The socket's receive timeout: the timeout, or `STOP_CHECK` if shorter.
+    slice: Duration,
     busy_poll: bool,
-    /// The socket's receive timeout is shorter than `timeout` right now.
+    /// Packets below this sequence number are warm-up.
+    warmup: u64,
+    /// The socket's receive timeout is shorter than `slice` right now.
     shortened: bool,
+    /// Fresh replies so far.
     replies_seen: u64,
+    /// Late or duplicate replies so far: proof the peer answers, slowly.
+    late_seen: u64,
 }
 
 impl<'a> Pinger<'a> {
@@ -197,9 +227,12 @@ impl<'a> Pinger<'a> {
             overflow,
             epoch,
             timeout: cfg.timeout,
+            slice: receive_slice(cfg.timeout),
             busy_poll: cfg.busy_poll,
+            warmup: cfg.warmup,
             shortened: false,
             replies_seen: 0,
+            late_seen: 0,
         }
     }
 
@@ -213,10 +246,7 @@ impl<'a> Pinger<'a> {
         let mut measure_start: Option<Instant> = None;
         let mut seq = 0u64;
         let mut last = Instant::now();
-        loop {
-            if stop.is_raised() {
-                break;
-            }
+        while !stop.is_raised() {
             let warmup = seq < cfg.warmup;
             if !warmup {
                 let start = *measure_start.get_or_insert(last);
@@ -235,32 +265,55 @@ impl<'a> Pinger<'a> {
             self.tracker.sent(seq);
             let payload = self.codec.encode(seq);
             let t1 = Instant::now();
-            if let Err(e) = sys::send(fd, payload) {
-                match e.raw_os_error() {
-                    // A pending ICMP error from an earlier packet surfaces here.
-                    Some(libc::ECONNREFUSED) => sys::drain_error_queue(fd),
-                    _ => {
-                        return Err(EngineError::Send {
-                            addr: cfg.server,
-                            source: e,
-                        });
-                    }
+            let (wait, now) = match sys::send(fd, payload) {
+                Ok(_) => self.wait_for(seq, t1, warmup, stop)?,
+                // An ICMP error from an earlier packet (or no route) surfaces
+                // on send: this packet never left.
+                Err(e) if e.raw_os_error().is_some_and(is_network_error) => {
+                    sys::drain_error_queue(fd);
+                    let at = self.at_ns(t1);
+                    self.time_out(seq, at, warmup);
+                    (
+                        Wait::Unreachable(e.raw_os_error().unwrap_or(0)),
+                        Instant::now(),
+                    )
                 }
-            }
-            let wait = self.wait_for(seq, t1, warmup)?;
-            last = Instant::now();
-            if self.replies_seen == 0 {
-                match wait {
-                    Wait::Refused => return Err(EngineError::Refused(cfg.server)),
-                    Wait::TimedOut if seq + 1 >= GIVE_UP_AFTER => {
-                        return Err(EngineError::NoReply {
+                Err(e) => {
+                    return Err(EngineError::Send {
+                        addr: cfg.server,
+                        source: e,
+                    });
+                }
+            };
+            last = now;
+            match wait {
+                Wait::Stopped => break,
+                // Before any reply, errors mean the peer cannot be reached.
+                Wait::Unreachable(errno) if self.replies_seen == 0 => {
+                    return Err(match errno {
+                        libc::ECONNREFUSED => EngineError::Refused(cfg.server),
+                        _ => EngineError::Send {
+                            addr: cfg.server,
+                            source: io::Error::from_raw_os_error(errno),
+                        },
+                    });
+                }
+                Wait::TimedOut if self.replies_seen == 0 && seq + 1 >= GIVE_UP_AFTER => {
+                    let timeout_ms = cfg.timeout.as_millis() as u64;
+                    return Err(if self.late_seen > 0 {
+                        EngineError::TooSlow {
+                            addr: cfg.server,
+                            timeout_ms,
+                        }
+                    } else {
+                        EngineError::NoReply {
                             addr: cfg.server,
                             packets: seq + 1,
-                            timeout_ms: cfg.timeout.as_millis() as u64,
-                        });
-                    }
-                    _ => {}
+                            timeout_ms,
+                        }
+                    });
                 }
+                _ => {}
             }
             seq += 1;
         }
@@ -275,57 +328,71 @@ impl<'a> Pinger<'a> {
     }
 
     /// Waits for the reply to `seq`, classifying everything that arrives
-    /// meanwhile, until it comes or its deadline passes.
-    fn wait_for(&mut self, seq: u64, t1: Instant, warmup: bool) -> Result<Wait, EngineError> {
+    /// meanwhile, until it comes, its deadline passes, or `stop` is raised.
+    /// Returns how it ended and the time it did (the clock read for the RTT).
+    fn wait_for(
+        &mut self,
+        seq: u64,
+        t1: Instant,
+        warmup: bool,
+        stop: &StopFlag,
+    ) -> Result<(Wait, Instant), EngineError> {
         let fd = self.socket.as_raw_fd();
         let deadline = t1 + self.timeout;
         loop {
-            let received = self.receive(fd, deadline);
+            let received = self.receive(fd, deadline, stop);
             let now = Instant::now();
             let at_ns = self.at_ns(now);
             match received {
                 Ok(got) => {
-                    let kind = if got.truncated {
-                        RecordKind::Stray
+                    let decoded = if got.truncated {
+                        None
                     } else {
-                        match self
-                            .codec
-                            .decode(&self.buf[..got.len])
-                            .map(|s| (s, self.tracker.on_reply(s)))
-                        {
-                            Some((s, Reply::Fresh)) => {
-                                debug_assert_eq!(s, seq);
-                                self.replies_seen += 1;
-                                let rtt = now.duration_since(t1).as_nanos() as u64;
-                                self.emit(Record::sample(seq, at_ns, rtt, warmup));
-                                self.restore_timeout();
-                                return Ok(Wait::Answered);
-                            }
-                            Some((_, Reply::Late { reordered })) => RecordKind::Late { reordered },
-                            Some((_, Reply::Duplicate)) => RecordKind::Duplicate,
-                            Some((_, Reply::Stray)) | None => RecordKind::Stray,
-                        }
+                        self.codec.decode(&self.buf[..got.len])
                     };
-                    self.emit(Record::event(kind, seq, at_ns, warmup));
-                    if now >= deadline {
-                        return Ok(self.time_out(seq, at_ns, warmup));
+                    // Late and duplicate replies concern *their* packet, which
+                    // may be a warm-up one even when this one is not.
+                    let (kind, about) = match decoded.map(|s| (s, self.tracker.on_reply(s))) {
+                        Some((_, Reply::Fresh)) => {
+                            self.replies_seen += 1;
+                            let rtt = now.duration_since(t1).as_nanos() as u64;
+                            self.emit(Record::sample(seq, at_ns, rtt, warmup));
+                            self.restore_timeout();
+                            return Ok((Wait::Answered, now));
+                        }
+                        Some((s, Reply::Late { reordered })) => (RecordKind::Late { reordered }, s),
+                        Some((s, Reply::Duplicate)) => (RecordKind::Duplicate, s),
+                        Some((_, Reply::Stray)) | None => (RecordKind::Stray, seq),
+                    };
+                    if kind != RecordKind::Stray {
+                        self.late_seen += 1;
                     }
-                    self.shorten_timeout(deadline - now);
+                    let about_warmup = if kind == RecordKind::Stray {
+                        warmup
+                    } else {
+                        about < self.warmup
+                    };
+                    self.emit(Record::event(kind, about, at_ns, about_warmup));
+                    if now >= deadline {
+                        return Ok((self.time_out(seq, at_ns, warmup), now));
+                    }
+                    self.rearm(deadline - now);
                 }
                 Err(e) => match e.raw_os_error() {
-                    Some(libc::EAGAIN) if now >= deadline || !self.busy_poll => {
-                        return Ok(self.time_out(seq, at_ns, warmup));
-                    }
                     Some(libc::EAGAIN | libc::EINTR) => {
                         if now >= deadline {
-                            return Ok(self.time_out(seq, at_ns, warmup));
+                            return Ok((self.time_out(seq, at_ns, warmup), now));
                         }
-                        self.shorten_timeout(deadline - now);
+                        if stop.is_raised() {
+                            self.restore_timeout();
+                            return Ok((Wait::Stopped, now));
+                        }
+                        self.rearm(deadline - now);
                     }
-                    Some(libc::ECONNREFUSED) => {
+                    Some(errno) if is_network_error(errno) => {
                         sys::drain_error_queue(fd);
                         self.time_out(seq, at_ns, warmup);
-                        return Ok(Wait::Refused);
+                        return Ok((Wait::Unreachable(errno), now));
                     }
                     _ => return Err(EngineError::io("receive failed")(e)),
                 },
@@ -333,17 +400,22 @@ impl<'a> Pinger<'a> {
         }
     }
 
-    /// One datagram, blocking (the socket's timeout bounds the wait) or
-    /// spinning until something arrives or the deadline passes.
+    /// One datagram, blocking (for at most one receive slice) or spinning
+    /// until something arrives, the deadline passes or `stop` is raised.
     #[inline]
-    fn receive(&mut self, fd: i32, deadline: Instant) -> io::Result<sys::Received> {
+    fn receive(
+        &mut self,
+        fd: i32,
+        deadline: Instant,
+        stop: &StopFlag,
+    ) -> io::Result<sys::Received> {
         if !self.busy_poll {
             return sys::recv(fd, &mut self.buf);
         }
         loop {
             match sys::recv(fd, &mut self.buf) {
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                    if Instant::now() >= deadline {
+                    if stop.is_raised() || Instant::now() >= deadline {
                         return Err(e);
                     }
                     std::hint::spin_loop();
@@ -370,10 +442,10 @@ impl<'a> Pinger<'a> {
         }
     }
 
-    /// Rare path: something other than our reply arrived, so the next wait
-    /// must end at the original deadline, not a full timeout later.
-    fn shorten_timeout(&mut self, remaining: Duration) {
-        if !self.busy_poll {
+    /// Rare path: keeps waiting with `remaining` left. The next blocking
+    /// receive must end at the deadline, not a whole slice later.
+    fn rearm(&mut self, remaining: Duration) {
+        if !self.busy_poll && remaining < self.slice {
             let _ = self
                 .socket
                 .set_read_timeout(Some(remaining.max(Duration::from_micros(1))));
@@ -384,7 +456,7 @@ impl<'a> Pinger<'a> {
     #[inline]
     fn restore_timeout(&mut self) {
         if self.shortened {
-            let _ = self.socket.set_read_timeout(Some(self.timeout));
+            let _ = self.socket.set_read_timeout(Some(self.slice));
             self.shortened = false;
         }
     }
@@ -403,4 +475,9 @@ impl<'a> Pinger<'a> {
             self.overflow.fetch_add(1, Ordering::Relaxed);
         }
     }
+}
+
+/// The blocking receive timeout for a per-packet `timeout`.
+fn receive_slice(timeout: Duration) -> Duration {
+    timeout.min(STOP_CHECK)
 }

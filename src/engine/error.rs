@@ -32,6 +32,14 @@ pub enum EngineError {
         /// The per-packet timeout.
         timeout_ms: u64,
     },
+    /// Replies come, but only after their timeout.
+    #[error("replies from {addr} arrive after the {timeout_ms} ms timeout: raise --timeout")]
+    TooSlow {
+        /// The peer.
+        addr: SocketAddr,
+        /// The per-packet timeout.
+        timeout_ms: u64,
+    },
     /// The kernel would not send to the peer (no route, network down, …).
     #[error("cannot send to {addr}: {source}")]
     Send {

@@ -8,10 +8,12 @@
 //! ended.
 
 use super::affinity::place_current_thread;
+use super::client::is_network_error;
 use super::protocol::RECV_BUFFER;
 use super::socket::{bind_udp, set_wait_mode};
 use super::sys::{self, RawAddr};
 use super::{EngineError, Placement, StopFlag};
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -90,7 +92,8 @@ pub struct ReflectorOutcome {
     pub totals: ReflectorTotals,
     /// Where the thread ran.
     pub placement: Placement,
-    /// Sessions still open when the reflector stopped (now ended too).
+    /// Sessions that ended without the front end hearing of it: those still
+    /// open at the stop, and ended ones the event ring had no room for.
     pub open_at_stop: Vec<SessionInfo>,
 }
 
@@ -106,6 +109,11 @@ pub struct ReflectorRun {
 }
 
 impl ReflectorRun {
+    /// Whether the thread has ended (stopped, or failed).
+    pub fn is_finished(&self) -> bool {
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
     /// Asks the thread to stop (within one tick).
     pub fn stop(&self) {
         self.stop.raise();
@@ -148,7 +156,7 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
             Ok(ReflectorOutcome {
                 totals,
                 placement,
-                open_at_stop: echo.sessions.drain(..).map(|s| s.info).collect(),
+                open_at_stop: echo.unreported(),
             })
         })
         .map_err(EngineError::io("cannot start the reflector thread"))?;
@@ -167,6 +175,9 @@ struct Session {
 
 struct Echo {
     sessions: Vec<Session>,
+    /// Where each peer's session is in `sessions`. Sized for
+    /// `MAX_SESSIONS` up front, so a new peer never allocates.
+    index: HashMap<SocketAddr, usize>,
     /// Index of the session that sent the previous datagram: the common case
     /// of one busy client skips the table search.
     last: usize,
@@ -181,7 +192,8 @@ struct Echo {
 impl Echo {
     fn new(idle: Duration) -> Self {
         Self {
-            sessions: Vec::with_capacity(64),
+            sessions: Vec::with_capacity(MAX_SESSIONS),
+            index: HashMap::with_capacity(MAX_SESSIONS),
             last: usize::MAX,
             totals: ReflectorTotals::default(),
             idle_ns: idle.as_nanos() as u64,
@@ -214,10 +226,9 @@ impl Echo {
                 }
                 Err(e) => match e.raw_os_error() {
                     Some(libc::EAGAIN | libc::EINTR) => {}
-                    // ICMP errors from a vanished peer: nothing to do.
-                    Some(libc::ECONNREFUSED | libc::EHOSTUNREACH | libc::ENETUNREACH) => {
-                        sys::drain_error_queue(fd);
-                    }
+                    // An ICMP error about some client (gone, too big, no
+                    // route): other clients must not suffer for it.
+                    Some(errno) if is_network_error(errno) => sys::drain_error_queue(fd),
                     _ => return Err(EngineError::io("receive failed")(e)),
                 },
             }
@@ -279,16 +290,34 @@ impl Echo {
             let info = self.sessions[i].info;
             if now_ns.saturating_sub(info.last_seen_ns) >= idle_ns {
                 self.backlog.push(ReflectorEvent::Ended(info));
+                self.index.remove(&info.peer);
                 self.sessions.swap_remove(i);
+                if let Some(moved) = self.sessions.get(i) {
+                    self.index.insert(moved.info.peer, i);
+                }
                 self.last = usize::MAX;
             } else {
-                // Live snapshots are best effort: a slow UI just sees fewer.
-                let _ = events.push(ReflectorEvent::Active(info));
                 i += 1;
             }
         }
+        // Ended sessions first: they must not lose their ring slots to the
+        // best-effort snapshots below (a slow UI just sees fewer of those).
         self.flush_backlog(events);
+        for s in &self.sessions {
+            let _ = events.push(ReflectorEvent::Active(s.info));
+        }
         let _ = events.push(ReflectorEvent::Totals(self.totals, now_ns));
+    }
+
+    /// Everything the front end has not been told has ended.
+    fn unreported(&mut self) -> Vec<SessionInfo> {
+        let ended = self.backlog.drain(..).filter_map(|e| match e {
+            ReflectorEvent::Ended(s) => Some(s),
+            _ => None,
+        });
+        ended
+            .chain(self.sessions.drain(..).map(|s| s.info))
+            .collect()
     }
 
     fn flush_backlog(&mut self, events: &mut rtrb::Producer<ReflectorEvent>) {

@@ -100,6 +100,9 @@ impl Stats {
                 c.lost += 1;
             }
             RecordKind::Late { reordered } => {
+                // A late reply was first counted lost when it timed out. (A
+                // live view whose ring overflowed may have missed that loss,
+                // hence saturating; the engine's own statistics see both.)
                 c.lost = c.lost.saturating_sub(1);
                 c.late += 1;
                 c.reordered += u64::from(reordered);

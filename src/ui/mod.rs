@@ -115,7 +115,9 @@ async fn run_async(
             }
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(key))) if app.prompt.is_some() => {
-                    edit_prompt(key, &mut app, &mut station);
+                    if edit_prompt(key, &mut app, &mut station) {
+                        break Ok(());
+                    }
                     if let Err(e) = terminal.draw(|f| draw::draw(f, &app)) {
                         break Err(e.into());
                     }
@@ -150,14 +152,21 @@ async fn run_async(
     outcome.map(|()| finale)
 }
 
-/// Typing a profile name after `s`.
-fn edit_prompt(key: crossterm::event::KeyEvent, app: &mut App, station: &mut Station) {
-    use crossterm::event::{KeyCode, KeyEventKind};
+/// Typing a profile name after `s`. Returns true for Ctrl-C, which quits
+/// here as everywhere.
+fn edit_prompt(key: crossterm::event::KeyEvent, app: &mut App, station: &mut Station) -> bool {
+    use crossterm::event::{KeyCode, KeyEventKind, KeyModifiers};
     if key.kind == KeyEventKind::Release {
-        return;
+        return false;
+    }
+    if key
+        .modifiers
+        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+    {
+        return key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c');
     }
     let Some(name) = app.prompt.as_mut() else {
-        return;
+        return false;
     };
     match key.code {
         KeyCode::Char(c) if c.is_ascii_alphanumeric() || "-_.".contains(c) => name.push(c),
@@ -172,6 +181,7 @@ fn edit_prompt(key: crossterm::event::KeyEvent, app: &mut App, station: &mut Sta
         KeyCode::Esc => app.prompt = None,
         _ => {}
     }
+    false
 }
 
 /// Applies one action. Returns true when it is time to quit.

@@ -122,6 +122,8 @@ impl Station {
             let outcome = r.join();
             self.drain_reflector_events(&mut r, app);
             if let Ok(o) = outcome {
+                // The thread's own totals are exact; events are best effort.
+                self.server_last = o.totals;
                 for s in o.open_at_stop {
                     app.server.session_ended(s);
                 }
@@ -278,16 +280,20 @@ impl Station {
                 }
             }
         }
-        let b = self.server_base;
-        let t = self.server_last;
-        app.server.totals = ReflectorTotals {
+        app.server.totals = self.server_since_clear();
+        self.server_last.packets - before
+    }
+
+    /// Reflector totals since the last clear.
+    fn server_since_clear(&self) -> ReflectorTotals {
+        let (b, t) = (self.server_base, self.server_last);
+        ReflectorTotals {
             packets: t.packets - b.packets,
             bytes: t.bytes - b.bytes,
             sessions: t.sessions - b.sessions,
             send_errors: t.send_errors - b.send_errors,
             oversized: t.oversized - b.oversized,
-        };
-        t.packets - before
+        }
     }
 
     /// Once per frame: moves what the threads produced into the display.
@@ -359,11 +365,10 @@ impl Station {
             return;
         };
         let summary = Summary::from_stats(app.client.live.total(), Duration::ZERO);
-        if summary.packets.received == 0 {
+        let Some(b) = Baseline::from_summary(&summary, std::time::SystemTime::now()) else {
             app.status = Some("nothing measured yet to keep as a baseline".into());
             return;
-        }
-        let b = Baseline::from_summary(&summary, std::time::SystemTime::now());
+        };
         let path = self.client_plan.profile.config_path.clone();
         app.status = Some(match store::save_baseline(&path, &name, &b) {
             Ok(()) => {
@@ -404,7 +409,7 @@ impl Station {
         });
         Finale {
             report,
-            server: self.server_used.then_some(self.server_last),
+            server: self.server_used.then(|| self.server_since_clear()),
         }
     }
 }
