@@ -1,8 +1,7 @@
 //! Running without the live display: progress on stderr, a report at the end.
 
 use crate::engine::{
-    RecordKind, ReflectorConfig, ReflectorEvent, ReflectorRun, SessionInfo, StopFlag,
-    start_reflector,
+    RecordKind, ReflectorEvent, ReflectorRun, SessionInfo, StopFlag, start_reflector,
 };
 use crate::error::AppError;
 use crate::launch::{Measurement, RING_CAPACITY};
@@ -50,18 +49,7 @@ pub fn run_server(
     stop: &StopFlag,
     out: &mut impl Write,
 ) -> Result<(), AppError> {
-    let mut run = start_reflector(
-        ReflectorConfig {
-            bind: plan.bind,
-            cpu: plan.thread.cpu,
-            cpu_auto: plan.thread.cpu_auto,
-            busy_poll: plan.thread.busy_poll,
-            rt: plan.thread.rt,
-            session_idle: plan.session_idle,
-            ring_capacity: 8192,
-        },
-        stop.clone(),
-    )?;
+    let mut run = start_reflector(plan.reflector_config(plan.bind), stop.clone())?;
     writeln!(
         out,
         "Synapse server listening on {} (CPU {}{}, {})",

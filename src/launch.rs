@@ -3,13 +3,11 @@
 //! the live display so both measure the same way.
 
 use crate::engine::{
-    ClientConfig, ClientOutcome, ClientRun, ReflectorConfig, ReflectorRun, StopFlag, start_client,
-    start_reflector,
+    ClientOutcome, ClientRun, ReflectorRun, StopFlag, start_client, start_reflector,
 };
 use crate::error::AppError;
-use crate::plan::{ClientPlan, Target};
+use crate::plan::{ClientPlan, Target, counterpart_server};
 use std::net::SocketAddr;
-use std::time::Duration;
 
 /// Records the ring holds for a live consumer: over a second at 100 k
 /// packets/s (a UI frame is 33 ms), in 4 MiB, so memory stays flat.
@@ -35,15 +33,7 @@ impl Measurement {
     ) -> Result<Self, AppError> {
         let reflector = match plan.target {
             Target::Loopback => Some(start_reflector(
-                ReflectorConfig {
-                    bind: SocketAddr::from(([127, 0, 0, 1], 0)),
-                    cpu: plan.reflector_thread.cpu,
-                    cpu_auto: plan.reflector_thread.cpu_auto,
-                    busy_poll: plan.reflector_thread.busy_poll,
-                    rt: plan.reflector_thread.rt,
-                    session_idle: Duration::from_secs(1),
-                    ring_capacity: 1024,
-                },
+                counterpart_server(plan).reflector_config(SocketAddr::from(([127, 0, 0, 1], 0))),
                 StopFlag::new(),
             )?),
             Target::Remote(_) => None,
@@ -53,23 +43,7 @@ impl Measurement {
             (None, Target::Remote(addr)) => addr,
             (None, Target::Loopback) => unreachable!("loopback always starts a reflector"),
         };
-        let client = start_client(
-            ClientConfig {
-                server,
-                bind: plan.bind,
-                packets: plan.packets,
-                duration: plan.duration,
-                warmup: plan.warmup,
-                timeout: plan.timeout,
-                size: plan.size,
-                cpu: plan.thread.cpu,
-                cpu_auto: plan.thread.cpu_auto,
-                busy_poll: plan.thread.busy_poll,
-                rt: plan.thread.rt,
-                ring_capacity,
-            },
-            stop,
-        );
+        let client = start_client(plan.client_config(server, ring_capacity), stop);
         let client = match client {
             Ok(c) => c,
             Err(e) => {

@@ -5,7 +5,7 @@
 use crate::cli::{Cli, ClientArgs, Command, RunArgs, ServerArgs};
 use crate::config::layering::{Explicit, layer};
 use crate::config::{self, Baseline, ConfigFile, Settings};
-use crate::engine::{Role, choose_cpu, resolve};
+use crate::engine::{ClientConfig, ReflectorConfig, Role, choose_cpu, resolve};
 use crate::error::AppError;
 use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -16,6 +16,8 @@ use std::time::Duration;
 pub const DEFAULT_PACKETS: u64 = 10_000;
 /// The port `synapse server` listens on by default.
 pub const DEFAULT_PORT: u16 = 8080;
+/// Silence that ends a reflector session, unless `--session-idle` says otherwise.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(1);
 
 /// How results are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +128,24 @@ impl ClientPlan {
             threshold: Some(self.threshold),
             fps: Some(self.fps),
             locations: Default::default(),
+        }
+    }
+
+    /// The engine's settings for a run against `server`.
+    pub fn client_config(&self, server: SocketAddr, ring_capacity: usize) -> ClientConfig {
+        ClientConfig {
+            server,
+            bind: self.bind,
+            packets: self.packets,
+            duration: self.duration,
+            warmup: self.warmup,
+            timeout: self.timeout,
+            size: self.size,
+            cpu: self.thread.cpu,
+            cpu_auto: self.thread.cpu_auto,
+            busy_poll: self.thread.busy_poll,
+            rt: self.thread.rt,
+            ring_capacity,
         }
     }
 
@@ -408,6 +428,24 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
     }))
 }
 
+/// Events the reflector can queue for its front end between two reads.
+const REFLECTOR_RING: usize = 8192;
+
+impl ServerPlan {
+    /// The engine's settings for a reflector listening on `bind`.
+    pub fn reflector_config(&self, bind: SocketAddr) -> ReflectorConfig {
+        ReflectorConfig {
+            bind,
+            cpu: self.thread.cpu,
+            cpu_auto: self.thread.cpu_auto,
+            busy_poll: self.thread.busy_poll,
+            rt: self.thread.rt,
+            session_idle: self.session_idle,
+            ring_capacity: REFLECTOR_RING,
+        }
+    }
+}
+
 /// An address a client can send to: the wildcard becomes loopback.
 fn connectable(addr: SocketAddr) -> SocketAddr {
     let ip = match addr.ip() {
@@ -436,7 +474,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
     };
     ServerPlan {
         bind,
-        session_idle: Duration::from_secs(1),
+        session_idle: DEFAULT_SESSION_IDLE,
         thread: c.reflector_thread,
         output: c.output,
         fps: c.fps,

@@ -76,6 +76,8 @@ pub struct ServerView {
     pub pps: f64,
     /// The reflector's clock at the last update (ns).
     pub now_ns: u64,
+    /// Silence that ends a session.
+    pub session_idle: Duration,
 }
 
 /// Ended sessions kept for display.

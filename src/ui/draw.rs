@@ -3,7 +3,7 @@
 use super::app::{App, Role};
 use super::panes::osi::{self, StackLabels};
 use super::panes::{figures, footer, header, help, histogram, progress, sessions, sparklines};
-use crate::units::format_rate;
+use crate::units::{format_ns_plain, format_rate};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::Line;
@@ -89,8 +89,11 @@ pub fn draw(f: &mut Frame, app: &App) {
             let server = labels("SERVER (here)", "synapse server", &v.bind);
             osi::render(f, path, &client, &server, anim, &caption, t);
             sessions::render(f, middle, v, t);
+            let idle = format_ns_plain(v.session_idle.as_nanos() as u64);
             let note = Line::styled(
-                " sessions end after 1 s of silence · totals since start or last clear · r: measure".to_string(),
+                format!(
+                    " sessions end after {idle} of silence · totals since start or last clear · r: measure"
+                ),
                 t.dim(),
             );
             f.render_widget(Paragraph::new(note), bar);

@@ -25,6 +25,7 @@ pub fn client_app() -> App {
     let server = ServerView {
         bind: "127.0.0.1:8080".into(),
         cpu: 0,
+        session_idle: Duration::from_millis(1500),
         ..ServerView::default()
     };
     let mut app = App::new(Role::Client, info, server, Theme::new(true), 100, 30);

@@ -76,6 +76,7 @@ fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, role: Role) ->
         bind: s.bind.to_string(),
         cpu: s.thread.cpu,
         busy_poll: s.thread.busy_poll,
+        session_idle: s.session_idle,
         ..ServerView::default()
     };
     let mut app = App::new(role, info, server, Theme::from_env(), c.update, c.fps);

@@ -10,8 +10,8 @@
 use super::app::{App, Role};
 use crate::config::{Baseline, store};
 use crate::engine::{
-    ClientConfig, ClientOutcome, ClientRun, Placement, RecordKind, ReflectorConfig, ReflectorEvent,
-    ReflectorRun, ReflectorTotals, StopFlag, start_client, start_reflector,
+    ClientOutcome, ClientRun, Placement, RecordKind, ReflectorEvent, ReflectorRun, ReflectorTotals,
+    StopFlag, start_client, start_reflector,
 };
 use crate::error::AppError;
 use crate::launch::RING_CAPACITY;
@@ -95,15 +95,7 @@ impl Station {
         }
         let p = &self.server_plan;
         let run = start_reflector(
-            ReflectorConfig {
-                bind: self.reflector_addr.unwrap_or(p.bind),
-                cpu: p.thread.cpu,
-                cpu_auto: p.thread.cpu_auto,
-                busy_poll: p.thread.busy_poll,
-                rt: p.thread.rt,
-                session_idle: p.session_idle,
-                ring_capacity: 8192,
-            },
+            p.reflector_config(self.reflector_addr.unwrap_or(p.bind)),
             StopFlag::new(),
         )?;
         self.reflector_addr = Some(run.local);
@@ -145,22 +137,8 @@ impl Station {
                 Target::Loopback => unreachable!("loopback targets are self targets"),
             }
         };
-        let p = &self.client_plan;
         let run = start_client(
-            ClientConfig {
-                server,
-                bind: p.bind,
-                packets: p.packets,
-                duration: p.duration,
-                warmup: p.warmup,
-                timeout: p.timeout,
-                size: p.size,
-                cpu: p.thread.cpu,
-                cpu_auto: p.thread.cpu_auto,
-                busy_poll: p.thread.busy_poll,
-                rt: p.thread.rt,
-                ring_capacity: RING_CAPACITY,
-            },
+            self.client_plan.client_config(server, RING_CAPACITY),
             StopFlag::new(),
         )?;
         self.client_local = Some(run.local);
