@@ -126,7 +126,18 @@ fn interoperates_with_socat_as_an_rfc862_echo_server() {
                 "--threshold",
                 "1s",
             ])
-            .args(["--packets", "300", "--warmup", "10", "--size", size])
+            // socat forks a process per datagram: under a loaded test run
+            // that can take longer than the 100 ms default timeout.
+            .args([
+                "--packets",
+                "300",
+                "--warmup",
+                "10",
+                "--size",
+                size,
+                "--timeout",
+                "5000",
+            ])
             .output()
             .unwrap();
         assert_eq!(
