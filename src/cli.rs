@@ -52,6 +52,11 @@ pub enum Command {
     Client(ClientArgs),
     /// List, show or remove saved profiles.
     Profiles(ProfilesArgs),
+    /// Network interfaces and what they can timestamp (like `ethtool -T`).
+    Interfaces {
+        /// Only this interface.
+        name: Option<String>,
+    },
 }
 
 /// `synapse profiles`.

@@ -13,6 +13,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod headless;
+pub mod interfaces;
 pub mod launch;
 pub mod plan;
 pub mod profiles;

@@ -9,10 +9,10 @@ use synapse::engine::StopFlag;
 use synapse::error::{AppError, exit};
 use synapse::headless;
 use synapse::plan::{ClientPlan, Output, Plan, plan};
-use synapse::profiles;
 use synapse::report::{Report, write_json, write_text};
 use synapse::ui::{self, station::Finale};
 use synapse::units::count_of;
+use synapse::{interfaces, profiles};
 
 fn main() {
     let parsed = Cli::command()
@@ -88,9 +88,16 @@ fn note(line: &str) {
 }
 
 fn run(cli: Cli, matches: &ArgMatches) -> Result<i32, AppError> {
-    if let Some(Command::Profiles(args)) = &cli.command {
-        profiles::run_command(args, &mut std::io::stdout().lock())?;
-        return Ok(exit::PASS);
+    match &cli.command {
+        Some(Command::Profiles(args)) => {
+            profiles::run_command(args, &mut std::io::stdout().lock())?;
+            return Ok(exit::PASS);
+        }
+        Some(Command::Interfaces { name }) => {
+            interfaces::run_command(name.as_deref(), &mut std::io::stdout().lock())?;
+            return Ok(exit::PASS);
+        }
+        _ => {}
     }
     let plan = plan(cli, &given_on_command_line(matches))?;
     if let Plan::Client(p) = &plan {

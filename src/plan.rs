@@ -205,8 +205,8 @@ pub fn plan(cli: Cli, explicit: &dyn Explicit) -> Result<Plan, AppError> {
         }
         Some(Command::Client(args)) => remote_client_plan(args, explicit),
         Some(Command::Server(s)) => server_plan(&s),
-        Some(Command::Profiles(_)) => Err(AppError::Usage(
-            "'profiles' does not measure anything".into(),
+        Some(Command::Profiles(_) | Command::Interfaces { .. }) => Err(AppError::Usage(
+            "this command does not measure anything".into(),
         )),
     }
 }

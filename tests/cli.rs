@@ -290,3 +290,29 @@ fn ctrl_c_keeps_what_was_measured() {
         sent
     );
 }
+
+#[test]
+fn interfaces_lists_loopback_with_software_stamping_and_no_hardware_clock() {
+    let out = cmd()
+        .arg("interfaces")
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lo = text
+        .split("\n\n")
+        .find(|block| block.starts_with("lo\n"))
+        .expect("lo is listed");
+    assert_eq!(
+        lo.trim_end(),
+        "lo\n  capabilities:       software-transmit software-receive software-system-clock\n  \
+         PTP hardware clock: none\n  hardware transmit:  none\n  hardware receive:   none\n  \
+         best source:        software (hardware: no hardware clock)"
+    );
+}
+
+#[test]
+fn an_unknown_interface_is_one_line_exit_2() {
+    rejects(&["interfaces", "nosuch0"], "no interface named 'nosuch0'");
+}

@@ -4,6 +4,7 @@
 //! [`Stats`](crate::stats::Stats) each thread returns when it ends.
 
 mod affinity;
+pub mod capabilities;
 mod client;
 mod error;
 pub mod protocol;
