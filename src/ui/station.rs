@@ -18,6 +18,7 @@ use crate::launch::RING_CAPACITY;
 use crate::plan::{ClientPlan, ServerPlan, Target};
 use crate::report::Report;
 use crate::stats::{Stats, Summary, WINDOW};
+use crate::units::count_of;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
