@@ -354,8 +354,8 @@ impl Station {
                 self.client_plan.profile.baseline = Some(b.clone());
                 app.baseline = Some(b);
                 format!(
-                    "baseline of profile '{name}' set from {} samples",
-                    summary.packets.received
+                    "baseline of profile '{name}' set from {}",
+                    count_of(summary.packets.received, "sample")
                 )
             }
             Err(e) => format!("cannot save the baseline: {e}"),
