@@ -9,7 +9,7 @@
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 use synapse::engine::{
-    ClientConfig, ReflectorConfig, Role, StopFlag, choose_cpu, pin_thread, start_client,
+    ClientConfig, Protocol, ReflectorConfig, Role, StopFlag, choose_cpu, pin_thread, start_client,
     start_reflector,
 };
 
@@ -86,6 +86,7 @@ fn synapse(busy: bool, client_cpu: usize, reflector_cpu: usize, packets: u64) ->
             rt: false,
             session_idle: Duration::from_secs(1),
             ring_capacity: 1024,
+            protocol: Protocol::Echo,
         },
         StopFlag::new(),
     )

@@ -95,6 +95,12 @@ pub struct ServerArgs {
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
     pub bind: String,
 
+    /// Also answer STAMP (RFC 8762) session-senders on this UDP port, on the
+    /// same address (0: don't). Without privilege for a port below 1024,
+    /// the server says so once and serves plain echo.
+    #[arg(long, value_name = "PORT", default_value_t = crate::engine::stamp::DEFAULT_PORT)]
+    pub stamp_port: u16,
+
     /// A client silent for this long has ended its session (e.g. 1s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = seconds)]
     pub session_idle: Duration,

@@ -44,16 +44,16 @@ fn session_line(s: &SessionInfo) -> String {
 }
 
 /// Reflects until `stop`, printing a line per finished session and totals.
+/// The STAMP reflector runs beside the echo one when it can bind; when it
+/// cannot, one note on stderr says why and echo goes on.
 pub fn run_server(
     plan: &ServerPlan,
     stop: &StopFlag,
     out: &mut impl Write,
 ) -> Result<(), AppError> {
-    let mut run = start_reflector(plan.reflector_config(plan.bind), stop.clone())?;
-    writeln!(
-        out,
-        "Synapse server listening on {} (CPU {}{}, {})",
-        run.local,
+    let mut echo = start_reflector(plan.reflector_config(plan.bind), stop.clone())?;
+    let mode = format!(
+        "CPU {}{}, {}",
         plan.thread.cpu,
         if plan.thread.cpu_auto { " auto" } else { "" },
         if plan.thread.busy_poll {
@@ -61,32 +61,66 @@ pub fn run_server(
         } else {
             "blocking"
         }
-    )?;
+    );
+    writeln!(out, "Synapse server listening on {} ({mode})", echo.local)?;
+    let mut stamp = match plan
+        .stamp_config()
+        .map(|cfg| start_reflector(cfg, stop.clone()))
+    {
+        Some(Ok(run)) => {
+            writeln!(out, "STAMP (RFC 8762) reflector on {}", run.local)?;
+            Some(run)
+        }
+        Some(Err(e)) => {
+            let line = format!("synapse: note: STAMP not served ({e}); plain echo goes on\n");
+            let _ = std::io::stderr().write_all(line.as_bytes());
+            None
+        }
+        None => None,
+    };
     writeln!(
         out,
         "Ready to echo packets... (Ctrl-C prints totals and exits)"
     )?;
     out.flush()?;
-    let drain = |run: &mut ReflectorRun, out: &mut dyn Write| -> std::io::Result<()> {
+    let drain = |run: &mut ReflectorRun, label: &str, out: &mut dyn Write| -> std::io::Result<()> {
         while let Ok(ev) = run.events.pop() {
             if let ReflectorEvent::Ended(s) = ev {
-                writeln!(out, "{}", session_line(&s))?;
+                writeln!(out, "{label}{}", session_line(&s))?;
             }
         }
         out.flush()
     };
     // A reflector thread that dies (a system call failed) ends the server
     // too, with its error, instead of leaving a silent process behind.
-    while !stop.is_raised() && !run.is_finished() {
+    while !stop.is_raised()
+        && !echo.is_finished()
+        && !stamp.as_ref().is_some_and(ReflectorRun::is_finished)
+    {
         std::thread::sleep(POLL);
-        drain(&mut run, out)?;
+        drain(&mut echo, "", out)?;
+        if let Some(s) = stamp.as_mut() {
+            drain(s, "STAMP ", out)?;
+        }
     }
-    run.stop();
-    let outcome = run.join()?;
-    drain(&mut run, out)?;
+    echo.stop();
+    let outcome = echo.join()?;
+    drain(&mut echo, "", out)?;
     for s in &outcome.open_at_stop {
         writeln!(out, "{}", session_line(s))?;
     }
+    let stamp_outcome = match stamp.as_mut() {
+        Some(s) => {
+            s.stop();
+            let o = s.join()?;
+            drain(s, "STAMP ", out)?;
+            for info in &o.open_at_stop {
+                writeln!(out, "STAMP {}", session_line(info))?;
+            }
+            Some(o.totals)
+        }
+        None => None,
+    };
     let t = outcome.totals;
     writeln!(
         out,
@@ -103,5 +137,22 @@ pub fn run_server(
             String::new()
         }
     )?;
+    if let Some(st) = stamp_outcome {
+        writeln!(
+            out,
+            "STAMP totals: {}, {} reflected, {} malformed dropped{}",
+            count_of(st.sessions, "session"),
+            count_of(st.packets, "packet"),
+            st.malformed,
+            if st.t2_from_user > 0 {
+                format!(
+                    ", {} with T2 from user space (no kernel RX stamp)",
+                    st.t2_from_user
+                )
+            } else {
+                String::new()
+            }
+        )?;
+    }
     Ok(())
 }

@@ -5,7 +5,7 @@
 use crate::cli::{Cli, ClientArgs, Command, RunArgs, ServerArgs};
 use crate::config::layering::{Explicit, layer};
 use crate::config::{self, Baseline, ConfigFile, Settings};
-use crate::engine::{ClientConfig, ReflectorConfig, Role, choose_cpu, resolve};
+use crate::engine::{ClientConfig, Protocol, ReflectorConfig, Role, choose_cpu, resolve};
 use crate::error::AppError;
 use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -171,6 +171,8 @@ pub struct ServerPlan {
     pub output: Output,
     /// Live display frame rate.
     pub fps: u32,
+    /// Port for the STAMP reflector (`None`: not served).
+    pub stamp_port: Option<u16>,
 }
 
 /// What to do.
@@ -425,6 +427,7 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
         },
         output: output_for(s.no_ui, false),
         fps: s.fps,
+        stamp_port: (s.stamp_port != 0).then_some(s.stamp_port),
     }))
 }
 
@@ -442,7 +445,18 @@ impl ServerPlan {
             rt: self.thread.rt,
             session_idle: self.session_idle,
             ring_capacity: REFLECTOR_RING,
+            protocol: Protocol::Echo,
         }
+    }
+
+    /// The STAMP reflector's settings, if it is to run: same address and
+    /// placement, the STAMP port.
+    pub fn stamp_config(&self) -> Option<ReflectorConfig> {
+        let port = self.stamp_port?;
+        Some(ReflectorConfig {
+            protocol: Protocol::Stamp,
+            ..self.reflector_config(SocketAddr::new(self.bind.ip(), port))
+        })
     }
 }
 
@@ -478,6 +492,8 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         thread: c.reflector_thread,
         output: c.output,
         fps: c.fps,
+        // A client switching roles reflects plain echo only.
+        stamp_port: None,
     }
 }
 

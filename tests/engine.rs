@@ -7,7 +7,8 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 use synapse::engine::{
-    ClientConfig, ReflectorConfig, Role, StopFlag, choose_cpu, start_client, start_reflector,
+    ClientConfig, Protocol, ReflectorConfig, Role, StopFlag, choose_cpu, start_client,
+    start_reflector,
 };
 use synapse::stats::Counters;
 
@@ -138,6 +139,7 @@ fn a_stalled_consumer_loses_nothing_from_the_final_statistics() {
             rt: false,
             session_idle: Duration::from_secs(1),
             ring_capacity: 64,
+            protocol: Protocol::Echo,
         },
         StopFlag::new(),
     )
@@ -180,6 +182,7 @@ fn stop_flag_ends_an_unbounded_run_promptly() {
             rt: false,
             session_idle: Duration::from_secs(1),
             ring_capacity: 64,
+            protocol: Protocol::Echo,
         },
         StopFlag::new(),
     )

@@ -159,7 +159,14 @@ fn interoperates_with_socat_as_an_rfc862_echo_server() {
 fn ipv6_loopback_works() {
     let port = free_udp_port();
     let child = synapse()
-        .args(["server", "--no-ui", "--bind", &format!("[::1]:{port}")])
+        .args([
+            "server",
+            "--no-ui",
+            "--stamp-port",
+            "0",
+            "--bind",
+            &format!("[::1]:{port}"),
+        ])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();

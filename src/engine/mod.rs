@@ -20,8 +20,8 @@ pub use client::{ClientConfig, ClientOutcome, ClientRun, start_client};
 pub use error::EngineError;
 pub use record::{Record, RecordKind};
 pub use reflector::{
-    ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun, ReflectorTotals, SessionInfo,
-    start_reflector,
+    Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun, ReflectorTotals,
+    SessionInfo, start_reflector,
 };
 pub use socket::resolve;
 

@@ -11,7 +11,8 @@ use super::affinity::place_current_thread;
 use super::client::is_network_error;
 use super::protocol::RECV_BUFFER;
 use super::socket::{bind_udp, set_wait_mode};
-use super::sys::{self, RawAddr};
+use super::stamp::{self, NtpTime};
+use super::sys::{self, RawAddr, timestamping};
 use super::{EngineError, Placement, StopFlag};
 use std::collections::HashMap;
 use std::io;
@@ -42,6 +43,18 @@ pub struct ReflectorConfig {
     pub session_idle: Duration,
     /// Capacity of the event ring.
     pub ring_capacity: usize,
+    /// What to answer.
+    pub protocol: Protocol,
+}
+
+/// What a reflector answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// RFC 862 echo: every datagram back, unchanged.
+    Echo,
+    /// STAMP (RFC 8762) session-reflector: T2 from the kernel's RX stamp,
+    /// T3 read just before the send; malformed packets get no answer.
+    Stamp,
 }
 
 /// One client as the reflector sees it.
@@ -83,6 +96,11 @@ pub struct ReflectorTotals {
     /// Datagrams too large for the receive buffer (not echoed: the reflector
     /// never sends more, or other, bytes than it received).
     pub oversized: u64,
+    /// STAMP: datagrams that were not test packets (dropped, unanswered).
+    pub malformed: u64,
+    /// STAMP: answers whose T2 had to come from user space because the
+    /// kernel gave no RX stamp.
+    pub t2_from_user: u64,
 }
 
 /// What a stopped reflector hands back.
@@ -145,6 +163,18 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
         .ok()
         .and_then(|a| a.as_socket())
         .unwrap_or(cfg.bind);
+    let stamp_type = match cfg.protocol {
+        Protocol::Echo => None,
+        Protocol::Stamp => {
+            let fd = socket.as_raw_fd();
+            let flags = timestamping::flags::RX_SOFTWARE | timestamping::flags::REPORT_SOFTWARE;
+            let kind = timestamping::enable(fd, flags)
+                .map_err(EngineError::io("cannot enable SO_TIMESTAMPING"))?;
+            timestamping::enable_ttl(fd, local.is_ipv6())
+                .map_err(EngineError::io("cannot enable IP_RECVTTL"))?;
+            Some(kind)
+        }
+    };
     let (mut producer, events) = rtrb::RingBuffer::new(cfg.ring_capacity.max(16));
     let thread_stop = stop.clone();
     let handle = std::thread::Builder::new()
@@ -152,7 +182,13 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
         .spawn(move || {
             let placement = place_current_thread(cfg.cpu, cfg.cpu_auto, cfg.rt);
             let mut echo = Echo::new(cfg.session_idle);
-            let totals = echo.serve(&socket, cfg.busy_poll, &thread_stop, &mut producer)?;
+            let totals = echo.serve(
+                &socket,
+                stamp_type,
+                cfg.busy_poll,
+                &thread_stop,
+                &mut producer,
+            )?;
             Ok(ReflectorOutcome {
                 totals,
                 placement,
@@ -202,9 +238,12 @@ impl Echo {
         }
     }
 
+    /// Serves until stopped. `stamp_type` is `Some` (the timestamping
+    /// control-message type) for a STAMP reflector.
     fn serve(
         &mut self,
         socket: &socket2::Socket,
+        stamp_type: Option<i32>,
         busy_poll: bool,
         stop: &StopFlag,
         events: &mut rtrb::Producer<ReflectorEvent>,
@@ -212,17 +251,30 @@ impl Echo {
         let fd = socket.as_raw_fd();
         let mut buf = vec![0u8; RECV_BUFFER];
         let mut from = RawAddr::empty();
+        let mut control = timestamping::ControlBuf::default();
         let mut next_tick = 0u64;
         loop {
-            let received = sys::recv_from(fd, &mut buf, &mut from);
+            let received = match stamp_type {
+                None => sys::recv_from(fd, &mut buf, &mut from).map(|got| (got, None)),
+                Some(kind) => {
+                    timestamping::recv_stamped(fd, &mut buf, Some(&mut from), &mut control, kind)
+                        .map(|m| (m.received, Some((m.stamps.software, m.ttl))))
+                }
+            };
             let now_ns = self.epoch.elapsed().as_nanos() as u64;
             match received {
-                Ok(got) if got.truncated => self.totals.oversized += 1,
-                Ok(got) => {
-                    if sys::send_to(fd, &buf[..got.len], &from).is_err() {
-                        self.totals.send_errors += 1;
+                Ok((got, _)) if got.truncated => self.totals.oversized += 1,
+                Ok((got, stamp_meta)) => {
+                    let answer = match stamp_meta {
+                        None => true,
+                        Some((t2, ttl)) => self.stamp_reply(&mut buf[..got.len], t2, ttl),
+                    };
+                    if answer {
+                        if sys::send_to(fd, &buf[..got.len], &from).is_err() {
+                            self.totals.send_errors += 1;
+                        }
+                        self.account(&from, got.len as u64, now_ns);
                     }
-                    self.account(&from, got.len as u64, now_ns);
                 }
                 Err(e) => match e.raw_os_error() {
                     Some(libc::EAGAIN | libc::EINTR) => {}
@@ -244,6 +296,20 @@ impl Echo {
         }
         self.flush_backlog(events);
         Ok(self.totals)
+    }
+
+    /// Turns a STAMP request into its answer in place. False for a
+    /// malformed request, which is counted and not answered.
+    fn stamp_reply(&mut self, packet: &mut [u8], t2: Option<u64>, ttl: Option<u8>) -> bool {
+        let t2 = t2.unwrap_or_else(|| {
+            self.totals.t2_from_user += 1;
+            timestamping::realtime_ns()
+        });
+        let t3 = || NtpTime::from_unix_ns(timestamping::realtime_ns());
+        let ok = stamp::reflect_in_place(packet, NtpTime::from_unix_ns(t2), ttl.unwrap_or(0), t3)
+            .is_ok();
+        self.totals.malformed += u64::from(!ok);
+        ok
     }
 
     #[inline]

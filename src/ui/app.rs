@@ -78,6 +78,10 @@ pub struct ServerView {
     pub now_ns: u64,
     /// Silence that ends a session.
     pub session_idle: Duration,
+    /// The STAMP reflector: where it listens, or why it could not.
+    pub stamp: Option<Result<String, String>>,
+    /// The STAMP reflector's totals.
+    pub stamp_totals: ReflectorTotals,
 }
 
 /// Ended sessions kept for display.

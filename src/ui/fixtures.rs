@@ -96,8 +96,11 @@ pub fn server_app() -> App {
         sessions: 3,
         send_errors: 0,
         oversized: 1,
+        ..ReflectorTotals::default()
     };
     s.pps = 15_300.0;
+    s.stamp = Some(Ok("0.0.0.0:862".into()));
+    s.stamp_totals.malformed = 2;
     s.now_ns = 10_000_000_000;
     for _ in 0..8 {
         app.anim.on_frame(100, 100, None);

@@ -22,6 +22,21 @@ use crate::units::count_of;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+/// Folds a STAMP reflector's events into the server view: its clients join
+/// the same table, its totals are shown apart. Returns packets reflected
+/// since the last call.
+fn drain_sessions(r: &mut ReflectorRun, app: &mut App) -> u64 {
+    let before = app.server.stamp_totals.packets;
+    while let Ok(ev) = r.events.pop() {
+        match ev {
+            ReflectorEvent::Active(s) => app.server.session_active(s),
+            ReflectorEvent::Ended(s) => app.server.session_ended(s),
+            ReflectorEvent::Totals(t, _) => app.server.stamp_totals = t,
+        }
+    }
+    app.server.stamp_totals.packets - before
+}
+
 /// What the live display measured, for the summary printed after it closes.
 #[derive(Debug)]
 pub struct Finale {
@@ -39,6 +54,8 @@ pub struct Station {
     /// The client measures our own reflector.
     self_target: bool,
     reflector: Option<ReflectorRun>,
+    /// The STAMP reflector, in the server role, when its port could be bound.
+    stamp: Option<ReflectorRun>,
     /// Where the reflector listens, once it has bound (keeps the port).
     reflector_addr: Option<SocketAddr>,
     client: Option<ClientRun>,
@@ -65,6 +82,7 @@ impl Station {
             server_plan,
             self_target,
             reflector: None,
+            stamp: None,
             reflector_addr: None,
             client: None,
             run_started: now,
@@ -109,7 +127,44 @@ impl Station {
         Ok(())
     }
 
+    /// Starts the STAMP reflector if the plan wants one; a port that cannot
+    /// be bound is shown, and plain echo goes on.
+    fn start_stamp(&mut self, app: &mut App) {
+        let Some(cfg) = self
+            .server_plan
+            .stamp_config()
+            .filter(|_| self.stamp.is_none())
+        else {
+            return;
+        };
+        match start_reflector(cfg, StopFlag::new()) {
+            Ok(run) => {
+                app.server.stamp = Some(Ok(run.local.to_string()));
+                self.stamp = Some(run);
+            }
+            Err(e) => {
+                app.status = Some(format!("STAMP not served ({e}); plain echo goes on"));
+                app.server.stamp = Some(Err(e.to_string()));
+            }
+        }
+    }
+
+    fn stop_stamp(&mut self, app: &mut App) {
+        if let Some(mut r) = self.stamp.take() {
+            r.stop();
+            let outcome = r.join();
+            drain_sessions(&mut r, app);
+            if let Ok(o) = outcome {
+                app.server.stamp_totals = o.totals;
+                for s in o.open_at_stop {
+                    app.server.session_ended(s);
+                }
+            }
+        }
+    }
+
     fn stop_reflector(&mut self, app: &mut App) {
+        self.stop_stamp(app);
         if let Some(mut r) = self.reflector.take() {
             r.stop();
             let outcome = r.join();
@@ -185,6 +240,7 @@ impl Station {
             Role::Server => {
                 self.server_used = true;
                 self.ensure_reflector(app)
+                    .inspect(|()| self.start_stamp(app))
             }
         };
         match started {
@@ -214,7 +270,7 @@ impl Station {
         match app.role {
             Role::Client => self.end_client(app, true),
             Role::Server if !self.self_target => self.stop_reflector(app),
-            Role::Server => {}
+            Role::Server => self.stop_stamp(app),
         }
         app.running = false;
         app.role = match app.role {
@@ -272,6 +328,8 @@ impl Station {
             sessions: t.sessions - b.sessions,
             send_errors: t.send_errors - b.send_errors,
             oversized: t.oversized - b.oversized,
+            malformed: t.malformed - b.malformed,
+            t2_from_user: t.t2_from_user - b.t2_from_user,
         }
     }
 
@@ -301,6 +359,9 @@ impl Station {
         if let Some(mut r) = self.reflector.take() {
             reflected = self.drain_reflector_events(&mut r, app);
             self.reflector = Some(r);
+        }
+        if let Some(r) = self.stamp.as_mut() {
+            reflected += drain_sessions(r, app);
         }
         let newest = app
             .client

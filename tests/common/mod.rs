@@ -65,11 +65,19 @@ pub fn unsafe_free_kill(pid: u32, sig: &str) {
     assert!(status.success());
 }
 
-/// Starts `synapse server --no-ui` on 127.0.0.1:`port` and waits until it
-/// says it is ready (without sending it anything).
+/// Starts `synapse server --no-ui` on 127.0.0.1:`port` (plain echo only:
+/// these tests are about echo, and concurrent servers would compete for the
+/// STAMP port) and waits until it says it is ready, sending it nothing.
 pub fn start_server(port: u16, extra: &[&str]) -> Server {
     let mut child = synapse()
-        .args(["server", "--no-ui", "--bind", &format!("127.0.0.1:{port}")])
+        .args([
+            "server",
+            "--no-ui",
+            "--stamp-port",
+            "0",
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+        ])
         .args(extra)
         .stdout(Stdio::piped())
         .spawn()

@@ -5,9 +5,9 @@
 //! return plain values. Every `unsafe` block states why it is sound.
 #![allow(unsafe_code)]
 
-// Kernel timestamping (issue 4) is built from the bottom up: these
-// primitives are tested on their own and not yet used by the client and
-// reflector loops.
+// Kernel timestamping is built from the bottom up: the STAMP reflector uses
+// RX stamps; the TX and hardware parts wait for the client's round-trip
+// split.
 #[allow(dead_code)]
 pub mod ethtool;
 #[allow(dead_code)]

@@ -109,6 +109,22 @@ pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
             "Clients",
             format!("{} active, {} seen", v.active.len(), tot.sessions),
         ),
+        match &v.stamp {
+            None => row(t, "STAMP", "off".into()),
+            Some(Ok(at)) => row(
+                t,
+                "STAMP",
+                format!(
+                    ":{} · {} bad",
+                    at.rsplit(':').next().unwrap_or(at),
+                    v.stamp_totals.malformed
+                ),
+            ),
+            Some(Err(_)) => Line::from(vec![
+                Span::styled(" STAMP   ", t.dim()),
+                Span::styled("not served", t.warn()),
+            ]),
+        },
         Line::from(vec![
             Span::styled(" Dropped ", t.dim()),
             Span::styled(

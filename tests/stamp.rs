@@ -1,0 +1,193 @@
+//! `synapse server` as a STAMP (RFC 8762) session-reflector, driven by a
+//! session-sender whose packets are built here byte by byte from the RFC's
+//! layout (not with Synapse's own codec).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use std::io::Read;
+use std::net::UdpSocket;
+use std::process::Stdio;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const NTP_UNIX: u64 = 2_208_988_800;
+
+fn ntp_now() -> (u32, u32) {
+    let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    (
+        (d.as_secs() + NTP_UNIX) as u32,
+        ((u64::from(d.subsec_nanos()) << 32) / 1_000_000_000) as u32,
+    )
+}
+
+fn ntp_secs(b: &[u8]) -> f64 {
+    let s = u32::from_be_bytes(b[..4].try_into().unwrap());
+    let f = u32::from_be_bytes(b[4..8].try_into().unwrap());
+    f64::from(s) + f64::from(f) / 4_294_967_296.0
+}
+
+/// Figure 3: sequence, timestamp, error estimate (S=1, scale 1, mult 2), 30 MBZ.
+fn sender_packet(seq: u32, (secs, frac): (u32, u32)) -> Vec<u8> {
+    let mut p = Vec::with_capacity(44);
+    p.extend(seq.to_be_bytes());
+    p.extend(secs.to_be_bytes());
+    p.extend(frac.to_be_bytes());
+    p.extend([0x81, 0x02]);
+    p.extend([0u8; 30]);
+    p
+}
+
+fn start(args: &[&str]) -> (Guard, u16, u16) {
+    let (echo, stamp) = (free_udp_port(), free_udp_port());
+    let child = synapse()
+        .args([
+            "server",
+            "--no-ui",
+            "--bind",
+            &format!("127.0.0.1:{echo}"),
+            "--stamp-port",
+            &stamp.to_string(),
+        ])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_echo(echo);
+    (Guard(child), echo, stamp)
+}
+
+#[test]
+fn answers_stamp_session_senders_byte_for_byte() {
+    let (mut server, _, port) = start(&[]);
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    for seq in [1u32, 2, 0xFFFF_FFFF] {
+        let t1 = ntp_now();
+        let request = sender_packet(seq, t1);
+        s.send_to(&request, ("127.0.0.1", port)).unwrap();
+        let mut r = [0u8; 128];
+        let (n, _) = s.recv_from(&mut r).unwrap();
+        let r = &r[..n];
+        assert_eq!(n, 44, "symmetric size");
+        assert_eq!(
+            &r[0..4],
+            &seq.to_be_bytes(),
+            "stateless reflector: sender's sequence"
+        );
+        assert_eq!(
+            &r[12..14],
+            &[0x0C, 0x01],
+            "error estimate: unsynchronised, NTP, ~1 µs"
+        );
+        assert_eq!(&r[14..16], &[0, 0], "MBZ");
+        assert_eq!(
+            &r[24..28],
+            &seq.to_be_bytes(),
+            "session-sender sequence echoed"
+        );
+        assert_eq!(
+            &r[28..36],
+            &request[4..12],
+            "session-sender timestamp echoed"
+        );
+        assert_eq!(
+            &r[36..38],
+            &[0x81, 0x02],
+            "session-sender error estimate echoed"
+        );
+        assert_eq!(&r[38..40], &[0, 0], "MBZ");
+        assert_eq!(r[40], 64, "TTL of the request as it arrived");
+        assert_eq!(&r[41..44], &[0, 0, 0], "MBZ");
+        let (t1, t2, t3) = (
+            ntp_secs(&request[4..12]),
+            ntp_secs(&r[16..24]),
+            ntp_secs(&r[4..12]),
+        );
+        // One host, one clock: T1 ≤ T2 ≤ T3, all within a second.
+        assert!(
+            t1 - 1e-6 <= t2 && t2 <= t3 && t3 - t1 < 1.0,
+            "T1 {t1} T2 {t2} T3 {t3}"
+        );
+    }
+    // Padding (or RFC 8972 TLVs) comes back as sent; malformed gets nothing.
+    let mut padded = sender_packet(9, ntp_now());
+    padded.extend([0xAB; 20]);
+    s.send_to(&padded, ("127.0.0.1", port)).unwrap();
+    let mut r = [0u8; 128];
+    let (n, _) = s.recv_from(&mut r).unwrap();
+    assert_eq!((n, &r[44..64]), (64, &[0xAB; 20][..]));
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    s.send_to(&[1, 2, 3], ("127.0.0.1", port)).unwrap();
+    let mut zero_mult = sender_packet(10, ntp_now());
+    zero_mult[13] = 0;
+    s.send_to(&zero_mult, ("127.0.0.1", port)).unwrap();
+    assert!(
+        s.recv_from(&mut r).is_err(),
+        "malformed packets are not answered"
+    );
+
+    server.interrupt();
+    let mut out = String::new();
+    server
+        .0
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert_eq!(server.0.wait().unwrap().code(), Some(0));
+    assert!(
+        out.contains(&format!("STAMP (RFC 8762) reflector on 127.0.0.1:{port}")),
+        "{out}"
+    );
+    assert!(
+        out.contains("STAMP totals: 1 session, 4 packets reflected, 2 malformed dropped"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("T2 from user space"),
+        "the kernel stamped every request: {out}"
+    );
+}
+
+#[test]
+fn an_unavailable_stamp_port_is_noted_once_and_echo_goes_on() {
+    let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let echo = free_udp_port();
+    let child = synapse()
+        .args([
+            "server",
+            "--no-ui",
+            "--bind",
+            &format!("127.0.0.1:{echo}"),
+            "--stamp-port",
+            &port.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut server = Guard(child);
+    wait_for_echo(echo);
+    server.interrupt();
+    let mut err = String::new();
+    server
+        .0
+        .stderr
+        .as_mut()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(server.0.wait().unwrap().code(), Some(0));
+    assert_eq!(
+        err,
+        format!(
+            "synapse: note: STAMP not served (cannot bind UDP 127.0.0.1:{port}: address already in use); plain echo goes on\n"
+        )
+    );
+}
