@@ -85,7 +85,14 @@ pub fn render(f: &mut Frame, area: Rect, live: &LiveStats, zoom: u8, t: Theme) {
         );
         return;
     }
-    let col_width = (plot_width / cols.len().max(1) as u16).clamp(1, 6);
+    // Columns spread over the whole plot (at most 6 cells each): column i
+    // covers cells [i·used/n, (i+1)·used/n). Narrow columns touch, so the
+    // odd one-cell difference in width disappears in a continuous area;
+    // wide ones keep a gap.
+    let n = cols.len().max(1) as u32;
+    let used = u32::from(plot_width).min(n * 6) as u16;
+    let span = |i: usize| (u32::from(used) * i as u32 / n) as u16;
+    let gap = u32::from(used) >= 3 * n;
     let plot_height = inner.height - 2;
     let bottom = inner.y + plot_height - 1;
     let peak = cols.iter().map(|c| c.1).max().unwrap_or(0).max(lost).max(1);
@@ -95,9 +102,9 @@ pub fn render(f: &mut Frame, area: Rect, live: &LiveStats, zoom: u8, t: Theme) {
     };
     let buf = f.buffer_mut();
     for (i, &(_, count)) in cols.iter().enumerate() {
-        let x = inner.x + i as u16 * col_width;
-        let w = if col_width > 1 { col_width - 1 } else { 1 };
-        draw_bar(buf, x, w, bottom, plot_height, scale(count), t.bar());
+        let (x0, x1) = (span(i), span(i + 1));
+        let w = if gap { x1 - x0 - 1 } else { (x1 - x0).max(1) };
+        draw_bar(buf, inner.x + x0, w, bottom, plot_height, scale(count), t.bar());
     }
     // The lost bar stands apart at the right, on the same scale.
     let lost_x = inner.x + inner.width - LOST_WIDTH + 1;
@@ -113,7 +120,6 @@ pub fn render(f: &mut Frame, area: Rect, live: &LiveStats, zoom: u8, t: Theme) {
     // Axis: lowest value, middle, top of the range; the lost count.
     let axis_y = bottom + 1;
     if let (Some(first), Some(last)) = (cols.first(), cols.last()) {
-        let used = cols.len() as u16 * col_width;
         let lo = format_ns(first.0 as f64);
         let mid = format_ns(cols[cols.len() / 2].0 as f64);
         let hi = format!("{}+", format_ns(last.0 as f64));
