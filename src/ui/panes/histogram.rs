@@ -104,7 +104,15 @@ pub fn render(f: &mut Frame, area: Rect, live: &LiveStats, zoom: u8, t: Theme) {
     for (i, &(_, count)) in cols.iter().enumerate() {
         let (x0, x1) = (span(i), span(i + 1));
         let w = if gap { x1 - x0 - 1 } else { (x1 - x0).max(1) };
-        draw_bar(buf, inner.x + x0, w, bottom, plot_height, scale(count), t.bar());
+        draw_bar(
+            buf,
+            inner.x + x0,
+            w,
+            bottom,
+            plot_height,
+            scale(count),
+            t.bar(),
+        );
     }
     // The lost bar stands apart at the right, on the same scale.
     let lost_x = inner.x + inner.width - LOST_WIDTH + 1;
