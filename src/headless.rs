@@ -109,18 +109,13 @@ pub fn run_server(
     for s in &outcome.open_at_stop {
         writeln!(out, "{}", session_line(s))?;
     }
-    let stamp_outcome = match stamp.as_mut() {
-        Some(s) => {
-            s.stop();
-            let o = s.join()?;
-            drain(s, "STAMP ", out)?;
-            for info in &o.open_at_stop {
-                writeln!(out, "STAMP {}", session_line(info))?;
-            }
-            Some(o.totals)
-        }
-        None => None,
-    };
+    // Joined now, reported after the echo totals: a failed STAMP thread
+    // must not hide what echo did.
+    let stamp_outcome = stamp.as_mut().map(|s| {
+        s.stop();
+        let joined = s.join();
+        (joined, s)
+    });
     let t = outcome.totals;
     writeln!(
         out,
@@ -128,16 +123,22 @@ pub fn run_server(
         count_of(t.sessions, "session"),
         count_of(t.packets, "packet"),
         count_of(t.bytes, "byte"),
-        if t.oversized + t.send_errors > 0 {
+        if t.oversized + t.send_errors + t.refused > 0 {
             format!(
-                " ({} oversized dropped, {} send errors)",
-                t.oversized, t.send_errors
+                " ({} oversized dropped, {} send errors, {} from service ports refused)",
+                t.oversized, t.send_errors, t.refused
             )
         } else {
             String::new()
         }
     )?;
-    if let Some(st) = stamp_outcome {
+    if let Some((joined, s)) = stamp_outcome {
+        let o = joined?;
+        drain(s, "STAMP ", out)?;
+        for info in &o.open_at_stop {
+            writeln!(out, "STAMP {}", session_line(info))?;
+        }
+        let st = o.totals;
         writeln!(
             out,
             "STAMP totals: {}, {} reflected, {} malformed dropped{}",

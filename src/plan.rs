@@ -449,12 +449,22 @@ impl ServerPlan {
         }
     }
 
-    /// The STAMP reflector's settings, if it is to run: same address and
-    /// placement, the STAMP port.
+    /// The STAMP reflector's settings, if it is to run: same address, the
+    /// STAMP port. It always blocks and never asks for SCHED_FIFO, and it
+    /// prefers a CPU of its own: beside a busy-polling or real-time echo
+    /// reflector on one core it would starve, or starve it.
     pub fn stamp_config(&self) -> Option<ReflectorConfig> {
         let port = self.stamp_port?;
+        let cpu = match choose_cpu(None, Role::Client) {
+            Ok((other, _)) if other != self.thread.cpu => other,
+            _ => self.thread.cpu,
+        };
         Some(ReflectorConfig {
             protocol: Protocol::Stamp,
+            cpu,
+            cpu_auto: true,
+            busy_poll: false,
+            rt: false,
             ..self.reflector_config(SocketAddr::new(self.bind.ip(), port))
         })
     }

@@ -192,3 +192,28 @@ fn ipv6_loopback_works() {
     );
     assert_clean(&json_of(&out.stdout), 300);
 }
+
+#[test]
+fn datagrams_from_service_ports_are_never_answered() {
+    let port = free_udp_port();
+    let server = start_server(port, &[]);
+    // A spoofed "reply" from another reflector's port (here: port 999) must
+    // not start two reflectors bouncing it forever. Binding below 1024
+    // needs root, as CI has.
+    let service = UdpSocket::bind("127.0.0.1:999").expect("this test needs root to bind port 999");
+    service
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    service.send_to(b"bounce me", ("127.0.0.1", port)).unwrap();
+    let mut buf = [0u8; 64];
+    assert!(
+        service.recv_from(&mut buf).is_err(),
+        "answered a service port"
+    );
+    let (out, code) = server.interrupt_and_collect();
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("0 oversized dropped, 0 send errors, 1 from service ports refused"),
+        "{out}"
+    );
+}

@@ -51,6 +51,19 @@ fn parent_dir(path: &Path) -> &Path {
         .unwrap_or(Path::new("."))
 }
 
+/// Where the file really is: a symlink is followed, even when its target
+/// does not exist yet (a dotfile manager's link to a file still to come).
+fn real_path(path: &Path) -> std::path::PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    match std::fs::read_link(path) {
+        Ok(target) if target.is_absolute() => target,
+        Ok(target) => parent_dir(path).join(target),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
 /// Read, change, write, under an exclusive lock so that two runs saving at
 /// once do not lose each other's edits. A symlinked file (dotfile
 /// managers) is edited where it really lives. `change` says whether it
@@ -60,7 +73,7 @@ fn edit(
     change: impl FnOnce(&mut DocumentMut) -> Result<bool, ConfigError>,
 ) -> Result<bool, ConfigError> {
     let io_err = |e: std::io::Error| ConfigError::io(path, &e);
-    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let real = real_path(path);
     std::fs::create_dir_all(parent_dir(&real)).map_err(io_err)?;
     let mut lock_name = real.file_name().unwrap_or_default().to_os_string();
     lock_name.push(".lock");
@@ -326,6 +339,35 @@ duration = \"10s\"
         assert_eq!(
             std::fs::metadata(&real).unwrap().permissions().mode() & 0o777,
             0o640
+        );
+    }
+
+    #[test]
+    fn a_dangling_symlink_gets_its_target_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("dotfiles").join("synapse.toml");
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        let link = dir.path().join("config.toml");
+        std::os::unix::fs::symlink("dotfiles/synapse.toml", &link).unwrap();
+        save_profile(
+            &link,
+            "p",
+            &Settings {
+                size: Some(9),
+                ..Settings::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(
+            std::fs::read_to_string(&target)
+                .unwrap()
+                .contains("size = 9")
         );
     }
 

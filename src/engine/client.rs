@@ -175,6 +175,28 @@ pub(crate) fn is_network_error(errno: i32) -> bool {
     )
 }
 
+/// Errors on send that mean "this datagram did not go out" rather than
+/// "something is broken here": the network errors, and a full local queue
+/// (ENOBUFS, which Linux reports once `IP_RECVERR` is on).
+fn is_send_drop(errno: i32) -> bool {
+    is_network_error(errno) || errno == libc::ENOBUFS
+}
+
+/// Sleeps until `deadline` in slices, so `stop` is still noticed. Returns
+/// whether it was.
+fn pause_until(deadline: Instant, stop: &StopFlag) -> bool {
+    loop {
+        if stop.is_raised() {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        std::thread::sleep((deadline - now).min(STOP_CHECK));
+    }
+}
+
 /// The longest the blocking receive sleeps before looking at the stop flag:
 /// a long `--timeout` must not make Ctrl-C or the display's keys wait.
 pub(crate) const STOP_CHECK: Duration = Duration::from_millis(100);
@@ -267,16 +289,26 @@ impl<'a> Pinger<'a> {
             let t1 = Instant::now();
             let (wait, now) = match sys::send(fd, payload) {
                 Ok(_) => self.wait_for(seq, t1, warmup, stop)?,
-                // An ICMP error from an earlier packet (or no route) surfaces
-                // on send: this packet never left.
-                Err(e) if e.raw_os_error().is_some_and(is_network_error) => {
+                // An ICMP error from an earlier packet, no route, a firewall
+                // or a full queue surfaces on send: this packet never left.
+                // It counts as lost after its timeout, as if it had gone out,
+                // so a dead link paces the run instead of spinning it.
+                Err(e) if e.raw_os_error().is_some_and(is_send_drop) => {
                     sys::drain_error_queue(fd);
-                    let at = self.at_ns(t1);
-                    self.time_out(seq, at, warmup);
-                    (
-                        Wait::Unreachable(e.raw_os_error().unwrap_or(0)),
-                        Instant::now(),
-                    )
+                    let errno = e.raw_os_error().unwrap_or(0);
+                    if self.replies_seen == 0 {
+                        (Wait::Unreachable(errno), Instant::now())
+                    } else {
+                        let stopped = pause_until(t1 + self.timeout, stop);
+                        let now = Instant::now();
+                        if stopped {
+                            (Wait::Stopped, now)
+                        } else {
+                            let at = self.at_ns(now);
+                            self.time_out(seq, at, warmup);
+                            (Wait::Unreachable(errno), now)
+                        }
+                    }
                 }
                 Err(e) => {
                     return Err(EngineError::Send {

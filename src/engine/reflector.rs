@@ -101,6 +101,10 @@ pub struct ReflectorTotals {
     /// STAMP: answers whose T2 had to come from user space because the
     /// kernel gave no RX stamp.
     pub t2_from_user: u64,
+    /// Datagrams from a service port (below 1024: echo, STAMP, …), not
+    /// answered, so that two reflectors can never be set bouncing a
+    /// (spoofed) datagram between them.
+    pub refused: u64,
 }
 
 /// What a stopped reflector hands back.
@@ -264,6 +268,9 @@ impl Echo {
             let now_ns = self.epoch.elapsed().as_nanos() as u64;
             match received {
                 Ok((got, _)) if got.truncated => self.totals.oversized += 1,
+                Ok(_) if from.to_socket_addr().is_some_and(|a| a.port() < 1024) => {
+                    self.totals.refused += 1
+                }
                 Ok((got, stamp_meta)) => {
                     let answer = match stamp_meta {
                         None => true,
@@ -322,24 +329,28 @@ impl Echo {
             .is_some_and(|s| s.addr.same_as(from))
         {
             self.last
-        } else if let Some(i) = self.sessions.iter().position(|s| s.addr.same_as(from)) {
-            i
-        } else if self.sessions.len() < MAX_SESSIONS {
-            self.totals.sessions += 1;
-            self.sessions.push(Session {
-                addr: *from,
-                info: SessionInfo {
-                    peer: from
-                        .to_socket_addr()
-                        .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
-                    packets: 0,
-                    bytes: 0,
-                    last_seen_ns: now_ns,
-                },
-            });
-            self.sessions.len() - 1
         } else {
-            return;
+            let Some(peer) = from.to_socket_addr() else {
+                return;
+            };
+            match self.index.get(&peer) {
+                Some(&i) => i,
+                None if self.sessions.len() < MAX_SESSIONS => {
+                    self.totals.sessions += 1;
+                    self.index.insert(peer, self.sessions.len());
+                    self.sessions.push(Session {
+                        addr: *from,
+                        info: SessionInfo {
+                            peer,
+                            packets: 0,
+                            bytes: 0,
+                            last_seen_ns: now_ns,
+                        },
+                    });
+                    self.sessions.len() - 1
+                }
+                None => return,
+            }
         };
         self.last = idx;
         let info = &mut self.sessions[idx].info;
@@ -391,5 +402,51 @@ impl Echo {
         for ev in self.backlog.drain(..room) {
             let _ = events.push(ev);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(port: u16) -> RawAddr {
+        RawAddr::from_socket_addr(SocketAddr::from(([127, 0, 0, 1], port)))
+    }
+
+    #[test]
+    fn sessions_are_found_through_the_index_across_expiry() {
+        let mut echo = Echo::new(Duration::from_nanos(100));
+        let (mut tx, mut rx) = rtrb::RingBuffer::new(64);
+        // Three peers, interleaved so the last-sender shortcut is not enough.
+        for port in [1, 2, 3, 1, 3, 2, 1] {
+            echo.account(&addr(port), 10, 0);
+        }
+        assert_eq!(echo.totals.sessions, 3);
+        assert_eq!(echo.index.len(), 3);
+        // Peer 1 stays active; 2 and 3 go idle and are removed (swap_remove
+        // moves entries, so the index must follow them).
+        echo.account(&addr(1), 10, 150);
+        echo.tick(200, &mut tx);
+        assert_eq!(echo.sessions.len(), 1);
+        assert_eq!(echo.index.len(), 1);
+        for (peer, &i) in &echo.index {
+            assert_eq!(echo.sessions[i].info.peer, *peer);
+        }
+        echo.account(&addr(3), 10, 210);
+        echo.account(&addr(1), 10, 220);
+        let one = echo.sessions[echo.index[&addr(1).to_socket_addr().unwrap()]].info;
+        assert_eq!((one.packets, one.bytes), (5, 50));
+        assert_eq!(echo.totals.sessions, 4, "peer 3 came back as a new session");
+        let ended: Vec<_> = std::iter::from_fn(|| rx.pop().ok())
+            .filter_map(|e| match e {
+                ReflectorEvent::Ended(s) => Some((s.peer.port(), s.packets)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ended.len(), 2);
+        assert!(
+            ended.contains(&(2, 2)) && ended.contains(&(3, 2)),
+            "{ended:?}"
+        );
     }
 }

@@ -34,7 +34,8 @@ fn drain_sessions(r: &mut ReflectorRun, app: &mut App) -> u64 {
             ReflectorEvent::Totals(t, _) => app.server.stamp_totals = t,
         }
     }
-    app.server.stamp_totals.packets - before
+    // A restarted reflector counts from zero: never a negative delta.
+    app.server.stamp_totals.packets.saturating_sub(before)
 }
 
 /// What the live display measured, for the summary printed after it closes.
@@ -140,6 +141,7 @@ impl Station {
         match start_reflector(cfg, StopFlag::new()) {
             Ok(run) => {
                 app.server.stamp = Some(Ok(run.local.to_string()));
+                app.server.stamp_totals = ReflectorTotals::default();
                 self.stamp = Some(run);
             }
             Err(e) => {
@@ -235,6 +237,8 @@ impl Station {
 
     /// Starts the current role's threads.
     pub fn start(&mut self, app: &mut App) {
+        // Cleared first, so news from starting (STAMP not served) stays.
+        app.status = None;
         let started = match app.role {
             Role::Client => self.start_client(app),
             Role::Server => {
@@ -244,10 +248,7 @@ impl Station {
             }
         };
         match started {
-            Ok(()) => {
-                app.running = true;
-                app.status = None;
-            }
+            Ok(()) => app.running = true,
             Err(e) => {
                 app.running = false;
                 app.status = Some(format!("cannot start: {e}"));
@@ -316,7 +317,7 @@ impl Station {
             }
         }
         app.server.totals = self.server_since_clear();
-        self.server_last.packets - before
+        self.server_last.packets.saturating_sub(before)
     }
 
     /// Reflector totals since the last clear.
@@ -330,6 +331,7 @@ impl Station {
             oversized: t.oversized - b.oversized,
             malformed: t.malformed - b.malformed,
             t2_from_user: t.t2_from_user - b.t2_from_user,
+            refused: t.refused - b.refused,
         }
     }
 

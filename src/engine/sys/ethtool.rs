@@ -135,6 +135,7 @@ pub fn set_hw_config(iface: &str, cfg: HwConfig) -> io::Result<HwConfig> {
     hwtstamp(iface, libc::SIOCSHWTSTAMP, cfg)
 }
 
+#[cfg(target_pointer_width = "64")]
 const _: () = assert!(size_of::<IfreqData>() == 40);
 const _: () = assert!(size_of::<EthtoolTsInfo>() == 44);
 
