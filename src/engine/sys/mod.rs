@@ -112,6 +112,16 @@ impl RawAddr {
         }
     }
 
+    /// The port, read in place: `sockaddr_in` and `sockaddr_in6` both keep it
+    /// big-endian at bytes 2..4. Cheap enough for every packet.
+    #[inline]
+    pub fn port(&self) -> u16 {
+        match self.bytes() {
+            [_, _, hi, lo, ..] => u16::from_be_bytes([*hi, *lo]),
+            _ => 0,
+        }
+    }
+
     /// Where `recvmsg` may write a source address.
     #[allow(dead_code)]
     pub(crate) fn storage_ptr(&mut self) -> *mut libc::sockaddr_storage {
@@ -349,6 +359,15 @@ mod tests {
             let addr: SocketAddr = s.parse().unwrap();
             assert_eq!(RawAddr::from_socket_addr(addr).to_socket_addr(), Some(addr));
         }
+    }
+
+    #[test]
+    fn port_is_read_in_place_for_both_families() {
+        for s in ["127.0.0.1:8080", "[::1]:999", "0.0.0.0:0"] {
+            let a: SocketAddr = s.parse().unwrap();
+            assert_eq!(RawAddr::from_socket_addr(a).port(), a.port());
+        }
+        assert_eq!(RawAddr::empty().port(), 0);
     }
 
     #[test]
