@@ -1,6 +1,8 @@
 //! End-to-end RTT on loopback: Synapse's client against Synapse's reflector,
 //! side by side with a bare reference ping-pong (minimal `std::net` loops,
-//! pinned to the same CPUs), alternating A B A B. Blocking, then busy-poll.
+//! pinned to the same CPUs), alternating A B C A B C: Synapse with
+//! user-space stamps only, Synapse with kernel software timestamps (the
+//! split), and the bare loop. Blocking, then busy-poll.
 //!
 //! Run: cargo bench --bench loopback            (SYNAPSE_BENCH_ROUNDS=N to change rounds)
 
@@ -9,8 +11,8 @@
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 use synapse::engine::{
-    ClientConfig, Protocol, ReflectorConfig, Role, StopFlag, choose_cpu, pin_thread, start_client,
-    start_reflector,
+    ClientConfig, Protocol, ReflectorConfig, Role, StopFlag, TimestampMode, choose_cpu, pin_thread,
+    start_client, start_reflector,
 };
 
 const WARMUP: u64 = 2_000;
@@ -76,7 +78,13 @@ fn bare(busy: bool, client_cpu: usize, reflector_cpu: usize, packets: u64) -> Ro
 
 /// Synapse: the real engine, with a consumer draining the ring the way the
 /// headless runner does.
-fn synapse(busy: bool, client_cpu: usize, reflector_cpu: usize, packets: u64) -> Round {
+fn synapse(
+    busy: bool,
+    client_cpu: usize,
+    reflector_cpu: usize,
+    packets: u64,
+    timestamps: TimestampMode,
+) -> Round {
     let mut reflector = start_reflector(
         ReflectorConfig {
             bind: "127.0.0.1:0".parse().unwrap(),
@@ -105,6 +113,9 @@ fn synapse(busy: bool, client_cpu: usize, reflector_cpu: usize, packets: u64) ->
             busy_poll: busy,
             rt: false,
             ring_capacity: 1 << 17,
+            timestamps,
+            stamp: false,
+            log_capacity: 0,
         },
         StopFlag::new(),
     )
@@ -117,6 +128,15 @@ fn synapse(busy: bool, client_cpu: usize, reflector_cpu: usize, packets: u64) ->
     reflector.stop();
     reflector.join().unwrap();
     let h = outcome.stats.histogram();
+    if timestamps == TimestampMode::Software {
+        let b = outcome
+            .stats
+            .breakdown()
+            .expect("software stamps give a split");
+        for seg in b.segments().iter() {
+            assert_eq!(b.missing(seg), 0, "missing {seg:?} stamps");
+        }
+    }
     assert_eq!(
         outcome.stats.counters().received,
         packets,
@@ -138,30 +158,45 @@ fn compare(label: &str, busy: bool, packets: u64, rounds: usize, c: usize, r: us
         "\n{label}: {rounds} rounds x {packets} packets (+{WARMUP} warm-up), client CPU {c}, reflector CPU {r}"
     );
     let (mut sp50, mut sp99, mut bp50, mut bp99) = (vec![], vec![], vec![], vec![]);
+    let (mut kp50, mut kp99) = (vec![], vec![]);
+    let us = |ns: u64| ns as f64 / 1e3;
     for round in 1..=rounds {
-        let s = synapse(busy, c, r, packets);
+        let s = synapse(busy, c, r, packets, TimestampMode::User);
+        let k = synapse(busy, c, r, packets, TimestampMode::Software);
         let b = bare(busy, c, r, packets);
         println!(
-            "  round {round}: synapse p50 {:>7.2} µs p99 {:>7.2} µs | bare p50 {:>7.2} µs p99 {:>7.2} µs",
-            s.p50 as f64 / 1e3,
-            s.p99 as f64 / 1e3,
-            b.p50 as f64 / 1e3,
-            b.p99 as f64 / 1e3
+            "  round {round}: synapse p50 {:>7.2} p99 {:>7.2} | +kernel stamps p50 {:>7.2} p99 {:>7.2} | bare p50 {:>7.2} p99 {:>7.2} (µs)",
+            us(s.p50),
+            us(s.p99),
+            us(k.p50),
+            us(k.p99),
+            us(b.p50),
+            us(b.p99)
         );
         sp50.push(s.p50);
         sp99.push(s.p99);
+        kp50.push(k.p50);
+        kp99.push(k.p99);
         bp50.push(b.p50);
         bp99.push(b.p99);
     }
     let (s50, s99, b50, b99) = (median(sp50), median(sp99), median(bp50), median(bp99));
+    let (k50, k99) = (median(kp50), median(kp99));
     println!(
-        "  median:  synapse p50 {:.2} µs p99 {:.2} µs | bare p50 {:.2} µs p99 {:.2} µs | ratio p50 {:.3} p99 {:.3}",
-        s50 as f64 / 1e3,
-        s99 as f64 / 1e3,
-        b50 as f64 / 1e3,
-        b99 as f64 / 1e3,
+        "  median:  synapse p50 {:.2} p99 {:.2} | +kernel stamps p50 {:.2} p99 {:.2} | bare p50 {:.2} p99 {:.2} (µs)",
+        us(s50),
+        us(s99),
+        us(k50),
+        us(k99),
+        us(b50),
+        us(b99)
+    );
+    println!(
+        "  ratios:  synapse/bare p50 {:.3} p99 {:.3} | stamps on/off p50 {:.3} p99 {:.3}",
         s50 as f64 / b50 as f64,
-        s99 as f64 / b99 as f64
+        s99 as f64 / b99 as f64,
+        k50 as f64 / s50 as f64,
+        k99 as f64 / s99 as f64
     );
 }
 

@@ -1,6 +1,7 @@
 //! The command line, as clap sees it. Validation that needs more than one
 //! flag at a time lives in [`crate::plan`].
 
+use crate::engine::TimestampMode;
 use crate::engine::protocol::{MAX_SIZE, MIN_SIZE};
 use crate::units::{DefaultUnit, parse_duration};
 use clap::{Args, Parser, Subcommand};
@@ -181,9 +182,29 @@ pub struct RunArgs {
           value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
     pub update: u64,
 
-    /// UDP payload size in bytes (8..=65507).
+    /// UDP payload size in bytes (8..=65507; STAMP packets are at least 44).
     #[arg(long, value_name = "BYTES", default_value_t = 8, value_parser = payload_size)]
     pub size: usize,
+
+    /// Timestamp source: auto (NIC clock if the interface has one and it
+    /// can be enabled, else kernel software, else user space), user,
+    /// software or hardware. Kernel stamps split each round trip into send
+    /// path, network, server dwell (with --stamp) and receive path.
+    #[arg(long, value_name = "SOURCE", default_value = "auto", value_parser = timestamp_mode)]
+    pub timestamps: TimestampMode,
+
+    /// Speak STAMP (RFC 8762, unauthenticated) to a session-reflector
+    /// (default port 862) instead of plain echo: the reflector's own
+    /// receive and send times give the server dwell.
+    #[arg(long)]
+    pub stamp: bool,
+
+    /// Write one CSV row per measured packet to FILE: SEQ, every timestamp
+    /// (T1_SW T1_SCHED T1_DRV T1_HW T2_HW T2_SW T3_SW T3_HW T4_HW T4_DRV
+    /// T4_SW, as seconds.nanoseconds, empty where absent) and RTT in ns
+    /// (empty when lost).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
 
     #[command(flatten)]
     pub thread: ThreadArgs,
@@ -236,6 +257,11 @@ pub struct ThreadArgs {
     /// carries on without it).
     #[arg(long)]
     pub rt: bool,
+}
+
+/// Parses a timestamp source; shared with the configuration file.
+pub(crate) fn timestamp_mode(s: &str) -> Result<TimestampMode, String> {
+    s.parse()
 }
 
 fn seconds(s: &str) -> Result<Duration, String> {

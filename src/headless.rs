@@ -6,7 +6,8 @@ use crate::engine::{
 use crate::error::AppError;
 use crate::launch::{Measurement, RING_CAPACITY};
 use crate::plan::{ClientPlan, ServerPlan};
-use crate::report::{Progress, Report};
+use crate::report::packet_log::PacketLog;
+use crate::report::{LogSummary, Progress, Report};
 use crate::units::count_of;
 use std::io::Write;
 use std::time::Duration;
@@ -16,7 +17,18 @@ const POLL: Duration = Duration::from_millis(100);
 /// Measures as planned and returns the report. Ctrl-C (via `stop`) ends the
 /// run early; what was measured is still reported.
 pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError> {
+    // Opened first: a bad path fails before anything is measured.
+    let log = plan
+        .log
+        .as_deref()
+        .map(PacketLog::create)
+        .transpose()
+        .map_err(AppError::Usage)?;
     let mut m = Measurement::start(plan, stop.clone(), RING_CAPACITY)?;
+    let log = match (log, m.client.points.take()) {
+        (Some(log), Some(points)) => Some(log.start(points)?),
+        _ => None,
+    };
     let mut progress = Progress::new(plan.packets, plan.duration);
     let mut measured = 0u64;
     while !m.client.is_finished() {
@@ -30,8 +42,22 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     }
     progress.finish();
     let server = m.server;
-    let (outcome, local) = m.finish()?;
-    Ok(Report::new(plan, server, local, &outcome))
+    let finished = m.finish();
+    // The client is done (or failed): the writer drains what it logged.
+    let log = log.map(|l| {
+        let path = l.path().display().to_string();
+        (path, l.finish())
+    });
+    let (outcome, local) = finished?;
+    let mut report = Report::new(plan, server, local, &outcome);
+    if let Some((path, rows)) = log {
+        report.log = Some(LogSummary {
+            path,
+            rows: rows.map_err(|e| AppError::Runtime(anyhow::anyhow!(e)))?,
+            dropped: outcome.log_overflow,
+        });
+    }
+    Ok(report)
 }
 
 fn session_line(s: &SessionInfo) -> String {

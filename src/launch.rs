@@ -3,7 +3,7 @@
 //! the live display so both measure the same way.
 
 use crate::engine::{
-    ClientOutcome, ClientRun, ReflectorRun, StopFlag, start_client, start_reflector,
+    ClientOutcome, ClientRun, Protocol, ReflectorRun, StopFlag, start_client, start_reflector,
 };
 use crate::error::AppError;
 use crate::plan::{ClientPlan, Target, counterpart_server};
@@ -32,10 +32,14 @@ impl Measurement {
         ring_capacity: usize,
     ) -> Result<Self, AppError> {
         let reflector = match plan.target {
-            Target::Loopback => Some(start_reflector(
-                counterpart_server(plan).reflector_config(SocketAddr::from(([127, 0, 0, 1], 0))),
-                StopFlag::new(),
-            )?),
+            Target::Loopback => {
+                let mut cfg = counterpart_server(plan)
+                    .reflector_config(SocketAddr::from(([127, 0, 0, 1], 0)));
+                if plan.stamp {
+                    cfg.protocol = Protocol::Stamp;
+                }
+                Some(start_reflector(cfg, StopFlag::new())?)
+            }
             Target::Remote(_) => None,
         };
         let server = match (&reflector, plan.target) {

@@ -5,7 +5,9 @@
 use crate::cli::{Cli, ClientArgs, Command, RunArgs, ServerArgs};
 use crate::config::layering::{Explicit, layer};
 use crate::config::{self, Baseline, ConfigFile, Settings};
-use crate::engine::{ClientConfig, Protocol, ReflectorConfig, Role, choose_cpu, resolve};
+use crate::engine::{
+    ClientConfig, Protocol, ReflectorConfig, Role, TimestampMode, choose_cpu, resolve, stamp,
+};
 use crate::error::AppError;
 use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -69,6 +71,12 @@ pub struct ClientPlan {
     pub timeout: Duration,
     /// Payload size.
     pub size: usize,
+    /// Timestamp source asked for.
+    pub timestamps: TimestampMode,
+    /// STAMP instead of plain echo.
+    pub stamp: bool,
+    /// Per-packet CSV log.
+    pub log: Option<PathBuf>,
     /// Animation sampling, in packets.
     pub update: u64,
     /// Verdict threshold on the mean.
@@ -127,6 +135,8 @@ impl ClientPlan {
             rt: Some(self.thread.rt),
             threshold: Some(self.threshold),
             fps: Some(self.fps),
+            timestamps: Some(self.timestamps),
+            stamp: Some(self.stamp),
             locations: Default::default(),
         }
     }
@@ -146,6 +156,9 @@ impl ClientPlan {
             busy_poll: self.thread.busy_poll,
             rt: self.thread.rt,
             ring_capacity,
+            timestamps: self.timestamps,
+            stamp: self.stamp,
+            log_capacity: if self.log.is_some() { LOG_RING } else { 0 },
         }
     }
 
@@ -157,6 +170,10 @@ impl ClientPlan {
             .or(self.profile.name.as_deref())
     }
 }
+
+/// Packets the per-packet log can fall behind by: seconds of a fast run,
+/// 9 MiB.
+const LOG_RING: usize = 1 << 16;
 
 /// A validated reflector run.
 #[derive(Debug, Clone)]
@@ -297,10 +314,14 @@ fn remote_client_plan(args: ClientArgs, explicit: &dyn Explicit) -> Result<Plan,
             _ => e.into(),
         }
     };
-    let text = l
-        .server
-        .unwrap_or_else(|| format!("127.0.0.1:{DEFAULT_PORT}"));
-    let target = Target::Remote(resolve(&text, DEFAULT_PORT).map_err(|e| located("server", e))?);
+    // A STAMP session-reflector listens on STAMP's port unless told.
+    let port = if l.run.stamp {
+        stamp::DEFAULT_PORT
+    } else {
+        DEFAULT_PORT
+    };
+    let text = l.server.unwrap_or_else(|| format!("127.0.0.1:{port}"));
+    let target = Target::Remote(resolve(&text, port).map_err(|e| located("server", e))?);
     let bind = l
         .bind
         .map(|b| resolve(&b, 0).map_err(|e| located("bind", e)))
@@ -388,6 +409,9 @@ fn client_plan(target: Target, bind: Option<SocketAddr>, run: &RunArgs) -> Resul
         warmup: run.warmup,
         timeout: Duration::from_millis(run.timeout),
         size: run.size,
+        timestamps: run.timestamps,
+        stamp: run.stamp,
+        log: run.log.clone(),
         update: run.update,
         threshold: run.threshold,
         thread: ThreadPlan {

@@ -77,6 +77,8 @@ pub fn run_command(args: &ProfilesArgs, out: &mut impl Write) -> Result<(), AppE
                 s.threshold.map(|v| format_ns_plain(v.as_nanos() as u64)),
             )?;
             row("fps", s.fps.map(|v| v.to_string()))?;
+            row("timestamps", s.timestamps.map(|v| v.name().to_string()))?;
+            row("stamp", s.stamp.map(|v| v.to_string()))?;
             match &p.baseline {
                 Some(b) => writeln!(out, "  baseline    {}", baseline_line(b))?,
                 None => writeln!(out, "  baseline    none (set one with --set-baseline)")?,

@@ -7,8 +7,8 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 use synapse::engine::{
-    ClientConfig, Protocol, ReflectorConfig, Role, StopFlag, choose_cpu, start_client,
-    start_reflector,
+    ClientConfig, Protocol, ReflectorConfig, Role, StopFlag, TimestampMode, choose_cpu,
+    start_client, start_reflector,
 };
 use synapse::stats::Counters;
 
@@ -33,6 +33,9 @@ fn client_config(
         busy_poll: false,
         rt: false,
         ring_capacity: ring,
+        timestamps: TimestampMode::User,
+        stamp: false,
+        log_capacity: 0,
     }
 }
 

@@ -66,6 +66,8 @@ fn save_list_show_run_baseline_and_regression_round_trip() {
         "500",
         "--size",
         "64",
+        "--timestamps",
+        "user",
         "--json",
         "--threshold",
         "1s",
@@ -101,6 +103,8 @@ fn save_list_show_run_baseline_and_regression_round_trip() {
         "  packets     500".into(),
         "  size        64".into(),
         "  threshold   1 s".into(),
+        "  timestamps  user".into(),
+        "  stamp       false".into(),
     ] {
         assert!(show.contains(&line), "missing '{line}' in:\n{show}");
     }
@@ -112,6 +116,8 @@ fn save_list_show_run_baseline_and_regression_round_trip() {
     let j = json_of(&out.stdout);
     assert_eq!(j["config"]["profile"], "lab");
     assert_eq!(j["config"]["size"], 64);
+    assert_eq!(j["config"]["timestamps"], "user", "the profile's source");
+    assert!(j["breakdown"].is_null());
     assert_eq!(j["packets"]["sent"], 500);
     assert!(j["baseline"]["change_percent"]["p50"].is_number());
 
@@ -266,7 +272,7 @@ fn bad_configuration_is_exit_2_with_file_line_column_and_key() {
     assert_usage_error(
         &env.run(&["client", "--no-ui"]),
         &format!(
-            "{c}:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, duration, warmup, timeout_ms, update, size, cpu, busy_poll, rt, threshold, fps, baseline)"
+            "{c}:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, duration, warmup, timeout_ms, update, size, cpu, busy_poll, rt, threshold, fps, timestamps, stamp, baseline)"
         ),
     );
     env.write("[defaults]\nsize = \"big\"\n");

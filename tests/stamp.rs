@@ -1,6 +1,7 @@
-//! `synapse server` as a STAMP (RFC 8762) session-reflector, driven by a
-//! session-sender whose packets are built here byte by byte from the RFC's
-//! layout (not with Synapse's own codec).
+//! STAMP (RFC 8762) both ways, against peers built here byte by byte from
+//! the RFC's layout (not with Synapse's own codec): `synapse server` as a
+//! session-reflector driven by a hand-made session-sender, and `synapse
+//! client --stamp` as a session-sender answered by a hand-made reflector.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -190,4 +191,93 @@ fn an_unavailable_stamp_port_is_noted_once_and_echo_goes_on() {
             "synapse: note: STAMP not served (cannot bind UDP 127.0.0.1:{port}: address already in use); plain echo goes on\n"
         )
     );
+}
+
+/// A session-reflector written from RFC 8762 figure 4, answering `count`
+/// requests with T3 − T2 of exactly `dwell_ns`. Before the 31st request's
+/// answer it sends a malformed 20-byte datagram. Checks each request's
+/// layout (figure 3) on the way.
+fn hand_made_reflector(count: usize, dwell_ns: u64) -> (u16, std::thread::JoinHandle<()>) {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let port = s.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        for (i, own_seq) in (0..count).zip(1000u32..) {
+            let mut q = [0u8; 128];
+            let (n, from) = s.recv_from(&mut q).unwrap();
+            let q = &q[..n];
+            assert_eq!(n, 44, "unauthenticated sender packets are 44 octets");
+            let err = u16::from_be_bytes([q[12], q[13]]);
+            assert_eq!(err & 0x4000, 0, "Z = 0: NTP timestamps");
+            assert_ne!(err & 0xFF, 0, "error multiplier must not be zero");
+            assert!(q[14..44].iter().all(|&b| b == 0), "MBZ");
+            let t1 = ntp_secs(&q[4..12]);
+            let (secs, frac) = ntp_now();
+            assert!((f64::from(secs) + f64::from(frac) / 4_294_967_296.0 - t1).abs() < 5.0);
+            let t2 = (u64::from(secs) << 32) | u64::from(frac);
+            // dwell in 2^-32 s units
+            let t3 = t2 + (dwell_ns << 32) / 1_000_000_000;
+            let mut r = Vec::with_capacity(44);
+            r.extend(own_seq.to_be_bytes());
+            r.extend(t3.to_be_bytes());
+            r.extend([0x00, 0x01]);
+            r.extend([0, 0]);
+            r.extend(t2.to_be_bytes());
+            r.extend(&q[0..4]);
+            r.extend(&q[4..12]);
+            r.extend(&q[12..14]);
+            r.extend([0, 0]);
+            r.push(64);
+            r.extend([0, 0, 0]);
+            assert_eq!(r.len(), 44);
+            if i == 30 {
+                s.send_to(&[0xEE; 20], from).unwrap();
+            }
+            s.send_to(&r, from).unwrap();
+        }
+    });
+    (port, handle)
+}
+
+#[test]
+fn synapse_client_speaks_stamp_to_another_reflector() {
+    let (port, reflector) = hand_made_reflector(60, 7_000);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stamp.csv");
+    let out = synapse()
+        .args(["client", &format!("127.0.0.1:{port}"), "--stamp", "--json"])
+        .args(["--packets", "50", "--warmup", "10", "--timeout", "2000"])
+        .args(["--threshold", "1s", "--timestamps", "user", "--log"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    reflector.join().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j = json_of(&out.stdout);
+    assert_eq!(j["packets"]["received"], 50);
+    assert_eq!(j["packets"]["lost"], 0);
+    assert_eq!(
+        j["packets"]["stray"], 1,
+        "the malformed datagram is counted"
+    );
+    let segs = j["breakdown"]["segments"].as_array().unwrap();
+    assert_eq!(segs.len(), 1, "user-space stamps: only the dwell");
+    assert_eq!(segs[0]["segment"], "server_dwell");
+    let p50 = segs[0]["p50_ns"].as_u64().unwrap();
+    assert!(p50.abs_diff(7_000) <= 10, "dwell p50 {p50}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    for row in text.lines().skip(1) {
+        let f: Vec<&str> = row.split(',').collect();
+        let at = |i: usize| -> u64 {
+            let (s, n) = f[i].split_once('.').unwrap();
+            s.parse::<u64>().unwrap() * 1_000_000_000 + n.parse::<u64>().unwrap()
+        };
+        let dwell = at(7) - at(6);
+        assert!(dwell.abs_diff(7_000) <= 1, "T3 - T2 = {dwell} ns");
+    }
 }

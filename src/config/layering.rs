@@ -84,6 +84,14 @@ pub fn layer(
     run.update = pick!("update", "--update", update, cli.update, |v: &u64| plain(v));
     run.size = pick!("size", "--size", size, cli.size, |v: &usize| plain(v));
     run.fps = pick!("fps", "--fps", fps, cli.fps, |v: &u32| plain(v));
+    run.timestamps = pick!(
+        "timestamps",
+        "--timestamps",
+        timestamps,
+        cli.timestamps,
+        |v: &crate::engine::TimestampMode| format!("\"{}\"", v.name())
+    );
+    run.stamp = pick!("stamp", "--stamp", stamp, cli.stamp, |v: &bool| plain(v));
     run.threshold = pick!("threshold", "--threshold", threshold, cli.threshold, dur);
     run.thread.busy_poll = pick!(
         "busy_poll",

@@ -5,7 +5,8 @@
 //! the file, the line and column, and the key.
 
 use super::baseline::Baseline;
-use crate::cli::{MAX_COUNT, payload_size};
+use crate::cli::{MAX_COUNT, payload_size, timestamp_mode};
+use crate::engine::TimestampMode;
 use crate::units::{DefaultUnit, parse_duration};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -119,12 +120,16 @@ pub struct Settings {
     pub threshold: Option<Duration>,
     /// Live display frame rate.
     pub fps: Option<u32>,
+    /// Timestamp source.
+    pub timestamps: Option<TimestampMode>,
+    /// STAMP instead of plain echo.
+    pub stamp: Option<bool>,
     /// Where each key was written, for messages.
     pub locations: BTreeMap<&'static str, Loc>,
 }
 
 /// Every key a settings table accepts, in the order they are documented.
-pub const KEYS: [&str; 13] = [
+pub const KEYS: [&str; 15] = [
     "bind",
     "server",
     "packets",
@@ -138,6 +143,8 @@ pub const KEYS: [&str; 13] = [
     "rt",
     "threshold",
     "fps",
+    "timestamps",
+    "stamp",
 ];
 
 /// A saved host pair with its options and, maybe, its baseline.
@@ -284,6 +291,12 @@ impl Reader<'_> {
                     s.threshold = Some(self.duration(item, &key, DefaultUnit::Millis)?)
                 }
                 "fps" => s.fps = Some(self.uint(item, &key, 1, 120)? as u32),
+                "timestamps" => {
+                    let text = self.string(item, &key, "one of auto, user, software, hardware")?;
+                    let mode = timestamp_mode(text).map_err(|m| self.err(item.span(), &key, m))?;
+                    s.timestamps = Some(mode);
+                }
+                "stamp" => s.stamp = Some(self.boolean(item, &key)?),
                 "baseline" if allow_baseline => {
                     let t = item
                         .as_table_like()
@@ -453,6 +466,8 @@ cpu = 1
 busy_poll = true
 rt = false
 fps = 20
+timestamps = "software"
+stamp = true
 "#,
         )
         .unwrap();
@@ -470,6 +485,8 @@ fps = 20
             (p.busy_poll, p.rt, p.fps),
             (Some(true), Some(false), Some(20))
         );
+        assert_eq!(p.timestamps, Some(TimestampMode::Software));
+        assert_eq!(p.stamp, Some(true));
         assert_eq!(
             p.locations["size"],
             Loc {
@@ -484,7 +501,7 @@ fps = 20
         assert_eq!(
             error("[profiles.lab]\nserver = \"10.0.0.2\"\nwramup = 5\n"),
             "/cfg/config.toml:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, \
-             duration, warmup, timeout_ms, update, size, cpu, busy_poll, rt, threshold, fps, baseline)"
+             duration, warmup, timeout_ms, update, size, cpu, busy_poll, rt, threshold, fps, timestamps, stamp, baseline)"
         );
         assert_eq!(
             error("[defaults]\nwarmup = \"many\"\n"),
@@ -493,6 +510,14 @@ fps = 20
         assert_eq!(
             error("[profiles.x]\nserver = \"10.0.0.2:notaport\"\n"),
             "/cfg/config.toml:2:10: profiles.x.server: '10.0.0.2:notaport' is not an address (HOST, HOST:PORT or [IPv6]:PORT)"
+        );
+        assert_eq!(
+            error("[defaults]\ntimestamps = \"nic\"\n"),
+            "/cfg/config.toml:2:14: defaults.timestamps: 'nic' is not a timestamp source (expected one of: auto, user, software, hardware)"
+        );
+        assert_eq!(
+            error("[defaults]\nstamp = \"yes\"\n"),
+            "/cfg/config.toml:2:9: defaults.stamp: expected true or false, found a string"
         );
         assert_eq!(
             error("[defaults]\nsize = 7\n"),

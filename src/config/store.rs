@@ -178,7 +178,9 @@ fn write_settings(
     set("rt", s.rt.map(Into::into));
     set("threshold", s.threshold.map(|d| fmt_duration(d).into()));
     set("fps", s.fps.map(|n| i64::from(n).into()));
-    debug_assert_eq!(KEYS.len(), 13, "every key is written above");
+    set("timestamps", s.timestamps.map(|m| m.name().into()));
+    set("stamp", s.stamp.map(Into::into));
+    debug_assert_eq!(KEYS.len(), 15, "every key is written above");
     Ok(())
 }
 

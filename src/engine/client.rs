@@ -2,17 +2,27 @@
 //!
 //! Per packet the loop does exactly: encode (no allocation), one clock read,
 //! `send`, `recv` (blocking, or spinning when busy-polling), one clock read,
-//! a histogram record and a ring push. The socket is connected, so the
+//! a histogram record and a ring push. With kernel timestamps it also reads
+//! `CLOCK_REALTIME` next to each monotonic read, receives with `recvmsg` (RX
+//! stamps ride in its control data), and, after the reply is in hand and the
+//! RTT taken, reads the packet's TX stamps off the error queue, so stamping
+//! costs the measured round trip only what the kernel itself adds. The
+//! socket is connected, so the
 //! kernel neither looks up a route per packet nor hands us other sources'
 //! datagrams; those land on a catch-all socket sharing the port, drained
 //! every `STRAY_DRAIN_EVERY` packets and after each timeout. Anything else
 //! (a late reply, a timeout) is rare and may cost a syscall more.
 
 use super::affinity::place_current_thread;
-use super::protocol::{EchoCodec, RECV_BUFFER};
+use super::capabilities::Source;
+use super::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use super::sequence::{Reply, SequenceTracker};
 use super::socket::{ClientSockets, client_sockets, set_wait_mode, wildcard_for};
+use super::split::{Points, SegmentSet, Split};
+use super::sys::timestamping::{Stamps, realtime_ns};
 use super::sys::{self, RawAddr};
+use super::timestamps::{self, TimestampMode};
+use super::tx_stamps::StampReader;
 use super::{EngineError, Placement, Record, RecordKind, StopFlag};
 use crate::stats::Stats;
 use socket2::Socket;
@@ -58,6 +68,43 @@ pub struct ClientConfig {
     pub rt: bool,
     /// Capacity of the ring to the live consumer, in records.
     pub ring_capacity: usize,
+    /// Which clock stamps the packets.
+    pub timestamps: TimestampMode,
+    /// Speak STAMP (RFC 8762) instead of plain echo.
+    pub stamp: bool,
+    /// Capacity of the per-packet log ring, in packets (0: no log).
+    pub log_capacity: usize,
+}
+
+/// How a run stamps its packets, for reports and the display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StampingInfo {
+    /// The source in use.
+    pub source: Source,
+    /// The interface the packets leave by, when known.
+    pub interface: Option<String>,
+    /// Why it is not what was asked for.
+    pub note: Option<String>,
+    /// Synapse switched the NIC's hardware stamping on for this run (and
+    /// puts the old setting back at the end).
+    pub hardware_enabled_here: bool,
+    /// The protocol carries the reflector's T2/T3 (STAMP).
+    pub stamp: bool,
+    /// The segments the run can measure.
+    pub segments: SegmentSet,
+}
+
+impl Default for StampingInfo {
+    fn default() -> Self {
+        Self {
+            source: Source::User,
+            interface: None,
+            note: None,
+            hardware_enabled_here: false,
+            stamp: false,
+            segments: SegmentSet::default(),
+        }
+    }
 }
 
 /// What a finished run hands back.
@@ -74,6 +121,12 @@ pub struct ClientOutcome {
     pub interrupted: bool,
     /// Records the live consumer missed because its ring was full.
     pub ring_overflow: u64,
+    /// Packets the per-packet log missed because its writer fell behind.
+    pub log_overflow: u64,
+    /// TX stamps that came too late to be matched to their packet.
+    pub stale_stamps: u64,
+    /// How the packets were stamped.
+    pub stamping: StampingInfo,
 }
 
 /// A running client.
@@ -81,8 +134,12 @@ pub struct ClientOutcome {
 pub struct ClientRun {
     /// Records as they happen, for a live consumer.
     pub records: rtrb::Consumer<Record>,
+    /// Every packet's points, for a per-packet log (when asked for).
+    pub points: Option<rtrb::Consumer<Points>>,
     /// The local address the client sends from.
     pub local: SocketAddr,
+    /// How packets are stamped.
+    pub stamping: StampingInfo,
     stop: StopFlag,
     overflow: Arc<AtomicU64>,
     handle: Option<JoinHandle<Result<ClientOutcome, EngineError>>>,
@@ -128,6 +185,33 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
     )?;
     set_wait_mode(&sockets.fast, cfg.busy_poll, receive_slice(cfg.timeout))?;
     let local = sockets.local;
+    let chosen = timestamps::choose(cfg.timestamps, local.ip())?;
+    let kernel = chosen.source != Source::User;
+    let hardware = chosen.source == Source::Hardware;
+    let reader = if kernel {
+        Some(
+            StampReader::enable(sockets.fast.as_raw_fd(), hardware)
+                .map_err(EngineError::io("cannot enable SO_TIMESTAMPING"))?,
+        )
+    } else {
+        None
+    };
+    let stamping = StampingInfo {
+        source: chosen.source,
+        interface: chosen.interface.clone(),
+        note: chosen.note.clone(),
+        hardware_enabled_here: chosen.hardware.as_ref().is_some_and(|g| g.changed()),
+        stamp: cfg.stamp,
+        segments: SegmentSet::for_run(kernel, cfg.stamp, hardware),
+    };
+    let (log, points) = if cfg.log_capacity > 0 {
+        let (p, c) = rtrb::RingBuffer::new(cfg.log_capacity);
+        (Some(p), Some(c))
+    } else {
+        (None, None)
+    };
+    let segments = stamping.segments;
+    let thread_info = stamping.clone();
     let (producer, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
     let overflow = Arc::new(AtomicU64::new(0));
     let thread_stop = stop.clone();
@@ -135,14 +219,25 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
     let handle = std::thread::Builder::new()
         .name("synapse-client".into())
         .spawn(move || {
+            // Hardware stamping stays on until this thread is done.
+            let _hardware = chosen.hardware;
             let placement = place_current_thread(cfg.cpu, cfg.cpu_auto, cfg.rt);
             let mut pinger = Pinger::new(&cfg, &sockets, producer, thread_overflow);
-            pinger.run(&cfg, &thread_stop, placement)
+            pinger.stamps = reader;
+            pinger.log = log;
+            pinger.stats = Stats::with_segments(segments);
+            let outcome = pinger.run(&cfg, &thread_stop, placement);
+            outcome.map(|o| ClientOutcome {
+                stamping: thread_info,
+                ..o
+            })
         })
         .map_err(EngineError::io("cannot start the measurement thread"))?;
     Ok(ClientRun {
         records,
+        points,
         local,
+        stamping,
         stop,
         overflow,
         handle: Some(handle),
@@ -206,8 +301,19 @@ struct Pinger<'a> {
     socket: &'a Socket,
     catcher: &'a Socket,
     from: RawAddr,
-    codec: EchoCodec,
+    codec: Codec,
     buf: Vec<u8>,
+    /// Kernel stamps, when on.
+    stamps: Option<StampReader>,
+    /// Read `CLOCK_REALTIME` next to the monotonic clock (kernel stamps or
+    /// STAMP need it).
+    realtime: bool,
+    /// The packet in flight: its points so far, and its TX stamp number.
+    points: Points,
+    tx_id: u32,
+    /// Every settled packet's points, for the per-packet log.
+    log: Option<rtrb::Producer<Points>>,
+    log_overflow: u64,
     tracker: SequenceTracker,
     stats: Stats,
     ring: rtrb::Producer<Record>,
@@ -237,12 +343,23 @@ impl<'a> Pinger<'a> {
         let epoch = Instant::now();
         // A per-run token lets the codec reject datagrams from other runs.
         let token = u64::from(std::process::id()) << 32 ^ epoch.elapsed().as_nanos() as u64;
+        let codec = if cfg.stamp {
+            Codec::Stamp(StampSender::new(cfg.size))
+        } else {
+            Codec::Echo(EchoCodec::new(cfg.size, token ^ cfg.server.port() as u64))
+        };
         Self {
             socket: &sockets.fast,
             catcher: &sockets.catcher,
             from: RawAddr::empty(),
-            codec: EchoCodec::new(cfg.size, token ^ cfg.server.port() as u64),
+            codec,
             buf: vec![0; RECV_BUFFER],
+            stamps: None,
+            realtime: cfg.stamp || cfg.timestamps != TimestampMode::User,
+            points: Points::default(),
+            tx_id: 0,
+            log: None,
+            log_overflow: 0,
             tracker: SequenceTracker::new(),
             stats: Stats::new(),
             ring,
@@ -285,9 +402,24 @@ impl<'a> Pinger<'a> {
                 self.drain_strays(seq, warmup);
             }
             self.tracker.sent(seq);
-            let payload = self.codec.encode(seq);
+            // Realtime first: T1 user ≤ every kernel stamp of this packet.
+            let t1_user = if self.realtime { realtime_ns() } else { 0 };
+            let payload = self.codec.encode(seq, t1_user);
             let t1 = Instant::now();
-            let (wait, now) = match sys::send(fd, payload) {
+            let sent = sys::send(fd, payload);
+            self.points = Points {
+                seq,
+                t1_user: self.realtime.then_some(t1_user),
+                ..Points::default()
+            };
+            if let Some(stamps) = &mut self.stamps {
+                if sent.is_ok() {
+                    self.tx_id = stamps.sent();
+                } else {
+                    stamps.send_failed();
+                }
+            }
+            let (wait, now) = match sent {
                 Ok(_) => self.wait_for(seq, t1, warmup, stop)?,
                 // An ICMP error from an earlier packet, no route, a firewall
                 // or a full queue surfaces on send: this packet never left.
@@ -356,6 +488,9 @@ impl<'a> Pinger<'a> {
             placement,
             interrupted: stop.is_raised(),
             ring_overflow: self.overflow.load(Ordering::Relaxed),
+            log_overflow: self.log_overflow,
+            stale_stamps: self.stamps.as_ref().map_or(0, |s| s.stale),
+            stamping: StampingInfo::default(),
         })
     }
 
@@ -374,26 +509,37 @@ impl<'a> Pinger<'a> {
         loop {
             let received = self.receive(fd, deadline, stop);
             let now = Instant::now();
+            let t4_user = if self.realtime { realtime_ns() } else { 0 };
             let at_ns = self.at_ns(now);
             match received {
-                Ok(got) => {
+                Ok((got, rx)) => {
                     let decoded = if got.truncated {
                         None
                     } else {
-                        self.codec.decode(&self.buf[..got.len])
+                        self.codec.decode(&self.buf[..got.len], seq)
                     };
                     // Late and duplicate replies concern *their* packet, which
                     // may be a warm-up one even when this one is not.
-                    let (kind, about) = match decoded.map(|s| (s, self.tracker.on_reply(s))) {
-                        Some((_, Reply::Fresh)) => {
+                    let (kind, about) = match decoded.map(|r| (r, self.tracker.on_reply(r.seq))) {
+                        Some((reply, Reply::Fresh)) => {
                             self.replies_seen += 1;
                             let rtt = now.duration_since(t1).as_nanos() as u64;
-                            self.emit(Record::sample(seq, at_ns, rtt, warmup));
+                            let p = &mut self.points;
+                            p.rtt_ns = Some(rtt);
+                            p.t2 = reply.t2;
+                            p.t3 = reply.t3;
+                            p.t4_driver = rx.software;
+                            p.t4_hw = rx.hardware;
+                            p.t4_user = self.realtime.then_some(t4_user);
+                            let split = self.settle(warmup);
+                            self.emit(Record::sample(seq, at_ns, rtt, warmup).with_split(split));
                             self.restore_timeout();
                             return Ok((Wait::Answered, now));
                         }
-                        Some((s, Reply::Late { reordered })) => (RecordKind::Late { reordered }, s),
-                        Some((s, Reply::Duplicate)) => (RecordKind::Duplicate, s),
+                        Some((r, Reply::Late { reordered })) => {
+                            (RecordKind::Late { reordered }, r.seq)
+                        }
+                        Some((r, Reply::Duplicate)) => (RecordKind::Duplicate, r.seq),
                         Some((_, Reply::Stray)) | None => (RecordKind::Stray, seq),
                     };
                     if kind != RecordKind::Stray {
@@ -432,20 +578,21 @@ impl<'a> Pinger<'a> {
         }
     }
 
-    /// One datagram, blocking (for at most one receive slice) or spinning
-    /// until something arrives, the deadline passes or `stop` is raised.
+    /// One datagram with its RX stamps, blocking (for at most one receive
+    /// slice) or spinning until something arrives, the deadline passes or
+    /// `stop` is raised.
     #[inline]
     fn receive(
         &mut self,
         fd: i32,
         deadline: Instant,
         stop: &StopFlag,
-    ) -> io::Result<sys::Received> {
+    ) -> io::Result<(sys::Received, Stamps)> {
         if !self.busy_poll {
-            return sys::recv(fd, &mut self.buf);
+            return self.receive_once(fd);
         }
         loop {
-            match sys::recv(fd, &mut self.buf) {
+            match self.receive_once(fd) {
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
                     if stop.is_raised() || Instant::now() >= deadline {
                         return Err(e);
@@ -457,7 +604,33 @@ impl<'a> Pinger<'a> {
         }
     }
 
+    #[inline]
+    fn receive_once(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
+        match &mut self.stamps {
+            Some(s) => s.recv(fd, &mut self.buf).map(|m| (m.received, m.stamps)),
+            None => sys::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
+        }
+    }
+
+    /// The packet in flight is settled (answered or lost): its TX stamps
+    /// are fetched, its points logged, and its split returned. Runs after
+    /// the RTT is taken, so none of this is inside it.
+    #[inline]
+    fn settle(&mut self, warmup: bool) -> Split {
+        if let Some(stamps) = &mut self.stamps {
+            stamps.collect(self.socket.as_raw_fd(), self.tx_id, &mut self.points);
+        }
+        if !warmup
+            && let Some(log) = &mut self.log
+            && log.push(self.points).is_err()
+        {
+            self.log_overflow += 1;
+        }
+        Split::from_points(&self.points)
+    }
+
     fn time_out(&mut self, seq: u64, at_ns: u64, warmup: bool) -> Wait {
+        self.settle(warmup);
         self.tracker.timed_out(seq);
         self.emit(Record::event(RecordKind::Lost, seq, at_ns, warmup));
         self.restore_timeout();

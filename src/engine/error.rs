@@ -56,6 +56,9 @@ pub enum EngineError {
         /// The CPUs that are allowed, as a list.
         allowed: String,
     },
+    /// The timestamp source asked for cannot be had.
+    #[error("{0}")]
+    Timestamps(String),
     /// Any other system call failure.
     #[error("{context}: {source}")]
     Io {

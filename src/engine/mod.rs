@@ -7,16 +7,20 @@ mod affinity;
 pub mod capabilities;
 mod client;
 mod error;
+mod hardware;
 pub mod protocol;
 mod record;
 mod reflector;
 pub mod sequence;
 mod socket;
+mod split;
 pub mod stamp;
 pub(crate) mod sys;
+pub mod timestamps;
+mod tx_stamps;
 
 pub use affinity::{Placement, Role, choose_cpu, pin_thread};
-pub use client::{ClientConfig, ClientOutcome, ClientRun, start_client};
+pub use client::{ClientConfig, ClientOutcome, ClientRun, StampingInfo, start_client};
 pub use error::EngineError;
 pub use record::{Record, RecordKind};
 pub use reflector::{
@@ -24,6 +28,8 @@ pub use reflector::{
     SessionInfo, start_reflector,
 };
 pub use socket::resolve;
+pub use split::{Points, Segment, SegmentSet, Split};
+pub use timestamps::{TimestampMode, Timestamping};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

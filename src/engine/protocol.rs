@@ -1,5 +1,7 @@
-//! The plain echo wire format (RFC 862 compatible).
+//! The client's wire formats: plain echo (RFC 862 compatible) and STAMP
+//! session-sender packets (RFC 8762).
 //!
+//! Plain echo:
 //! A request is the 8-byte little-endian sequence number, then padding up to
 //! `--size`. When there is room, bytes 8..16 carry a per-run token so that a
 //! datagram which merely has the right length is not mistaken for a reply.
@@ -15,6 +17,107 @@ pub const MAX_SIZE: usize = 65_507;
 pub const RECV_BUFFER: usize = 65_536;
 
 const TOKEN_END: usize = 16;
+
+use super::stamp::{self, ErrorEstimate, NtpTime, ReflectorPacket, SenderPacket};
+
+/// What a reply said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    /// Which request it answers.
+    pub seq: u64,
+    /// STAMP: the reflector's receive time (its clock, ns since the epoch).
+    pub t2: Option<u64>,
+    /// STAMP: the reflector's send time.
+    pub t3: Option<u64>,
+}
+
+/// The client's codec for the chosen protocol.
+#[derive(Debug)]
+pub enum Codec {
+    /// Plain echo.
+    Echo(EchoCodec),
+    /// STAMP session-sender.
+    Stamp(StampSender),
+}
+
+impl Codec {
+    /// Writes request `seq`, sent at `t1_unix_ns` (STAMP carries it), and
+    /// returns the datagram.
+    #[inline]
+    pub fn encode(&mut self, seq: u64, t1_unix_ns: u64) -> &[u8] {
+        match self {
+            Codec::Echo(c) => c.encode(seq),
+            Codec::Stamp(c) => c.encode(seq, t1_unix_ns),
+        }
+    }
+
+    /// Reads a reply; `newest` is the latest sequence number sent (STAMP
+    /// numbers are 32 bits wide and are widened next to it).
+    #[inline]
+    pub fn decode(&self, reply: &[u8], newest: u64) -> Option<Reply> {
+        match self {
+            Codec::Echo(c) => c.decode(reply).map(|seq| Reply {
+                seq,
+                t2: None,
+                t3: None,
+            }),
+            Codec::Stamp(c) => c.decode(reply, newest),
+        }
+    }
+}
+
+/// STAMP session-sender packets: 44 octets (more with `--size`, as
+/// zero padding), sequence number and T1 in NTP format.
+#[derive(Debug)]
+pub struct StampSender {
+    packet: Vec<u8>,
+}
+
+impl StampSender {
+    /// Packets of `size` octets, at least the 44 STAMP needs.
+    pub fn new(size: usize) -> Self {
+        Self {
+            packet: vec![0; size.max(stamp::PACKET_LEN)],
+        }
+    }
+
+    /// The packet length on the wire.
+    pub fn size(&self) -> usize {
+        self.packet.len()
+    }
+
+    #[inline]
+    fn encode(&mut self, seq: u64, t1_unix_ns: u64) -> &[u8] {
+        SenderPacket {
+            seq: seq as u32,
+            timestamp: NtpTime::from_unix_ns(t1_unix_ns),
+            error: ErrorEstimate::LOCAL,
+        }
+        .encode(&mut self.packet);
+        &self.packet
+    }
+
+    #[inline]
+    fn decode(&self, reply: &[u8], newest: u64) -> Option<Reply> {
+        let r = ReflectorPacket::decode(reply).ok()?;
+        Some(Reply {
+            seq: widen(r.sender_seq, newest),
+            t2: Some(r.receive_timestamp.to_unix_ns()),
+            t3: Some(r.timestamp.to_unix_ns()),
+        })
+    }
+}
+
+/// The 64-bit sequence number closest below or at `newest` whose low 32
+/// bits are `low`.
+fn widen(low: u32, newest: u64) -> u64 {
+    let candidate = (newest & !0xFFFF_FFFF) | u64::from(low);
+    if candidate > newest && candidate >= 1 << 32 {
+        candidate - (1 << 32)
+    } else {
+        candidate
+    }
+}
 
 /// Builds and recognises the client's datagrams. Holds the one reusable
 /// send buffer, so encoding a packet allocates nothing.
@@ -64,6 +167,35 @@ impl EchoCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stamp_requests_carry_seq_and_t1_and_replies_widen_the_seq() {
+        let mut c = Codec::Stamp(StampSender::new(8));
+        let t1 = 1_700_000_000_123_456_789;
+        let req = c.encode(5, t1).to_vec();
+        assert_eq!(req.len(), 44, "never shorter than STAMP's 44 octets");
+        let sent = SenderPacket::decode(&req).unwrap();
+        assert_eq!(sent.seq, 5);
+        assert!(sent.timestamp.to_unix_ns().abs_diff(t1) <= 1);
+        let mut reply = req.clone();
+        let t2 = NtpTime::from_unix_ns(t1 + 10_000);
+        stamp::reflect_in_place(&mut reply, t2, 64, || NtpTime::from_unix_ns(t1 + 13_000)).unwrap();
+        let got = c.decode(&reply, 5).unwrap();
+        assert_eq!(got.seq, 5);
+        assert_eq!(got.t3.unwrap() - got.t2.unwrap(), 3_000);
+        assert_eq!(
+            c.decode(&reply[..43], 5),
+            None,
+            "short packets are not replies"
+        );
+        assert_eq!(widen(3, (1 << 32) + 10), (1 << 32) + 3);
+        assert_eq!(widen(u32::MAX, (1 << 32) + 1), u64::from(u32::MAX));
+        assert_eq!(
+            widen(9, 4),
+            9,
+            "ahead of anything sent: left to the tracker"
+        );
+    }
 
     #[test]
     fn sequence_is_little_endian_at_the_front() {

@@ -1,5 +1,7 @@
 //! What the measurement thread reports about each packet.
 
+use super::split::Split;
+
 /// The outcome of one request (or one unexpected datagram).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecordKind {
@@ -34,6 +36,8 @@ pub struct Record {
     pub kind: RecordKind,
     /// Part of the warm-up: shown live, excluded from statistics.
     pub warmup: bool,
+    /// Where the round trip's time went (samples with kernel stamps only).
+    pub split: Split,
 }
 
 impl Record {
@@ -45,7 +49,15 @@ impl Record {
             rtt_ns,
             kind: RecordKind::Sample,
             warmup,
+            split: Split::NONE,
         }
+    }
+
+    /// The same record with its round trip split.
+    #[must_use]
+    pub fn with_split(mut self, split: Split) -> Self {
+        self.split = split;
+        self
     }
 
     /// Any other outcome.
@@ -56,6 +68,7 @@ impl Record {
             rtt_ns: 0,
             kind,
             warmup,
+            split: Split::NONE,
         }
     }
 }

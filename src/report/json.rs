@@ -1,6 +1,6 @@
 //! The `--json` report: exactly one object on stdout.
 
-use super::{EffectiveConfig, Report, Verdict};
+use super::{BreakdownReport, EffectiveConfig, LogSummary, Report, Verdict};
 use crate::config::BaselineComparison;
 use crate::stats::Summary;
 use serde::Serialize;
@@ -14,6 +14,8 @@ struct JsonReport<'a> {
     verdict: &'a Verdict,
     config: &'a EffectiveConfig,
     baseline: Option<&'a BaselineComparison>,
+    breakdown: Option<&'a BreakdownReport>,
+    log: Option<&'a LogSummary>,
     interrupted: bool,
 }
 
@@ -25,6 +27,8 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
         verdict: &report.verdict,
         config: &report.config,
         baseline: report.baseline.as_ref(),
+        breakdown: report.breakdown.as_ref(),
+        log: report.log.as_ref(),
         interrupted: report.interrupted,
     };
     serde_json::to_writer(&mut *out, &doc)?;

@@ -2,10 +2,13 @@
 //! of them read a [`Report`], built from the same [`Summary`] the live
 //! display uses.
 
+mod breakdown;
 mod json;
+pub mod packet_log;
 mod progress;
 mod text;
 
+pub use breakdown::{BreakdownReport, PointSource, point_sources};
 pub use json::write_json;
 pub use progress::Progress;
 pub use text::write_text;
@@ -77,6 +80,10 @@ pub struct EffectiveConfig {
     pub cpu_auto: bool,
     /// Busy-polling was on.
     pub busy_poll: bool,
+    /// The timestamp source in use.
+    pub timestamps: &'static str,
+    /// `echo` or `stamp`.
+    pub protocol: &'static str,
     /// `--rt` was asked for.
     pub rt_requested: bool,
     /// SCHED_FIFO was actually in effect.
@@ -102,6 +109,21 @@ pub struct Report {
     pub interrupted: bool,
     /// The run against the profile's baseline.
     pub baseline: Option<BaselineComparison>,
+    /// Where the round trip's time went (kernel stamps or STAMP only).
+    pub breakdown: Option<BreakdownReport>,
+    /// The per-packet log, if one was written.
+    pub log: Option<LogSummary>,
+}
+
+/// What `--log` wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogSummary {
+    /// The file.
+    pub path: String,
+    /// Rows written (one per measured packet).
+    pub rows: u64,
+    /// Packets the writer could not keep up with (not in the file).
+    pub dropped: u64,
 }
 
 impl Report {
@@ -131,6 +153,8 @@ impl Report {
             ),
             baseline,
             summary,
+            breakdown: BreakdownReport::from_outcome(outcome),
+            log: None,
             config: EffectiveConfig {
                 mode: match plan.target {
                     Target::Loopback => "loopback",
@@ -146,6 +170,8 @@ impl Report {
                 cpu,
                 cpu_auto,
                 busy_poll: plan.thread.busy_poll,
+                timestamps: outcome.stamping.source.name(),
+                protocol: if plan.stamp { "stamp" } else { "echo" },
                 rt_requested: plan.thread.rt,
                 realtime,
                 fps: plan.fps,

@@ -1,8 +1,8 @@
 //! The text report, in the layout users of the original tool know.
 
-use super::Report;
+use super::{BreakdownReport, Report};
 use crate::stats::{DistributionBucket, Summary};
-use crate::units::{count_of, format_ns, format_ns_plain, format_rate};
+use crate::units::{count_of, format_ns, format_ns_plain, format_rate, group_thousands};
 use std::io::{self, Write};
 
 const BAR_WIDTH: usize = 30;
@@ -95,8 +95,29 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     writeln!(out)?;
     write_latency(out, s)?;
     writeln!(out)?;
+    if let Some(b) = &report.breakdown {
+        write_breakdown(out, b, s.packets.received)?;
+        writeln!(out)?;
+    }
     write_distribution(out, s, &paint)?;
     writeln!(out)?;
+    if let Some(log) = &report.log {
+        writeln!(
+            out,
+            "Packet log: {} ({}{})",
+            log.path,
+            count_of(log.rows, "row"),
+            if log.dropped > 0 {
+                format!(
+                    "; {} the writer could not keep up with",
+                    count_of(log.dropped, "packet")
+                )
+            } else {
+                String::new()
+            }
+        )?;
+        writeln!(out)?;
+    }
     if let Some(b) = &report.baseline {
         write_baseline(out, report, b)?;
         writeln!(out)?;
@@ -168,6 +189,72 @@ fn write_baseline(
         writeln!(
             out,
             "  {verdict} the {limit} % limit on p50 and p99 (--fail-on-regression)"
+        )?;
+    }
+    Ok(())
+}
+
+fn write_breakdown(out: &mut impl Write, b: &BreakdownReport, replies: u64) -> io::Result<()> {
+    writeln!(
+        out,
+        "Round-trip breakdown ({} timestamps{}, {}):",
+        b.timestamps,
+        b.interface
+            .as_deref()
+            .map(|i| format!(" on {i}"))
+            .unwrap_or_default(),
+        if b.protocol == "stamp" {
+            "STAMP"
+        } else {
+            "plain echo"
+        }
+    )?;
+    let opt = |v: Option<u64>| v.map_or_else(|| "-".into(), |ns| format_ns(ns as f64));
+    writeln!(out, "  {:<20} {:>10} {:>10}   between", "", "P50", "P99")?;
+    for seg in &b.segments {
+        writeln!(
+            out,
+            "  {:<20} {:>10} {:>10}   {}",
+            seg.label,
+            opt(seg.p50_ns),
+            opt(seg.p99_ns),
+            seg.span
+        )?;
+    }
+    let gaps: Vec<String> = b
+        .segments
+        .iter()
+        .filter(|s| s.missing > 0)
+        .map(|s| format!("{} {}", s.label, group_thousands(s.missing)))
+        .collect();
+    if gaps.is_empty() {
+        writeln!(out, "  Missing stamps: none")?;
+    } else {
+        writeln!(
+            out,
+            "  Missing stamps (of {} replies; never filled in from another clock): {}",
+            group_thousands(replies),
+            gaps.join(", ")
+        )?;
+    }
+    let mut sources: Vec<(&str, Vec<&str>)> = Vec::new();
+    for p in &b.points {
+        match sources.iter_mut().find(|(s, _)| *s == p.source) {
+            Some((_, points)) => points.push(p.point),
+            None => sources.push((p.source, vec![p.point])),
+        }
+    }
+    for (source, points) in sources {
+        writeln!(out, "  {}: {source}", points.join(", "))?;
+    }
+    if let Some(note) = &b.note {
+        writeln!(out, "  Note: {note}")?;
+    }
+    if b.stale_tx_stamps > 0 {
+        writeln!(
+            out,
+            "  {} TX stamps arrived after their packet was settled (not used)",
+            group_thousands(b.stale_tx_stamps)
         )?;
     }
     Ok(())

@@ -205,6 +205,11 @@ impl LiveStats {
         self.window_lost = 0;
     }
 
+    /// Splits round trips into `segments` from now on.
+    pub fn use_segments(&mut self, segments: crate::engine::SegmentSet) {
+        self.total.use_segments(segments);
+    }
+
     /// Totals since the last clear (what the live view received).
     pub fn total(&self) -> &Stats {
         &self.total

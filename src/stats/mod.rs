@@ -1,13 +1,15 @@
 //! Statistics shared by every consumer: the engine's authoritative totals,
 //! the headless reports and the live TUI all use these types.
 
+mod breakdown;
 mod live;
 mod summary;
 
+pub use breakdown::{Breakdown, SegmentFigures};
 pub use live::{BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, WINDOW, WindowPoint};
 pub use summary::{Distribution, DistributionBucket, RttFigures, Summary};
 
-use crate::engine::{Record, RecordKind};
+use crate::engine::{Record, RecordKind, SegmentSet};
 use hdrhistogram::Histogram;
 
 /// Largest RTT the histogram resolves; anything slower is clamped to it.
@@ -61,6 +63,8 @@ impl Counters {
 pub struct Stats {
     hist: Histogram<u64>,
     counters: Counters,
+    /// The round-trip split, for runs whose stamps allow one.
+    breakdown: Option<Breakdown>,
 }
 
 impl Default for Stats {
@@ -79,7 +83,37 @@ impl Stats {
         Self {
             hist,
             counters: Counters::default(),
+            breakdown: None,
         }
+    }
+
+    /// Empty statistics that also split each reply's round trip into the
+    /// `segments` (none: same as [`Stats::new`]).
+    pub fn with_segments(segments: SegmentSet) -> Self {
+        let mut s = Self::new();
+        if !segments.is_empty() {
+            s.breakdown = Some(Breakdown::new(segments));
+        }
+        s
+    }
+
+    /// Measures `segments` from now on; a different set starts the split
+    /// afresh (the RTT figures are kept).
+    pub fn use_segments(&mut self, segments: SegmentSet) {
+        if self
+            .breakdown
+            .as_ref()
+            .map(Breakdown::segments)
+            .unwrap_or_default()
+            != segments
+        {
+            self.breakdown = (!segments.is_empty()).then(|| Breakdown::new(segments));
+        }
+    }
+
+    /// The round-trip split, when the run measures one.
+    pub fn breakdown(&self) -> Option<&Breakdown> {
+        self.breakdown.as_ref()
     }
 
     /// Accounts for one record. Warm-up records are ignored.
@@ -94,6 +128,9 @@ impl Stats {
                 c.sent += 1;
                 c.received += 1;
                 self.hist.saturating_record(r.rtt_ns.max(1));
+                if let Some(b) = &mut self.breakdown {
+                    b.record(&r.split);
+                }
             }
             RecordKind::Lost => {
                 c.sent += 1;
@@ -117,12 +154,20 @@ impl Stats {
         // Both histograms share the same bounds, so adding cannot fail.
         let _ = self.hist.add(&other.hist);
         self.counters.add(&other.counters);
+        match (&mut self.breakdown, &other.breakdown) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.breakdown = Some(b.clone()),
+            _ => {}
+        }
     }
 
     /// Forgets everything.
     pub fn clear(&mut self) {
         self.hist.reset();
         self.counters = Counters::default();
+        if let Some(b) = &mut self.breakdown {
+            b.clear();
+        }
     }
 
     /// The packet counters.

@@ -5,7 +5,7 @@
 use super::animation::Animation;
 use super::theme::Theme;
 use crate::config::Baseline;
-use crate::engine::{ReflectorTotals, SessionInfo};
+use crate::engine::{ReflectorTotals, SessionInfo, StampingInfo};
 use crate::stats::LiveStats;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -55,6 +55,8 @@ pub struct ClientView {
     pub run_elapsed: Duration,
     /// Records the ring could not hold (live view only; totals are exact).
     pub ring_overflow: u64,
+    /// How the current run stamps its packets (once it has started).
+    pub stamping: Option<StampingInfo>,
 }
 
 /// What the server view shows.
@@ -167,6 +169,7 @@ impl App {
                 run_done: 0,
                 run_elapsed: Duration::ZERO,
                 ring_overflow: 0,
+                stamping: None,
             },
             server,
             anim: Animation::default(),

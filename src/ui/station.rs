@@ -11,7 +11,7 @@ use super::app::{App, Role};
 use crate::config::{Baseline, store};
 use crate::engine::{
     ClientOutcome, ClientRun, Placement, RecordKind, ReflectorEvent, ReflectorRun, ReflectorTotals,
-    StopFlag, start_client, start_reflector,
+    StampingInfo, StopFlag, start_client, start_reflector,
 };
 use crate::error::AppError;
 use crate::launch::RING_CAPACITY;
@@ -67,6 +67,8 @@ pub struct Station {
     placement: Option<Placement>,
     client_local: Option<SocketAddr>,
     client_target: Option<SocketAddr>,
+    /// How the latest client run stamps its packets.
+    stamping: Option<StampingInfo>,
     server_used: bool,
     server_base: ReflectorTotals,
     server_last: ReflectorTotals,
@@ -93,6 +95,7 @@ impl Station {
             placement: None,
             client_local: None,
             client_target: None,
+            stamping: None,
             server_used: false,
             server_base: ReflectorTotals::default(),
             server_last: ReflectorTotals::default(),
@@ -114,10 +117,12 @@ impl Station {
             return Ok(());
         }
         let p = &self.server_plan;
-        let run = start_reflector(
-            p.reflector_config(self.reflector_addr.unwrap_or(p.bind)),
-            StopFlag::new(),
-        )?;
+        let mut cfg = p.reflector_config(self.reflector_addr.unwrap_or(p.bind));
+        if self.client_plan.stamp && self.client_plan.target == Target::Loopback {
+            // The in-process reflector speaks what the client speaks.
+            cfg.protocol = crate::engine::Protocol::Stamp;
+        }
+        let run = start_reflector(cfg, StopFlag::new())?;
         self.reflector_addr = Some(run.local);
         app.server.bind = run.local.to_string();
         // A fresh reflector counts from zero again.
@@ -201,6 +206,17 @@ impl Station {
         )?;
         self.client_local = Some(run.local);
         self.client_target = Some(server);
+        app.client.stamping = Some(run.stamping.clone());
+        app.client.live.use_segments(run.stamping.segments);
+        if self
+            .stamping
+            .as_ref()
+            .is_some_and(|s| s.segments != run.stamping.segments)
+        {
+            // Another split (a role switch to another peer): start afresh.
+            self.totals = Stats::new();
+        }
+        self.stamping = Some(run.stamping.clone());
         app.client.info.local = run.local.to_string();
         app.client.info.target = server.to_string();
         app.client.run_done = 0;
@@ -440,6 +456,9 @@ impl Station {
                 }),
                 interrupted: false,
                 ring_overflow: 0,
+                log_overflow: 0,
+                stale_stamps: 0,
+                stamping: self.stamping.clone().unwrap_or_default(),
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));
             Report::new(

@@ -1,0 +1,157 @@
+//! Switching a NIC's hardware timestamping on for a run, and back.
+//!
+//! `SIOCSHWTSTAMP` is device-wide and may belong to someone else (ptp4l),
+//! so Synapse changes it only when it must, and the guard puts the previous
+//! setting back when it is dropped, whatever way the run ends.
+
+use super::sys::ethtool::{self, HwConfig};
+use std::io;
+
+/// `HWTSTAMP_TX_ON`.
+const TX_ON: u32 = 1;
+/// `HWTSTAMP_FILTER_ALL`.
+const FILTER_ALL: u32 = 1;
+
+/// What has to change on the device, if anything: TX stamping on, and an
+/// RX filter that stamps every packet (not only PTP).
+pub fn change_needed(current: HwConfig) -> Option<HwConfig> {
+    (current.tx_type != TX_ON || current.rx_filter != FILTER_ALL).then_some(HwConfig {
+        tx_type: TX_ON,
+        rx_filter: FILTER_ALL,
+    })
+}
+
+/// Whether the driver's answer stamps our UDP packets. Drivers may widen
+/// the filter, but one that comes back narrower (PTP only) is no use.
+pub fn applied_is_enough(applied: HwConfig) -> bool {
+    applied.tx_type == TX_ON && applied.rx_filter == FILTER_ALL
+}
+
+/// Hardware stamping switched on for as long as this lives.
+#[derive(Debug)]
+pub struct HardwareGuard {
+    iface: String,
+    /// What to restore; `None` when the device was already set up.
+    previous: Option<HwConfig>,
+}
+
+impl HardwareGuard {
+    /// Enables hardware stamping on `iface`, or says in words why not.
+    pub fn enable(iface: &str) -> Result<Self, String> {
+        let current = ethtool::get_hw_config(iface).map_err(|e| refusal(iface, "read", &e))?;
+        let Some(wanted) = change_needed(current) else {
+            return Ok(Self {
+                iface: iface.into(),
+                previous: None,
+            });
+        };
+        let applied =
+            ethtool::set_hw_config(iface, wanted).map_err(|e| refusal(iface, "enable", &e))?;
+        let guard = Self {
+            iface: iface.into(),
+            previous: Some(current),
+        };
+        if applied_is_enough(applied) {
+            Ok(guard)
+        } else {
+            // Dropping the guard restores the old setting.
+            Err(format!(
+                "{iface}: the driver stamps only some received packets (filter {})",
+                applied.rx_filter
+            ))
+        }
+    }
+
+    /// The interface it concerns.
+    pub fn interface(&self) -> &str {
+        &self.iface
+    }
+
+    /// Whether Synapse changed the device's setting (and will restore it).
+    pub fn changed(&self) -> bool {
+        self.previous.is_some()
+    }
+}
+
+impl Drop for HardwareGuard {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous
+            && let Err(e) = ethtool::set_hw_config(&self.iface, previous)
+        {
+            tracing::warn!(
+                "could not restore hardware timestamping on {}: {e}",
+                self.iface
+            );
+        }
+    }
+}
+
+/// Why `SIOC[GS]HWTSTAMP` said no, in words.
+pub fn refusal(iface: &str, what: &str, e: &io::Error) -> String {
+    let why = match e.raw_os_error() {
+        Some(libc::EPERM | libc::EACCES) => "needs root or CAP_NET_ADMIN".to_string(),
+        Some(libc::ERANGE) => "the driver does not support the requested mode".to_string(),
+        Some(libc::EOPNOTSUPP | libc::EINVAL) => "the driver has no hardware timestamping".into(),
+        Some(libc::ENODEV) => "no such interface".into(),
+        _ => e.to_string(),
+    };
+    format!("{iface}: cannot {what} hardware timestamping: {why}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `HWTSTAMP_FILTER_NONE`.
+    const FILTER_NONE: u32 = 0;
+
+    fn cfg(tx_type: u32, rx_filter: u32) -> HwConfig {
+        HwConfig { tx_type, rx_filter }
+    }
+
+    #[test]
+    fn an_already_enabled_device_is_left_alone() {
+        assert_eq!(change_needed(cfg(TX_ON, FILTER_ALL)), None);
+    }
+
+    #[test]
+    fn a_ptp_only_or_off_device_is_switched_to_all() {
+        let ptp_v2_event = 12;
+        for current in [
+            cfg(0, FILTER_NONE),
+            cfg(TX_ON, ptp_v2_event),
+            cfg(0, FILTER_ALL),
+        ] {
+            assert_eq!(change_needed(current), Some(cfg(TX_ON, FILTER_ALL)));
+        }
+    }
+
+    #[test]
+    fn a_driver_answer_narrower_than_all_is_not_enough() {
+        assert!(applied_is_enough(cfg(TX_ON, FILTER_ALL)));
+        assert!(!applied_is_enough(cfg(TX_ON, 12)));
+        assert!(!applied_is_enough(cfg(0, FILTER_ALL)));
+    }
+
+    #[test]
+    fn loopback_refuses_with_a_reason_and_changes_nothing() {
+        let e = HardwareGuard::enable("lo").unwrap_err();
+        assert_eq!(
+            e, "lo: cannot read hardware timestamping: the driver has no hardware timestamping",
+            "{e}"
+        );
+        let e = HardwareGuard::enable("nosuchif0").unwrap_err();
+        assert!(e.ends_with("no such interface"), "{e}");
+    }
+
+    #[test]
+    fn refusals_name_the_cause() {
+        let perm = io::Error::from_raw_os_error(libc::EPERM);
+        assert_eq!(
+            refusal("eth0", "enable", &perm),
+            "eth0: cannot enable hardware timestamping: needs root or CAP_NET_ADMIN"
+        );
+        let range = io::Error::from_raw_os_error(libc::ERANGE);
+        assert!(refusal("eth0", "enable", &range).ends_with("requested mode"));
+    }
+}

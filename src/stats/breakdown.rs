@@ -1,0 +1,173 @@
+//! Per-segment statistics of the round-trip split: one histogram per
+//! measured segment, and how many replies lacked the stamps for it.
+
+use super::MAX_TRACKABLE_NS;
+use crate::engine::{Segment, SegmentSet, Split};
+use hdrhistogram::Histogram;
+
+/// Segment histograms for the segments a run can measure.
+#[derive(Debug, Clone)]
+pub struct Breakdown {
+    segments: SegmentSet,
+    hists: [Option<Histogram<u64>>; 5],
+    missing: [u64; 5],
+}
+
+impl Breakdown {
+    /// Empty, for `segments`. Allocates here; recording never does.
+    pub fn new(segments: SegmentSet) -> Self {
+        let hists = Segment::ALL.map(|seg| {
+            segments.contains(seg).then(|| {
+                #[allow(clippy::expect_used)]
+                Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, 3)
+                    .expect("constant histogram bounds are valid")
+            })
+        });
+        Self {
+            segments,
+            hists,
+            missing: [0; 5],
+        }
+    }
+
+    /// The segments measured.
+    pub fn segments(&self) -> SegmentSet {
+        self.segments
+    }
+
+    /// Accounts for one reply's split.
+    #[inline]
+    pub fn record(&mut self, split: &Split) {
+        for seg in Segment::ALL {
+            let i = seg.index();
+            if let Some(h) = &mut self.hists[i] {
+                match split.get(seg) {
+                    Some(ns) => h.saturating_record(ns.max(1)),
+                    None => self.missing[i] += 1,
+                }
+            }
+        }
+    }
+
+    /// Adds another run's figures (same segments).
+    pub fn merge(&mut self, other: &Breakdown) {
+        for i in 0..5 {
+            if let (Some(a), Some(b)) = (&mut self.hists[i], &other.hists[i]) {
+                let _ = a.add(b);
+            }
+            self.missing[i] += other.missing[i];
+        }
+    }
+
+    /// Forgets everything.
+    pub fn clear(&mut self) {
+        self.hists.iter_mut().flatten().for_each(Histogram::reset);
+        self.missing = [0; 5];
+    }
+
+    /// One segment's histogram, when measured.
+    pub fn histogram(&self, seg: Segment) -> Option<&Histogram<u64>> {
+        self.hists[seg.index()].as_ref()
+    }
+
+    /// Replies that lacked a stamp for `seg`.
+    pub fn missing(&self, seg: Segment) -> u64 {
+        self.missing[seg.index()]
+    }
+}
+
+/// One segment, reduced for reports.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SegmentFigures {
+    /// Stable key (`send_path`, `network`, …).
+    pub segment: &'static str,
+    /// Human name.
+    #[serde(skip)]
+    pub label: &'static str,
+    /// The points it runs between.
+    pub span: &'static str,
+    /// Replies with both points stamped.
+    pub samples: u64,
+    /// Replies without.
+    pub missing: u64,
+    /// Median, ns (`None` without samples).
+    pub p50_ns: Option<u64>,
+    /// 99th percentile, ns.
+    pub p99_ns: Option<u64>,
+    /// Mean, ns.
+    pub mean_ns: Option<f64>,
+}
+
+impl Breakdown {
+    /// Per-segment figures, in display order.
+    pub fn figures(&self) -> Vec<SegmentFigures> {
+        self.segments
+            .iter()
+            .map(|seg| {
+                let h = self.histogram(seg);
+                let have = h.filter(|h| !h.is_empty());
+                SegmentFigures {
+                    segment: seg.key(),
+                    label: seg.label(),
+                    span: seg.span(),
+                    samples: h.map_or(0, Histogram::len),
+                    missing: self.missing(seg),
+                    p50_ns: have.map(|h| h.value_at_quantile(0.5)),
+                    p99_ns: have.map(|h| h.value_at_quantile(0.99)),
+                    mean_ns: have.map(Histogram::mean),
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Points;
+
+    fn split(send: u64, recv: Option<u64>) -> Split {
+        Split::from_points(&Points {
+            t1_user: Some(100),
+            t1_driver: Some(100 + send),
+            t4_driver: recv.map(|_| 50_000),
+            t4_user: recv.map(|r| 50_000 + r),
+            ..Points::default()
+        })
+    }
+
+    #[test]
+    fn only_measurable_segments_are_kept_and_gaps_are_counted() {
+        let mut b = Breakdown::new(SegmentSet::for_run(true, false, false));
+        b.record(&split(1_000, Some(3_000)));
+        b.record(&split(2_000, None));
+        let f = b.figures();
+        let keys: Vec<_> = f.iter().map(|f| f.segment).collect();
+        assert_eq!(keys, ["send_path", "network", "receive_path"]);
+        assert_eq!((f[0].samples, f[0].missing), (2, 0));
+        assert_eq!((f[2].samples, f[2].missing), (1, 1));
+        assert_eq!(
+            (f[1].samples, f[1].missing),
+            (1, 1),
+            "no T4 driver, no network"
+        );
+        assert!(f[1].p50_ns.unwrap().abs_diff(50_000 - 1_100) <= 50);
+        assert!(f[2].p50_ns.unwrap().abs_diff(3_000) <= 3);
+        assert!(b.histogram(Segment::Dwell).is_none());
+    }
+
+    #[test]
+    fn merge_and_clear() {
+        let set = SegmentSet::for_run(true, false, false);
+        let mut a = Breakdown::new(set);
+        let mut b = Breakdown::new(set);
+        a.record(&split(1_000, None));
+        b.record(&split(1_000, Some(5)));
+        a.merge(&b);
+        assert_eq!(a.histogram(Segment::Send).unwrap().len(), 2);
+        assert_eq!(a.missing(Segment::Receive), 1);
+        a.clear();
+        assert_eq!(a.histogram(Segment::Send).unwrap().len(), 0);
+        assert_eq!(a.missing(Segment::Receive), 0);
+    }
+}

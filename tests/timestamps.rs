@@ -1,0 +1,393 @@
+//! Kernel timestamps and the round-trip split through the real binary: on
+//! loopback, and between two network namespaces joined by a veth pair that
+//! the test creates and removes (root, as CI has). Every packet of the
+//! per-packet log is checked: stamps present, in order, and the segments
+//! adding up to the RTT.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const HEADER: &str =
+    "SEQ,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT";
+
+/// One CSV row, by column name.
+struct Row(Vec<Option<u64>>);
+
+fn ns(field: &str) -> Option<u64> {
+    if field.is_empty() {
+        return None;
+    }
+    match field.split_once('.') {
+        Some((s, n)) => {
+            assert_eq!(n.len(), 9, "nanoseconds are 9 digits: {field}");
+            Some(s.parse::<u64>().unwrap() * 1_000_000_000 + n.parse::<u64>().unwrap())
+        }
+        None => Some(field.parse().unwrap()),
+    }
+}
+
+impl Row {
+    fn get(&self, column: &str) -> Option<u64> {
+        let i = HEADER.split(',').position(|c| c == column).unwrap();
+        self.0[i]
+    }
+    fn need(&self, column: &str) -> u64 {
+        self.get(column)
+            .unwrap_or_else(|| panic!("packet {:?}: no {column}", self.get("SEQ")))
+    }
+}
+
+fn read_log(path: &std::path::Path) -> Vec<Row> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(HEADER));
+    lines
+        .map(|l| {
+            let fields: Vec<_> = l.split(',').collect();
+            assert_eq!(fields.len(), HEADER.split(',').count(), "{l}");
+            Row(fields.into_iter().map(ns).collect())
+        })
+        .collect()
+}
+
+/// Checks every logged packet: all software points there and ordered, the
+/// reflector's T2 ≤ T3 with STAMP, no hardware points, and the realtime
+/// span the segments partition equal to the monotonic RTT within
+/// clock-read error.
+fn check_log(rows: &[Row], packets: usize, stamp: bool) {
+    assert_eq!(rows.len(), packets, "one row per measured packet");
+    let mut off_by = Vec::new();
+    for r in rows {
+        let rtt = r.need("RTT");
+        let t1 = r.need("T1_SW");
+        let sched = r.need("T1_SCHED");
+        let drv = r.need("T1_DRV");
+        let rx = r.need("T4_DRV");
+        let t4 = r.need("T4_SW");
+        assert!(
+            t1 <= sched && sched <= drv && drv <= rx && rx <= t4,
+            "out of order: {t1} {sched} {drv} {rx} {t4}"
+        );
+        for hw in ["T1_HW", "T2_HW", "T3_HW", "T4_HW"] {
+            assert_eq!(r.get(hw), None, "no NIC clock here");
+        }
+        if stamp {
+            let (t2, t3) = (r.need("T2_SW"), r.need("T3_SW"));
+            assert!(t2 <= t3, "reflector stamps out of order: {t2} {t3}");
+            assert!(t3 - t2 < rx - drv, "dwell longer than the whole far side");
+        } else {
+            assert_eq!((r.get("T2_SW"), r.get("T3_SW")), (None, None));
+        }
+        // send + network + dwell + receive = T4 user − T1 user exactly;
+        // that span is read on CLOCK_REALTIME, the RTT on CLOCK_MONOTONIC.
+        off_by.push((t4 - t1).abs_diff(rtt));
+    }
+    off_by.sort_unstable();
+    let median = off_by[off_by.len() / 2];
+    let p99 = off_by[off_by.len() * 99 / 100];
+    assert!(median < 1_000, "segments vs RTT: median off by {median} ns");
+    assert!(p99 < 5_000, "segments vs RTT: p99 off by {p99} ns");
+}
+
+/// Checks the JSON `breakdown`: the right segments, none missing, and the
+/// segment means adding up to the mean RTT.
+fn check_breakdown(j: &serde_json::Value, packets: u64, keys: &[&str]) {
+    let b = &j["breakdown"];
+    assert_eq!(b["timestamps"], "software", "{b}");
+    let segs = b["segments"].as_array().unwrap();
+    let got: Vec<_> = segs
+        .iter()
+        .map(|s| s["segment"].as_str().unwrap())
+        .collect();
+    assert_eq!(got, keys);
+    let mut sum = 0.0;
+    for s in segs {
+        assert_eq!(s["samples"], packets, "{s}");
+        assert_eq!(s["missing"], 0, "{s}");
+        assert!(s["p50_ns"].as_u64().unwrap() <= s["p99_ns"].as_u64().unwrap());
+        sum += s["mean_ns"].as_f64().unwrap();
+    }
+    let mean = j["rtt_ns"]["mean"].as_f64().unwrap();
+    assert!(
+        (sum - mean).abs() < 1_000.0 + mean * 0.005,
+        "segment means {sum} vs RTT mean {mean}"
+    );
+    let sources: Vec<_> = b["points"].as_array().unwrap().iter().collect();
+    let of = |p: &str| {
+        sources.iter().find(|s| s["point"] == p).unwrap()["source"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(of("T1 driver"), "kernel software (CLOCK_REALTIME)");
+    assert_eq!(of("T4 hw"), "not measured");
+}
+
+fn run_json(cmd: &mut Command) -> serde_json::Value {
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out.stdout)
+}
+
+/// Generous reply timeout: correctness here, not latency.
+const QUIET: [&str; 4] = ["--timeout", "2000", "--threshold", "1s"];
+
+#[test]
+fn loopback_echo_is_split_and_logged_packet_by_packet() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("packets.csv");
+    let j = run_json(
+        synapse()
+            .args(["--json", "--packets", "400", "--warmup", "50"])
+            .args(["--timestamps", "software", "--log"])
+            .arg(&log)
+            .args(QUIET),
+    );
+    check_breakdown(&j, 400, &["send_path", "network", "receive_path"]);
+    assert_eq!(j["log"]["rows"], 400);
+    assert_eq!(j["log"]["dropped"], 0);
+    check_log(&read_log(&log), 400, false);
+}
+
+#[test]
+fn loopback_stamp_adds_the_server_dwell() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("packets.csv");
+    let j = run_json(
+        synapse()
+            .args(["--json", "--packets", "300", "--warmup", "50", "--stamp"])
+            .args(["--timestamps", "software", "--log"])
+            .arg(&log)
+            .args(QUIET),
+    );
+    assert_eq!(j["config"]["protocol"], "stamp");
+    check_breakdown(
+        &j,
+        300,
+        &["send_path", "network", "server_dwell", "receive_path"],
+    );
+    check_log(&read_log(&log), 300, true);
+}
+
+#[test]
+fn user_timestamps_mean_no_split_and_an_empty_kernel_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("packets.csv");
+    let j = run_json(
+        synapse()
+            .args(["--json", "--packets", "50", "--warmup", "5"])
+            .args(["--timestamps", "user", "--log"])
+            .arg(&log)
+            .args(QUIET),
+    );
+    assert!(j["breakdown"].is_null(), "{}", j["breakdown"]);
+    assert_eq!(j["config"]["timestamps"], "user");
+    let rows = read_log(&log);
+    assert_eq!(rows.len(), 50);
+    for r in &rows {
+        assert!(r.get("RTT").is_some());
+        for c in ["T1_SW", "T1_SCHED", "T1_DRV", "T4_DRV", "T4_SW"] {
+            assert_eq!(r.get(c), None, "user mode reads no realtime clock: {c}");
+        }
+    }
+}
+
+#[test]
+fn hardware_on_loopback_is_refused_with_the_reason() {
+    let out = synapse()
+        .args(["--no-ui", "--packets", "10", "--timestamps", "hardware"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "synapse: error: --timestamps hardware: lo: no hardware clock (try --timestamps software, or auto)"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn auto_on_loopback_falls_back_to_software_and_says_so() {
+    let out = synapse()
+        .args(["--no-ui", "--packets", "100", "--warmup", "10"])
+        .args(QUIET)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Round-trip breakdown (software timestamps on lo, plain echo):"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Note: no hardware timestamps (lo: no hardware clock): using software"),
+        "{text}"
+    );
+    assert!(text.contains("Missing stamps: none"), "{text}");
+}
+
+/// Two network namespaces joined by a veth pair, removed on drop (also when
+/// the test fails).
+struct Namespaces {
+    a: String,
+    b: String,
+}
+
+const A_ADDR: &str = "10.231.0.1";
+const B_ADDR: &str = "10.231.0.2";
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Namespaces {
+    fn new() -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let id = format!(
+            "{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let ns = Self {
+            a: format!("syn-a-{id}"),
+            b: format!("syn-b-{id}"),
+        };
+        ip(&["netns", "add", &ns.a]);
+        ip(&["netns", "add", &ns.b]);
+        ip(&[
+            "link", "add", "vsyn0", "netns", &ns.a, "type", "veth", "peer", "name", "vsyn1",
+            "netns", &ns.b,
+        ]);
+        for (name, dev, addr) in [(&ns.a, "vsyn0", A_ADDR), (&ns.b, "vsyn1", B_ADDR)] {
+            ip(&["-n", name, "addr", "add", &format!("{addr}/24"), "dev", dev]);
+            ip(&["-n", name, "link", "set", dev, "up"]);
+            ip(&["-n", name, "link", "set", "lo", "up"]);
+        }
+        ns
+    }
+
+    fn synapse_in(&self, ns: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns])
+            .arg(assert_cmd::cargo::cargo_bin!("synapse"));
+        c
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes its end of the veth, and so both.
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+/// `synapse server` in namespace B, echo on 7007 and STAMP on 8862.
+fn server_in(ns: &Namespaces) -> Guard {
+    let mut child = ns
+        .synapse_in(&ns.b)
+        .args(["server", "--no-ui", "--bind", &format!("{B_ADDR}:7007")])
+        .args(["--stamp-port", "8862"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let guard = Guard(child);
+    let mut banner = String::new();
+    while !banner.contains("Ready to echo") {
+        assert!(
+            out.read_line(&mut banner).unwrap() > 0,
+            "server exited: {banner}"
+        );
+    }
+    // Keep reading its output so it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in out.lines() {});
+    guard
+}
+
+#[test]
+fn across_a_veth_pair_both_protocols_split_the_round_trip() {
+    let ns = Namespaces::new();
+    let _server = server_in(&ns);
+    let dir = tempfile::tempdir().unwrap();
+    for (stamp, port) in [(false, 7007), (true, 8862)] {
+        let log = dir.path().join(format!("veth-{stamp}.csv"));
+        let mut cmd = ns.synapse_in(&ns.a);
+        cmd.args(["client", &format!("{B_ADDR}:{port}"), "--json"])
+            .args([
+                "--packets",
+                "300",
+                "--warmup",
+                "50",
+                "--timestamps",
+                "software",
+            ])
+            .args(QUIET)
+            .arg("--log")
+            .arg(&log);
+        if stamp {
+            cmd.arg("--stamp");
+        }
+        let j = run_json(&mut cmd);
+        assert_eq!(j["breakdown"]["interface"], "vsyn0");
+        let keys: &[&str] = if stamp {
+            &["send_path", "network", "server_dwell", "receive_path"]
+        } else {
+            &["send_path", "network", "receive_path"]
+        };
+        check_breakdown(&j, 300, keys);
+        check_log(&read_log(&log), 300, stamp);
+    }
+}
+
+#[test]
+fn across_a_veth_pair_hardware_is_detected_absent() {
+    let ns = Namespaces::new();
+    let _server = server_in(&ns);
+    let out = ns
+        .synapse_in(&ns.a)
+        .args([
+            "client",
+            &format!("{B_ADDR}:7007"),
+            "--no-ui",
+            "--packets",
+            "5",
+        ])
+        .args(["--timestamps", "hardware"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "synapse: error: --timestamps hardware: vsyn0: no hardware clock (try --timestamps software, or auto)"
+    );
+    let j = run_json(
+        ns.synapse_in(&ns.a)
+            .args(["client", &format!("{B_ADDR}:7007"), "--json"])
+            .args(["--packets", "50", "--warmup", "5", "--timestamps", "auto"])
+            .args(QUIET),
+    );
+    assert_eq!(j["config"]["timestamps"], "software");
+    assert_eq!(
+        j["breakdown"]["note"],
+        "no hardware timestamps (vsyn0: no hardware clock): using software"
+    );
+}
