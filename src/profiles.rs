@@ -95,7 +95,11 @@ pub fn run_command(args: &ProfilesArgs, out: &mut impl Write) -> Result<(), AppE
 }
 
 /// Saves what the run asked to keep. Returns one line per thing saved.
-pub fn after_run(plan: &ClientPlan, summary: &Summary) -> Result<Vec<String>, ConfigError> {
+pub fn after_run(
+    plan: &ClientPlan,
+    summary: &Summary,
+    source: &str,
+) -> Result<Vec<String>, ConfigError> {
     let path = &plan.profile.config_path;
     let mut done = Vec::new();
     if let Some(name) = &plan.profile.save_as {
@@ -105,7 +109,7 @@ pub fn after_run(plan: &ClientPlan, summary: &Summary) -> Result<Vec<String>, Co
     if plan.profile.set_baseline
         && let Some(name) = plan.baseline_profile()
     {
-        match Baseline::from_summary(summary, SystemTime::now()) {
+        match Baseline::from_summary(summary, source, SystemTime::now()) {
             Some(b) => {
                 store::save_baseline(path, name, &b)?;
                 done.push(format!(

@@ -8,10 +8,6 @@ use std::ops::Range;
 use std::time::{SystemTime, UNIX_EPOCH};
 use toml_edit::{Item, Table, TableLike, value};
 
-/// Where the timestamps of a run came from. Until kernel timestamping is
-/// built, every RTT is taken in user space.
-pub const TIMESTAMP_SOURCE: &str = "user";
-
 /// The accepted summary of a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Baseline {
@@ -90,14 +86,16 @@ impl Baseline {
     /// The baseline a summary would make, taken at `now`; `None` when the
     /// run had no replies (a baseline of zeros would disable every later
     /// regression check).
-    pub fn from_summary(s: &Summary, now: SystemTime) -> Option<Self> {
+    /// `source` is the run's `--timestamps` source: kernel stamping adds its
+    /// own cost to the RTT, so a baseline says which it was taken with.
+    pub fn from_summary(s: &Summary, source: &str, now: SystemTime) -> Option<Self> {
         (s.packets.received > 0).then(|| Self {
             date: rfc3339_utc(now),
             p50_ns: s.rtt_ns.p50,
             p99_ns: s.rtt_ns.p99,
             p999_ns: s.rtt_ns.p999,
             loss_percent: s.packets.loss_percent(),
-            timestamp_source: TIMESTAMP_SOURCE.to_string(),
+            timestamp_source: source.to_string(),
         })
     }
 
@@ -230,7 +228,7 @@ mod tests {
     #[test]
     fn a_run_without_replies_makes_no_baseline() {
         assert_eq!(
-            Baseline::from_summary(&summary(0, 0, 100), UNIX_EPOCH),
+            Baseline::from_summary(&summary(0, 0, 100), "user", UNIX_EPOCH),
             None
         );
     }
@@ -246,7 +244,7 @@ mod tests {
 
     #[test]
     fn changes_are_percent_of_the_baseline_and_the_limit_judges_p50_and_p99() {
-        let b = Baseline::from_summary(&summary(100_000, 200_000, 0), UNIX_EPOCH).unwrap();
+        let b = Baseline::from_summary(&summary(100_000, 200_000, 0), "user", UNIX_EPOCH).unwrap();
         let same = b.compare(&summary(100_000, 200_000, 0), Some(10.0));
         assert_eq!(same.change_percent.p50, 0.0);
         assert!(!same.regressed);
@@ -268,7 +266,8 @@ mod tests {
 
     #[test]
     fn a_baseline_round_trips_through_its_table() {
-        let b = Baseline::from_summary(&summary(123_456, 234_567, 2), UNIX_EPOCH).unwrap();
+        let b =
+            Baseline::from_summary(&summary(123_456, 234_567, 2), "software", UNIX_EPOCH).unwrap();
         let t = b.to_table();
         let back = Baseline::read(&t, "b", |_, k, m| ConfigError {
             path: "x".into(),

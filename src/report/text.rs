@@ -191,6 +191,13 @@ fn write_baseline(
             "  {verdict} the {limit} % limit on p50 and p99 (--fail-on-regression)"
         )?;
     }
+    if b.baseline.timestamp_source != report.config.timestamps {
+        writeln!(
+            out,
+            "  Note: the baseline was taken with {} timestamps, this run used {}; kernel stamping adds its own cost to the RTT",
+            b.baseline.timestamp_source, report.config.timestamps
+        )?;
+    }
     Ok(())
 }
 

@@ -2,7 +2,10 @@
 
 use super::app::{App, Role};
 use super::panes::osi::{self, StackLabels};
-use super::panes::{figures, footer, header, help, histogram, progress, sessions, sparklines};
+use super::panes::{
+    figures, footer, header, help, histogram, progress, sessions, sparklines, split,
+};
+use crate::engine::Segment;
 use crate::units::{format_ns_plain, format_rate};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
@@ -43,7 +46,8 @@ pub fn draw(f: &mut Frame, app: &App) {
     }
     let [head, top, middle, bar, foot] = Layout::vertical([
         Constraint::Length(1),
-        Constraint::Length(13),
+        // Room under the packet path for the three-line split table.
+        Constraint::Length(14),
         Constraint::Fill(1),
         Constraint::Length(1),
         Constraint::Length(1),
@@ -59,9 +63,31 @@ pub fn draw(f: &mut Frame, app: &App) {
             let v = app.shown_client();
             figures::render_client(f, numbers, v, app.baseline.as_ref(), t);
             let caption = osi::packet_caption(anim, app.running);
-            let client = labels("CLIENT (here)", "synapse client", &v.info.local);
-            let server = labels("SERVER", "echo reflector", &v.info.target);
-            osi::render(f, path, &client, &server, anim, &caption, t);
+            let mut client = labels("CLIENT (here)", "synapse client", &v.info.local);
+            let stamp = v.stamping.as_ref().is_some_and(|s| s.stamp);
+            let reflector = if stamp {
+                "STAMP reflector"
+            } else {
+                "echo reflector"
+            };
+            let mut server = labels("SERVER", reflector, &v.info.target);
+            // Measured times replace the decoration where the run has them.
+            let figures = split::figures(&v.live);
+            let median = |seg| split::median(&figures, seg);
+            if let Some(send) = median(Segment::Send) {
+                client.details[3] = format!("↓ send {send}");
+            }
+            if let Some(receive) = median(Segment::Receive) {
+                client.details[4] = format!("↑ receive {receive}");
+            }
+            if let Some(dwell) = median(Segment::Dwell) {
+                server.details[3] = format!("dwell {dwell}");
+            }
+            if let Some(network) = median(Segment::Network) {
+                server.details[4] = format!("⇄ net+remote {network}");
+            }
+            let below = osi::render(f, path, &client, &server, anim, &caption, t);
+            split::render(f, below, &figures, v.stamping.as_ref(), t);
             let [hist, sparks] =
                 Layout::horizontal([Constraint::Percentage(56), Constraint::Fill(1)]).areas(middle);
             histogram::render(f, hist, &v.live, app.zoom, t);

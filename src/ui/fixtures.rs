@@ -3,7 +3,10 @@
 
 use super::app::{App, ClientInfo, Role, ServerView};
 use super::theme::Theme;
-use crate::engine::{Record, RecordKind, ReflectorTotals, SessionInfo};
+use crate::engine::capabilities::Source;
+use crate::engine::{
+    Points, Record, RecordKind, ReflectorTotals, SegmentSet, SessionInfo, Split, StampingInfo,
+};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::time::Duration;
@@ -29,6 +32,15 @@ pub fn client_app() -> App {
         ..ServerView::default()
     };
     let mut app = App::new(Role::Client, info, server, Theme::new(true), 100, 30);
+    let stamping = StampingInfo {
+        source: Source::Software,
+        interface: Some("lo".into()),
+        stamp: true,
+        segments: SegmentSet::for_run(true, true, false),
+        ..StampingInfo::default()
+    };
+    app.client.live.use_segments(stamping.segments);
+    app.client.stamping = Some(stamping);
     let live = &mut app.client.live;
     let mut seq = 0u64;
     for _ in 0..200 {
@@ -43,12 +55,8 @@ pub fn client_app() -> App {
             } else {
                 60_000
             };
-            live.ingest(&Record::sample(
-                seq,
-                0,
-                base + (i * 7919 % 50) * 1_000,
-                false,
-            ));
+            let rtt = base + (i * 7919 % 50) * 1_000;
+            live.ingest(&Record::sample(seq, 0, rtt, false).with_split(split_of(rtt)));
             seq += 1;
         }
         if w % 10 == 3 {
@@ -73,6 +81,24 @@ pub fn client_app() -> App {
         app.anim.on_frame(100, 100, Some((seq, 72_500)));
     }
     app
+}
+
+/// A round trip of `rtt` ns split as a loopback STAMP run would: fixed
+/// send path and dwell, a receive path of a fifth, the network the rest.
+fn split_of(rtt: u64) -> Split {
+    let t1 = 1_000_000;
+    let receive = rtt / 5;
+    Split::from_points(&Points {
+        t1_user: Some(t1),
+        t1_sched: Some(t1 + 1_500),
+        t1_driver: Some(t1 + 2_500),
+        t2: Some(5_000_000),
+        t3: Some(5_003_000),
+        t4_driver: Some(t1 + rtt - receive),
+        t4_user: Some(t1 + rtt),
+        rtt_ns: Some(rtt),
+        ..Points::default()
+    })
 }
 
 /// A reflector with two active clients and one that has left.

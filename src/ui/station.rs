@@ -423,7 +423,8 @@ impl Station {
             return;
         };
         let summary = Summary::from_stats(app.client.live.total(), Duration::ZERO);
-        let Some(b) = Baseline::from_summary(&summary, std::time::SystemTime::now()) else {
+        let source = self.stamping.as_ref().map_or("user", |s| s.source.name());
+        let Some(b) = Baseline::from_summary(&summary, source, std::time::SystemTime::now()) else {
             app.status = Some("nothing measured yet to keep as a baseline".into());
             return;
         };

@@ -116,8 +116,8 @@ fn the_save_prompt_and_the_baseline_change_are_drawn() {
     });
     let rows = rows(&frame(&app, 120, 36));
     assert!(
-        rows[13].starts_with("└ vs base p50 +100% p99 +0% "),
+        rows[14].starts_with("└ vs base p50 +100% p99 +0% "),
         "{}",
-        rows[13]
+        rows[14]
     );
 }

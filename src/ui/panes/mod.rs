@@ -10,3 +10,4 @@ pub mod osi;
 pub mod progress;
 pub mod sessions;
 pub mod sparklines;
+pub mod split;

@@ -54,7 +54,7 @@ fn stack(f: &mut Frame, area: Rect, labels: &StackLabels, active: Option<usize>,
 }
 
 /// Draws both stacks and the wire. `caption` goes under the wire: the
-/// packet shown, or why nothing moves.
+/// packet shown, or why nothing moves. Returns the room left below it.
 pub fn render(
     f: &mut Frame,
     area: Rect,
@@ -63,14 +63,15 @@ pub fn render(
     anim: &Animation,
     caption: &str,
     t: Theme,
-) {
+) -> Rect {
     let outer = Block::bordered().title(Span::styled(" Packet path ", t.title()));
     let inner = outer.inner(area);
     f.render_widget(outer, area);
-    let [stacks, wire_row, caption_row] = Layout::vertical([
+    let [stacks, wire_row, caption_row, below] = Layout::vertical([
         Constraint::Length(7),
         Constraint::Length(1),
-        Constraint::Min(1),
+        Constraint::Length(1),
+        Constraint::Fill(1),
     ])
     .areas(inner);
     let [left, gap, right] = Layout::horizontal([
@@ -116,6 +117,7 @@ pub fn render(
         Paragraph::new(Line::from(Span::styled(caption.to_string(), t.dim())).centered()),
         caption_row,
     );
+    below
 }
 
 /// The caption for a packet being shown.
