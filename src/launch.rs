@@ -9,9 +9,10 @@ use crate::error::AppError;
 use crate::plan::{ClientPlan, Target, counterpart_server};
 use std::net::SocketAddr;
 
-/// Records the ring holds for a live consumer: over a second at 100 k
-/// packets/s (a UI frame is 33 ms), in 4 MiB, so memory stays flat.
-pub const RING_CAPACITY: usize = 1 << 17;
+/// Records the ring holds for a live consumer: over half a second at 100 k
+/// packets/s (a UI frame is 33 ms, the headless poll 100 ms), in 4.5 MiB
+/// of 72-byte records, so memory stays flat.
+pub const RING_CAPACITY: usize = 1 << 16;
 
 /// A client run and, for loopback, the reflector it measures.
 #[derive(Debug)]

@@ -171,8 +171,9 @@ impl ClientPlan {
     }
 }
 
-/// Packets the per-packet log can fall behind by: seconds of a fast run,
-/// 9 MiB.
+/// Packets the per-packet log can fall behind by: over half a second of a
+/// 100 k packets/s run, in 10.5 MiB (168-byte points), allocated only with
+/// `--log`.
 const LOG_RING: usize = 1 << 16;
 
 /// A validated reflector run.

@@ -123,6 +123,13 @@ fn live_display_measures_stops_switches_role_and_restores_the_terminal() {
     tmux.wait_for("the count to grow", |s| {
         packet_count(s).is_some_and(|n| n > n1)
     });
+    // The default source on loopback is kernel software stamps: the stacks
+    // and the table under them show the measured split.
+    let split = tmux.wait_for("the round-trip split", |s| {
+        s.contains("software stamps") && s.contains("↓ send ") && s.contains("↑ receive ")
+    });
+    let p50 = split.lines().find(|l| l.contains(" p50 ")).unwrap_or("");
+    assert!(p50.matches(" µs").count() >= 3, "{split}");
 
     // Space stops measuring: the count stays put.
     tmux.keys("Space");

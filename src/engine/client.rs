@@ -402,10 +402,13 @@ impl<'a> Pinger<'a> {
                 self.drain_strays(seq, warmup);
             }
             self.tracker.sent(seq);
-            // Realtime first: T1 user ≤ every kernel stamp of this packet.
+            // The two clocks back to back, so the realtime span the split
+            // partitions and the monotonic RTT differ only by a clock read.
+            // Encoding (STAMP carries T1) is inside the RTT, as in any loop
+            // that builds its request after reading the clock.
             let t1_user = if self.realtime { realtime_ns() } else { 0 };
-            let payload = self.codec.encode(seq, t1_user);
             let t1 = Instant::now();
+            let payload = self.codec.encode(seq, t1_user);
             let sent = sys::send(fd, payload);
             self.points = Points {
                 seq,

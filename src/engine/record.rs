@@ -72,3 +72,6 @@ impl Record {
         }
     }
 }
+
+// The README quotes the size; a ring slot per packet.
+const _: () = assert!(std::mem::size_of::<Record>() == 72);

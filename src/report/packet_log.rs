@@ -23,6 +23,7 @@ const IDLE: Duration = Duration::from_millis(20);
 pub struct PacketLog {
     path: PathBuf,
     out: BufWriter<File>,
+    header: bool,
 }
 
 /// A log being written.
@@ -35,11 +36,29 @@ pub struct RunningLog {
 impl PacketLog {
     /// Creates (or truncates) the file.
     pub fn create(path: &Path) -> Result<Self, String> {
-        let file = File::create(path)
+        Self::open(path, false)
+    }
+
+    /// Opens the file to add rows after earlier runs' (the live display
+    /// logs each run it starts into one file); the header is written only
+    /// into an empty file.
+    pub fn append(path: &Path) -> Result<Self, String> {
+        Self::open(path, true)
+    }
+
+    fn open(path: &Path, append: bool) -> Result<Self, String> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .append(append)
+            .truncate(!append)
+            .open(path)
             .map_err(|e| format!("cannot write the packet log {}: {e}", path.display()))?;
+        let header = file.metadata().map(|m| m.len() == 0).unwrap_or(true);
         Ok(Self {
             path: path.to_path_buf(),
             out: BufWriter::with_capacity(1 << 16, file),
+            header,
         })
     }
 
@@ -49,7 +68,9 @@ impl PacketLog {
         let handle = std::thread::Builder::new()
             .name("synapse-log".into())
             .spawn(move || {
-                writeln!(self.out, "{HEADER}")?;
+                if self.header {
+                    writeln!(self.out, "{HEADER}")?;
+                }
                 let mut rows = 0u64;
                 loop {
                     // Seen before draining: once abandoned, the ring holds
@@ -178,6 +199,25 @@ mod tests {
         assert_eq!(text.lines().next(), Some(HEADER));
         assert_eq!(text.lines().count(), 1001);
         assert!(text.ends_with(",999\n"));
+    }
+
+    #[test]
+    fn appending_runs_share_one_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.csv");
+        for (i, open) in [PacketLog::create, PacketLog::append].iter().enumerate() {
+            let (mut tx, rx) = rtrb::RingBuffer::new(4);
+            let log = open(&path).unwrap().start(rx).unwrap();
+            tx.push(Points {
+                seq: i as u64,
+                ..Points::default()
+            })
+            .unwrap();
+            drop(tx);
+            assert_eq!(log.finish().unwrap(), 1);
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("{HEADER}\n0,,,,,,,,,,,,\n1,,,,,,,,,,,,\n"));
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::error::AppError;
 use crate::launch::RING_CAPACITY;
 use crate::plan::{ClientPlan, ServerPlan, Target};
 use crate::report::Report;
+use crate::report::packet_log::{PacketLog, RunningLog};
 use crate::stats::{Stats, Summary, WINDOW};
 use crate::units::count_of;
 use std::net::SocketAddr;
@@ -69,6 +70,9 @@ pub struct Station {
     client_target: Option<SocketAddr>,
     /// How the latest client run stamps its packets.
     stamping: Option<StampingInfo>,
+    /// `--log`: the current run's writer, and whether the file was started.
+    log: Option<RunningLog>,
+    log_started: bool,
     server_used: bool,
     server_base: ReflectorTotals,
     server_last: ReflectorTotals,
@@ -96,6 +100,8 @@ impl Station {
             client_local: None,
             client_target: None,
             stamping: None,
+            log: None,
+            log_started: false,
             server_used: false,
             server_base: ReflectorTotals::default(),
             server_last: ReflectorTotals::default(),
@@ -200,10 +206,22 @@ impl Station {
                 Target::Loopback => unreachable!("loopback targets are self targets"),
             }
         };
-        let run = start_client(
+        // The file is opened first, so a bad path stops the start.
+        let log = match &self.client_plan.log {
+            Some(path) if self.log_started => Some(PacketLog::append(path)),
+            Some(path) => Some(PacketLog::create(path)),
+            None => None,
+        }
+        .transpose()
+        .map_err(AppError::Usage)?;
+        let mut run = start_client(
             self.client_plan.client_config(server, RING_CAPACITY),
             StopFlag::new(),
         )?;
+        if let (Some(log), Some(points)) = (log, run.points.take()) {
+            self.log = Some(log.start(points)?);
+            self.log_started = true;
+        }
         self.client_local = Some(run.local);
         self.client_target = Some(server);
         app.client.stamping = Some(run.stamping.clone());
@@ -234,6 +252,11 @@ impl Station {
         };
         run.stop();
         let outcome = run.join();
+        if let Some(log) = self.log.take()
+            && let Err(e) = log.finish()
+        {
+            app.status = Some(e);
+        }
         // Whatever is still in the ring belongs to the live view too.
         while let Ok(r) = run.records.pop() {
             app.client.live.ingest(&r);
