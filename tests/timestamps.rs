@@ -391,3 +391,34 @@ fn across_a_veth_pair_hardware_is_detected_absent() {
         "no hardware timestamps (vsyn0: no hardware clock): using software"
     );
 }
+
+#[test]
+fn ctrl_c_keeps_every_logged_packet() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("packets.csv");
+    let child = synapse()
+        .args(["--json", "--duration", "60", "--warmup", "10", "--log"])
+        .arg(&log)
+        .args(QUIET)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let guard = Guard(child);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    guard.interrupt();
+    let mut guard = guard;
+    let mut out = String::new();
+    std::io::Read::read_to_string(guard.0.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert_eq!(guard.0.wait().unwrap().code(), Some(0));
+    let j = json_of(out.as_bytes());
+    assert_eq!(j["interrupted"], true);
+    let sent = j["packets"]["sent"].as_u64().unwrap();
+    assert!(sent > 0);
+    assert_eq!(j["log"]["rows"], sent);
+    assert_eq!(j["log"]["dropped"], 0);
+    assert_eq!(
+        read_log(&log).len() as u64,
+        sent,
+        "every measured packet is in the file"
+    );
+}
