@@ -50,12 +50,17 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     });
     let (outcome, local) = finished?;
     let mut report = Report::new(plan, server, local, &outcome);
-    if let Some((path, rows)) = log {
-        report.log = Some(LogSummary {
-            path,
-            rows: rows.map_err(|e| AppError::Runtime(anyhow::anyhow!(e)))?,
-            dropped: outcome.log_overflow,
-        });
+    match log {
+        Some((path, Ok(rows))) => {
+            report.log = Some(LogSummary {
+                path,
+                rows,
+                dropped: outcome.log_overflow,
+            });
+        }
+        // What was measured is still reported; the log's failure is said.
+        Some((_, Err(e))) => eprintln!("synapse: error: {e}"),
+        None => {}
     }
     Ok(report)
 }

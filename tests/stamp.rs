@@ -281,3 +281,28 @@ fn synapse_client_speaks_stamp_to_another_reflector() {
         assert!(dwell.abs_diff(7_000) <= 1, "T3 - T2 = {dwell} ns");
     }
 }
+
+#[test]
+fn stamp_against_a_plain_echo_server_says_so() {
+    let echo = UdpSocket::bind("127.0.0.1:0").unwrap();
+    echo.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let port = echo.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 128];
+        while let Ok((n, from)) = echo.recv_from(&mut buf) {
+            let _ = echo.send_to(&buf[..n], from);
+        }
+    });
+    let out = synapse()
+        .args(["client", &format!("127.0.0.1:{port}"), "--stamp", "--no-ui"])
+        .args(["--packets", "50", "--timeout", "50"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        format!(
+            "synapse: error: 127.0.0.1:{port} echoes STAMP requests back unchanged: it is a plain echo server, not a STAMP session-reflector (drop --stamp)"
+        )
+    );
+}

@@ -308,9 +308,11 @@ struct Pinger<'a> {
     /// Read `CLOCK_REALTIME` next to the monotonic clock (kernel stamps or
     /// STAMP need it).
     realtime: bool,
-    /// The packet in flight: its points so far, and its TX stamp number.
+    /// The packet in flight: its points so far, its TX stamp number, and
+    /// whether it went out at all (a failed send has no stamps to fetch).
     points: Points,
     tx_id: u32,
+    tx_sent: bool,
     /// Every settled packet's points, for the per-packet log.
     log: Option<rtrb::Producer<Points>>,
     log_overflow: u64,
@@ -331,6 +333,8 @@ struct Pinger<'a> {
     replies_seen: u64,
     /// Late or duplicate replies so far: proof the peer answers, slowly.
     late_seen: u64,
+    /// STAMP requests that came back unchanged: a plain echo server.
+    echoed_requests: u64,
 }
 
 impl<'a> Pinger<'a> {
@@ -358,6 +362,7 @@ impl<'a> Pinger<'a> {
             realtime: cfg.stamp || cfg.timestamps != TimestampMode::User,
             points: Points::default(),
             tx_id: 0,
+            tx_sent: false,
             log: None,
             log_overflow: 0,
             tracker: SequenceTracker::new(),
@@ -372,6 +377,7 @@ impl<'a> Pinger<'a> {
             shortened: false,
             replies_seen: 0,
             late_seen: 0,
+            echoed_requests: 0,
         }
     }
 
@@ -415,6 +421,7 @@ impl<'a> Pinger<'a> {
                 t1_user: self.realtime.then_some(t1_user),
                 ..Points::default()
             };
+            self.tx_sent = sent.is_ok();
             if let Some(stamps) = &mut self.stamps {
                 if sent.is_ok() {
                     self.tx_id = stamps.sent();
@@ -467,7 +474,9 @@ impl<'a> Pinger<'a> {
                 }
                 Wait::TimedOut if self.replies_seen == 0 && seq + 1 >= GIVE_UP_AFTER => {
                     let timeout_ms = cfg.timeout.as_millis() as u64;
-                    return Err(if self.late_seen > 0 {
+                    return Err(if self.echoed_requests > 0 {
+                        EngineError::NotStamp(cfg.server)
+                    } else if self.late_seen > 0 {
                         EngineError::TooSlow {
                             addr: cfg.server,
                             timeout_ms,
@@ -543,7 +552,12 @@ impl<'a> Pinger<'a> {
                             (RecordKind::Late { reordered }, r.seq)
                         }
                         Some((r, Reply::Duplicate)) => (RecordKind::Duplicate, r.seq),
-                        Some((_, Reply::Stray)) | None => (RecordKind::Stray, seq),
+                        Some((_, Reply::Stray)) | None => {
+                            if self.codec.is_echoed_stamp_request(&self.buf[..got.len]) {
+                                self.echoed_requests += 1;
+                            }
+                            (RecordKind::Stray, seq)
+                        }
                     };
                     if kind != RecordKind::Stray {
                         self.late_seen += 1;
@@ -620,7 +634,9 @@ impl<'a> Pinger<'a> {
     /// the RTT is taken, so none of this is inside it.
     #[inline]
     fn settle(&mut self, warmup: bool) -> Split {
-        if let Some(stamps) = &mut self.stamps {
+        if let Some(stamps) = &mut self.stamps
+            && self.tx_sent
+        {
             stamps.collect(self.socket.as_raw_fd(), self.tx_id, &mut self.points);
         }
         if !warmup

@@ -56,6 +56,11 @@ pub enum EngineError {
         /// The CPUs that are allowed, as a list.
         allowed: String,
     },
+    /// `--stamp` against a peer that returns the requests unchanged.
+    #[error(
+        "{0} echoes STAMP requests back unchanged: it is a plain echo server, not a STAMP session-reflector (drop --stamp)"
+    )]
+    NotStamp(SocketAddr),
     /// The timestamp source asked for cannot be had.
     #[error("{0}")]
     Timestamps(String),

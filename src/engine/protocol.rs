@@ -64,6 +64,12 @@ impl Codec {
             Codec::Stamp(c) => c.decode(reply, newest),
         }
     }
+
+    /// Whether a datagram is the request just sent, unchanged: a STAMP
+    /// request answered by a plain echo server.
+    pub fn is_echoed_stamp_request(&self, datagram: &[u8]) -> bool {
+        matches!(self, Codec::Stamp(c) if c.packet == datagram)
+    }
 }
 
 /// STAMP session-sender packets: 44 octets (more with `--size`, as
@@ -100,6 +106,11 @@ impl StampSender {
     #[inline]
     fn decode(&self, reply: &[u8], newest: u64) -> Option<Reply> {
         let r = ReflectorPacket::decode(reply).ok()?;
+        // A reflector always stamps T2; zero there is our own request
+        // coming back from a plain echo server (those octets are MBZ).
+        if r.receive_timestamp == NtpTime::default() {
+            return None;
+        }
         Some(Reply {
             seq: widen(r.sender_seq, newest),
             t2: Some(r.receive_timestamp.to_unix_ns()),
@@ -188,6 +199,9 @@ mod tests {
             None,
             "short packets are not replies"
         );
+        assert_eq!(c.decode(&req, 5), None, "an echoed request is not a reply");
+        assert!(c.is_echoed_stamp_request(&req));
+        assert!(!c.is_echoed_stamp_request(&reply));
         assert_eq!(widen(3, (1 << 32) + 10), (1 << 32) + 3);
         assert_eq!(widen(u32::MAX, (1 << 32) + 1), u64::from(u32::MAX));
         assert_eq!(

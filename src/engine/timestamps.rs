@@ -109,7 +109,11 @@ pub fn decide(
 ) -> Result<(Source, Option<String>), String> {
     let name = interface.unwrap_or("the outgoing interface");
     let software_ok = caps.is_none_or(|c| c.best() != Source::User);
+    // The device is touched only when hardware is wanted at all: the
+    // setting is device-wide and may belong to ptp4l.
+    let wants_hardware = matches!(mode, TimestampMode::Auto | TimestampMode::Hardware);
     let hardware = match (interface, caps) {
+        _ if !wants_hardware => Err(String::new()),
         (Some(iface), Some(c)) => match c.hardware_unavailable() {
             Some(why) => Err(format!("{iface}: {why}")),
             None => enable_hardware(iface),
@@ -242,6 +246,14 @@ mod tests {
             },
         );
         assert!(!touched);
+        for mode in [TimestampMode::Software, TimestampMode::User] {
+            let d = decide(mode, Some("eth0"), Some(&ptp_nic()), |_| {
+                touched = true;
+                Ok(())
+            });
+            assert!(!touched, "{mode:?} must not change the NIC's setting");
+            assert_ne!(d.unwrap().0, Source::Hardware);
+        }
     }
 
     #[test]

@@ -38,8 +38,13 @@ impl StampReader {
         if hardware {
             wanted |= flags::HARDWARE;
         }
+        let stamp_type = timestamping::enable(fd, wanted)?;
+        // Not a substitute for counting misses: it only keeps the first
+        // packets from going unstamped while the kernel switches RX
+        // stamping on. If it never comes, the misses are reported.
+        timestamping::wait_for_rx_stamping(std::time::Duration::from_millis(500));
         Ok(Self {
-            stamp_type: timestamping::enable(fd, wanted)?,
+            stamp_type,
             control: ControlBuf::default(),
             next_id: 0,
             resync: false,
@@ -78,8 +83,9 @@ impl StampReader {
                 stamps,
             }) = timestamping::read_error_queue(fd, &mut self.control, self.stamp_type)
             else {
-                // Empty, an ICMP report (the receive path deals with those),
-                // or an error: either way nothing more to match now.
+                // Empty, an ICMP report (its errno has already reached the
+                // receive call, which the kernel wakes first), or an error:
+                // either way nothing more to match now.
                 break;
             };
             if got != id {
@@ -93,6 +99,8 @@ impl StampReader {
                     continue;
                 }
             }
+            // A stamp matched: the count agrees with the kernel's again.
+            self.resync = false;
             match point {
                 TxPoint::Sched => points.t1_sched = points.t1_sched.or(stamps.software),
                 TxPoint::Sent => {
@@ -107,6 +115,5 @@ impl StampReader {
                 break;
             }
         }
-        self.resync = false;
     }
 }

@@ -82,6 +82,8 @@ pub struct EffectiveConfig {
     pub busy_poll: bool,
     /// The timestamp source in use.
     pub timestamps: &'static str,
+    /// Why it is not the one asked for (`auto` falling back), if so.
+    pub timestamps_note: Option<String>,
     /// `echo` or `stamp`.
     pub protocol: &'static str,
     /// `--rt` was asked for.
@@ -166,11 +168,17 @@ impl Report {
                 duration_s: plan.duration.map(|d| d.as_secs_f64()),
                 warmup: plan.warmup,
                 timeout_ms: plan.timeout.as_millis() as u64,
-                size: plan.size,
+                // STAMP packets are never shorter than 44 octets.
+                size: if plan.stamp {
+                    plan.size.max(crate::engine::stamp::PACKET_LEN)
+                } else {
+                    plan.size
+                },
                 cpu,
                 cpu_auto,
                 busy_poll: plan.thread.busy_poll,
                 timestamps: outcome.stamping.source.name(),
+                timestamps_note: outcome.stamping.note.clone(),
                 protocol: if plan.stamp { "stamp" } else { "echo" },
                 rt_requested: plan.thread.rt,
                 realtime,

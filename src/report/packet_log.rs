@@ -86,7 +86,12 @@ impl PacketLog {
                     std::thread::sleep(IDLE);
                 }
                 self.out.flush()?;
-                self.out.get_ref().sync_data()?;
+                // On disk before the report says so; pipes and devices
+                // (`--log /dev/stdout`, `>(gzip …)`) have nothing to sync.
+                let file = self.out.get_ref();
+                if file.metadata()?.is_file() {
+                    file.sync_data()?;
+                }
                 Ok(rows)
             })?;
         Ok(RunningLog { path, handle })

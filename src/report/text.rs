@@ -98,6 +98,9 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     if let Some(b) = &report.breakdown {
         write_breakdown(out, b, s.packets.received)?;
         writeln!(out)?;
+    } else if let Some(note) = &c.timestamps_note {
+        writeln!(out, "Timestamps: {note}")?;
+        writeln!(out)?;
     }
     write_distribution(out, s, &paint)?;
     writeln!(out)?;

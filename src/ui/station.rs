@@ -16,8 +16,8 @@ use crate::engine::{
 use crate::error::AppError;
 use crate::launch::RING_CAPACITY;
 use crate::plan::{ClientPlan, ServerPlan, Target};
-use crate::report::Report;
 use crate::report::packet_log::{PacketLog, RunningLog};
+use crate::report::{LogSummary, Report};
 use crate::stats::{Stats, Summary, WINDOW};
 use crate::units::count_of;
 use std::net::SocketAddr;
@@ -73,6 +73,11 @@ pub struct Station {
     /// `--log`: the current run's writer, and whether the file was started.
     log: Option<RunningLog>,
     log_started: bool,
+    /// Rows the log holds and packets it missed, over all runs kept.
+    log_rows: u64,
+    log_dropped: u64,
+    /// TX stamps that came after their packet, over all runs kept.
+    stale_stamps: u64,
     server_used: bool,
     server_base: ReflectorTotals,
     server_last: ReflectorTotals,
@@ -102,6 +107,9 @@ impl Station {
             stamping: None,
             log: None,
             log_started: false,
+            log_rows: 0,
+            log_dropped: 0,
+            stale_stamps: 0,
             server_used: false,
             server_base: ReflectorTotals::default(),
             server_last: ReflectorTotals::default(),
@@ -252,10 +260,10 @@ impl Station {
         };
         run.stop();
         let outcome = run.join();
-        if let Some(log) = self.log.take()
-            && let Err(e) = log.finish()
-        {
-            app.status = Some(e);
+        match self.log.take().map(RunningLog::finish) {
+            Some(Ok(rows)) => self.log_rows += rows,
+            Some(Err(e)) => app.status = Some(e),
+            None => {}
         }
         // Whatever is still in the ring belongs to the live view too.
         while let Ok(r) = run.records.pop() {
@@ -272,6 +280,8 @@ impl Station {
         self.totals.merge(&o.stats);
         self.measured += o.measured;
         self.placement = Some(o.placement);
+        self.log_dropped += o.log_overflow;
+        self.stale_stamps += o.stale_stamps;
     }
 
     /// Starts the current role's threads.
@@ -480,17 +490,23 @@ impl Station {
                 }),
                 interrupted: false,
                 ring_overflow: 0,
-                log_overflow: 0,
-                stale_stamps: 0,
+                log_overflow: self.log_dropped,
+                stale_stamps: self.stale_stamps,
                 stamping: self.stamping.clone().unwrap_or_default(),
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));
-            Report::new(
+            let mut report = Report::new(
                 &self.client_plan,
                 self.client_target.unwrap_or(fallback),
                 self.client_local.unwrap_or(fallback),
                 &outcome,
-            )
+            );
+            report.log = self.client_plan.log.as_ref().map(|path| LogSummary {
+                path: path.display().to_string(),
+                rows: self.log_rows,
+                dropped: self.log_dropped,
+            });
+            report
         });
         Finale {
             report,

@@ -62,6 +62,42 @@ pub fn enable(fd: RawFd, flags: u32) -> io::Result<i32> {
     }
 }
 
+/// Waits (up to `max`) until the kernel stamps received packets. RX
+/// stamping is switched on system-wide by deferred work after the first
+/// socket asks for it, so packets in the meantime arrive unstamped. Probes
+/// over loopback with a throwaway pair of sockets; returns whether a stamp
+/// was seen.
+pub fn wait_for_rx_stamping(max: std::time::Duration) -> bool {
+    use std::net::UdpSocket;
+    use std::os::fd::AsRawFd;
+    let pair = || -> io::Result<(UdpSocket, UdpSocket, i32)> {
+        let rx = UdpSocket::bind("127.0.0.1:0")?;
+        let tx = UdpSocket::bind("127.0.0.1:0")?;
+        tx.connect(rx.local_addr()?)?;
+        rx.set_read_timeout(Some(std::time::Duration::from_millis(50)))?;
+        let kind = enable(rx.as_raw_fd(), flags::RX_SOFTWARE | flags::REPORT_SOFTWARE)?;
+        Ok((tx, rx, kind))
+    };
+    let Ok((tx, rx, kind)) = pair() else {
+        return false;
+    };
+    let deadline = std::time::Instant::now() + max;
+    let mut control = ControlBuf::default();
+    let mut buf = [0u8; 8];
+    while std::time::Instant::now() < deadline {
+        if tx.send(b"probe").is_err() {
+            return false;
+        }
+        if let Ok(got) = recv_stamped(rx.as_raw_fd(), &mut buf, None, &mut control, kind)
+            && got.stamps.software.is_some()
+        {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    false
+}
+
 /// Asks for the TTL (hop limit) of received datagrams, for STAMP.
 pub fn enable_ttl(fd: RawFd, ipv6: bool) -> io::Result<()> {
     if ipv6 {
