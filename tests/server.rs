@@ -25,13 +25,7 @@ fn client_json(port: u16, packets: u32) -> serde_json::Value {
         .args(["--timeout", "2000"])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(&out.stdout)
+    success_json(&out)
 }
 
 fn assert_clean(j: &serde_json::Value, packets: u64) {
@@ -143,13 +137,7 @@ fn interoperates_with_socat_as_an_rfc862_echo_server() {
             ])
             .output()
             .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let j = json_of(&out.stdout);
+        let j = success_json(&out);
         assert_eq!(
             j["packets"]["received"], 300,
             "size {size}: {}",
@@ -187,13 +175,7 @@ fn ipv6_loopback_works() {
         ])
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_clean(&json_of(&out.stdout), 300);
+    assert_clean(&success_json(&out), 300);
 }
 
 #[test]

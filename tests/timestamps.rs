@@ -130,14 +130,7 @@ fn check_breakdown(j: &serde_json::Value, packets: u64, keys: &[&str]) {
 }
 
 fn run_json(cmd: &mut Command) -> serde_json::Value {
-    let out = cmd.output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_of(&out.stdout)
+    success_json(&cmd.output().unwrap())
 }
 
 /// Generous reply timeout: correctness here, not latency.
@@ -302,22 +295,14 @@ impl Drop for Namespaces {
 
 /// `synapse server` in namespace B, echo on 7007 and STAMP on 8862.
 fn server_in(ns: &Namespaces) -> Guard {
-    let mut child = ns
+    let child = ns
         .synapse_in(&ns.b)
         .args(["server", "--no-ui", "--bind", &format!("{B_ADDR}:7007")])
         .args(["--stamp-port", "8862"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let guard = Guard(child);
-    let mut banner = String::new();
-    while !banner.contains("Ready to echo") {
-        assert!(
-            out.read_line(&mut banner).unwrap() > 0,
-            "server exited: {banner}"
-        );
-    }
+    let (guard, out, _) = wait_until_ready(child);
     // Keep reading its output so it never blocks on a full pipe.
     std::thread::spawn(move || for _ in out.lines() {});
     guard

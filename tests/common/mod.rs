@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::UdpSocket;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A UDP port on 127.0.0.1 that was free a moment ago.
@@ -69,7 +69,7 @@ pub fn unsafe_free_kill(pid: u32, sig: &str) {
 /// these tests are about echo, and concurrent servers would compete for the
 /// STAMP port) and waits until it says it is ready, sending it nothing.
 pub fn start_server(port: u16, extra: &[&str]) -> Server {
-    let mut child = synapse()
+    let child = synapse()
         .args([
             "server",
             "--no-ui",
@@ -82,15 +82,7 @@ pub fn start_server(port: u16, extra: &[&str]) -> Server {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let guard = Guard(child);
-    let mut banner = String::new();
-    while !banner.contains("Ready to echo") {
-        assert!(
-            stdout.read_line(&mut banner).unwrap() > 0,
-            "server exited: {banner}"
-        );
-    }
+    let (guard, stdout, banner) = wait_until_ready(child);
     assert!(
         banner.contains(&format!("listening on 127.0.0.1:{port}")),
         "{banner}"
@@ -113,6 +105,32 @@ pub fn wait_for_echo(port: u16) {
         }
     }
     panic!("nothing echoed on port {port} within 10 s");
+}
+
+/// The JSON of a `--json` run that must have succeeded; its stderr if not.
+pub fn success_json(out: &Output) -> serde_json::Value {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out.stdout)
+}
+
+/// Waits for a spawned `synapse server` to print its ready line; returns
+/// the guard, the rest of its stdout, and what it printed so far.
+pub fn wait_until_ready(mut child: Child) -> (Guard, BufReader<ChildStdout>, String) {
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let guard = Guard(child);
+    let mut banner = String::new();
+    while !banner.contains("Ready to echo") {
+        assert!(
+            stdout.read_line(&mut banner).unwrap() > 0,
+            "server exited: {banner}"
+        );
+    }
+    (guard, stdout, banner)
 }
 
 /// Parses the one JSON object a `--json` run printed.
