@@ -222,10 +222,12 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
             // Hardware stamping stays on until this thread is done.
             let _hardware = chosen.hardware;
             let placement = place_current_thread(cfg.cpu, cfg.cpu_auto, cfg.rt);
-            let mut pinger = Pinger::new(&cfg, &sockets, producer, thread_overflow);
-            pinger.stamps = reader;
-            pinger.log = log;
-            pinger.stats = Stats::with_segments(segments);
+            let stamping = Stamping {
+                reader,
+                log,
+                segments,
+            };
+            let mut pinger = Pinger::new(&cfg, &sockets, producer, thread_overflow, stamping);
             let outcome = pinger.run(&cfg, &thread_stop, placement);
             outcome.map(|o| ClientOutcome {
                 stamping: thread_info,
@@ -296,6 +298,14 @@ fn pause_until(deadline: Instant, stop: &StopFlag) -> bool {
 /// a long `--timeout` must not make Ctrl-C or the display's keys wait.
 pub(crate) const STOP_CHECK: Duration = Duration::from_millis(100);
 
+/// What the loop is given for timestamping: the socket's stamp reader (kernel
+/// stamps on), the per-packet log's ring, and the segments to split into.
+struct Stamping {
+    reader: Option<StampReader>,
+    log: Option<rtrb::Producer<Points>>,
+    segments: SegmentSet,
+}
+
 /// The measurement loop's state. Everything is allocated in `new`.
 struct Pinger<'a> {
     socket: &'a Socket,
@@ -343,6 +353,7 @@ impl<'a> Pinger<'a> {
         sockets: &'a ClientSockets,
         ring: rtrb::Producer<Record>,
         overflow: Arc<AtomicU64>,
+        stamping: Stamping,
     ) -> Self {
         let epoch = Instant::now();
         // A per-run token lets the codec reject datagrams from other runs.
@@ -358,15 +369,16 @@ impl<'a> Pinger<'a> {
             from: RawAddr::empty(),
             codec,
             buf: vec![0; RECV_BUFFER],
-            stamps: None,
-            realtime: cfg.stamp || cfg.timestamps != TimestampMode::User,
+            // STAMP carries T1; kernel stamps are subtracted from user ones.
+            realtime: cfg.stamp || stamping.reader.is_some(),
+            stamps: stamping.reader,
             points: Points::default(),
             tx_id: 0,
             tx_sent: false,
-            log: None,
+            log: stamping.log,
             log_overflow: 0,
             tracker: SequenceTracker::new(),
-            stats: Stats::new(),
+            stats: Stats::with_segments(stamping.segments),
             ring,
             overflow,
             epoch,

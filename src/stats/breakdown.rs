@@ -49,13 +49,13 @@ impl Breakdown {
         }
     }
 
-    /// Adds another run's figures (same segments).
+    /// Adds another run's figures for the segments both measure.
     pub fn merge(&mut self, other: &Breakdown) {
         for i in 0..5 {
             if let (Some(a), Some(b)) = (&mut self.hists[i], &other.hists[i]) {
                 let _ = a.add(b);
+                self.missing[i] += other.missing[i];
             }
-            self.missing[i] += other.missing[i];
         }
     }
 
@@ -166,6 +166,13 @@ mod tests {
         a.merge(&b);
         assert_eq!(a.histogram(Segment::Send).unwrap().len(), 2);
         assert_eq!(a.missing(Segment::Receive), 1);
+        // A run that measured other segments adds only to the shared ones.
+        let mut stamp = Breakdown::new(SegmentSet::for_run(true, true, false));
+        stamp.record(&split(1_000, None));
+        a.merge(&stamp);
+        assert_eq!(a.histogram(Segment::Send).unwrap().len(), 3);
+        assert_eq!(a.missing(Segment::Dwell), 0, "not a segment of `a`");
+        assert!(a.histogram(Segment::Dwell).is_none());
         a.clear();
         assert_eq!(a.histogram(Segment::Send).unwrap().len(), 0);
         assert_eq!(a.missing(Segment::Receive), 0);

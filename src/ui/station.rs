@@ -234,14 +234,9 @@ impl Station {
         self.client_target = Some(server);
         app.client.stamping = Some(run.stamping.clone());
         app.client.live.use_segments(run.stamping.segments);
-        if self
-            .stamping
-            .as_ref()
-            .is_some_and(|s| s.segments != run.stamping.segments)
-        {
-            // Another split (a role switch to another peer): start afresh.
-            self.totals = Stats::new();
-        }
+        // Another split (a role switch to another peer) starts the split
+        // afresh; the RTT figures are kept.
+        self.totals.use_segments(run.stamping.segments);
         self.stamping = Some(run.stamping.clone());
         app.client.info.local = run.local.to_string();
         app.client.info.target = server.to_string();
