@@ -107,6 +107,29 @@ pub fn wait_for_echo(port: u16) {
     panic!("nothing echoed on port {port} within 10 s");
 }
 
+/// Polls until a UDP socket is bound to 127.0.0.1:`port` or 0.0.0.0:`port`,
+/// without sending it anything: some echo servers lock onto the first peer.
+pub fn wait_for_udp_bound(port: u16) {
+    let wanted = [
+        format!("0100007F:{port:04X}"),
+        format!("00000000:{port:04X}"),
+    ];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let table = std::fs::read_to_string("/proc/net/udp").unwrap();
+        let bound = table
+            .lines()
+            .skip(1)
+            .filter_map(|line| line.split_whitespace().nth(1))
+            .any(|local| wanted.iter().any(|w| w == local));
+        if bound {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("nothing bound UDP port {port} within 10 s");
+}
+
 /// The JSON of a `--json` run that must have succeeded; its stderr if not.
 pub fn success_json(out: &Output) -> serde_json::Value {
     assert_eq!(
