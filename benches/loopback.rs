@@ -1,8 +1,10 @@
 //! End-to-end RTT on loopback: Synapse's client against Synapse's reflector,
 //! side by side with a bare reference ping-pong (minimal `std::net` loops,
-//! pinned to the same CPUs), alternating A B C A B C: Synapse with
+//! pinned to the same CPUs), alternating A B C D A B C D: Synapse with
 //! user-space stamps only, Synapse with kernel software timestamps (the
-//! split), and the bare loop. Blocking, then busy-poll.
+//! split), Synapse with the server's per-answer log (the reflector stamps
+//! both ways and reads its error queue), and the bare loop. Blocking, then
+//! busy-poll.
 //!
 //! Run: cargo bench --bench loopback            (SYNAPSE_BENCH_ROUNDS=N to change rounds)
 
@@ -84,6 +86,7 @@ fn synapse(
     reflector_cpu: usize,
     packets: u64,
     timestamps: TimestampMode,
+    server_log: bool,
 ) -> Round {
     let mut reflector = start_reflector(
         ReflectorConfig {
@@ -95,6 +98,8 @@ fn synapse(
             session_idle: Duration::from_secs(1),
             ring_capacity: 1024,
             protocol: Protocol::Echo,
+            // Room for every answer: the ring is read after the round.
+            log_capacity: if server_log { 1 << 17 } else { 0 },
         },
         StopFlag::new(),
     )
@@ -126,7 +131,16 @@ fn synapse(
     }
     let outcome = run.join().unwrap();
     reflector.stop();
-    reflector.join().unwrap();
+    let served = reflector.join().unwrap();
+    if let Some(mut answers) = reflector.responses.take() {
+        assert_eq!(served.log_overflow, 0);
+        let mut logged = 0;
+        while let Ok(a) = answers.pop() {
+            assert!(a.response_ns().is_some(), "answer without kernel stamps");
+            logged += 1;
+        }
+        assert_eq!(logged, packets + WARMUP, "every answer logged");
+    }
     let h = outcome.stats.histogram();
     if timestamps == TimestampMode::Software {
         let b = outcome
@@ -159,20 +173,26 @@ fn compare(label: &str, busy: bool, packets: u64, rounds: usize, c: usize, r: us
     );
     let (mut sp50, mut sp99, mut bp50, mut bp99) = (vec![], vec![], vec![], vec![]);
     let (mut kp50, mut kp99) = (vec![], vec![]);
+    let (mut lp50, mut lp99) = (vec![], vec![]);
     let us = |ns: u64| ns as f64 / 1e3;
     for round in 1..=rounds {
-        let s = synapse(busy, c, r, packets, TimestampMode::User);
-        let k = synapse(busy, c, r, packets, TimestampMode::Software);
+        let s = synapse(busy, c, r, packets, TimestampMode::User, false);
+        let k = synapse(busy, c, r, packets, TimestampMode::Software, false);
+        let l = synapse(busy, c, r, packets, TimestampMode::User, true);
         let b = bare(busy, c, r, packets);
         println!(
-            "  round {round}: synapse p50 {:>7.2} p99 {:>7.2} | +kernel stamps p50 {:>7.2} p99 {:>7.2} | bare p50 {:>7.2} p99 {:>7.2} (µs)",
+            "  round {round}: synapse p50 {:>7.2} p99 {:>7.2} | +kernel stamps p50 {:>7.2} p99 {:>7.2} | +server log p50 {:>7.2} p99 {:>7.2} | bare p50 {:>7.2} p99 {:>7.2} (µs)",
             us(s.p50),
             us(s.p99),
             us(k.p50),
             us(k.p99),
+            us(l.p50),
+            us(l.p99),
             us(b.p50),
             us(b.p99)
         );
+        lp50.push(l.p50);
+        lp99.push(l.p99);
         sp50.push(s.p50);
         sp99.push(s.p99);
         kp50.push(k.p50);
@@ -182,21 +202,26 @@ fn compare(label: &str, busy: bool, packets: u64, rounds: usize, c: usize, r: us
     }
     let (s50, s99, b50, b99) = (median(sp50), median(sp99), median(bp50), median(bp99));
     let (k50, k99) = (median(kp50), median(kp99));
+    let (l50, l99) = (median(lp50), median(lp99));
     println!(
-        "  median:  synapse p50 {:.2} p99 {:.2} | +kernel stamps p50 {:.2} p99 {:.2} | bare p50 {:.2} p99 {:.2} (µs)",
+        "  median:  synapse p50 {:.2} p99 {:.2} | +kernel stamps p50 {:.2} p99 {:.2} | +server log p50 {:.2} p99 {:.2} | bare p50 {:.2} p99 {:.2} (µs)",
         us(s50),
         us(s99),
         us(k50),
         us(k99),
+        us(l50),
+        us(l99),
         us(b50),
         us(b99)
     );
     println!(
-        "  ratios:  synapse/bare p50 {:.3} p99 {:.3} | stamps on/off p50 {:.3} p99 {:.3}",
+        "  ratios:  synapse/bare p50 {:.3} p99 {:.3} | stamps on/off p50 {:.3} p99 {:.3} | server log on/off p50 {:.3} p99 {:.3}",
         s50 as f64 / b50 as f64,
         s99 as f64 / b99 as f64,
         k50 as f64 / s50 as f64,
-        k99 as f64 / s99 as f64
+        k99 as f64 / s99 as f64,
+        l50 as f64 / s50 as f64,
+        l99 as f64 / s99 as f64
     );
 }
 

@@ -102,6 +102,14 @@ pub struct ServerArgs {
     #[arg(long, value_name = "PORT", default_value_t = crate::engine::stamp::DEFAULT_PORT)]
     pub stamp_port: u16,
 
+    /// Write one CSV row per answered datagram to FILE (with --no-ui):
+    /// PROTO, PEER, SEQ, the kernel's and user space's receive and send
+    /// times (T2_HW T2_DRV T2_SW T3_SW T3_SCHED T3_DRV T3_HW, as
+    /// seconds.nanoseconds, empty where absent) and RESPONSE = T3_DRV −
+    /// T2_DRV in ns. Switches on the reflector's kernel timestamps.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+
     /// A client silent for this long has ended its session (e.g. 1s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = seconds)]
     pub session_idle: Duration,

@@ -26,7 +26,7 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
         .map_err(AppError::Usage)?;
     let mut m = Measurement::start(plan, stop.clone(), RING_CAPACITY)?;
     let log = match (log, m.client.points.take()) {
-        (Some(log), Some(points)) => Some(log.start(points)?),
+        (Some(log), Some(points)) => Some(log.start(vec![points])?),
         _ => None,
     };
     let mut progress = Progress::new(plan.packets, plan.duration);
@@ -82,6 +82,13 @@ pub fn run_server(
     stop: &StopFlag,
     out: &mut impl Write,
 ) -> Result<(), AppError> {
+    // Opened first: a bad path fails before anything is bound.
+    let log = plan
+        .log
+        .as_deref()
+        .map(PacketLog::create)
+        .transpose()
+        .map_err(AppError::Usage)?;
     let mut echo = start_reflector(plan.reflector_config(plan.bind), stop.clone())?;
     let mode = format!(
         "CPU {}{}, {}",
@@ -106,6 +113,19 @@ pub fn run_server(
             let line = format!("synapse: note: STAMP not served ({e}); plain echo goes on\n");
             let _ = std::io::stderr().write_all(line.as_bytes());
             None
+        }
+        None => None,
+    };
+    let rings: Vec<_> = [echo.responses.take()]
+        .into_iter()
+        .chain(stamp.as_mut().map(|s| s.responses.take()))
+        .flatten()
+        .collect();
+    let log = match log {
+        Some(log) => {
+            let running = log.start(rings)?;
+            writeln!(out, "Logging every answer to {}", running.path().display())?;
+            Some(running)
         }
         None => None,
     };
@@ -163,6 +183,14 @@ pub fn run_server(
             String::new()
         }
     )?;
+    // Both reflectors have stopped: the writer drains what they logged,
+    // and is waited for before anything can return early.
+    let dropped = outcome.log_overflow
+        + stamp_outcome
+            .as_ref()
+            .and_then(|(o, _)| o.as_ref().ok())
+            .map_or(0, |o| o.log_overflow);
+    let logged = log.map(|l| (l.path().display().to_string(), l.finish()));
     if let Some((joined, s)) = stamp_outcome {
         let o = joined?;
         drain(s, "STAMP ", out)?;
@@ -185,6 +213,21 @@ pub fn run_server(
                 String::new()
             }
         )?;
+    }
+    match logged {
+        Some((path, Ok(rows))) => writeln!(
+            out,
+            "log: {} written to {path}{}",
+            count_of(rows, "answer"),
+            if dropped > 0 {
+                format!(" ({dropped} dropped: the writer fell behind)")
+            } else {
+                String::new()
+            }
+        )?,
+        // What the reflectors did is still reported.
+        Some((_, Err(e))) => eprintln!("synapse: error: {e}"),
+        None => {}
     }
     Ok(())
 }

@@ -191,6 +191,8 @@ pub struct ServerPlan {
     pub fps: u32,
     /// Port for the STAMP reflector (`None`: not served).
     pub stamp_port: Option<u16>,
+    /// Per-answer CSV log.
+    pub log: Option<PathBuf>,
 }
 
 /// What to do.
@@ -441,6 +443,12 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
             "--session-idle must be longer than zero".into(),
         ));
     }
+    let output = output_for(s.no_ui, false);
+    if s.log.is_some() && output == Output::Ui {
+        return Err(AppError::Usage(
+            "the server writes --log only without the live display: add --no-ui".into(),
+        ));
+    }
     Ok(Plan::Server(ServerPlan {
         bind,
         session_idle: s.session_idle,
@@ -450,14 +458,19 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
             busy_poll: s.thread.busy_poll,
             rt: s.thread.rt,
         },
-        output: output_for(s.no_ui, false),
+        output,
         fps: s.fps,
         stamp_port: (s.stamp_port != 0).then_some(s.stamp_port),
+        log: s.log.clone(),
     }))
 }
 
 /// Events the reflector can queue for its front end between two reads.
 const REFLECTOR_RING: usize = 8192;
+
+/// Answers the server's log can fall behind by, per reflector: the writer
+/// wakes every 20 ms, so this keeps up with 800 k answers/s.
+const RESPONSE_RING: usize = 1 << 14;
 
 impl ServerPlan {
     /// The engine's settings for a reflector listening on `bind`.
@@ -471,6 +484,7 @@ impl ServerPlan {
             session_idle: self.session_idle,
             ring_capacity: REFLECTOR_RING,
             protocol: Protocol::Echo,
+            log_capacity: if self.log.is_some() { RESPONSE_RING } else { 0 },
         }
     }
 
@@ -529,6 +543,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         fps: c.fps,
         // A client switching roles reflects plain echo only.
         stamp_port: None,
+        log: None,
     }
 }
 

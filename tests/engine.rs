@@ -143,6 +143,7 @@ fn a_stalled_consumer_loses_nothing_from_the_final_statistics() {
             session_idle: Duration::from_secs(1),
             ring_capacity: 64,
             protocol: Protocol::Echo,
+            log_capacity: 0,
         },
         StopFlag::new(),
     )
@@ -186,6 +187,7 @@ fn stop_flag_ends_an_unbounded_run_promptly() {
             session_idle: Duration::from_secs(1),
             ring_capacity: 64,
             protocol: Protocol::Echo,
+            log_capacity: 0,
         },
         StopFlag::new(),
     )

@@ -16,8 +16,15 @@ use std::sync::atomic::{AtomicU32, Ordering};
 const HEADER: &str =
     "SEQ,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT";
 
+/// The server's `--log` header.
+const SERVER_HEADER: &str =
+    "PROTO,PEER,SEQ,T2_HW,T2_DRV,T2_SW,T3_SW,T3_SCHED,T3_DRV,T3_HW,RESPONSE,RESPONSE_HW";
+
 /// One CSV row, by column name.
-struct Row(Vec<Option<u64>>);
+struct Row {
+    header: &'static str,
+    fields: Vec<String>,
+}
 
 fn ns(field: &str) -> Option<u64> {
     if field.is_empty() {
@@ -33,9 +40,12 @@ fn ns(field: &str) -> Option<u64> {
 }
 
 impl Row {
+    fn text(&self, column: &str) -> &str {
+        let i = self.header.split(',').position(|c| c == column).unwrap();
+        &self.fields[i]
+    }
     fn get(&self, column: &str) -> Option<u64> {
-        let i = HEADER.split(',').position(|c| c == column).unwrap();
-        self.0[i]
+        ns(self.text(column))
     }
     fn need(&self, column: &str) -> u64 {
         self.get(column)
@@ -43,17 +53,21 @@ impl Row {
     }
 }
 
-fn read_log(path: &std::path::Path) -> Vec<Row> {
+fn read_csv(path: &std::path::Path, header: &'static str) -> Vec<Row> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some(HEADER));
+    assert_eq!(lines.next(), Some(header));
     lines
         .map(|l| {
-            let fields: Vec<_> = l.split(',').collect();
-            assert_eq!(fields.len(), HEADER.split(',').count(), "{l}");
-            Row(fields.into_iter().map(ns).collect())
+            let fields: Vec<String> = l.split(',').map(str::to_string).collect();
+            assert_eq!(fields.len(), header.split(',').count(), "{l}");
+            Row { header, fields }
         })
         .collect()
+}
+
+fn read_log(path: &std::path::Path) -> Vec<Row> {
+    read_csv(path, HEADER)
 }
 
 /// Checks every logged packet: all software points there and ordered, the
@@ -406,4 +420,109 @@ fn ctrl_c_keeps_every_logged_packet() {
         sent,
         "every measured packet is in the file"
     );
+}
+
+/// The server's `--log`: every answer, echo and STAMP, with the reflector's
+/// kernel and user-space points in order, and agreeing with the client's
+/// own log of the same packets (one host, one clock): the server received
+/// after the client's driver sent, answered before the client's driver
+/// received, and STAMP's T2/T3 fields are the very points the server
+/// logged.
+#[test]
+fn the_server_logs_every_answer_with_its_kernel_stamps() {
+    let dir = tempfile::tempdir().unwrap();
+    let server_log = dir.path().join("server.csv");
+    let (echo, stamp) = (free_udp_port(), free_udp_port());
+    let child = synapse()
+        .args(["server", "--no-ui", "--bind", &format!("127.0.0.1:{echo}")])
+        .args(["--stamp-port", &stamp.to_string(), "--log"])
+        .arg(&server_log)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (guard, mut out, banner) = wait_until_ready(child);
+    assert!(banner.contains("Logging every answer to"), "{banner}");
+    let mut client_logs = Vec::new();
+    for (proto, port) in [("echo", echo), ("stamp", stamp)] {
+        let log = dir.path().join(format!("client-{proto}.csv"));
+        let mut cmd = synapse();
+        cmd.args(["client", &format!("127.0.0.1:{port}"), "--json"])
+            .args(["--packets", "200", "--warmup", "10"])
+            .args(["--timestamps", "software", "--log"])
+            .arg(&log)
+            .args(QUIET);
+        if proto == "stamp" {
+            cmd.arg("--stamp");
+        }
+        run_json(&mut cmd);
+        client_logs.push((proto, read_log(&log)));
+    }
+    guard.interrupt();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let mut guard = guard;
+    assert_eq!(guard.0.wait().unwrap().code(), Some(0), "{rest}");
+    assert!(
+        rest.contains(&format!(
+            "log: 420 answers written to {}",
+            server_log.display()
+        )),
+        "{rest}"
+    );
+
+    let rows = read_csv(&server_log, SERVER_HEADER);
+    assert_eq!(
+        rows.len(),
+        420,
+        "warm-up packets are answered and logged too"
+    );
+    for r in &rows {
+        let t2 = r.need("T2_DRV");
+        let t2_user = r.need("T2_SW");
+        let t3_user = r.need("T3_SW");
+        let sched = r.need("T3_SCHED");
+        let t3 = r.need("T3_DRV");
+        assert!(
+            t2 <= t2_user && t2_user <= t3_user && t3_user <= sched && sched <= t3,
+            "out of order: {t2} {t2_user} {t3_user} {sched} {t3}"
+        );
+        assert_eq!(r.get("RESPONSE"), Some(t3 - t2));
+        for hw in ["T2_HW", "T3_HW", "RESPONSE_HW"] {
+            assert_eq!(r.get(hw), None, "no NIC clock here");
+        }
+    }
+    for (proto, client) in &client_logs {
+        assert_eq!(client.len(), 200);
+        for c in client {
+            let seq = c.need("SEQ");
+            let s = rows
+                .iter()
+                .find(|r| r.text("PROTO") == *proto && r.get("SEQ") == Some(seq))
+                .unwrap_or_else(|| panic!("{proto} packet {seq} is not in the server's log"));
+            assert!(c.need("T1_DRV") <= s.need("T2_DRV"), "{proto} {seq}");
+            assert!(s.need("T3_DRV") <= c.need("T4_DRV"), "{proto} {seq}");
+            if *proto == "stamp" {
+                // Carried in NTP format: 2^-32 s steps, so within 1 ns.
+                assert!(c.need("T2_SW").abs_diff(s.need("T2_DRV")) <= 1, "{seq}");
+                assert!(c.need("T3_SW").abs_diff(s.need("T3_SW")) <= 1, "{seq}");
+            }
+        }
+    }
+}
+
+#[test]
+fn an_unwritable_server_log_is_refused_before_anything_binds() {
+    let port = free_udp_port();
+    let out = synapse()
+        .args(["server", "--no-ui", "--bind", &format!("127.0.0.1:{port}")])
+        .args(["--stamp-port", "0", "--log", "/nonexistent-dir/server.csv"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "synapse: error: cannot write the packet log /nonexistent-dir/server.csv: \
+         No such file or directory (os error 2)"
+    );
+    assert!(out.stdout.is_empty(), "nothing was started");
 }

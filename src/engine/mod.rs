@@ -11,6 +11,7 @@ mod hardware;
 pub mod protocol;
 mod record;
 mod reflector;
+mod response;
 pub mod sequence;
 mod socket;
 mod split;
@@ -27,6 +28,7 @@ pub use reflector::{
     Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun, ReflectorTotals,
     SessionInfo, start_reflector,
 };
+pub use response::ResponsePoints;
 pub use socket::resolve;
 pub use split::{Points, Segment, SegmentSet, Split};
 pub use timestamps::{TimestampMode, Timestamping};

@@ -130,6 +130,14 @@ fn widen(low: u32, newest: u64) -> u64 {
     }
 }
 
+/// The sequence number of a datagram laid out like a Synapse client's (the
+/// first 8 bytes, little-endian), for the server's log. Any other client's
+/// datagram gives whatever its first 8 bytes hold.
+#[inline]
+pub fn echo_seq(datagram: &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(datagram.get(..8)?.try_into().ok()?))
+}
+
 /// Builds and recognises the client's datagrams. Holds the one reusable
 /// send buffer, so encoding a packet allocates nothing.
 #[derive(Debug)]
@@ -165,8 +173,7 @@ impl EchoCodec {
         if reply.len() >= TOKEN_END && reply[8..TOKEN_END] != self.token.to_le_bytes() {
             return None;
         }
-        let seq: [u8; 8] = reply[..8].try_into().ok()?;
-        Some(u64::from_le_bytes(seq))
+        echo_seq(reply)
     }
 
     /// Payload size in bytes.

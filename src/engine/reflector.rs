@@ -6,10 +6,16 @@
 //! the bytes received, one clock read and a session counter bump; a new peer
 //! costs a table insert. Sessions idle for `session_idle` are reported as
 //! ended.
+//!
+//! With a log (`synapse server --log`), the socket also stamps in the
+//! kernel, both ways, and each answer's points go to the log's ring; the
+//! TX stamps are read off the error queue after each send. Without one,
+//! nothing of that runs.
 
 use super::affinity::place_current_thread;
 use super::client::is_network_error;
-use super::protocol::RECV_BUFFER;
+use super::protocol::{self, RECV_BUFFER};
+use super::response::{ResponsePoints, ResponseStamps};
 use super::socket::{bind_udp, set_wait_mode};
 use super::stamp::{self, NtpTime};
 use super::sys::{self, RawAddr, timestamping};
@@ -45,6 +51,8 @@ pub struct ReflectorConfig {
     pub ring_capacity: usize,
     /// What to answer.
     pub protocol: Protocol,
+    /// Room for answers on their way to the per-packet log (0: no log).
+    pub log_capacity: usize,
 }
 
 /// What a reflector answers.
@@ -117,6 +125,10 @@ pub struct ReflectorOutcome {
     /// Sessions that ended without the front end hearing of it: those still
     /// open at the stop, and ended ones the event ring had no room for.
     pub open_at_stop: Vec<SessionInfo>,
+    /// Answers the log's ring had no room for.
+    pub log_overflow: u64,
+    /// TX stamps that came after their answer had been logged.
+    pub stale_stamps: u64,
 }
 
 /// A running reflector.
@@ -124,6 +136,8 @@ pub struct ReflectorOutcome {
 pub struct ReflectorRun {
     /// Session and totals events for a front end.
     pub events: rtrb::Consumer<ReflectorEvent>,
+    /// Each answer's points, for the per-packet log (when asked for).
+    pub responses: Option<rtrb::Consumer<ResponsePoints>>,
     /// The bound address (with the real port when 0 was asked for).
     pub local: SocketAddr,
     stop: StopFlag,
@@ -167,18 +181,28 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
         .ok()
         .and_then(|a| a.as_socket())
         .unwrap_or(cfg.bind);
-    let stamp_type = match cfg.protocol {
-        Protocol::Echo => None,
-        Protocol::Stamp => {
-            let fd = socket.as_raw_fd();
-            let flags = timestamping::flags::RX_SOFTWARE | timestamping::flags::REPORT_SOFTWARE;
-            let kind = timestamping::enable(fd, flags)
-                .map_err(EngineError::io("cannot enable SO_TIMESTAMPING"))?;
-            timestamping::enable_ttl(fd, local.is_ipv6())
-                .map_err(EngineError::io("cannot enable IP_RECVTTL"))?;
-            Some(kind)
-        }
+    let fd = socket.as_raw_fd();
+    let cannot_stamp = EngineError::io("cannot enable SO_TIMESTAMPING");
+    let (mut log, responses, stamp_type) = if cfg.log_capacity > 0 {
+        let (tx, rx) = rtrb::RingBuffer::new(cfg.log_capacity);
+        let (log, kind) = ResponseStamps::enable(fd, false, tx).map_err(cannot_stamp)?;
+        (Some(log), Some(rx), Some(kind))
+    } else if cfg.protocol == Protocol::Stamp {
+        let flags = timestamping::flags::RX_SOFTWARE | timestamping::flags::REPORT_SOFTWARE;
+        let kind = timestamping::enable(fd, flags).map_err(cannot_stamp)?;
+        (None, None, Some(kind))
+    } else {
+        (None, None, None)
     };
+    if cfg.protocol == Protocol::Stamp {
+        timestamping::enable_ttl(fd, local.is_ipv6())
+            .map_err(EngineError::io("cannot enable IP_RECVTTL"))?;
+    }
+    if stamp_type.is_some() {
+        // The kernel switches RX stamping on a moment after it is asked;
+        // datagrams before then would go unstamped.
+        timestamping::wait_for_rx_stamping(Duration::from_millis(500));
+    }
     let (mut producer, events) = rtrb::RingBuffer::new(cfg.ring_capacity.max(16));
     let thread_stop = stop.clone();
     let handle = std::thread::Builder::new()
@@ -186,26 +210,38 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
         .spawn(move || {
             let placement = place_current_thread(cfg.cpu, cfg.cpu_auto, cfg.rt);
             let mut echo = Echo::new(cfg.session_idle);
-            let totals = echo.serve(
-                &socket,
+            let wire = Wire {
+                protocol: cfg.protocol,
                 stamp_type,
-                cfg.busy_poll,
-                &thread_stop,
-                &mut producer,
-            )?;
+                busy_poll: cfg.busy_poll,
+            };
+            let totals = echo.serve(&socket, wire, log.as_mut(), &thread_stop, &mut producer)?;
+            let (log_overflow, stale_stamps) = log.map_or((0, 0), |l| (l.overflow, l.stale));
             Ok(ReflectorOutcome {
                 totals,
                 placement,
                 open_at_stop: echo.unreported(),
+                log_overflow,
+                stale_stamps,
             })
         })
         .map_err(EngineError::io("cannot start the reflector thread"))?;
     Ok(ReflectorRun {
         events,
+        responses,
         local,
         stop,
         handle: Some(handle),
     })
+}
+
+/// How the socket is read and answered.
+#[derive(Clone, Copy)]
+struct Wire {
+    protocol: Protocol,
+    /// The timestamping control-message type, when the socket stamps.
+    stamp_type: Option<i32>,
+    busy_poll: bool,
 }
 
 struct Session {
@@ -242,13 +278,12 @@ impl Echo {
         }
     }
 
-    /// Serves until stopped. `stamp_type` is `Some` (the timestamping
-    /// control-message type) for a STAMP reflector.
+    /// Serves until stopped.
     fn serve(
         &mut self,
         socket: &socket2::Socket,
-        stamp_type: Option<i32>,
-        busy_poll: bool,
+        wire: Wire,
+        mut log: Option<&mut ResponseStamps>,
         stop: &StopFlag,
         events: &mut rtrb::Producer<ReflectorEvent>,
     ) -> Result<ReflectorTotals, EngineError> {
@@ -258,63 +293,102 @@ impl Echo {
         let mut control = timestamping::ControlBuf::default();
         let mut next_tick = 0u64;
         loop {
-            let received = match stamp_type {
-                None => sys::recv_from(fd, &mut buf, &mut from).map(|got| (got, None)),
+            let received = match wire.stamp_type {
+                None => sys::recv_from(fd, &mut buf, &mut from)
+                    .map(|got| (got, timestamping::Stamps::default(), None)),
                 Some(kind) => {
                     timestamping::recv_stamped(fd, &mut buf, Some(&mut from), &mut control, kind)
-                        .map(|m| (m.received, Some((m.stamps.software, m.ttl))))
+                        .map(|m| (m.received, m.stamps, m.ttl))
                 }
             };
             let now_ns = self.epoch.elapsed().as_nanos() as u64;
             match received {
-                Ok((got, _)) if got.truncated => self.totals.oversized += 1,
+                Ok((got, ..)) if got.truncated => self.totals.oversized += 1,
                 Ok(_) if from.port() < 1024 => self.totals.refused += 1,
-                Ok((got, stamp_meta)) => {
-                    let answer = match stamp_meta {
-                        None => true,
-                        Some((t2, ttl)) => self.stamp_reply(&mut buf[..got.len], t2, ttl),
+                Ok((got, rx, ttl)) => {
+                    let logging = log.is_some();
+                    let t2_user = logging.then(timestamping::realtime_ns);
+                    let packet = &mut buf[..got.len];
+                    // Answered: Some(the user-space T3, if one was read).
+                    let answered = match wire.protocol {
+                        Protocol::Echo => Some(logging.then(timestamping::realtime_ns)),
+                        Protocol::Stamp => self.stamp_reply(packet, rx.software, ttl).map(Some),
                     };
-                    if answer {
-                        if sys::send_to(fd, &buf[..got.len], &from).is_err() {
+                    if let Some(t3_user) = answered {
+                        let sent = sys::send_to(fd, packet, &from);
+                        if sent.is_err() {
                             self.totals.send_errors += 1;
                         }
                         self.account(&from, got.len as u64, now_ns);
+                        if let (Some(log), Some(peer)) = (log.as_deref_mut(), from.to_socket_addr())
+                        {
+                            let p = ResponsePoints {
+                                seq: match wire.protocol {
+                                    Protocol::Echo => protocol::echo_seq(packet),
+                                    Protocol::Stamp => stamp::sequence_of(packet).map(u64::from),
+                                },
+                                t2_user,
+                                t3_user,
+                                ..ResponsePoints::received(wire.protocol, peer, rx)
+                            };
+                            match sent {
+                                Ok(_) => log.sent(fd, p),
+                                Err(_) => log.send_failed(p),
+                            }
+                        }
                     }
                 }
                 Err(e) => match e.raw_os_error() {
                     Some(libc::EAGAIN | libc::EINTR) => {}
                     // An ICMP error about some client (gone, too big, no
-                    // route): other clients must not suffer for it.
-                    Some(errno) if is_network_error(errno) => sys::drain_error_queue(fd),
+                    // route): other clients must not suffer for it. The
+                    // log reads the queue itself, so TX stamps are kept.
+                    Some(errno) if is_network_error(errno) => match log.as_deref_mut() {
+                        Some(log) => log.collect(fd),
+                        None => sys::drain_error_queue(fd),
+                    },
                     _ => return Err(EngineError::io("receive failed")(e)),
                 },
             }
             if now_ns >= next_tick {
                 next_tick = now_ns + TICK.as_nanos() as u64;
+                if let Some(log) = log.as_deref_mut() {
+                    log.collect(fd);
+                }
                 self.tick(now_ns, events);
                 if stop.is_raised() {
                     break;
                 }
-            } else if busy_poll && stop.is_raised() {
+            } else if wire.busy_poll && stop.is_raised() {
                 break;
             }
+        }
+        if let Some(log) = log {
+            log.collect(fd);
+            log.finish();
         }
         self.flush_backlog(events);
         Ok(self.totals)
     }
 
-    /// Turns a STAMP request into its answer in place. False for a
-    /// malformed request, which is counted and not answered.
-    fn stamp_reply(&mut self, packet: &mut [u8], t2: Option<u64>, ttl: Option<u8>) -> bool {
+    /// Turns a STAMP request into its answer in place and returns the T3 it
+    /// carries. `None` for a malformed request, which is counted and not
+    /// answered.
+    fn stamp_reply(&mut self, packet: &mut [u8], t2: Option<u64>, ttl: Option<u8>) -> Option<u64> {
         let t2 = t2.unwrap_or_else(|| {
             self.totals.t2_from_user += 1;
             timestamping::realtime_ns()
         });
-        let t3 = || NtpTime::from_unix_ns(timestamping::realtime_ns());
-        let ok = stamp::reflect_in_place(packet, NtpTime::from_unix_ns(t2), ttl.unwrap_or(0), t3)
-            .is_ok();
+        let mut t3 = 0;
+        let read_t3 = || {
+            t3 = timestamping::realtime_ns();
+            NtpTime::from_unix_ns(t3)
+        };
+        let ok =
+            stamp::reflect_in_place(packet, NtpTime::from_unix_ns(t2), ttl.unwrap_or(0), read_t3)
+                .is_ok();
         self.totals.malformed += u64::from(!ok);
-        ok
+        ok.then_some(t3)
     }
 
     #[inline]

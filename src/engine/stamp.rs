@@ -237,6 +237,12 @@ impl ReflectorPacket {
     }
 }
 
+/// The sequence number of a STAMP test packet (sender's or reflector's:
+/// both start with it).
+pub fn sequence_of(packet: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(packet.get(..4)?.try_into().ok()?))
+}
+
 /// The reflector's answer to `request`, written over it in place: the
 /// reply has the request's length (RFC 8762 symmetric size), octets past 44
 /// come back unchanged, and a malformed request gets no answer at all.

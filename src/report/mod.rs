@@ -6,6 +6,7 @@ mod breakdown;
 mod json;
 pub mod packet_log;
 mod progress;
+pub mod response_log;
 mod text;
 
 pub use breakdown::{BreakdownReport, PointSource, point_sources};

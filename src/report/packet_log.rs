@@ -1,7 +1,8 @@
-//! `--log FILE`: one CSV row per measured packet, written by a thread of
-//! its own from a bounded ring, so the measurement thread never touches the
-//! file. The writer drains the ring until the client has finished and
-//! flushes, so a Ctrl-C loses no row.
+//! `--log FILE`: one CSV row per measured packet (client) or answered
+//! datagram (server), written by a thread of its own from bounded rings, so
+//! the measurement threads never touch the file. The writer drains the
+//! rings until their threads have finished and flushes, so a Ctrl-C loses
+//! no row.
 
 use crate::engine::Points;
 use std::fs::File;
@@ -10,10 +11,25 @@ use std::path::{Path, PathBuf};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// The header: the rant columns, T1 scheduler and the kernel's driver-level
-/// software stamps, then the RTT.
+/// The client's header: the rant columns, T1 scheduler and the kernel's
+/// driver-level software stamps, then the RTT.
 pub const HEADER: &str =
     "SEQ,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT";
+
+/// What the writer can put in a log: one CSV row per item.
+pub trait LogRow: Send + 'static {
+    /// The file's first line.
+    const HEADER: &'static str;
+    /// The item as one line.
+    fn write_row(&self, out: &mut impl Write) -> io::Result<()>;
+}
+
+impl LogRow for Points {
+    const HEADER: &'static str = HEADER;
+    fn write_row(&self, out: &mut impl Write) -> io::Result<()> {
+        write_row(out, self)
+    }
+}
 
 /// How long the writer sleeps when the ring is empty.
 const IDLE: Duration = Duration::from_millis(20);
@@ -62,23 +78,26 @@ impl PacketLog {
         })
     }
 
-    /// Starts the writer thread on the client's points ring.
-    pub fn start(mut self, mut points: rtrb::Consumer<Points>) -> io::Result<RunningLog> {
+    /// Starts the writer thread on the measurement threads' rings.
+    pub fn start<R: LogRow>(mut self, mut rings: Vec<rtrb::Consumer<R>>) -> io::Result<RunningLog> {
         let path = self.path.clone();
         let handle = std::thread::Builder::new()
             .name("synapse-log".into())
             .spawn(move || {
                 if self.header {
-                    writeln!(self.out, "{HEADER}")?;
+                    writeln!(self.out, "{}", R::HEADER)?;
                 }
                 let mut rows = 0u64;
                 loop {
-                    // Seen before draining: once abandoned, the ring holds
-                    // everything there will ever be.
-                    let done = points.is_abandoned();
-                    while let Ok(p) = points.pop() {
-                        write_row(&mut self.out, &p)?;
-                        rows += 1;
+                    let mut done = true;
+                    for ring in &mut rings {
+                        // Seen before draining: once abandoned, the ring
+                        // holds everything there will ever be.
+                        done &= ring.is_abandoned();
+                        while let Ok(item) = ring.pop() {
+                            item.write_row(&mut self.out)?;
+                            rows += 1;
+                        }
                     }
                     if done {
                         break;
@@ -99,7 +118,7 @@ impl PacketLog {
 }
 
 impl RunningLog {
-    /// Waits for the writer (it ends once the client has) and returns the
+    /// Waits for the writer (it ends once its threads have) and returns the
     /// rows written.
     pub fn finish(self) -> Result<u64, String> {
         let fail = |e: String| format!("packet log {}: {e}", self.path.display());
@@ -116,7 +135,8 @@ impl RunningLog {
     }
 }
 
-fn stamp(out: &mut impl Write, ns: Option<u64>) -> io::Result<()> {
+/// A point in time as seconds.nanoseconds, or nothing when absent.
+pub fn stamp(out: &mut impl Write, ns: Option<u64>) -> io::Result<()> {
     match ns {
         Some(ns) => write!(out, ",{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000),
         None => write!(out, ","),
@@ -187,7 +207,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log.csv");
         let (mut tx, rx) = rtrb::RingBuffer::new(8);
-        let log = PacketLog::create(&path).unwrap().start(rx).unwrap();
+        let log = PacketLog::create(&path).unwrap().start(vec![rx]).unwrap();
         for seq in 0..1000u64 {
             let p = Points {
                 seq,
@@ -212,7 +232,7 @@ mod tests {
         let path = dir.path().join("log.csv");
         for (i, open) in [PacketLog::create, PacketLog::append].iter().enumerate() {
             let (mut tx, rx) = rtrb::RingBuffer::new(4);
-            let log = open(&path).unwrap().start(rx).unwrap();
+            let log = open(&path).unwrap().start(vec![rx]).unwrap();
             tx.push(Points {
                 seq: i as u64,
                 ..Points::default()

@@ -227,7 +227,7 @@ impl Station {
             StopFlag::new(),
         )?;
         if let (Some(log), Some(points)) = (log, run.points.take()) {
-            self.log = Some(log.start(points)?);
+            self.log = Some(log.start(vec![points])?);
             self.log_started = true;
         }
         self.client_local = Some(run.local);
