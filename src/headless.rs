@@ -18,12 +18,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// run early; what was measured is still reported.
 pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError> {
     // Opened first: a bad path fails before anything is measured.
-    let log = plan
-        .log
-        .as_deref()
-        .map(PacketLog::create)
-        .transpose()
-        .map_err(AppError::Usage)?;
+    let log = open_log(plan.log.as_deref())?;
     let mut m = Measurement::start(plan, stop.clone(), RING_CAPACITY)?;
     let log = match (log, m.client.points.take()) {
         (Some(log), Some(points)) => Some(log.start(vec![points])?),
@@ -65,6 +60,13 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     Ok(report)
 }
 
+/// Creates the `--log` file, if one was asked for.
+fn open_log(path: Option<&std::path::Path>) -> Result<Option<PacketLog>, AppError> {
+    path.map(PacketLog::create)
+        .transpose()
+        .map_err(AppError::Usage)
+}
+
 fn session_line(s: &SessionInfo) -> String {
     format!(
         "session ended: {}  {}  {}",
@@ -83,12 +85,7 @@ pub fn run_server(
     out: &mut impl Write,
 ) -> Result<(), AppError> {
     // Opened first: a bad path fails before anything is bound.
-    let log = plan
-        .log
-        .as_deref()
-        .map(PacketLog::create)
-        .transpose()
-        .map_err(AppError::Usage)?;
+    let log = open_log(plan.log.as_deref())?;
     let mut echo = start_reflector(plan.reflector_config(plan.bind), stop.clone())?;
     let mode = format!(
         "CPU {}{}, {}",
