@@ -159,15 +159,18 @@ impl ResponseStamps {
 
     fn file(&mut self, id: u32, point: TxPoint, stamps: timestamping::Stamps) {
         let newest = self.next_id.wrapping_sub(1);
-        if self.resync && id != newest && id.wrapping_sub(newest) < u32::MAX / 2 {
+        if self.resync && id == newest {
+            self.resync = false;
+        } else if self.resync && id.wrapping_sub(newest) < u32::MAX / 2 {
             // After a failed send the kernel's count runs ahead of ours:
             // this stamp is the newest answer's, and so are the next ones.
+            // (An older answer's late stamp says nothing about that.)
             if let Some(entry) = self.pending[newest as usize % PENDING].take() {
                 self.pending[id as usize % PENDING] = Some((id, entry.1));
             }
             self.next_id = id.wrapping_add(1);
+            self.resync = false;
         }
-        self.resync = false;
         let slot = id as usize % PENDING;
         let Some((want, p)) = self.pending[slot].as_mut() else {
             self.stale += 1;
@@ -316,6 +319,25 @@ mod tests {
             [(0, Some(2)), (1, None), (2, Some(4)), (3, Some(6))],
             "{got:?}"
         );
+        assert_eq!(t.stale, 0);
+    }
+
+    #[test]
+    fn a_late_stamp_after_a_failed_send_does_not_end_the_resync() {
+        let (mut t, mut rx) = tracker(16);
+        send(&mut t, points(0));
+        t.send_failed(points(1));
+        send(&mut t, points(2));
+        // Answer 0's stamps come late; then answer 2's, numbered by the
+        // kernel as 2 where we said 1.
+        t.file(0, TxPoint::Sched, sw(1));
+        t.file(0, TxPoint::Sent, sw(2));
+        t.file(2, TxPoint::Sched, sw(3));
+        t.file(2, TxPoint::Sent, sw(4));
+        let got: Vec<_> = std::iter::from_fn(|| rx.pop().ok())
+            .map(|p| (p.seq.unwrap(), p.t3_driver))
+            .collect();
+        assert_eq!(got, [(1, None), (0, Some(2)), (2, Some(4))], "{got:?}");
         assert_eq!(t.stale, 0);
     }
 
