@@ -152,7 +152,20 @@ pub fn run_server(
         }
     }
     echo.stop();
-    let outcome = echo.join()?;
+    let outcome = match echo.join() {
+        Ok(o) => o,
+        Err(e) => {
+            // The error ends the server, but what was logged is kept.
+            if let Some(s) = stamp.as_mut() {
+                s.stop();
+                let _ = s.join();
+            }
+            if let Some(log) = log {
+                let _ = log.finish();
+            }
+            return Err(e.into());
+        }
+    };
     drain(&mut echo, "", out)?;
     for s in &outcome.open_at_stop {
         writeln!(out, "{}", session_line(s))?;
