@@ -195,11 +195,9 @@ pub fn run_server(
     )?;
     // Both reflectors have stopped: the writer drains what they logged,
     // and is waited for before anything can return early.
-    let dropped = outcome.log_overflow
-        + stamp_outcome
-            .as_ref()
-            .and_then(|(o, _)| o.as_ref().ok())
-            .map_or(0, |o| o.log_overflow);
+    let stamp_ok = stamp_outcome.as_ref().and_then(|(o, _)| o.as_ref().ok());
+    let dropped = outcome.log_overflow + stamp_ok.map_or(0, |o| o.log_overflow);
+    let stale = outcome.stale_stamps + stamp_ok.map_or(0, |o| o.stale_stamps);
     let logged = log.map(|l| (l.path().display().to_string(), l.finish()));
     if let Some((joined, s)) = stamp_outcome {
         let o = joined?;
@@ -227,10 +225,15 @@ pub fn run_server(
     match logged {
         Some((path, Ok(rows))) => writeln!(
             out,
-            "log: {} written to {path}{}",
+            "log: {} written to {path}{}{}",
             count_of(rows, "answer"),
             if dropped > 0 {
                 format!(" ({dropped} dropped: the writer fell behind)")
+            } else {
+                String::new()
+            },
+            if stale > 0 {
+                format!("; {stale} TX stamps came after their row was written")
             } else {
                 String::new()
             }
