@@ -238,25 +238,9 @@ pub fn recv_from(fd: RawFd, buf: &mut [u8], from: &mut RawAddr) -> io::Result<Re
 /// reported through `IP_RECVERR`). Never blocks.
 pub fn drain_error_queue(fd: RawFd) {
     let mut scratch = [0u8; 512];
-    let mut control = [0u8; 512];
-    loop {
-        let mut iov = libc::iovec {
-            iov_base: scratch.as_mut_ptr().cast(),
-            iov_len: scratch.len(),
-        };
-        // SAFETY: msghdr is plain old data; all-zero is valid.
-        let mut msg: libc::msghdr = unsafe { zeroed() };
-        msg.msg_iov = &raw mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = control.len() as _;
-        // SAFETY: every pointer in msg refers to a live local buffer of the
-        // stated length.
-        let n = unsafe { libc::recvmsg(fd, &raw mut msg, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) };
-        if n < 0 {
-            return;
-        }
-    }
+    let mut control = timestamping::ControlBuf::default();
+    let flags = libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT;
+    while timestamping::recvmsg(fd, &mut scratch, None, &mut control, flags).is_ok() {}
 }
 
 /// Sets an integer socket option.

@@ -197,7 +197,9 @@ fn parse_control(msg: &libc::msghdr, stamp_type: i32) -> Parsed {
     out
 }
 
-fn recvmsg(
+/// One `recvmsg` into `buf`, with control data into `control` and the
+/// sender into `from` when given.
+pub(super) fn recvmsg(
     fd: RawFd,
     buf: &mut [u8],
     mut from: Option<&mut RawAddr>,
