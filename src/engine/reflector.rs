@@ -185,7 +185,7 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
     let cannot_stamp = EngineError::io("cannot enable SO_TIMESTAMPING");
     let (mut log, responses, stamp_type) = if cfg.log_capacity > 0 {
         let (tx, rx) = rtrb::RingBuffer::new(cfg.log_capacity);
-        let (log, kind) = ResponseStamps::enable(fd, false, tx).map_err(cannot_stamp)?;
+        let (log, kind) = ResponseStamps::enable(fd, tx).map_err(cannot_stamp)?;
         (Some(log), Some(rx), Some(kind))
     } else if cfg.protocol == Protocol::Stamp {
         let flags = timestamping::flags::RX_SOFTWARE | timestamping::flags::REPORT_SOFTWARE;

@@ -81,7 +81,6 @@ impl ResponsePoints {
 /// answers to the log ring. Everything is allocated up front.
 pub struct ResponseStamps {
     stamp_type: i32,
-    hardware: bool,
     control: ControlBuf,
     pending: [Option<(u32, ResponsePoints)>; PENDING],
     next_id: u32,
@@ -94,23 +93,15 @@ pub struct ResponseStamps {
 }
 
 impl ResponseStamps {
-    /// The socket stamping flags a logging reflector needs.
-    pub fn flags(hardware: bool) -> u32 {
-        let base = flags::TX_SOFTWARE | flags::RX_SOFTWARE | flags::REPORT_SOFTWARE;
-        base | flags::OPTIONS | if hardware { flags::HARDWARE } else { 0 }
-    }
-
-    /// Switches stamping on for `fd` and starts matching. Returns the
-    /// control-message type RX stamps arrive as, too.
-    pub fn enable(
-        fd: RawFd,
-        hardware: bool,
-        out: rtrb::Producer<ResponsePoints>,
-    ) -> io::Result<(Self, i32)> {
-        let stamp_type = timestamping::enable(fd, Self::flags(hardware))?;
+    /// Switches software stamping on for `fd`, both ways, and starts
+    /// matching. (The server never switches a NIC's clock on, so the
+    /// hardware points stay empty.) Returns the control-message type RX
+    /// stamps arrive as, too.
+    pub fn enable(fd: RawFd, out: rtrb::Producer<ResponsePoints>) -> io::Result<(Self, i32)> {
+        let wanted = flags::TX_SOFTWARE | flags::RX_SOFTWARE | flags::REPORT_SOFTWARE;
+        let stamp_type = timestamping::enable(fd, wanted | flags::OPTIONS)?;
         let me = Self {
             stamp_type,
-            hardware,
             control: ControlBuf::default(),
             pending: [None; PENDING],
             next_id: 0,
@@ -187,9 +178,10 @@ impl ResponseStamps {
                 p.t3_hw = p.t3_hw.or(stamps.hardware);
             }
         }
-        let complete =
-            p.t3_sched.is_some() && p.t3_driver.is_some() && (!self.hardware || p.t3_hw.is_some());
-        if complete && let Some((_, done)) = self.pending[slot].take() {
+        if p.t3_sched.is_some()
+            && p.t3_driver.is_some()
+            && let Some((_, done)) = self.pending[slot].take()
+        {
             self.emit(done);
         }
     }
@@ -239,7 +231,6 @@ mod tests {
         let (tx, rx) = rtrb::RingBuffer::new(capacity);
         let me = ResponseStamps {
             stamp_type: 0,
-            hardware: false,
             control: ControlBuf::default(),
             pending: [None; PENDING],
             next_id: 0,
