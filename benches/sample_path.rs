@@ -9,7 +9,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
-use synapse::engine::{Record, Role, choose_cpu, pin_thread};
+use synapse::engine::{Role, choose_cpu, pin_thread};
+use synapse::stats::Record;
 use synapse::stats::Stats;
 
 const N: u64 = 20_000_000;

@@ -1,13 +1,12 @@
 //! Running without the live display: progress on stderr, a report at the end.
 
-use crate::engine::{
-    RecordKind, ReflectorEvent, ReflectorRun, SessionInfo, StopFlag, start_reflector,
-};
+use crate::engine::{ReflectorEvent, ReflectorRun, SessionInfo, StopFlag, start_reflector};
 use crate::error::AppError;
 use crate::launch::{Measurement, RING_CAPACITY};
 use crate::plan::{ClientPlan, ServerPlan};
 use crate::report::packet_log::PacketLog;
 use crate::report::{LogSummary, Progress, Report};
+use crate::stats::RecordKind;
 use crate::units::count_of;
 use std::io::Write;
 use std::time::Duration;

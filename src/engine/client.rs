@@ -15,16 +15,16 @@
 
 use super::affinity::place_current_thread;
 use super::capabilities::Source;
+use super::points::Points;
 use super::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use super::sequence::{Reply, SequenceTracker};
 use super::socket::{ClientSockets, client_sockets, set_wait_mode, wildcard_for};
-use super::split::{Points, SegmentSet, Split};
 use super::sys::timestamping::{Stamps, realtime_ns};
 use super::sys::{self, RawAddr};
 use super::timestamps::{self, TimestampMode};
 use super::tx_stamps::StampReader;
-use super::{EngineError, Placement, Record, RecordKind, StopFlag};
-use crate::stats::Stats;
+use super::{EngineError, Placement, StopFlag};
+use crate::stats::{Record, RecordKind, SegmentSet, Split, Stats};
 use socket2::Socket;
 use std::io;
 use std::net::SocketAddr;
@@ -657,7 +657,7 @@ impl<'a> Pinger<'a> {
         {
             self.log_overflow += 1;
         }
-        Split::from_points(&self.points)
+        self.points.split()
     }
 
     fn time_out(&mut self, seq: u64, at_ns: u64, warmup: bool) -> Wait {

@@ -1,20 +1,20 @@
 //! The measurement engine: sockets, the client loop, the reflector, the wire
 //! protocol and CPU placement. Nothing here knows about terminals or reports;
-//! results leave through [`Record`]s on a lock-free ring and through the
-//! [`Stats`](crate::stats::Stats) each thread returns when it ends.
+//! results leave through [`Record`](crate::stats::Record)s on a lock-free
+//! ring and through the [`Stats`](crate::stats::Stats) each thread returns
+//! when it ends. It depends on `stats` (a leaf) and on nothing above it.
 
 mod affinity;
 pub mod capabilities;
 mod client;
 mod error;
 mod hardware;
+mod points;
 pub mod protocol;
-mod record;
 mod reflector;
 mod response;
 pub mod sequence;
 mod socket;
-mod split;
 pub mod stamp;
 pub(crate) mod sys;
 pub mod timestamps;
@@ -23,14 +23,13 @@ mod tx_stamps;
 pub use affinity::{Placement, Role, choose_cpu, pin_thread};
 pub use client::{ClientConfig, ClientOutcome, ClientRun, StampingInfo, start_client};
 pub use error::EngineError;
-pub use record::{Record, RecordKind};
+pub use points::Points;
 pub use reflector::{
     Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun, ReflectorTotals,
     SessionInfo, start_reflector,
 };
 pub use response::ResponsePoints;
 pub use socket::resolve;
-pub use split::{Points, Segment, SegmentSet, Split};
 pub use timestamps::{TimestampMode, Timestamping};
 
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! count. A send that fails may or may not have bumped it, so after one the
 //! reader adopts the newest number it sees (the queue is in order).
 
-use super::split::Points;
+use super::points::Points;
 use super::sys::timestamping::{self, ControlBuf, ErrQueue, RecvMeta, TxPoint, flags};
 use std::io;
 use std::os::fd::RawFd;

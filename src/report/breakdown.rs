@@ -81,7 +81,7 @@ impl BreakdownReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::SegmentSet;
+    use crate::stats::SegmentSet;
 
     fn info(source: Source, stamp: bool) -> StampingInfo {
         StampingInfo {

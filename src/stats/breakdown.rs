@@ -2,7 +2,7 @@
 //! measured segment, and how many replies lacked the stamps for it.
 
 use super::MAX_TRACKABLE_NS;
-use crate::engine::{Segment, SegmentSet, Split};
+use super::{Segment, SegmentSet, Split};
 use hdrhistogram::Histogram;
 
 /// Segment histograms for the segments a run can measure.
@@ -124,16 +124,17 @@ impl Breakdown {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Points;
 
+    /// Sent at 100, handed to the driver `send` later, received by the
+    /// kernel at 50 000 and by the program `recv` after that (when it was).
     fn split(send: u64, recv: Option<u64>) -> Split {
-        Split::from_points(&Points {
-            t1_user: Some(100),
-            t1_driver: Some(100 + send),
-            t4_driver: recv.map(|_| 50_000),
-            t4_user: recv.map(|r| 50_000 + r),
-            ..Points::default()
-        })
+        Split::from_parts([
+            Some(send),
+            recv.map(|_| 50_000 - 100 - send),
+            None,
+            recv,
+            None,
+        ])
     }
 
     #[test]

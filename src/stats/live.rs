@@ -7,7 +7,7 @@
 //! spike.
 
 use super::Stats;
-use crate::engine::{Record, RecordKind};
+use super::{Record, RecordKind, SegmentSet};
 use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -206,7 +206,7 @@ impl LiveStats {
     }
 
     /// Splits round trips into `segments` from now on.
-    pub fn use_segments(&mut self, segments: crate::engine::SegmentSet) {
+    pub fn use_segments(&mut self, segments: SegmentSet) {
         self.total.use_segments(segments);
     }
 

@@ -1,15 +1,19 @@
 //! Statistics shared by every consumer: the engine's authoritative totals,
-//! the headless reports and the live TUI all use these types.
+//! the headless reports and the live TUI all use these types. A leaf: it
+//! depends on nothing else in Synapse, and the engine records into it.
 
 mod breakdown;
 mod live;
+mod record;
+mod segment;
 mod summary;
 
 pub use breakdown::{Breakdown, SegmentFigures};
 pub use live::{BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, WINDOW, WindowPoint};
+pub use record::{Record, RecordKind};
+pub use segment::{Segment, SegmentSet, Split};
 pub use summary::{Distribution, DistributionBucket, RttFigures, Summary};
 
-use crate::engine::{Record, RecordKind, SegmentSet};
 use hdrhistogram::Histogram;
 
 /// Largest RTT the histogram resolves; anything slower is clamped to it.

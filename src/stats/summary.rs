@@ -156,7 +156,7 @@ impl Distribution {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Record;
+    use crate::stats::Record;
 
     fn stats_of(rtts: &[u64]) -> Stats {
         let mut s = Stats::new();

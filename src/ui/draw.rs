@@ -5,7 +5,7 @@ use super::panes::osi::{self, StackLabels};
 use super::panes::{
     figures, footer, header, help, histogram, progress, sessions, sparklines, split,
 };
-use crate::engine::Segment;
+use crate::stats::Segment;
 use crate::units::{format_ns_plain, format_rate};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};

@@ -4,9 +4,8 @@
 use super::app::{App, ClientInfo, Role, ServerView};
 use super::theme::Theme;
 use crate::engine::capabilities::Source;
-use crate::engine::{
-    Points, Record, RecordKind, ReflectorTotals, SegmentSet, SessionInfo, Split, StampingInfo,
-};
+use crate::engine::{Points, ReflectorTotals, SessionInfo, StampingInfo};
+use crate::stats::{Record, RecordKind, SegmentSet, Split};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::time::Duration;
@@ -88,7 +87,7 @@ pub fn client_app() -> App {
 fn split_of(rtt: u64) -> Split {
     let t1 = 1_000_000;
     let receive = rtt / 5;
-    Split::from_points(&Points {
+    Points {
         t1_user: Some(t1),
         t1_sched: Some(t1 + 1_500),
         t1_driver: Some(t1 + 2_500),
@@ -98,7 +97,8 @@ fn split_of(rtt: u64) -> Split {
         t4_user: Some(t1 + rtt),
         rtt_ns: Some(rtt),
         ..Points::default()
-    })
+    }
+    .split()
 }
 
 /// A reflector with two active clients and one that has left.

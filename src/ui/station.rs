@@ -10,7 +10,7 @@
 use super::app::{App, Role};
 use crate::config::{Baseline, store};
 use crate::engine::{
-    ClientOutcome, ClientRun, Placement, RecordKind, ReflectorEvent, ReflectorRun, ReflectorTotals,
+    ClientOutcome, ClientRun, Placement, ReflectorEvent, ReflectorRun, ReflectorTotals,
     StampingInfo, StopFlag, start_client, start_reflector,
 };
 use crate::error::AppError;
@@ -18,7 +18,7 @@ use crate::launch::RING_CAPACITY;
 use crate::plan::{ClientPlan, ServerPlan, Target};
 use crate::report::packet_log::{PacketLog, RunningLog};
 use crate::report::{LogSummary, Report};
-use crate::stats::{Stats, Summary, WINDOW};
+use crate::stats::{RecordKind, Stats, Summary, WINDOW};
 use crate::units::count_of;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -40,7 +40,7 @@ fn frozen_display_keeps_its_figures_while_data_arrives() {
     app.toggle_freeze();
     let before = rows(&frame(&app, 120, 36));
     for i in 0..5_000 {
-        app.client.live.ingest(&crate::engine::Record::sample(
+        app.client.live.ingest(&crate::stats::Record::sample(
             1_000_000 + i,
             0,
             5_000_000,

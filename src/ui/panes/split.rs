@@ -2,7 +2,8 @@
 //! the last clear, under the packet path; and the per-segment times the
 //! OSI stacks show in place of decoration.
 
-use crate::engine::{Segment, StampingInfo};
+use crate::engine::StampingInfo;
+use crate::stats::Segment;
 use crate::stats::{LiveStats, SegmentFigures};
 use crate::ui::theme::Theme;
 use crate::units::format_ns;
@@ -108,8 +109,9 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Points;
     use crate::engine::capabilities::Source;
-    use crate::engine::{Points, Record, SegmentSet, Split};
+    use crate::stats::{Record, SegmentSet};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
@@ -147,13 +149,14 @@ mod tests {
         let mut live = LiveStats::new();
         live.use_segments(info.segments);
         let split = |recv: Option<u64>| {
-            Split::from_points(&Points {
+            Points {
                 t1_user: Some(0),
                 t1_driver: Some(4_000),
                 t4_driver: recv.map(|_| 60_000),
                 t4_user: recv.map(|r| 60_000 + r),
                 ..Points::default()
-            })
+            }
+            .split()
         };
         live.ingest(&Record::sample(1, 0, 70_000, false).with_split(split(Some(10_000))));
         live.ingest(&Record::sample(2, 0, 70_000, false).with_split(split(None)));

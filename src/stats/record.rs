@@ -1,6 +1,6 @@
 //! What the measurement thread reports about each packet.
 
-use super::split::Split;
+use super::segment::Split;
 
 /// The outcome of one request (or one unexpected datagram).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

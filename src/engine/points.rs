@@ -1,0 +1,146 @@
+//! Where one round trip's time went: the points in time Synapse knows
+//! about a packet, and the segments between them ([`Split`]).
+//!
+//! Subtraction happens only inside one clock domain. T1/T4 user and the
+//! kernel's software stamps share `CLOCK_REALTIME`; T2/T3 are the
+//! reflector's clock, used only as T3 − T2; NIC stamps are the NIC's clock
+//! (PHC), used only as T4 hw − T1 hw. The RTT itself stays on the monotonic
+//! clock; the segments add up to it within the cost of a clock read.
+
+use crate::stats::{Segment, Split};
+
+/// Every point in time known about one packet, nanoseconds. `None`: the
+/// kernel, the NIC or the reflector did not provide it (never filled in
+/// from another kind of stamp).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Points {
+    /// Sequence number.
+    pub seq: u64,
+    /// Client, just before `send` (`CLOCK_REALTIME`).
+    pub t1_user: Option<u64>,
+    /// Client, entering the packet scheduler (kernel software stamp).
+    pub t1_sched: Option<u64>,
+    /// Client, handed to the device (kernel software stamp).
+    pub t1_driver: Option<u64>,
+    /// Client NIC, on the wire (PHC clock).
+    pub t1_hw: Option<u64>,
+    /// Reflector, received (STAMP; the reflector's clock).
+    pub t2: Option<u64>,
+    /// Reflector, sending the reply (STAMP; the reflector's clock).
+    pub t3: Option<u64>,
+    /// Client NIC, off the wire (PHC clock).
+    pub t4_hw: Option<u64>,
+    /// Client kernel, received (kernel software stamp).
+    pub t4_driver: Option<u64>,
+    /// Client, just after the receive returned (`CLOCK_REALTIME`).
+    pub t4_user: Option<u64>,
+    /// Round-trip time on the monotonic clock; `None` for a lost packet.
+    pub rtt_ns: Option<u64>,
+}
+
+impl Points {
+    /// The segments the points allow. A segment whose end points are out of
+    /// order (a clock step mid-packet) is missing, not negative.
+    pub fn split(&self) -> Split {
+        let between = |a: Option<u64>, b: Option<u64>| b?.checked_sub(a?);
+        let dwell = between(self.t2, self.t3);
+        let network = between(self.t1_driver, self.t4_driver)
+            .and_then(|total| total.checked_sub(dwell.unwrap_or(0)));
+        let mut parts = [None; 5];
+        parts[Segment::Send.index()] = between(self.t1_user, self.t1_driver);
+        parts[Segment::Network.index()] = network;
+        parts[Segment::Dwell.index()] = dwell;
+        parts[Segment::Receive.index()] = between(self.t4_driver, self.t4_user);
+        parts[Segment::NicRoundTrip.index()] = between(self.t1_hw, self.t4_hw);
+        Split::from_parts(parts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Segment;
+
+    fn full() -> Points {
+        Points {
+            seq: 7,
+            t1_user: Some(1_000),
+            t1_sched: Some(1_400),
+            t1_driver: Some(1_900),
+            t1_hw: None,
+            t2: Some(50_000),
+            t3: Some(53_000),
+            t4_hw: None,
+            t4_driver: Some(9_900),
+            t4_user: Some(12_000),
+            rtt_ns: Some(11_000),
+        }
+    }
+
+    #[test]
+    fn segments_partition_the_realtime_round_trip() {
+        let s = full().split();
+        assert_eq!(s.get(Segment::Send), Some(900));
+        assert_eq!(s.get(Segment::Dwell), Some(3_000));
+        assert_eq!(s.get(Segment::Network), Some(8_000 - 3_000));
+        assert_eq!(s.get(Segment::Receive), Some(2_100));
+        assert_eq!(s.get(Segment::NicRoundTrip), None);
+        let sum: u64 = [
+            Segment::Send,
+            Segment::Network,
+            Segment::Dwell,
+            Segment::Receive,
+        ]
+        .iter()
+        .filter_map(|&g| s.get(g))
+        .sum();
+        assert_eq!(sum, 12_000 - 1_000);
+    }
+
+    #[test]
+    fn without_stamp_the_network_segment_includes_the_far_side() {
+        let p = Points {
+            t2: None,
+            t3: None,
+            ..full()
+        };
+        let s = p.split();
+        assert_eq!(s.get(Segment::Dwell), None);
+        assert_eq!(s.get(Segment::Network), Some(8_000));
+    }
+
+    #[test]
+    fn a_missing_stamp_leaves_its_segments_missing_and_nothing_else() {
+        let p = Points {
+            t1_driver: None,
+            ..full()
+        };
+        let s = p.split();
+        assert_eq!(s.get(Segment::Send), None, "never replaced by T1 sched");
+        assert_eq!(s.get(Segment::Network), None);
+        assert_eq!(s.get(Segment::Receive), Some(2_100));
+        assert!(!s.is_empty());
+        assert!(Points::default().split().is_empty());
+    }
+
+    #[test]
+    fn out_of_order_points_give_no_segment() {
+        let p = Points {
+            t4_user: Some(9_000),
+            ..full()
+        };
+        assert_eq!(p.split().get(Segment::Receive), None);
+    }
+
+    #[test]
+    fn hardware_points_are_only_subtracted_from_each_other() {
+        let p = Points {
+            t1_hw: Some(5_000_000_000),
+            t4_hw: Some(5_000_007_000),
+            ..full()
+        };
+        let s = p.split();
+        assert_eq!(s.get(Segment::NicRoundTrip), Some(7_000));
+        assert_eq!(s.get(Segment::Send), Some(900), "software points unchanged");
+    }
+}
