@@ -13,8 +13,8 @@
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 use synapse::engine::{
-    ClientConfig, Protocol, ReflectorConfig, Role, StopFlag, TimestampMode, choose_cpu, pin_thread,
-    start_client, start_reflector,
+    ClientConfig, Protocol, ReflectorConfig, Role, StopFlag, ThreadPlacement, TimestampMode,
+    choose_cpu, pin_thread, start_client, start_reflector,
 };
 
 const WARMUP: u64 = 2_000;
@@ -88,39 +88,30 @@ fn synapse(
     timestamps: TimestampMode,
     server_log: bool,
 ) -> Round {
+    let pinned = |cpu| ThreadPlacement {
+        cpu,
+        cpu_auto: false,
+        busy_poll: busy,
+        rt: false,
+    };
     let mut reflector = start_reflector(
         ReflectorConfig {
-            bind: "127.0.0.1:0".parse().unwrap(),
-            cpu: reflector_cpu,
-            cpu_auto: false,
-            busy_poll: busy,
-            rt: false,
-            session_idle: Duration::from_secs(1),
-            ring_capacity: 1024,
-            protocol: Protocol::Echo,
+            thread: pinned(reflector_cpu),
             // Room for every answer: the ring is read after the round.
             log_capacity: if server_log { 1 << 17 } else { 0 },
+            ..ReflectorConfig::new("127.0.0.1:0".parse().unwrap(), Protocol::Echo)
         },
         StopFlag::new(),
     )
     .unwrap();
     let mut run = start_client(
         ClientConfig {
-            server: reflector.local,
-            bind: None,
             packets: Some(packets),
-            duration: None,
             warmup: WARMUP,
-            timeout: Duration::from_millis(100),
-            size: 8,
-            cpu: client_cpu,
-            cpu_auto: false,
-            busy_poll: busy,
-            rt: false,
+            thread: pinned(client_cpu),
             ring_capacity: 1 << 17,
             timestamps,
-            stamp: false,
-            log_capacity: 0,
+            ..ClientConfig::new(reflector.local)
         },
         StopFlag::new(),
     )

@@ -1,10 +1,18 @@
-//! The command line, as clap sees it. Validation that needs more than one
-//! flag at a time lives in [`crate::plan`].
+//! The command line, as clap sees it, and the one declaration of every
+//! option. A run option is declared here once, as a field of [`RunArgs`]
+//! (or [`TargetArgs`], [`ThreadArgs`]): its flag, help, default and value
+//! parser. The configuration file reads the same options under their ids
+//! (`[defaults]`, `[profiles.NAME]`), layers them, saves them and reports
+//! them in the JSON `config` without naming any of them (see `config`).
+//! Validation that needs more than one flag at a time lives in
+//! [`crate::plan`].
 
 use crate::engine::TimestampMode;
-use crate::engine::protocol::{MAX_SIZE, MIN_SIZE};
-use crate::units::{DefaultUnit, parse_duration};
-use clap::{Args, Parser, Subcommand};
+use crate::engine::protocol::payload_size;
+use crate::engine::socket::address_text;
+use crate::units::{self, count, percent, seconds};
+use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand};
+use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -40,6 +48,10 @@ pub struct Cli {
     /// Options for the built-in loopback measurement.
     #[command(flatten)]
     pub run: RunArgs,
+
+    /// How the built-in measurement is shown.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// The subcommands.
@@ -58,14 +70,22 @@ pub enum Command {
         /// Only this interface.
         name: Option<String>,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `synapse man | man -l -`.
+    Man,
 }
 
 /// `synapse profiles`.
 #[derive(Debug, Args)]
+#[command(arg_required_else_help = true)]
 pub struct ProfilesArgs {
     /// What to do with the profiles.
     #[command(subcommand)]
-    pub action: ProfilesAction,
+    pub action: Option<ProfilesAction>,
 
     /// Configuration file [default: $XDG_CONFIG_HOME/synapse/config.toml].
     #[arg(long, value_name = "PATH", global = true)]
@@ -93,7 +113,7 @@ pub enum ProfilesAction {
 #[derive(Debug, Args)]
 pub struct ServerArgs {
     /// Address to listen on (IPv4 or IPv6).
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080", value_parser = address_text)]
     pub bind: String,
 
     /// Also answer STAMP (RFC 8762) session-senders on this UDP port, on the
@@ -102,11 +122,11 @@ pub struct ServerArgs {
     #[arg(long, value_name = "PORT", default_value_t = crate::engine::stamp::DEFAULT_PORT)]
     pub stamp_port: u16,
 
-    /// Write one CSV row per answered datagram to FILE (with --no-ui):
-    /// PROTO, PEER, SEQ, the kernel's and user space's receive and send
-    /// times (T2_HW T2_DRV T2_SW T3_SW T3_SCHED T3_DRV T3_HW, as
-    /// seconds.nanoseconds, empty where absent) and RESPONSE = T3_DRV −
-    /// T2_DRV in ns. Switches on the reflector's kernel timestamps.
+    /// Write one CSV row per answered datagram to FILE: PROTO, PEER, SEQ,
+    /// the kernel's and user space's receive and send times (T2_HW T2_DRV
+    /// T2_SW T3_SW T3_SCHED T3_DRV T3_HW, as seconds.nanoseconds, empty
+    /// where absent) and RESPONSE = T3_DRV − T2_DRV in ns. Switches on the
+    /// reflector's kernel timestamps.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
 
@@ -131,16 +151,11 @@ pub struct ServerArgs {
 #[derive(Debug, Args)]
 pub struct ClientArgs {
     /// Reflector address: HOST[:PORT], IPv4 or IPv6 (default 127.0.0.1:8080).
-    #[arg(value_name = "ADDR")]
+    #[arg(value_name = "ADDR", conflicts_with = "server", value_parser = address_text)]
     pub addr: Option<String>,
 
-    /// Reflector address (same as the positional ADDR).
-    #[arg(long, value_name = "ADDR", conflicts_with = "addr")]
-    pub server: Option<String>,
-
-    /// Local address to send from (default: any, ephemeral port).
-    #[arg(long, value_name = "ADDR")]
-    pub bind: Option<String>,
+    #[command(flatten)]
+    pub target: TargetArgs,
 
     /// Use a saved profile's host pair and options (the command line still
     /// wins). Without it, a profile whose host pair matches ADDR is used.
@@ -162,43 +177,77 @@ pub struct ClientArgs {
 
     #[command(flatten)]
     pub run: RunArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
-/// Options shared by `synapse client` and the loopback default.
-#[derive(Debug, Args, Clone)]
+/// The host pair: kept in profiles, so a saved profile knows whom it measures.
+#[derive(Debug, Args, Clone, Default, Serialize)]
+pub struct TargetArgs {
+    /// Local address to send from (default: any, ephemeral port).
+    #[arg(long, value_name = "ADDR", value_parser = address_text)]
+    pub bind: Option<String>,
+
+    /// Reflector address (same as the positional ADDR).
+    #[arg(long, value_name = "ADDR", value_parser = address_text)]
+    pub server: Option<String>,
+}
+
+/// Options of a measurement: the command line, `[defaults]` and profiles all
+/// set these, and the JSON report's `config` shows each. One field each.
+#[derive(Debug, Args, Clone, Serialize)]
+#[command(group(ArgGroup::new("budget").args(["packets", "duration"])))]
 pub struct RunArgs {
     /// Packets to measure after warm-up [default: 10000; the live display
     /// runs until stopped].
-    #[arg(long, value_name = "N", conflicts_with = "duration", value_parser = count)]
+    #[arg(long, value_name = "N", value_parser = count)]
     pub packets: Option<u64>,
 
     /// Measure for this long instead of a packet count (e.g. 30, 30s, 2min).
     #[arg(long, value_name = "SECS", value_parser = seconds)]
+    #[serde(rename = "duration_s", serialize_with = "units::serde_secs")]
     pub duration: Option<Duration>,
 
     /// Packets sent first and left out of the statistics.
-    #[arg(long, value_name = "N", default_value_t = 200, value_parser = count)]
+    #[arg(long, value_name = "N", default_value = "200", value_parser = count)]
     pub warmup: u64,
 
-    /// Milliseconds to wait for each reply before counting it lost.
-    #[arg(long, value_name = "MS", default_value_t = 100,
-          value_parser = clap::value_parser!(u64).range(1..=60_000))]
-    pub timeout: u64,
+    /// How long to wait for each reply before counting it lost (e.g. 100ms,
+    /// 1s; a bare number is milliseconds).
+    #[arg(long = "timeout", value_name = "DURATION", default_value = "100", value_parser = units::timeout)]
+    #[serde(serialize_with = "units::serde_ms")]
+    pub timeout_ms: Duration,
 
     /// Live display: advance the packet animation every N packets.
-    #[arg(long, value_name = "N", default_value_t = 100,
-          value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
+    #[arg(long, value_name = "N", default_value = "100",
+          value_parser = clap::value_parser!(u64).range(1..=units::MAX_COUNT))]
     pub update: u64,
 
     /// UDP payload size in bytes (8..=65507; STAMP packets are at least 44).
-    #[arg(long, value_name = "BYTES", default_value_t = 8, value_parser = payload_size)]
+    #[arg(long, value_name = "BYTES", default_value = "8", value_parser = payload_size)]
     pub size: usize,
+
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub thread: ThreadArgs,
+
+    /// PASS when the mean RTT is below this (e.g. 1ms, 250us).
+    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = units::millis)]
+    #[serde(rename = "threshold_ns", serialize_with = "units::serde_ns")]
+    pub threshold: Duration,
+
+    /// Live display frames per second.
+    #[arg(long, value_name = "N", default_value = "30",
+          value_parser = clap::value_parser!(u32).range(1..=120))]
+    pub fps: u32,
 
     /// Timestamp source: auto (NIC clock if the interface has one and it
     /// can be enabled, else kernel software, else user space), user,
     /// software or hardware. Kernel stamps split each round trip into send
     /// path, network, server dwell (with --stamp) and receive path.
     #[arg(long, value_name = "SOURCE", default_value = "auto", value_parser = timestamp_mode)]
+    #[serde(serialize_with = "units::serde_display")]
     pub timestamps: TimestampMode,
 
     /// Speak STAMP (RFC 8762, unauthenticated) to a session-reflector
@@ -206,51 +255,10 @@ pub struct RunArgs {
     /// receive and send times give the server dwell.
     #[arg(long)]
     pub stamp: bool,
-
-    /// Write one CSV row per measured packet to FILE: SEQ, every timestamp
-    /// (T1_SW T1_SCHED T1_DRV T1_HW T2_HW T2_SW T3_SW T3_HW T4_HW T4_DRV
-    /// T4_SW, as seconds.nanoseconds, empty where absent) and RTT in ns
-    /// (empty when lost).
-    #[arg(long, value_name = "FILE")]
-    pub log: Option<PathBuf>,
-
-    #[command(flatten)]
-    pub thread: ThreadArgs,
-
-    /// PASS when the mean RTT is below this (e.g. 1ms, 250us).
-    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = millis)]
-    pub threshold: Duration,
-
-    /// Print the text report instead of the live display.
-    #[arg(long)]
-    pub no_ui: bool,
-
-    /// Print one JSON object on stdout instead of the text report.
-    #[arg(long)]
-    pub json: bool,
-
-    /// Live display frames per second.
-    #[arg(long, value_name = "N", default_value_t = 30,
-          value_parser = clap::value_parser!(u32).range(1..=120))]
-    pub fps: u32,
-
-    /// Configuration file [default: $XDG_CONFIG_HOME/synapse/config.toml].
-    #[arg(long, value_name = "PATH")]
-    pub config: Option<PathBuf>,
 }
 
-impl RunArgs {
-    /// The defaults, exactly as the command line defines them.
-    pub fn defaults() -> Self {
-        match Cli::try_parse_from(["synapse"]) {
-            Ok(cli) => cli.run,
-            Err(e) => unreachable!("an empty command line always parses: {e}"),
-        }
-    }
-}
-
-/// Where and how the measurement thread runs.
-#[derive(Debug, Args, Clone, Copy)]
+/// Where and how a measurement thread runs.
+#[derive(Debug, Args, Clone, Copy, Serialize)]
 pub struct ThreadArgs {
     /// Pin the measurement thread to this CPU [default: picked and reported].
     #[arg(long, value_name = "N")]
@@ -267,58 +275,67 @@ pub struct ThreadArgs {
     pub rt: bool,
 }
 
-/// Parses a timestamp source; shared with the configuration file.
-pub(crate) fn timestamp_mode(s: &str) -> Result<TimestampMode, String> {
+/// How a measurement is shown and kept: not part of a profile.
+#[derive(Debug, Args, Clone)]
+pub struct OutputArgs {
+    /// Write one CSV row per measured packet to FILE: SEQ, every timestamp
+    /// (T1_SW T1_SCHED T1_DRV T1_HW T2_HW T2_SW T3_SW T3_HW T4_HW T4_DRV
+    /// T4_SW, as seconds.nanoseconds, empty where absent) and RTT in ns
+    /// (empty when lost).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+
+    /// Print the text report instead of the live display.
+    #[arg(long)]
+    pub no_ui: bool,
+
+    /// Print one JSON object on stdout instead of the text report.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Configuration file [default: $XDG_CONFIG_HOME/synapse/config.toml].
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// The defaults, exactly as the command line defines them.
+    pub fn defaults() -> Self {
+        match Cli::try_parse_from(["synapse"]) {
+            Ok(cli) => cli.run,
+            Err(e) => unreachable!("an empty command line always parses: {e}"),
+        }
+    }
+}
+
+/// The options a `[defaults]` or `[profiles.NAME]` table may set: the host
+/// pair and every run option, as one command the file's values are checked
+/// and layered against.
+pub fn settings_schema() -> clap::Command {
+    let c = clap::Command::new("settings")
+        .no_binary_name(true)
+        .disable_help_flag(true)
+        .disable_version_flag(true);
+    RunArgs::augment_args(TargetArgs::augment_args(c))
+}
+
+/// The whole command line, for completions and the manual page.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+fn timestamp_mode(s: &str) -> Result<TimestampMode, String> {
     s.parse()
-}
-
-fn seconds(s: &str) -> Result<Duration, String> {
-    parse_duration(s, DefaultUnit::Seconds)
-}
-
-fn millis(s: &str) -> Result<Duration, String> {
-    parse_duration(s, DefaultUnit::Millis)
-}
-
-/// The largest count accepted anywhere: what a TOML integer can hold, so
-/// every value can be saved in a profile.
-pub const MAX_COUNT: u64 = i64::MAX as u64;
-
-fn count(s: &str) -> Result<u64, String> {
-    match s.parse::<u64>() {
-        Ok(n) if n <= MAX_COUNT => Ok(n),
-        Ok(n) => Err(format!("{n} is larger than {MAX_COUNT}")),
-        Err(_) => Err(format!("'{s}' is not a count")),
-    }
-}
-
-fn percent(s: &str) -> Result<f64, String> {
-    match s.trim_end_matches('%').parse::<f64>() {
-        Ok(p) if p >= 0.0 && p.is_finite() => Ok(p),
-        _ => Err(format!("'{s}' is not a percentage (e.g. 10 or 12.5)")),
-    }
-}
-
-/// Checks a payload size; shared with the configuration file.
-pub(crate) fn payload_size(s: &str) -> Result<usize, String> {
-    let n: usize = s
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number of bytes"))?;
-    if (MIN_SIZE..=MAX_SIZE).contains(&n) {
-        Ok(n)
-    } else {
-        Err(format!("{n} is outside {MIN_SIZE}..={MAX_SIZE}"))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+        settings_schema().debug_assert();
     }
 
     #[test]
@@ -329,7 +346,7 @@ mod tests {
         };
         assert_eq!(c.run.packets, None);
         assert_eq!(c.run.warmup, 200);
-        assert_eq!(c.run.timeout, 100);
+        assert_eq!(c.run.timeout_ms, Duration::from_millis(100));
         assert_eq!(c.run.update, 100);
         assert_eq!(c.run.size, 8);
         assert_eq!(c.run.threshold, Duration::from_millis(1));
@@ -352,5 +369,19 @@ mod tests {
     #[test]
     fn packets_and_duration_conflict() {
         assert!(Cli::try_parse_from(["synapse", "--packets", "5", "--duration", "1"]).is_err());
+    }
+
+    #[test]
+    fn timeouts_take_units_and_bare_milliseconds() {
+        let t = |s: &str| {
+            Cli::try_parse_from(["synapse", "--timeout", s])
+                .map(|c| c.run.timeout_ms)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(t("100ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(t("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(t("250"), Ok(Duration::from_millis(250)));
+        assert!(t("0").unwrap_err().contains("outside 1ms..=60s"));
+        assert!(t("61s").is_err());
     }
 }

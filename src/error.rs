@@ -42,6 +42,17 @@ impl AppError {
     }
 }
 
+impl From<crate::report::packet_log::LogError> for AppError {
+    fn from(e: crate::report::packet_log::LogError) -> Self {
+        use crate::report::packet_log::LogError;
+        match e {
+            // A path that cannot be opened is the user's to fix.
+            LogError::Open { .. } => AppError::Usage(e.to_string()),
+            _ => AppError::Runtime(e.into()),
+        }
+    }
+}
+
 impl From<std::io::Error> for AppError {
     fn from(e: std::io::Error) -> Self {
         AppError::Runtime(e.into())

@@ -4,20 +4,25 @@
 //!   protocol. No UI dependency.
 //! - [`stats`]: histogram and counters, shared by every consumer.
 //! - [`report`]: headless text/JSON output and progress.
-//! - [`cli`], [`plan`]: the command line and its validation.
-//! - [`launch`], [`headless`]: wiring a plan to the engine.
-//! - [`ui`]: the live display (ratatui + tokio), reading the same stats.
+//! - [`cli`], [`plan`]: the command line (the one declaration of every
+//!   option) and its validation.
+//! - [`config`], [`profiles`]: the TOML file, layered over the defaults.
+//! - [`session`]: starting, watching and ending measurements; every front
+//!   end drives these.
+//! - Front ends: [`headless`] (reports), [`ui`] (the live display, ratatui +
+//!   tokio).
 
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod engine;
 pub mod error;
 pub mod headless;
 pub mod interfaces;
-pub mod launch;
 pub mod plan;
 pub mod profiles;
 pub mod report;
+pub mod session;
 pub mod stats;
 pub mod ui;
 pub mod units;

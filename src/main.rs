@@ -2,9 +2,10 @@
 //! scripts can act on.
 
 use clap::error::ErrorKind;
-use clap::{ArgMatches, CommandFactory, FromArgMatches};
+use clap::{CommandFactory, FromArgMatches};
 use std::io::{IsTerminal, Write};
 use synapse::cli::{Cli, Command};
+use synapse::console;
 use synapse::engine::StopFlag;
 use synapse::error::{AppError, exit};
 use synapse::headless;
@@ -20,7 +21,14 @@ fn main() {
         .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
     let (cli, matches) = match parsed {
         Ok(both) => both,
-        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
             let _ = e.print();
             std::process::exit(exit::PASS);
         }
@@ -29,7 +37,7 @@ fn main() {
             let text = e.render().to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            error_line(&format!("{first} (see synapse --help)"));
+            console::error(&format!("{first} (see synapse --help)"));
             std::process::exit(exit::USAGE);
         }
     };
@@ -37,27 +45,22 @@ fn main() {
     let code = match run(cli, &matches) {
         Ok(code) => code,
         Err(e) => {
-            error_line(&e.to_string());
+            console::error(&e.to_string());
             e.exit_code()
         }
     };
     std::process::exit(code);
 }
 
-/// One error line on stderr, written with a single `write` so that lines
-/// from processes sharing the terminal never interleave.
-fn error_line(message: &str) {
-    let line = format!("synapse: error: {message}\n");
-    let _ = std::io::stderr().write_all(line.as_bytes());
-}
-
-/// Logs go to stderr, filtered by `RUST_LOG` (default: warnings).
+/// Debug logs go to stderr, filtered by `RUST_LOG` (default: warnings),
+/// coloured only on a terminal.
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .init();
 }
@@ -73,35 +76,31 @@ fn install_signal_handlers(stop: &StopFlag) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Whether an option was typed on the command line (of the subcommand
-/// given, if any), rather than filled in by clap.
-fn given_on_command_line(matches: &ArgMatches) -> impl Fn(&str) -> bool + '_ {
-    let m = matches.subcommand().map_or(matches, |(_, sub)| sub);
-    move |id| {
-        m.try_contains_id(id).unwrap_or(false)
-            && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+/// Commands that measure nothing: they print and return.
+fn run_tool(command: &Command) -> Result<bool, AppError> {
+    let mut out = std::io::stdout().lock();
+    match command {
+        Command::Profiles(args) => profiles::run_command(args, &mut out)?,
+        Command::Interfaces { name } => interfaces::run_command(name.as_deref(), &mut out)?,
+        Command::Completions { shell } => {
+            clap_complete::generate(*shell, &mut synapse::cli::command(), "synapse", &mut out);
+        }
+        Command::Man => clap_mangen::Man::new(synapse::cli::command()).render(&mut out)?,
+        Command::Server(_) | Command::Client(_) => return Ok(false),
     }
+    out.flush()?;
+    Ok(true)
 }
 
-fn note(line: &str) {
-    let _ = std::io::stderr().write_all(format!("synapse: note: {line}\n").as_bytes());
-}
-
-fn run(cli: Cli, matches: &ArgMatches) -> Result<i32, AppError> {
-    match &cli.command {
-        Some(Command::Profiles(args)) => {
-            profiles::run_command(args, &mut std::io::stdout().lock())?;
-            return Ok(exit::PASS);
-        }
-        Some(Command::Interfaces { name }) => {
-            interfaces::run_command(name.as_deref(), &mut std::io::stdout().lock())?;
-            return Ok(exit::PASS);
-        }
-        _ => {}
+fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
+    if let Some(command) = &cli.command
+        && run_tool(command)?
+    {
+        return Ok(exit::PASS);
     }
-    let plan = plan(cli, &given_on_command_line(matches))?;
+    let plan = plan(cli, matches)?;
     if let Plan::Client(p) = &plan {
-        p.profile.notes.iter().for_each(|n| note(n));
+        p.profile.notes.iter().for_each(|n| console::note(n));
     }
     match plan {
         Plan::Client(p) if p.output == Output::Ui => {
@@ -141,10 +140,10 @@ fn save_after_run(plan: &ClientPlan, report: Option<&Report>, code: i32) -> Resu
     match report {
         Some(r) if wants => {
             for line in profiles::after_run(plan, &r.summary, r.config.timestamps)? {
-                note(&line);
+                console::note(&line);
             }
         }
-        None if wants => note("nothing was measured, so no profile or baseline was saved"),
+        None if wants => console::note("nothing was measured, so no profile or baseline was saved"),
         _ => {}
     }
     Ok(code)

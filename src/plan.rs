@@ -1,14 +1,18 @@
-//! Turns the parsed command line into a validated plan: every default
-//! resolved, every address resolved, every CPU checked. Nothing starts until
-//! this succeeds, so bad input fails fast with one clear line.
+//! Turns the parsed command line into a validated plan: every layer of
+//! settings applied, every address resolved, every CPU checked. Nothing
+//! starts until this succeeds, so bad input fails fast with one clear line.
 
-use crate::cli::{Cli, ClientArgs, Command, RunArgs, ServerArgs};
-use crate::config::layering::{Explicit, layer};
+use crate::cli::{
+    Cli, ClientArgs, Command, OutputArgs, RunArgs, ServerArgs, TargetArgs, settings_schema,
+};
+use crate::config::layering::{Named, layer};
 use crate::config::{self, Baseline, ConfigFile, Settings};
 use crate::engine::{
-    ClientConfig, Protocol, ReflectorConfig, Role, TimestampMode, choose_cpu, resolve, stamp,
+    ClientConfig, EngineError, Protocol, ReflectorConfig, Role, ThreadPlacement, choose_cpu,
+    resolve, stamp,
 };
 use crate::error::AppError;
+use clap::ArgMatches;
 use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
@@ -41,19 +45,6 @@ pub enum Target {
     Remote(SocketAddr),
 }
 
-/// A measurement thread's placement request, validated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ThreadPlan {
-    /// CPU to pin to.
-    pub cpu: usize,
-    /// Picked by Synapse.
-    pub cpu_auto: bool,
-    /// Spin instead of blocking.
-    pub busy_poll: bool,
-    /// Ask for SCHED_FIFO.
-    pub rt: bool,
-}
-
 /// A validated client run.
 #[derive(Debug, Clone)]
 pub struct ClientPlan {
@@ -61,35 +52,20 @@ pub struct ClientPlan {
     pub target: Target,
     /// Local address, if given.
     pub bind: Option<SocketAddr>,
-    /// Packet count (`None` with a duration, or unbounded in the live display).
+    /// Every run option, resolved through the layers.
+    pub run: RunArgs,
+    /// The packet budget in effect: the option, or the seed's 10 000 for a
+    /// headless run without a budget (`None`: by time, or until stopped).
     pub packets: Option<u64>,
-    /// Measuring time.
-    pub duration: Option<Duration>,
-    /// Warm-up packets.
-    pub warmup: u64,
-    /// Per-reply timeout.
-    pub timeout: Duration,
-    /// Payload size.
-    pub size: usize,
-    /// Timestamp source asked for.
-    pub timestamps: TimestampMode,
-    /// STAMP instead of plain echo.
-    pub stamp: bool,
-    /// Per-packet CSV log.
-    pub log: Option<PathBuf>,
-    /// Animation sampling, in packets.
-    pub update: u64,
-    /// Verdict threshold on the mean.
-    pub threshold: Duration,
-    /// Client thread placement.
-    pub thread: ThreadPlan,
+    /// Client thread placement, validated.
+    pub thread: ThreadPlacement,
     /// Placement of the in-process reflector (loopback only).
-    pub reflector_thread: ThreadPlan,
+    pub reflector_thread: ThreadPlacement,
     /// How to show results.
     pub output: Output,
-    /// Live display frame rate.
-    pub fps: u32,
-    /// Configuration and profiles.
+    /// Per-packet CSV log.
+    pub log: Option<PathBuf>,
+    /// The configuration file's part in this run.
     pub profile: ProfileUse,
 }
 
@@ -111,54 +87,39 @@ pub struct ProfileUse {
     /// Things the user should be told before the run (which profile was
     /// matched, which options the command line overrode).
     pub notes: Vec<String>,
+    /// Every option the run used, as a profile would store it.
+    pub settings: Settings,
     /// `[defaults]` from the file, for runs planned later (role switches).
     pub defaults: Settings,
 }
 
 impl ClientPlan {
-    /// The run's effective settings, as a profile would store them.
-    pub fn settings(&self) -> Settings {
-        Settings {
-            bind: self.bind.map(|b| b.to_string()),
-            server: match self.target {
-                Target::Remote(a) => Some(a.to_string()),
-                Target::Loopback => None,
-            },
-            packets: self.packets,
-            duration: self.duration,
-            warmup: Some(self.warmup),
-            timeout_ms: Some(self.timeout.as_millis() as u64),
-            update: Some(self.update),
-            size: Some(self.size),
-            cpu: (!self.thread.cpu_auto).then_some(self.thread.cpu),
-            busy_poll: Some(self.thread.busy_poll),
-            rt: Some(self.thread.rt),
-            threshold: Some(self.threshold),
-            fps: Some(self.fps),
-            timestamps: Some(self.timestamps),
-            stamp: Some(self.stamp),
-            locations: Default::default(),
-        }
-    }
-
     /// The engine's settings for a run against `server`.
     pub fn client_config(&self, server: SocketAddr, ring_capacity: usize) -> ClientConfig {
+        let r = &self.run;
         ClientConfig {
             server,
             bind: self.bind,
             packets: self.packets,
-            duration: self.duration,
-            warmup: self.warmup,
-            timeout: self.timeout,
-            size: self.size,
-            cpu: self.thread.cpu,
-            cpu_auto: self.thread.cpu_auto,
-            busy_poll: self.thread.busy_poll,
-            rt: self.thread.rt,
+            duration: r.duration,
+            warmup: r.warmup,
+            timeout: r.timeout_ms,
+            size: r.size,
+            thread: self.thread,
             ring_capacity,
-            timestamps: self.timestamps,
-            stamp: self.stamp,
+            timestamps: r.timestamps,
+            stamp: r.stamp,
             log_capacity: if self.log.is_some() { LOG_RING } else { 0 },
+        }
+    }
+
+    /// The payload size on the wire: STAMP packets are never shorter than
+    /// 44 octets.
+    pub fn wire_size(&self) -> usize {
+        if self.run.stamp {
+            self.run.size.max(stamp::PACKET_LEN)
+        } else {
+            self.run.size
         }
     }
 
@@ -184,7 +145,7 @@ pub struct ServerPlan {
     /// Idle time that ends a session.
     pub session_idle: Duration,
     /// Thread placement.
-    pub thread: ThreadPlan,
+    pub thread: ThreadPlacement,
     /// How to show results.
     pub output: Output,
     /// Live display frame rate.
@@ -211,26 +172,35 @@ pub fn ui_possible() -> bool {
     std::io::stdout().is_terminal()
 }
 
-/// Validates the command line into a plan. `explicit` says which options
+/// The matches of the subcommand given (or the top level's).
+fn sub_matches(matches: &ArgMatches) -> &ArgMatches {
+    matches.subcommand().map_or(matches, |(_, sub)| sub)
+}
+
+/// Validates the command line into a plan; `matches` tells which options
 /// the user typed (the rest hold clap's defaults).
-pub fn plan(cli: Cli, explicit: &dyn Explicit) -> Result<Plan, AppError> {
+pub fn plan(cli: Cli, matches: &ArgMatches) -> Result<Plan, AppError> {
+    let typed = Settings::from_matches(sub_matches(matches), &settings_schema());
     match cli.command {
-        None => {
-            let cfg = config::load(cli.run.config.as_ref(), false)?;
-            let l = layer(&cli.run, None, None, explicit, None, &cfg.defaults);
-            let mut p = client_plan(Target::Loopback, None, &l.run)?;
-            if let Plan::Client(c) = &mut p {
-                c.profile.config_path = cfg.path;
-                c.profile.defaults = cfg.defaults;
-            }
-            Ok(p)
-        }
-        Some(Command::Client(args)) => remote_client_plan(args, explicit),
+        None => loopback_plan(&cli.output, &typed),
+        Some(Command::Client(args)) => remote_client_plan(args, typed),
         Some(Command::Server(s)) => server_plan(&s),
-        Some(Command::Profiles(_) | Command::Interfaces { .. }) => Err(AppError::Usage(
+        Some(_) => Err(AppError::Usage(
             "this command does not measure anything".into(),
         )),
     }
+}
+
+fn loopback_plan(output: &OutputArgs, typed: &Settings) -> Result<Plan, AppError> {
+    let schema = settings_schema();
+    let cfg = config::load(output.config.as_ref(), false, &schema)?;
+    let l = layer(&schema, typed, None, &cfg.defaults);
+    let run: RunArgs = l.parse(&schema).map_err(AppError::Usage)?;
+    let mut p = client_plan(Target::Loopback, None, run, output)?;
+    p.profile.config_path = cfg.path;
+    p.profile.settings = l.chosen.with_defaults(&schema);
+    p.profile.defaults = cfg.defaults;
+    Ok(Plan::Client(p))
 }
 
 /// Picks the profile: the one named, or the only one whose host pair
@@ -241,36 +211,39 @@ fn choose_profile<'c>(
     addr: Option<&str>,
     bind: Option<&str>,
     notes: &mut Vec<String>,
-) -> Result<Option<(&'c str, &'c config::Profile)>, AppError> {
+) -> Result<Option<Named<'c>>, AppError> {
     if let Some(name) = named {
         cfg.profile(name)?; // the error that lists the known profiles
         return Ok(cfg
             .profiles
             .get_key_value(name)
-            .map(|(k, p)| (k.as_str(), p)));
+            .map(|(k, p)| (k.as_str(), &p.settings)));
     }
     let Some(addr) = addr else { return Ok(None) };
     let Ok(wanted) = resolve(addr, DEFAULT_PORT) else {
         return Ok(None);
     };
-    let same = |text: &Option<String>, port| text.as_deref().and_then(|t| resolve(t, port).ok());
-    let matching: Vec<_> = cfg
+    let same = |text: Option<&str>, port| text.and_then(|t| resolve(t, port).ok());
+    let matching: Vec<(&str, &Settings)> = cfg
         .profiles
         .iter()
-        .filter(|(_, p)| same(&p.settings.server, DEFAULT_PORT) == Some(wanted))
-        .filter(|(_, p)| match (bind, &p.settings.bind) {
-            (Some(b), Some(_)) => resolve(b, 0).ok() == same(&p.settings.bind, 0),
+        .map(|(n, p)| (n.as_str(), &p.settings))
+        .filter(|(_, s)| same(s.text("server"), DEFAULT_PORT) == Some(wanted))
+        .filter(|(_, s)| match (bind, s.text("bind")) {
+            (Some(b), Some(theirs)) => resolve(b, 0).ok() == same(Some(theirs), 0),
             _ => true,
         })
         .collect();
     match matching.as_slice() {
-        [(name, p)] => {
-            notes.push(format!("using profile '{name}': its host pair matches {wanted} (--profile to choose another)"));
-            Ok(Some((name.as_str(), p)))
+        [(name, s)] => {
+            notes.push(format!(
+                "using profile '{name}': its host pair matches {wanted} (--profile to choose another)"
+            ));
+            Ok(Some((name, s)))
         }
         [] => Ok(None),
         several => {
-            let names: Vec<&str> = several.iter().map(|(n, _)| n.as_str()).collect();
+            let names: Vec<&str> = several.iter().map(|(n, _)| *n).collect();
             notes.push(format!(
                 "profiles {} all match {wanted}; none used (choose one with --profile)",
                 names.join(", ")
@@ -280,52 +253,50 @@ fn choose_profile<'c>(
     }
 }
 
-fn remote_client_plan(args: ClientArgs, explicit: &dyn Explicit) -> Result<Plan, AppError> {
-    let cfg = config::load(args.run.config.as_ref(), args.save_profile.is_some())?;
+fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Result<Plan, AppError> {
+    let schema = settings_schema();
+    let cfg = config::load(
+        args.output.config.as_ref(),
+        args.save_profile.is_some(),
+        &schema,
+    )?;
     let mut notes = Vec::new();
-    let cli_addr = args.addr.clone().or(args.server.clone());
+    if let Some(addr) = &args.addr {
+        typed.set("server", vec![addr.clone()]);
+    }
     let chosen = choose_profile(
         &cfg,
         args.profile.as_deref(),
-        cli_addr.as_deref(),
-        args.bind.as_deref(),
+        typed.text("server"),
+        typed.text("bind"),
         &mut notes,
     )?;
-    let l = layer(
-        &args.run,
-        args.bind.clone(),
-        cli_addr,
-        explicit,
-        chosen.map(|(n, p)| (n, &p.settings)),
-        &cfg.defaults,
-    );
-    notes.extend(l.notes);
+    let l = layer(&schema, &typed, chosen, &cfg.defaults);
+    notes.extend(l.notes.iter().cloned());
+    let run: RunArgs = l.parse(&schema).map_err(AppError::Usage)?;
+    let hosts: TargetArgs = l.parse(&schema).map_err(AppError::Usage)?;
     // An address that came from the file is reported with its place there.
-    let located = |key: &'static str, e: crate::engine::EngineError| -> AppError {
-        match chosen.and_then(|(n, p)| p.settings.locations.get(key).map(|loc| (n, *loc))) {
-            Some((name, loc))
-                if !(explicit.given(key) || key == "server" && explicit.given("addr")) =>
-            {
-                config::ConfigError::at(
-                    &cfg.path,
-                    loc,
-                    &format!("profiles.{name}.{key}"),
-                    e.to_string(),
-                )
-                .into()
-            }
+    let located = |key: &str, e: EngineError| -> AppError {
+        match chosen.and_then(|(n, s)| s.get(key).map(|set| (n, set.loc))) {
+            Some((name, loc)) if typed.get(key).is_none() => config::ConfigError::at(
+                &cfg.path,
+                loc,
+                &format!("profiles.{name}.{key}"),
+                e.to_string(),
+            )
+            .into(),
             _ => e.into(),
         }
     };
     // A STAMP session-reflector listens on STAMP's port unless told.
-    let port = if l.run.stamp {
+    let port = if run.stamp {
         stamp::DEFAULT_PORT
     } else {
         DEFAULT_PORT
     };
-    let text = l.server.unwrap_or_else(|| format!("127.0.0.1:{port}"));
-    let target = Target::Remote(resolve(&text, port).map_err(|e| located("server", e))?);
-    let bind = l
+    let text = hosts.server.unwrap_or_else(|| format!("127.0.0.1:{port}"));
+    let server = resolve(&text, port).map_err(|e| located("server", e))?;
+    let bind = hosts
         .bind
         .map(|b| resolve(&b, 0).map_err(|e| located("bind", e)))
         .transpose()?;
@@ -339,27 +310,34 @@ fn remote_client_plan(args: ClientArgs, explicit: &dyn Explicit) -> Result<Plan,
                 .into(),
         ));
     }
-    let baseline = chosen.and_then(|(_, p)| p.baseline.clone());
+    let name = chosen.map(|(n, _)| n.to_string());
+    let baseline = name
+        .as_deref()
+        .and_then(|n| cfg.profiles.get(n))
+        .and_then(|p| p.baseline.clone());
     if args.fail_on_regression.is_some() && baseline.is_none() && !args.set_baseline {
         notes.push(
             "--fail-on-regression: the profile has no baseline yet, so there is nothing to compare"
                 .into(),
         );
     }
-    let mut p = client_plan(target, bind, &l.run)?;
-    if let Plan::Client(c) = &mut p {
-        c.profile = ProfileUse {
-            config_path: cfg.path.clone(),
-            name: chosen.map(|(n, _)| n.to_string()),
-            baseline,
-            save_as: args.save_profile,
-            set_baseline: args.set_baseline,
-            fail_on_regression: args.fail_on_regression,
-            notes,
-            defaults: cfg.defaults.clone(),
-        };
+    let mut p = client_plan(Target::Remote(server), bind, run, &args.output)?;
+    let mut settings = l.chosen.with_defaults(&schema);
+    if settings.get("server").is_none() {
+        settings.set("server", vec![server.to_string()]);
     }
-    Ok(p)
+    p.profile = ProfileUse {
+        config_path: cfg.path.clone(),
+        name,
+        baseline,
+        save_as: args.save_profile,
+        set_baseline: args.set_baseline,
+        fail_on_regression: args.fail_on_regression,
+        notes,
+        settings,
+        defaults: cfg.defaults.clone(),
+    };
+    Ok(Plan::Client(p))
 }
 
 fn output_for(no_ui: bool, json: bool) -> Output {
@@ -372,7 +350,12 @@ fn output_for(no_ui: bool, json: bool) -> Output {
     }
 }
 
-fn client_plan(target: Target, bind: Option<SocketAddr>, run: &RunArgs) -> Result<Plan, AppError> {
+fn client_plan(
+    target: Target,
+    bind: Option<SocketAddr>,
+    run: RunArgs,
+    output: &OutputArgs,
+) -> Result<ClientPlan, AppError> {
     if let (Some(b), Target::Remote(peer)) = (bind, target)
         && b.is_ipv4() != peer.is_ipv4()
     {
@@ -380,7 +363,7 @@ fn client_plan(target: Target, bind: Option<SocketAddr>, run: &RunArgs) -> Resul
             "--bind {b} and server {peer} are of different IP versions"
         )));
     }
-    let output = output_for(run.no_ui, run.json);
+    let shown = output_for(output.no_ui, output.json);
     let (cpu, cpu_auto) = choose_cpu(run.thread.cpu, Role::Client)?;
     let (mut rcpu, rauto) = choose_cpu(None, Role::Reflector)?;
     if rcpu == cpu {
@@ -391,7 +374,7 @@ fn client_plan(target: Target, bind: Option<SocketAddr>, run: &RunArgs) -> Resul
     }
     // The live display runs until stopped unless a count or time was given;
     // headless runs keep the seed's default of 10000 packets.
-    let packets = match (run.packets, run.duration, output) {
+    let packets = match (run.packets, run.duration, shown) {
         (Some(n), _, _) => Some(n),
         (None, Some(_), _) | (None, None, Output::Ui) => None,
         (None, None, _) => Some(DEFAULT_PACKETS),
@@ -404,35 +387,23 @@ fn client_plan(target: Target, bind: Option<SocketAddr>, run: &RunArgs) -> Resul
             "--duration must be longer than zero".into(),
         ));
     }
-    Ok(Plan::Client(ClientPlan {
+    let placement = |cpu, cpu_auto| ThreadPlacement {
+        cpu,
+        cpu_auto,
+        busy_poll: run.thread.busy_poll,
+        rt: run.thread.rt,
+    };
+    Ok(ClientPlan {
         target,
         bind,
         packets,
-        duration: run.duration,
-        warmup: run.warmup,
-        timeout: Duration::from_millis(run.timeout),
-        size: run.size,
-        timestamps: run.timestamps,
-        stamp: run.stamp,
-        log: run.log.clone(),
-        update: run.update,
-        threshold: run.threshold,
-        thread: ThreadPlan {
-            cpu,
-            cpu_auto,
-            busy_poll: run.thread.busy_poll,
-            rt: run.thread.rt,
-        },
-        reflector_thread: ThreadPlan {
-            cpu: rcpu,
-            cpu_auto: rauto,
-            busy_poll: run.thread.busy_poll,
-            rt: run.thread.rt,
-        },
-        output,
-        fps: run.fps,
+        thread: placement(cpu, cpu_auto),
+        reflector_thread: placement(rcpu, rauto),
+        output: shown,
+        log: output.log.clone(),
+        run,
         profile: ProfileUse::default(),
-    }))
+    })
 }
 
 fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
@@ -443,22 +414,16 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
             "--session-idle must be longer than zero".into(),
         ));
     }
-    let output = output_for(s.no_ui, false);
-    if s.log.is_some() && output == Output::Ui {
-        return Err(AppError::Usage(
-            "the server writes --log only without the live display: add --no-ui".into(),
-        ));
-    }
     Ok(Plan::Server(ServerPlan {
         bind,
         session_idle: s.session_idle,
-        thread: ThreadPlan {
+        thread: ThreadPlacement {
             cpu,
             cpu_auto,
             busy_poll: s.thread.busy_poll,
             rt: s.thread.rt,
         },
-        output,
+        output: output_for(s.no_ui, false),
         fps: s.fps,
         stamp_port: (s.stamp_port != 0).then_some(s.stamp_port),
         log: s.log.clone(),
@@ -473,18 +438,14 @@ const REFLECTOR_RING: usize = 8192;
 const RESPONSE_RING: usize = 1 << 14;
 
 impl ServerPlan {
-    /// The engine's settings for a reflector listening on `bind`.
-    pub fn reflector_config(&self, bind: SocketAddr) -> ReflectorConfig {
+    /// The engine's settings for a `protocol` reflector listening on `bind`.
+    pub fn reflector_config(&self, bind: SocketAddr, protocol: Protocol) -> ReflectorConfig {
         ReflectorConfig {
-            bind,
-            cpu: self.thread.cpu,
-            cpu_auto: self.thread.cpu_auto,
-            busy_poll: self.thread.busy_poll,
-            rt: self.thread.rt,
+            thread: self.thread,
             session_idle: self.session_idle,
             ring_capacity: REFLECTOR_RING,
-            protocol: Protocol::Echo,
             log_capacity: if self.log.is_some() { RESPONSE_RING } else { 0 },
+            ..ReflectorConfig::new(bind, protocol)
         }
     }
 
@@ -499,12 +460,13 @@ impl ServerPlan {
             _ => self.thread.cpu,
         };
         Some(ReflectorConfig {
-            protocol: Protocol::Stamp,
-            cpu,
-            cpu_auto: true,
-            busy_poll: false,
-            rt: false,
-            ..self.reflector_config(SocketAddr::new(self.bind.ip(), port))
+            thread: ThreadPlacement {
+                cpu,
+                cpu_auto: true,
+                busy_poll: false,
+                rt: false,
+            },
+            ..self.reflector_config(SocketAddr::new(self.bind.ip(), port), Protocol::Stamp)
         })
     }
 }
@@ -540,7 +502,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         session_idle: DEFAULT_SESSION_IDLE,
         thread: c.reflector_thread,
         output: c.output,
-        fps: c.fps,
+        fps: c.run.fps,
         // A client switching roles reflects plain echo only.
         stamp_port: None,
         log: None,
@@ -554,13 +516,15 @@ pub fn counterpart_client(s: &ServerPlan) -> Result<ClientPlan, AppError> {
     run.fps = s.fps;
     run.thread.busy_poll = s.thread.busy_poll;
     run.thread.rt = s.thread.rt;
-    match client_plan(Target::Remote(connectable(s.bind)), None, &run)? {
-        Plan::Client(mut c) => {
-            c.output = s.output;
-            c.packets = None;
-            c.reflector_thread = s.thread;
-            Ok(c)
-        }
-        Plan::Server(_) => unreachable!("client_plan builds client plans"),
-    }
+    let output = OutputArgs {
+        log: None,
+        no_ui: s.output != Output::Ui,
+        json: false,
+        config: None,
+    };
+    let mut c = client_plan(Target::Remote(connectable(s.bind)), None, run, &output)?;
+    c.output = s.output;
+    c.packets = None;
+    c.reflector_thread = s.thread;
+    Ok(c)
 }

@@ -1,12 +1,12 @@
 //! `synapse profiles list|show|rm`, and what a run saves afterwards
 //! (`--save-profile`, `--set-baseline`).
 
-use crate::cli::{ProfilesAction, ProfilesArgs};
-use crate::config::{self, Baseline, ConfigError, Profile, store};
+use crate::cli::{ProfilesAction, ProfilesArgs, settings_schema};
+use crate::config::{self, Baseline, ConfigError, Profile, settings::options, store};
 use crate::error::AppError;
 use crate::plan::ClientPlan;
 use crate::stats::Summary;
-use crate::units::{format_ns, format_ns_plain};
+use crate::units::format_ns;
 use std::io::Write;
 use std::time::SystemTime;
 
@@ -14,8 +14,8 @@ fn host_pair(p: &Profile) -> String {
     let s = &p.settings;
     format!(
         "{} → {}",
-        s.bind.as_deref().unwrap_or("any"),
-        s.server.as_deref().unwrap_or("127.0.0.1:8080")
+        s.text("bind").unwrap_or("any"),
+        s.text("server").unwrap_or("127.0.0.1:8080")
     )
 }
 
@@ -33,8 +33,13 @@ fn baseline_line(b: &Baseline) -> String {
 
 /// Runs `synapse profiles …`.
 pub fn run_command(args: &ProfilesArgs, out: &mut impl Write) -> Result<(), AppError> {
-    let cfg = config::load(args.config.as_ref(), false)?;
-    match &args.action {
+    let schema = settings_schema();
+    let cfg = config::load(args.config.as_ref(), false, &schema)?;
+    let Some(action) = &args.action else {
+        // clap shows the help when no action is given; nothing to do here.
+        return Ok(());
+    };
+    match action {
         ProfilesAction::List => {
             if cfg.profiles.is_empty() {
                 writeln!(
@@ -54,31 +59,12 @@ pub fn run_command(args: &ProfilesArgs, out: &mut impl Write) -> Result<(), AppE
         ProfilesAction::Show { name } => {
             let p = cfg.profile(name)?;
             writeln!(out, "[profiles.{name}]  in {}", cfg.path.display())?;
-            let s = &p.settings;
-            let mut row = |k: &str, v: Option<String>| -> std::io::Result<()> {
-                match v {
-                    Some(v) => writeln!(out, "  {k:<11} {v}"),
-                    None => Ok(()),
+            for arg in options(&schema) {
+                let key = arg.get_id().as_str();
+                if let Some(v) = p.settings.shown(&schema, key) {
+                    writeln!(out, "  {key:<11} {v}")?;
                 }
-            };
-            row("bind", s.bind.clone())?;
-            row("server", s.server.clone())?;
-            row("packets", s.packets.map(|v| v.to_string()))?;
-            row("duration", s.duration.map(|v| format!("{v:?}")))?;
-            row("warmup", s.warmup.map(|v| v.to_string()))?;
-            row("timeout_ms", s.timeout_ms.map(|v| v.to_string()))?;
-            row("update", s.update.map(|v| v.to_string()))?;
-            row("size", s.size.map(|v| v.to_string()))?;
-            row("cpu", s.cpu.map(|v| v.to_string()))?;
-            row("busy_poll", s.busy_poll.map(|v| v.to_string()))?;
-            row("rt", s.rt.map(|v| v.to_string()))?;
-            row(
-                "threshold",
-                s.threshold.map(|v| format_ns_plain(v.as_nanos() as u64)),
-            )?;
-            row("fps", s.fps.map(|v| v.to_string()))?;
-            row("timestamps", s.timestamps.map(|v| v.name().to_string()))?;
-            row("stamp", s.stamp.map(|v| v.to_string()))?;
+            }
             match &p.baseline {
                 Some(b) => writeln!(out, "  baseline    {}", baseline_line(b))?,
                 None => writeln!(out, "  baseline    none (set one with --set-baseline)")?,
@@ -103,7 +89,7 @@ pub fn after_run(
     let path = &plan.profile.config_path;
     let mut done = Vec::new();
     if let Some(name) = &plan.profile.save_as {
-        store::save_profile(path, name, &plan.settings())?;
+        store::save_profile(path, name, &plan.profile.settings, &settings_schema())?;
         done.push(format!("saved profile '{name}' in {}", path.display()));
     }
     if plan.profile.set_baseline

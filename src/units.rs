@@ -40,6 +40,77 @@ pub fn parse_duration(text: &str, default: DefaultUnit) -> Result<Duration, Stri
     Duration::try_from_secs_f64(value * scale).map_err(|_| format!("'{text}' is out of range"))
 }
 
+/// The largest count accepted anywhere: what a TOML integer can hold, so
+/// every value can be saved in a profile.
+pub const MAX_COUNT: u64 = i64::MAX as u64;
+
+/// A count of packets (or anything): `0..=MAX_COUNT`.
+pub fn count(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n <= MAX_COUNT => Ok(n),
+        Ok(n) => Err(format!("{n} is larger than {MAX_COUNT}")),
+        Err(_) => Err(format!("'{s}' is not a count")),
+    }
+}
+
+/// A percentage: `10`, `12.5` or `12.5%`.
+pub fn percent(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if p >= 0.0 && p.is_finite() => Ok(p),
+        _ => Err(format!("'{s}' is not a percentage (e.g. 10 or 12.5)")),
+    }
+}
+
+/// A duration whose bare numbers are seconds (`30`, `30s`, `2min`).
+pub fn seconds(s: &str) -> Result<Duration, String> {
+    parse_duration(s, DefaultUnit::Seconds)
+}
+
+/// A duration whose bare numbers are milliseconds (`1`, `250us`, `1ms`).
+pub fn millis(s: &str) -> Result<Duration, String> {
+    parse_duration(s, DefaultUnit::Millis)
+}
+
+/// A reply timeout: milliseconds when bare, 1 ms to 60 s.
+pub fn timeout(s: &str) -> Result<Duration, String> {
+    let d = millis(s)?;
+    if (Duration::from_millis(1)..=Duration::from_secs(60)).contains(&d) {
+        Ok(d)
+    } else {
+        Err(format!("'{s}' is outside 1ms..=60s"))
+    }
+}
+
+/// JSON: an optional duration as seconds (null when absent).
+pub fn serde_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+/// JSON: a duration as milliseconds, an integer when it is a whole number.
+pub fn serde_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    if d.subsec_nanos().is_multiple_of(1_000_000) {
+        s.serialize_u64(d.as_millis() as u64)
+    } else {
+        s.serialize_f64(d.as_secs_f64() * 1e3)
+    }
+}
+
+/// JSON: a duration as nanoseconds.
+pub fn serde_ns<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_nanos() as u64)
+}
+
+/// JSON: a value as its display text.
+pub fn serde_display<T: std::fmt::Display, S: serde::Serializer>(
+    v: &T,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
 /// A nanosecond figure with a unit that suits its size: `850 ns`,
 /// `22.8 µs`, `1.25 ms`, `2.00 s`.
 pub fn format_ns(ns: f64) -> String {

@@ -86,7 +86,16 @@ fn unparsable_and_unresolvable_addresses_exit_2() {
     );
     rejects(
         &["client", "127.0.0.1:notaport", "--no-ui"],
-        "cannot resolve '127.0.0.1:notaport'",
+        "'127.0.0.1:notaport' is not an address (HOST, HOST:PORT or [IPv6]:PORT)",
+    );
+    // Out of range is said as such, and never looked up in DNS.
+    rejects(
+        &["client", "127.0.0.1:99999", "--no-ui"],
+        "'127.0.0.1:99999' is not an address (port 99999 out of range 0-65535)",
+    );
+    rejects(
+        &["client", "[::1", "--no-ui"],
+        "'[::1' is not an address ('[' without ']')",
     );
     rejects(
         &["server", "--bind", "1.2.3.4.5", "--no-ui"],

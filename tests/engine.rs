@@ -7,8 +7,7 @@
 use std::net::{SocketAddr, UdpSocket};
 use std::time::Duration;
 use synapse::engine::{
-    ClientConfig, Protocol, ReflectorConfig, Role, StopFlag, TimestampMode, choose_cpu,
-    start_client, start_reflector,
+    ClientConfig, Protocol, ReflectorConfig, StopFlag, start_client, start_reflector,
 };
 use synapse::stats::Counters;
 
@@ -19,23 +18,13 @@ fn client_config(
     timeout_ms: u64,
     ring: usize,
 ) -> ClientConfig {
-    let (cpu, cpu_auto) = choose_cpu(None, Role::Client).unwrap();
     ClientConfig {
-        server,
         bind: Some("127.0.0.1:0".parse().unwrap()),
         packets: Some(packets),
-        duration: None,
         warmup,
         timeout: Duration::from_millis(timeout_ms),
-        size: 8,
-        cpu,
-        cpu_auto,
-        busy_poll: false,
-        rt: false,
         ring_capacity: ring,
-        timestamps: TimestampMode::User,
-        stamp: false,
-        log_capacity: 0,
+        ..ClientConfig::new(server)
     }
 }
 
@@ -132,19 +121,8 @@ fn warmup_is_excluded_from_statistics() {
 
 #[test]
 fn a_stalled_consumer_loses_nothing_from_the_final_statistics() {
-    let (rcpu, rauto) = choose_cpu(None, Role::Reflector).unwrap();
     let reflector = start_reflector(
-        ReflectorConfig {
-            bind: "127.0.0.1:0".parse().unwrap(),
-            cpu: rcpu,
-            cpu_auto: rauto,
-            busy_poll: false,
-            rt: false,
-            session_idle: Duration::from_secs(1),
-            ring_capacity: 64,
-            protocol: Protocol::Echo,
-            log_capacity: 0,
-        },
+        ReflectorConfig::new("127.0.0.1:0".parse().unwrap(), Protocol::Echo),
         StopFlag::new(),
     )
     .unwrap();
@@ -176,26 +154,13 @@ fn a_stalled_consumer_loses_nothing_from_the_final_statistics() {
 
 #[test]
 fn stop_flag_ends_an_unbounded_run_promptly() {
-    let (rcpu, rauto) = choose_cpu(None, Role::Reflector).unwrap();
-    let mut reflector = start_reflector(
-        ReflectorConfig {
-            bind: "127.0.0.1:0".parse().unwrap(),
-            cpu: rcpu,
-            cpu_auto: rauto,
-            busy_poll: true,
-            rt: false,
-            session_idle: Duration::from_secs(1),
-            ring_capacity: 64,
-            protocol: Protocol::Echo,
-            log_capacity: 0,
-        },
-        StopFlag::new(),
-    )
-    .unwrap();
+    let mut cfg = ReflectorConfig::new("127.0.0.1:0".parse().unwrap(), Protocol::Echo);
+    cfg.thread.busy_poll = true;
+    let mut reflector = start_reflector(cfg, StopFlag::new()).unwrap();
     let stop = StopFlag::new();
     let mut cfg = client_config(reflector.local, 0, 0, 100, 1024);
     cfg.packets = None;
-    cfg.busy_poll = true;
+    cfg.thread.busy_poll = true;
     let mut run = start_client(cfg, stop.clone()).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     stop.raise();

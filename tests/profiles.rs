@@ -284,7 +284,7 @@ fn bad_configuration_is_exit_2_with_file_line_column_and_key() {
     assert_usage_error(
         &env.run(&["client", "--profile", "lab", "--no-ui"]),
         &format!(
-            "{c}:2:10: profiles.lab.server: '127.0.0.1:99999' is not an address (HOST, HOST:PORT or [IPv6]:PORT)"
+            "{c}:2:10: profiles.lab.server: '127.0.0.1:99999' is not an address (port 99999 out of range 0-65535)"
         ),
     );
     env.write("[profiles.lab]\nserver = \"no-such-host.invalid:8080\"\n");

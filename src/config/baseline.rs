@@ -1,7 +1,7 @@
 //! Baselines: the summary of a run the user accepted as normal, and how a
 //! later run compares with it.
 
-use super::schema::ConfigError;
+use super::error::ConfigError;
 use crate::stats::Summary;
 use serde::Serialize;
 use std::ops::Range;

@@ -1,212 +1,176 @@
 //! The one place where settings are layered: command line > selected
-//! profile > file defaults > built-in defaults.
+//! profile > file defaults > built-in defaults. Generic over the options'
+//! declaration: the chosen texts are handed back to clap, which parses them
+//! with the same parsers and defaults as a typed command line.
 
-use super::schema::Settings;
-use crate::cli::RunArgs;
-
-/// Which options the user typed on the command line (as opposed to clap
-/// filling in a default). Ids are the CLI's field names.
-pub trait Explicit {
-    /// Whether `id` was given on the command line.
-    fn given(&self, id: &str) -> bool;
-}
-
-impl<F: Fn(&str) -> bool> Explicit for F {
-    fn given(&self, id: &str) -> bool {
-        self(id)
-    }
-}
-
-/// The outcome of layering.
-#[derive(Debug, Clone)]
-pub struct Layered {
-    /// Every run option, resolved.
-    pub run: RunArgs,
-    /// Local address, if any layer set one.
-    pub bind: Option<String>,
-    /// Reflector address, if any layer set one.
-    pub server: Option<String>,
-    /// What the user should know: where the command line overrode a profile.
-    pub notes: Vec<String>,
-}
+use super::settings::{Settings, options};
+use clap::{ArgGroup, ArgMatches, Command, FromArgMatches};
+use std::collections::BTreeSet;
 
 /// A named profile's settings.
 pub type Named<'a> = (&'a str, &'a Settings);
 
-/// Layers the command line over a profile, the file's defaults and the
-/// built-in defaults (which clap has already put in `cli` for options the
-/// user did not give).
+/// The outcome of layering.
+#[derive(Debug, Clone)]
+pub struct Layered {
+    /// What each option was set to, by the highest layer that set it.
+    pub chosen: Settings,
+    /// What the user should know: where the command line overrode a profile.
+    pub notes: Vec<String>,
+}
+
+/// Layers the command line over a profile and the file's defaults.
+/// Options that exclude each other (a clap group, such as a packet count
+/// and a time budget) are one choice: the highest layer that makes it wins
+/// for all of them.
 pub fn layer(
-    cli: &RunArgs,
-    cli_bind: Option<String>,
-    cli_server: Option<String>,
-    explicit: &dyn Explicit,
+    schema: &Command,
+    cli: &Settings,
     profile: Option<Named>,
     defaults: &Settings,
 ) -> Layered {
     let mut notes = Vec::new();
-    let mut run = cli.clone();
-    let prof = profile.map(|(_, s)| s);
-    // Picks the first layer that sets an option, noting profile overrides.
-    macro_rules! pick {
-        ($id:literal, $flag:literal, $field:ident, $cli:expr, $show:expr) => {{
-            let from_profile = prof.and_then(|p| p.$field.clone());
-            if explicit.given($id) {
-                if let (Some((name, _)), Some(p)) = (profile, from_profile) {
-                    if p != $cli {
-                        notes.push(format!(
-                            "{} on the command line wins over profile '{name}' ({} = {})",
-                            $flag,
-                            stringify!($field),
-                            $show(&p)
-                        ));
-                    }
+    let mut group_notes = Vec::new();
+    // Options a lower layer may not set, because a higher one made the
+    // choice for their group.
+    let mut masked_profile = BTreeSet::new();
+    let mut masked_defaults = BTreeSet::new();
+    for group in schema
+        .get_groups()
+        .filter(|g| !ArgGroup::clone(g).is_multiple())
+    {
+        let members: Vec<&str> = group.get_args().map(clap::Id::as_str).collect();
+        let sets = |s: &Settings| members.iter().any(|m| s.get(m).is_some());
+        let in_profile = profile.is_some_and(|(_, p)| sets(p));
+        if sets(cli) {
+            masked_profile.extend(members.iter().copied());
+            masked_defaults.extend(members.iter().copied());
+            if let Some((name, p)) = profile.filter(|_| in_profile) {
+                let mine = members.iter().find(|m| cli.get(m).is_some());
+                let theirs = members.iter().find(|m| p.get(m).is_some());
+                if let (Some(mine), Some(theirs)) = (mine, theirs)
+                    && (mine != theirs
+                        || cli.get(mine).map(|s| &s.values) != p.get(mine).map(|s| &s.values))
+                {
+                    let written = p.get(theirs).map_or("", |s| s.written.as_str());
+                    group_notes.push(format!(
+                        "{} on the command line wins over profile '{name}' ({theirs} = {written})",
+                        flag(schema, mine)
+                    ));
                 }
-                $cli
-            } else {
-                from_profile
-                    .or_else(|| defaults.$field.clone())
-                    .unwrap_or($cli)
             }
-        }};
-    }
-    let plain = |v: &dyn std::fmt::Display| v.to_string();
-    let quoted = |v: &String| format!("\"{v}\"");
-    let dur = |d: &std::time::Duration| format!("{d:?}");
-    run.warmup = pick!("warmup", "--warmup", warmup, cli.warmup, |v: &u64| plain(v));
-    run.timeout = pick!(
-        "timeout",
-        "--timeout",
-        timeout_ms,
-        cli.timeout,
-        |v: &u64| plain(v)
-    );
-    run.update = pick!("update", "--update", update, cli.update, |v: &u64| plain(v));
-    run.size = pick!("size", "--size", size, cli.size, |v: &usize| plain(v));
-    run.fps = pick!("fps", "--fps", fps, cli.fps, |v: &u32| plain(v));
-    run.timestamps = pick!(
-        "timestamps",
-        "--timestamps",
-        timestamps,
-        cli.timestamps,
-        |v: &crate::engine::TimestampMode| format!("\"{}\"", v.name())
-    );
-    run.stamp = pick!("stamp", "--stamp", stamp, cli.stamp, |v: &bool| plain(v));
-    run.threshold = pick!("threshold", "--threshold", threshold, cli.threshold, dur);
-    run.thread.busy_poll = pick!(
-        "busy_poll",
-        "--busy-poll",
-        busy_poll,
-        cli.thread.busy_poll,
-        |v: &bool| plain(v)
-    );
-    run.thread.rt = pick!("rt", "--rt", rt, cli.thread.rt, |v: &bool| plain(v));
-    run.thread.cpu = if explicit.given("cpu") {
-        pick!(
-            "cpu",
-            "--cpu",
-            cpu,
-            cli.thread.cpu.unwrap_or_default(),
-            |v: &usize| plain(v)
-        );
-        cli.thread.cpu
-    } else {
-        prof.and_then(|p| p.cpu).or(defaults.cpu)
-    };
-    let bind = match cli_bind {
-        Some(b) => {
-            pick!("bind", "--bind", bind, b.clone(), quoted);
-            Some(b)
+        } else if in_profile {
+            masked_defaults.extend(members.iter().copied());
         }
-        None => prof
-            .and_then(|p| p.bind.clone())
-            .or_else(|| defaults.bind.clone()),
-    };
-    let server = cli_server
-        .or_else(|| prof.and_then(|p| p.server.clone()))
-        .or_else(|| defaults.server.clone());
+    }
+    let mut chosen = Settings::default();
+    for arg in options(schema) {
+        let id = arg.get_id().as_str();
+        let from_profile = profile
+            .filter(|_| !masked_profile.contains(id))
+            .and_then(|(name, p)| p.get(id).map(|s| (name, s)));
+        let picked = match (cli.get(id), from_profile) {
+            (Some(mine), Some((name, theirs))) => {
+                if mine.values != theirs.values && !masked_profile.contains(id) {
+                    notes.push(format!(
+                        "{} on the command line wins over profile '{name}' ({id} = {})",
+                        flag(schema, id),
+                        theirs.written
+                    ));
+                }
+                Some(mine)
+            }
+            (Some(mine), None) => Some(mine),
+            (None, Some((_, theirs))) => Some(theirs),
+            (None, None) => defaults.get(id).filter(|_| !masked_defaults.contains(id)),
+        };
+        if let Some(s) = picked {
+            chosen.set(id, s.values.clone());
+        }
+    }
+    notes.extend(group_notes);
+    Layered { chosen, notes }
+}
 
-    // Packets and duration are one choice: the highest layer that makes it wins.
-    let budget = |s: &Settings| {
-        (s.packets.is_some() || s.duration.is_some()).then_some((s.packets, s.duration))
-    };
-    if explicit.given("packets") || explicit.given("duration") {
-        if let (Some((name, p)), Some(_)) = (profile, prof.and_then(budget)) {
-            let flag = if explicit.given("packets") {
-                "--packets"
-            } else {
-                "--duration"
+/// `--long` of option `id`.
+fn flag(schema: &Command, id: &str) -> String {
+    options(schema)
+        .find(|a| a.get_id() == id)
+        .and_then(clap::Arg::get_long)
+        .map_or_else(|| id.to_string(), |l| format!("--{l}"))
+}
+
+impl Layered {
+    /// The layered options as clap would have parsed them from a command
+    /// line: typed, with the declaration's defaults for the rest.
+    pub fn parse<T: FromArgMatches>(&self, schema: &Command) -> Result<T, String> {
+        let matches = self.matches(schema)?;
+        T::from_arg_matches(&matches).map_err(|e| e.to_string())
+    }
+
+    fn matches(&self, schema: &Command) -> Result<ArgMatches, String> {
+        let mut argv = Vec::new();
+        for arg in options(schema) {
+            let id = arg.get_id().as_str();
+            let (Some(long), Some(s)) = (arg.get_long(), self.chosen.get(id)) else {
+                continue;
             };
-            let theirs = match (p.packets, p.duration) {
-                (Some(n), _) => format!("packets = {n}"),
-                (_, Some(d)) => format!("duration = {d:?}"),
-                _ => unreachable!("budget() checked one is set"),
-            };
-            let same = (run.packets, run.duration) == (p.packets, p.duration);
-            if !same {
-                notes.push(format!(
-                    "{flag} on the command line wins over profile '{name}' ({theirs})"
-                ));
+            if arg.get_action().takes_values() {
+                argv.extend(s.values.iter().map(|v| format!("--{long}={v}")));
+            } else if s.values.first().is_some_and(|v| v == "true") {
+                argv.push(format!("--{long}"));
             }
         }
-    } else if let Some((packets, duration)) = prof.and_then(budget).or_else(|| budget(defaults)) {
-        run.packets = packets;
-        run.duration = duration;
-    }
-    Layered {
-        run,
-        bind,
-        server,
-        notes,
+        schema
+            .clone()
+            .try_get_matches_from(argv)
+            .map_err(|e| e.to_string())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::{RunArgs, settings_schema};
     use std::time::Duration;
 
-    fn given(ids: &'static [&'static str]) -> impl Fn(&str) -> bool {
-        move |id| ids.contains(&id)
+    fn settings(pairs: &[(&str, &str)]) -> Settings {
+        let mut s = Settings::default();
+        for (k, v) in pairs {
+            s.set(k, vec![(*v).to_string()]);
+        }
+        s
     }
 
     fn profile() -> Settings {
-        Settings {
-            server: Some("10.0.0.2:8080".into()),
-            size: Some(1400),
-            warmup: Some(10),
-            packets: Some(1_000),
-            busy_poll: Some(true),
-            ..Settings::default()
-        }
+        settings(&[
+            ("server", "10.0.0.2:8080"),
+            ("size", "1400"),
+            ("warmup", "10"),
+            ("packets", "1000"),
+            ("busy_poll", "true"),
+        ])
     }
 
     #[test]
     fn command_line_beats_profile_beats_defaults_beats_builtin() {
-        let mut cli = RunArgs::defaults();
-        cli.size = 64;
-        let defaults = Settings {
-            size: Some(256),
-            timeout_ms: Some(250),
-            warmup: Some(99),
-            ..Settings::default()
-        };
+        let schema = settings_schema();
+        let cli = settings(&[("size", "64")]);
+        let defaults = settings(&[("size", "256"), ("timeout_ms", "250"), ("warmup", "99")]);
         let p = profile();
-        let l = layer(
-            &cli,
-            None,
-            None,
-            &given(&["size"]),
-            Some(("lab", &p)),
-            &defaults,
+        let l = layer(&schema, &cli, Some(("lab", &p)), &defaults);
+        let run: RunArgs = l.parse(&schema).unwrap();
+        assert_eq!(run.size, 64, "command line");
+        assert_eq!(run.warmup, 10, "profile over defaults");
+        assert_eq!(
+            run.timeout_ms,
+            Duration::from_millis(250),
+            "defaults over built-in"
         );
-        assert_eq!(l.run.size, 64, "command line");
-        assert_eq!(l.run.warmup, 10, "profile over defaults");
-        assert_eq!(l.run.timeout, 250, "defaults over built-in");
-        assert_eq!(l.run.update, 100, "built-in");
-        assert!(l.run.thread.busy_poll);
-        assert_eq!(l.run.packets, Some(1_000));
-        assert_eq!(l.server.as_deref(), Some("10.0.0.2:8080"));
+        assert_eq!(run.update, 100, "built-in");
+        assert!(run.thread.busy_poll);
+        assert_eq!(run.packets, Some(1_000));
+        assert_eq!(l.chosen.text("server"), Some("10.0.0.2:8080"));
         assert_eq!(
             l.notes,
             vec!["--size on the command line wins over profile 'lab' (size = 1400)"]
@@ -215,19 +179,13 @@ mod tests {
 
     #[test]
     fn a_duration_on_the_command_line_replaces_the_profiles_packet_count() {
-        let mut cli = RunArgs::defaults();
-        cli.duration = Some(Duration::from_secs(5));
+        let schema = settings_schema();
+        let cli = settings(&[("duration", "5")]);
         let p = profile();
-        let l = layer(
-            &cli,
-            None,
-            None,
-            &given(&["duration"]),
-            Some(("lab", &p)),
-            &Settings::default(),
-        );
+        let l = layer(&schema, &cli, Some(("lab", &p)), &Settings::default());
+        let run: RunArgs = l.parse(&schema).unwrap();
         assert_eq!(
-            (l.run.packets, l.run.duration),
+            (run.packets, run.duration),
             (None, Some(Duration::from_secs(5)))
         );
         assert_eq!(
@@ -237,32 +195,43 @@ mod tests {
     }
 
     #[test]
-    fn the_same_value_on_both_sides_is_not_a_conflict() {
-        let mut cli = RunArgs::defaults();
-        cli.size = 1400;
+    fn a_profiles_budget_hides_the_defaults_one() {
+        let schema = settings_schema();
+        let defaults = settings(&[("duration", "3")]);
         let p = profile();
-        let l = layer(
-            &cli,
-            None,
-            None,
-            &given(&["size"]),
-            Some(("lab", &p)),
-            &Settings::default(),
-        );
+        let l = layer(&schema, &Settings::default(), Some(("lab", &p)), &defaults);
+        let run: RunArgs = l.parse(&schema).unwrap();
+        assert_eq!((run.packets, run.duration), (Some(1000), None));
+    }
+
+    #[test]
+    fn the_same_value_on_both_sides_is_not_a_conflict() {
+        let schema = settings_schema();
+        let cli = settings(&[("size", "1400")]);
+        let p = profile();
+        let l = layer(&schema, &cli, Some(("lab", &p)), &Settings::default());
         assert!(l.notes.is_empty(), "{:?}", l.notes);
     }
 
     #[test]
     fn without_a_profile_the_defaults_table_applies() {
-        let cli = RunArgs::defaults();
-        let defaults = Settings {
-            duration: Some(Duration::from_secs(3)),
-            fps: Some(10),
-            ..Settings::default()
-        };
-        let l = layer(&cli, None, None, &given(&[]), None, &defaults);
-        assert_eq!(l.run.duration, Some(Duration::from_secs(3)));
-        assert_eq!(l.run.fps, 10);
+        let schema = settings_schema();
+        let defaults = settings(&[("duration", "3"), ("fps", "10")]);
+        let l = layer(&schema, &Settings::default(), None, &defaults);
+        let run: RunArgs = l.parse(&schema).unwrap();
+        assert_eq!(run.duration, Some(Duration::from_secs(3)));
+        assert_eq!(run.fps, 10);
         assert!(l.notes.is_empty());
+    }
+
+    #[test]
+    fn switches_set_false_in_a_higher_layer_stay_off() {
+        let schema = settings_schema();
+        let cli = Settings::default();
+        let p = settings(&[("busy_poll", "false")]);
+        let defaults = settings(&[("busy_poll", "true")]);
+        let l = layer(&schema, &cli, Some(("lab", &p)), &defaults);
+        let run: RunArgs = l.parse(&schema).unwrap();
+        assert!(!run.thread.busy_poll);
     }
 }

@@ -1,7 +1,10 @@
 //! Configuration: the TOML file, its profiles per host pair, and baselines.
 //!
-//! - [`schema`]: the keys, their types and validation (shared with the CLI's
-//!   own parsers), and errors that name file, line, column and key.
+//! - [`settings`]: one layer's options, read and checked against the
+//!   command line's own declaration (keys are option ids, values go through
+//!   each flag's parser), so no option is named in this module.
+//! - [`file`]: the file's tables (`[defaults]`, `[profiles.NAME]`).
+//! - [`error`]: errors that name file, line, column and key.
 //! - [`layering`]: command line > profile > file defaults > built-in, in one
 //!   place.
 //! - [`store`]: edits that keep the user's comments and formatting, written
@@ -9,13 +12,18 @@
 //! - [`baseline`]: what "normal" looked like, and how a run compares.
 
 pub mod baseline;
+pub mod error;
+pub mod file;
 pub mod layering;
-pub mod schema;
+pub mod settings;
 pub mod store;
 
 pub use baseline::{Baseline, BaselineComparison};
-pub use schema::{ConfigError, ConfigFile, Profile, Settings};
+pub use error::{ConfigError, Loc};
+pub use file::{ConfigFile, Profile};
+pub use settings::Settings;
 
+use clap::Command;
 use std::path::PathBuf;
 
 /// Where the configuration lives: `--config`, else
@@ -31,15 +39,20 @@ pub fn config_path(explicit: Option<&PathBuf>) -> Option<PathBuf> {
     Some(base.join("synapse").join("config.toml"))
 }
 
-/// Loads the configuration. A missing file at the default location is an
+/// Loads the configuration, checking every table against `schema` (the
+/// options a table may set). A missing file at the default location is an
 /// empty configuration; a missing file named by `--config` is an error,
 /// unless the run is about to create it (`will_save`).
-pub fn load(explicit: Option<&PathBuf>, will_save: bool) -> Result<ConfigFile, ConfigError> {
+pub fn load(
+    explicit: Option<&PathBuf>,
+    will_save: bool,
+    schema: &Command,
+) -> Result<ConfigFile, ConfigError> {
     let Some(path) = config_path(explicit) else {
         return Ok(ConfigFile::empty(PathBuf::from("config.toml")));
     };
     match std::fs::read_to_string(&path) {
-        Ok(text) => ConfigFile::parse(path, &text),
+        Ok(text) => ConfigFile::parse(path, &text, schema),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && (explicit.is_none() || will_save) => {
             Ok(ConfigFile::empty(path))
         }

@@ -3,7 +3,9 @@
 //! text replaces the old by rename, so the file is never half-written.
 
 use super::baseline::Baseline;
-use super::schema::{ConfigError, KEYS, Settings};
+use super::error::ConfigError;
+use super::settings::{Settings, options};
+use clap::Command;
 use std::io::Write;
 use std::path::Path;
 use toml_edit::{DocumentMut, Item, Table, value};
@@ -118,22 +120,17 @@ fn profile_table<'d>(doc: &'d mut DocumentMut, name: &str) -> Result<&'d mut Tab
         .ok_or_else(|| path_err("the profile"))
 }
 
-fn fmt_duration(d: std::time::Duration) -> String {
-    let ns = d.as_nanos();
-    match ns {
-        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
-        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
-        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
-        n => format!("{n}ns"),
-    }
-}
-
-/// Saves `settings` as profile `name`: keys it sets are written (existing
-/// ones keep their comments), keys it leaves unset are removed, and the
-/// baseline, if any, is kept.
-pub fn save_profile(path: &Path, name: &str, s: &Settings) -> Result<(), ConfigError> {
+/// Saves `settings` as profile `name`: every option of `schema` it sets
+/// is written (existing keys keep their comments), options it leaves unset
+/// are removed, and the baseline, if any, is kept.
+pub fn save_profile(
+    path: &Path,
+    name: &str,
+    settings: &Settings,
+    schema: &Command,
+) -> Result<(), ConfigError> {
     edit(path, |doc| {
-        write_settings(doc, path, name, s)?;
+        write_settings(doc, path, name, settings, schema)?;
         Ok(true)
     })
     .map(|_| ())
@@ -143,44 +140,32 @@ fn write_settings(
     doc: &mut DocumentMut,
     path: &Path,
     name: &str,
-    s: &Settings,
+    settings: &Settings,
+    schema: &Command,
 ) -> Result<(), ConfigError> {
     let t = profile_table(doc, name).map_err(|e| ConfigError {
         path: path.to_path_buf(),
         ..e
     })?;
-    let mut set = |key: &str, v: Option<toml_edit::Value>| match v {
-        Some(v) => match t.get_mut(key).and_then(Item::as_value_mut) {
-            // Replace the value in place, keeping the comment after it.
-            Some(old) => {
-                let decor = old.decor().clone();
-                *old = v;
-                *old.decor_mut() = decor;
-            }
+    for arg in options(schema) {
+        let key = arg.get_id().as_str();
+        match settings.toml_value(schema, key) {
+            Some(v) => match t.get_mut(key).and_then(Item::as_value_mut) {
+                // Replace the value in place, keeping the comment after it.
+                Some(old) => {
+                    let decor = old.decor().clone();
+                    *old = v;
+                    *old.decor_mut() = decor;
+                }
+                None => {
+                    t.insert(key, value(v));
+                }
+            },
             None => {
-                t.insert(key, value(v));
+                t.remove(key);
             }
-        },
-        None => {
-            t.remove(key);
         }
-    };
-    set("bind", s.bind.clone().map(Into::into));
-    set("server", s.server.clone().map(Into::into));
-    set("packets", s.packets.map(|n| (n as i64).into()));
-    set("duration", s.duration.map(|d| fmt_duration(d).into()));
-    set("warmup", s.warmup.map(|n| (n as i64).into()));
-    set("timeout_ms", s.timeout_ms.map(|n| (n as i64).into()));
-    set("update", s.update.map(|n| (n as i64).into()));
-    set("size", s.size.map(|n| (n as i64).into()));
-    set("cpu", s.cpu.map(|n| (n as i64).into()));
-    set("busy_poll", s.busy_poll.map(Into::into));
-    set("rt", s.rt.map(Into::into));
-    set("threshold", s.threshold.map(|d| fmt_duration(d).into()));
-    set("fps", s.fps.map(|n| i64::from(n).into()));
-    set("timestamps", s.timestamps.map(|m| m.name().into()));
-    set("stamp", s.stamp.map(Into::into));
-    debug_assert_eq!(KEYS.len(), 15, "every key is written above");
+    }
     Ok(())
 }
 
@@ -220,8 +205,24 @@ pub fn remove_profile(path: &Path, name: &str) -> Result<bool, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::schema::ConfigFile;
-    use std::time::Duration;
+    use crate::cli::settings_schema;
+    use crate::config::ConfigFile;
+
+    fn settings(pairs: &[(&str, &str)]) -> Settings {
+        let mut s = Settings::default();
+        for (k, v) in pairs {
+            s.set(k, vec![(*v).to_string()]);
+        }
+        s
+    }
+
+    fn save(path: &Path, name: &str, s: &Settings) -> Result<(), ConfigError> {
+        save_profile(path, name, s, &settings_schema())
+    }
+
+    fn parse(path: &Path, text: &str) -> ConfigFile {
+        ConfigFile::parse(path.to_path_buf(), text, &settings_schema()).unwrap()
+    }
 
     const COMMENTED: &str = "\
 # My Synapse setup. Keep this comment!
@@ -240,13 +241,12 @@ duration = \"10s\"
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
         std::fs::write(&path, COMMENTED).unwrap();
-        let s = Settings {
-            server: Some("10.0.0.2:8080".into()),
-            size: Some(128),
-            packets: Some(5_000),
-            ..Settings::default()
-        };
-        save_profile(&path, "lab", &s).unwrap();
+        let s = settings(&[
+            ("server", "10.0.0.2:8080"),
+            ("size", "128"),
+            ("packets", "5000"),
+        ]);
+        save(&path, "lab", &s).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("# My Synapse setup. Keep this comment!\n[defaults]\nwarmup = 500 # generous warm-up\n"), "{text}");
         assert!(text.contains("# The lab pair\n[profiles.lab]\n"), "{text}");
@@ -257,20 +257,16 @@ duration = \"10s\"
         assert!(text.contains("size = 128\n"), "{text}");
         assert!(text.contains("packets = 5000\n"), "{text}");
         assert!(!text.contains("duration"), "unset keys are removed: {text}");
-        let f = ConfigFile::parse(path.clone(), &text).unwrap();
-        assert_eq!(f.profile("lab").unwrap().settings.size, Some(128));
+        let f = parse(&path, &text);
+        assert_eq!(f.profile("lab").unwrap().settings.text("size"), Some("128"));
     }
 
     #[test]
     fn a_new_profile_and_baseline_go_into_a_new_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/config.toml");
-        let s = Settings {
-            server: Some("[::1]:9".into()),
-            threshold: Some(Duration::from_micros(250)),
-            ..Settings::default()
-        };
-        save_profile(&path, "v6", &s).unwrap();
+        let s = settings(&[("server", "[::1]:9"), ("threshold", "250us")]);
+        save(&path, "v6", &s).unwrap();
         let b = Baseline {
             date: "2026-11-21T10:00:00Z".into(),
             p50_ns: 1,
@@ -281,13 +277,13 @@ duration = \"10s\"
         };
         save_baseline(&path, "v6", &b).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        let f = ConfigFile::parse(path.clone(), &text).unwrap();
+        let f = parse(&path, &text);
         let p = f.profile("v6").unwrap();
-        assert_eq!(p.settings.threshold, Some(Duration::from_micros(250)));
+        assert_eq!(p.settings.text("threshold"), Some("250us"));
         assert_eq!(p.baseline.as_ref(), Some(&b));
         // Saving the settings again keeps the baseline.
-        save_profile(&path, "v6", &s).unwrap();
-        let f = ConfigFile::parse(path.clone(), &std::fs::read_to_string(&path).unwrap()).unwrap();
+        save(&path, "v6", &s).unwrap();
+        let f = parse(&path, &std::fs::read_to_string(&path).unwrap());
         assert_eq!(f.profile("v6").unwrap().baseline.as_ref(), Some(&b));
     }
 
@@ -317,15 +313,7 @@ duration = \"10s\"
         std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
         let link = dir.path().join("config.toml");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        save_profile(
-            &link,
-            "p",
-            &Settings {
-                size: Some(9),
-                ..Settings::default()
-            },
-        )
-        .unwrap();
+        save(&link, "p", &settings(&[("size", "9")])).unwrap();
         assert!(
             std::fs::symlink_metadata(&link)
                 .unwrap()
@@ -351,15 +339,7 @@ duration = \"10s\"
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         let link = dir.path().join("config.toml");
         std::os::unix::fs::symlink("dotfiles/synapse.toml", &link).unwrap();
-        save_profile(
-            &link,
-            "p",
-            &Settings {
-                size: Some(9),
-                ..Settings::default()
-            },
-        )
-        .unwrap();
+        save(&link, "p", &settings(&[("size", "9")])).unwrap();
         assert!(
             std::fs::symlink_metadata(&link)
                 .unwrap()
@@ -381,18 +361,15 @@ duration = \"10s\"
             .map(|i| {
                 let path = path.clone();
                 std::thread::spawn(move || {
-                    let s = Settings {
-                        size: Some(8 + i),
-                        ..Settings::default()
-                    };
-                    save_profile(&path, &format!("p{i}"), &s).unwrap();
+                    let s = settings(&[("size", &(8 + i).to_string())]);
+                    save(&path, &format!("p{i}"), &s).unwrap();
                 })
             })
             .collect();
         for t in threads {
             t.join().unwrap();
         }
-        let f = ConfigFile::parse(path.clone(), &std::fs::read_to_string(&path).unwrap()).unwrap();
+        let f = parse(&path, &std::fs::read_to_string(&path).unwrap());
         assert_eq!(f.profiles.len(), 8, "{:?}", f.profiles.keys());
     }
 

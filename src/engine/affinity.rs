@@ -13,8 +13,35 @@ pub enum Role {
     Reflector,
 }
 
+/// Where a measurement thread should run and how it waits: the one
+/// placement request every engine thread takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadPlacement {
+    /// CPU to pin to, already validated.
+    pub cpu: usize,
+    /// Chosen by Synapse rather than by `--cpu`.
+    pub cpu_auto: bool,
+    /// Spin on non-blocking receive instead of sleeping in the kernel.
+    pub busy_poll: bool,
+    /// Ask for `SCHED_FIFO`.
+    pub rt: bool,
+}
+
+impl ThreadPlacement {
+    /// The CPU Synapse would pick for `role`, blocking, normal priority.
+    pub fn auto(role: Role) -> Self {
+        let (cpu, cpu_auto) = choose_cpu(None, role).unwrap_or((0, true));
+        Self {
+            cpu,
+            cpu_auto,
+            busy_poll: false,
+            rt: false,
+        }
+    }
+}
+
 /// Where a thread was put and with what priority, as reported to the user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Placement {
     /// The CPU the thread was pinned to.
     pub cpu: usize,
@@ -22,6 +49,10 @@ pub struct Placement {
     pub cpu_auto: bool,
     /// `SCHED_FIFO` is in effect.
     pub realtime: bool,
+    /// Why the thread runs where or how it was not asked to (pinning or
+    /// `SCHED_FIFO` refused): for the front end to say once.
+    #[serde(skip)]
+    pub refused: Option<String>,
 }
 
 /// Validates a requested CPU, or picks one for `role`.
@@ -54,26 +85,28 @@ pub fn pin_thread(cpu: usize) -> std::io::Result<()> {
 }
 
 /// Pins the calling thread and, when asked, raises it to `SCHED_FIFO`.
-/// Failing to get real-time priority is not fatal: one warning, carry on.
-pub(crate) fn place_current_thread(cpu: usize, cpu_auto: bool, rt: bool) -> Placement {
-    match sys::pin_current_thread(cpu) {
-        Err(e) => tracing::warn!("could not pin the measurement thread to CPU {cpu}: {e}"),
-        Ok(()) => {
-            tracing::debug!(cpu, running_on = ?sys::current_cpu(), "measurement thread pinned")
-        }
+/// Neither failing is fatal: the thread carries on, and the placement says
+/// what was refused.
+pub(crate) fn place_current_thread(want: ThreadPlacement) -> Placement {
+    let mut refused = Vec::new();
+    if let Err(e) = sys::pin_current_thread(want.cpu) {
+        refused.push(format!("could not pin to CPU {} ({e})", want.cpu));
     }
-    let realtime = rt
+    let realtime = want.rt
         && match sys::set_fifo(50) {
             Ok(()) => true,
             Err(e) => {
-                tracing::warn!("--rt: SCHED_FIFO not permitted ({e}); running at normal priority");
+                refused.push(format!(
+                    "--rt: SCHED_FIFO not permitted ({e}); running at normal priority"
+                ));
                 false
             }
         };
     Placement {
-        cpu,
-        cpu_auto,
+        cpu: want.cpu,
+        cpu_auto: want.cpu_auto,
         realtime,
+        refused: (!refused.is_empty()).then(|| refused.join("; ")),
     }
 }
 

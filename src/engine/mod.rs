@@ -1,36 +1,33 @@
-//! The measurement engine: sockets, the client loop, the reflector, the wire
-//! protocol and CPU placement. Nothing here knows about terminals or reports;
+//! The measurement engine: sockets (`socket`, `sys`), kernel timestamps
+//! (`timestamping`), the wire formats (`protocol`), the client and reflector
+//! loops, and CPU placement (`affinity`). Nothing here knows about terminals or reports;
 //! results leave through [`Record`](crate::stats::Record)s on a lock-free
 //! ring and through the [`Stats`](crate::stats::Stats) each thread returns
 //! when it ends. It depends on `stats` (a leaf) and on nothing above it.
 
 mod affinity;
-pub mod capabilities;
 mod client;
 mod error;
-mod hardware;
 mod points;
 pub mod protocol;
 mod reflector;
-mod response;
-pub mod sequence;
-mod socket;
-pub mod stamp;
+pub mod socket;
 pub(crate) mod sys;
-pub mod timestamps;
-mod tx_stamps;
+pub mod timestamping;
 
-pub use affinity::{Placement, Role, choose_cpu, pin_thread};
+pub use affinity::{Placement, Role, ThreadPlacement, choose_cpu, pin_thread};
+pub use client::sequence;
 pub use client::{ClientConfig, ClientOutcome, ClientRun, StampingInfo, start_client};
 pub use error::EngineError;
 pub use points::Points;
+pub use protocol::stamp;
 pub use reflector::{
-    Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun, ReflectorTotals,
-    SessionInfo, start_reflector,
+    AnswerPoints, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun,
+    ReflectorTotals, SessionInfo, start_reflector,
 };
-pub use response::ResponsePoints;
 pub use socket::resolve;
-pub use timestamps::{TimestampMode, Timestamping};
+pub use timestamping::capabilities;
+pub use timestamping::{TimestampMode, Timestamping};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

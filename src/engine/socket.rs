@@ -9,6 +9,60 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
+/// Checks that text has the form of an address: `HOST`, `HOST:PORT`,
+/// `[IPv6]`, `[IPv6]:PORT` or a bare IPv6 address, with a port in range.
+/// Nothing is looked up; [`resolve`] does that when the address is used.
+pub fn address_text(s: &str) -> Result<String, String> {
+    let bad = |why: &str| Err(format!("'{s}' is not an address ({why})"));
+    let form = "HOST, HOST:PORT or [IPv6]:PORT";
+    if s.parse::<SocketAddr>().is_ok() || s.parse::<std::net::Ipv6Addr>().is_ok() {
+        return Ok(s.to_string());
+    }
+    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
+        let Some((inside, after)) = rest.split_once(']') else {
+            return bad("'[' without ']'");
+        };
+        if inside.parse::<std::net::Ipv6Addr>().is_err() {
+            return bad("not an IPv6 address between [ and ]");
+        }
+        match after {
+            "" => return Ok(s.to_string()),
+            p => match p.strip_prefix(':') {
+                Some(p) => (None, p),
+                None => return bad(form),
+            },
+        }
+    } else {
+        match s.rsplit_once(':') {
+            Some((h, p)) => (Some(h), p),
+            None => (Some(s), ""),
+        }
+    };
+    if let Some(host) = host {
+        let ok = !host.is_empty()
+            && host.len() <= 253
+            && host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+            && !host.starts_with(['-', '.']);
+        if !ok {
+            return bad(form);
+        }
+    }
+    if port.is_empty() && s.contains(':') {
+        return bad(form);
+    }
+    if !port.is_empty() {
+        if !port.chars().all(|c| c.is_ascii_digit()) {
+            return bad(form);
+        }
+        if port.parse::<u16>().is_err() {
+            return bad(&format!("port {port} out of range 0-65535"));
+        }
+    }
+    Ok(s.to_string())
+}
+
 /// Resolves `HOST:PORT`, `HOST` (then `default_port`), `[v6]:PORT` or a bare
 /// IPv6 address into one socket address (the first the resolver gives).
 pub fn resolve(text: &str, default_port: u16) -> Result<SocketAddr, EngineError> {
@@ -154,6 +208,39 @@ mod tests {
         assert_eq!(resolve("::1", 8080).unwrap(), "[::1]:8080".parse().unwrap());
         assert_eq!(resolve("[::1]", 7).unwrap(), "[::1]:7".parse().unwrap());
         assert_eq!(resolve("localhost:5", 8080).unwrap().port(), 5);
+    }
+
+    #[test]
+    fn address_forms_are_checked_without_a_lookup() {
+        for ok in [
+            "10.0.0.1",
+            "10.0.0.1:80",
+            "[::1]:80",
+            "[::1]",
+            "::1",
+            "host.example",
+            "host-1:8080",
+            "1.2.3.4.5",
+        ] {
+            assert_eq!(address_text(ok), Ok(ok.to_string()), "{ok}");
+        }
+        let why = |s: &str| address_text(s).unwrap_err();
+        assert_eq!(
+            why("127.0.0.1:99999"),
+            "'127.0.0.1:99999' is not an address (port 99999 out of range 0-65535)"
+        );
+        assert_eq!(why("[::1"), "'[::1' is not an address ('[' without ']')");
+        for bad in [
+            "",
+            "10.0.0.1:x",
+            "a b",
+            "-host",
+            "host:",
+            "[::1]x",
+            "[nope]:1",
+        ] {
+            assert!(address_text(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

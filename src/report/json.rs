@@ -1,6 +1,6 @@
 //! The `--json` report: exactly one object on stdout.
 
-use super::{BreakdownReport, EffectiveConfig, LogSummary, Report, Verdict};
+use super::{BreakdownReport, LogSummary, Report, Verdict};
 use crate::config::BaselineComparison;
 use crate::stats::Summary;
 use serde::Serialize;
@@ -12,7 +12,7 @@ struct JsonReport<'a> {
     #[serde(flatten)]
     summary: &'a Summary,
     verdict: &'a Verdict,
-    config: &'a EffectiveConfig,
+    config: serde_json::Value,
     baseline: Option<&'a BaselineComparison>,
     breakdown: Option<&'a BreakdownReport>,
     log: Option<&'a LogSummary>,
@@ -25,7 +25,7 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
         synapse_version: env!("CARGO_PKG_VERSION"),
         summary: &report.summary,
         verdict: &report.verdict,
-        config: &report.config,
+        config: report.config.to_json(),
         baseline: report.baseline.as_ref(),
         breakdown: report.breakdown.as_ref(),
         log: report.log.as_ref(),

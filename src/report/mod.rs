@@ -7,6 +7,7 @@ mod json;
 pub mod packet_log;
 mod progress;
 pub mod response_log;
+pub mod server_text;
 mod text;
 
 pub use breakdown::{BreakdownReport, PointSource, point_sources};
@@ -14,8 +15,9 @@ pub use json::write_json;
 pub use progress::Progress;
 pub use text::write_text;
 
+use crate::cli::RunArgs;
 use crate::config::BaselineComparison;
-use crate::engine::{ClientOutcome, Placement};
+use crate::engine::ClientOutcome;
 use crate::plan::{ClientPlan, Target};
 use crate::stats::Summary;
 use serde::Serialize;
@@ -56,23 +58,24 @@ impl Verdict {
     }
 }
 
-/// The settings a run actually used, after every default was applied.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The settings a run actually used, after every default was applied. The
+/// JSON `config` holds every run option (from its one declaration,
+/// [`RunArgs`]) and, over them, these facts about the run.
+#[derive(Debug, Clone, Serialize)]
 pub struct EffectiveConfig {
+    /// Every run option, as resolved.
+    #[serde(skip)]
+    pub options: RunArgs,
     /// `loopback` (in-process reflector) or `client`.
     pub mode: &'static str,
     /// The reflector measured.
     pub server: SocketAddr,
     /// The client's own address.
     pub local: SocketAddr,
+    /// The local address asked for (`--bind`), if any.
+    pub bind: Option<SocketAddr>,
     /// Packet budget (null when bounded by time or unbounded).
     pub packets: Option<u64>,
-    /// Time budget (null when bounded by packets).
-    pub duration_s: Option<f64>,
-    /// Warm-up packets.
-    pub warmup: u64,
-    /// Per-reply timeout.
-    pub timeout_ms: u64,
     /// Payload bytes.
     pub size: usize,
     /// CPU the measurement thread ran on.
@@ -91,12 +94,24 @@ pub struct EffectiveConfig {
     pub rt_requested: bool,
     /// SCHED_FIFO was actually in effect.
     pub realtime: bool,
-    /// Live display frame rate.
-    pub fps: u32,
     /// The profile used, if any.
     pub profile: Option<String>,
     /// The configuration file consulted.
     pub config_file: String,
+}
+
+impl EffectiveConfig {
+    /// The JSON `config` object: the options, then the facts over them.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut map = match serde_json::to_value(&self.options) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        if let Ok(serde_json::Value::Object(facts)) = serde_json::to_value(self) {
+            map.extend(facts);
+        }
+        serde_json::Value::Object(map)
+    }
 }
 
 /// Everything a headless report prints.
@@ -138,11 +153,6 @@ impl Report {
         outcome: &ClientOutcome,
     ) -> Self {
         let summary = Summary::from_stats(&outcome.stats, outcome.measured);
-        let Placement {
-            cpu,
-            cpu_auto,
-            realtime,
-        } = outcome.placement;
         let baseline = plan
             .profile
             .baseline
@@ -151,43 +161,43 @@ impl Report {
         Self {
             verdict: Verdict::judge(
                 &summary,
-                plan.threshold.as_nanos() as u64,
+                plan.run.threshold.as_nanos() as u64,
                 baseline.as_ref(),
             ),
             baseline,
             summary,
             breakdown: BreakdownReport::from_outcome(outcome),
             log: None,
-            config: EffectiveConfig {
-                mode: match plan.target {
-                    Target::Loopback => "loopback",
-                    Target::Remote(_) => "client",
-                },
-                server,
-                local,
-                packets: plan.packets,
-                duration_s: plan.duration.map(|d| d.as_secs_f64()),
-                warmup: plan.warmup,
-                timeout_ms: plan.timeout.as_millis() as u64,
-                // STAMP packets are never shorter than 44 octets.
-                size: if plan.stamp {
-                    plan.size.max(crate::engine::stamp::PACKET_LEN)
-                } else {
-                    plan.size
-                },
-                cpu,
-                cpu_auto,
-                busy_poll: plan.thread.busy_poll,
-                timestamps: outcome.stamping.source.name(),
-                timestamps_note: outcome.stamping.note.clone(),
-                protocol: if plan.stamp { "stamp" } else { "echo" },
-                rt_requested: plan.thread.rt,
-                realtime,
-                fps: plan.fps,
-                profile: plan.profile.name.clone(),
-                config_file: plan.profile.config_path.display().to_string(),
-            },
+            config: EffectiveConfig::new(plan, server, local, outcome),
             interrupted: outcome.interrupted,
+        }
+    }
+}
+
+impl EffectiveConfig {
+    fn new(plan: &ClientPlan, server: SocketAddr, local: SocketAddr, o: &ClientOutcome) -> Self {
+        let p = &o.placement;
+        Self {
+            options: plan.run.clone(),
+            mode: match plan.target {
+                Target::Loopback => "loopback",
+                Target::Remote(_) => "client",
+            },
+            server,
+            local,
+            bind: plan.bind,
+            packets: plan.packets,
+            size: plan.wire_size(),
+            cpu: p.cpu,
+            cpu_auto: p.cpu_auto,
+            busy_poll: plan.thread.busy_poll,
+            timestamps: o.stamping.source.name(),
+            timestamps_note: o.stamping.note.clone(),
+            protocol: if plan.run.stamp { "stamp" } else { "echo" },
+            rt_requested: plan.thread.rt,
+            realtime: p.realtime,
+            profile: plan.profile.name.clone(),
+            config_file: plan.profile.config_path.display().to_string(),
         }
     }
 }

@@ -31,6 +31,33 @@ impl LogRow for Points {
     }
 }
 
+/// Why a log could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// The file could not be created or opened.
+    #[error("cannot write the packet log {}: {source}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
+    /// Writing rows failed during the run.
+    #[error("packet log {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
+    /// The writer thread died.
+    #[error("packet log {}: the writer thread panicked", path.display())]
+    Panicked {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
 /// How long the writer sleeps when the ring is empty.
 const IDLE: Duration = Duration::from_millis(20);
 
@@ -51,25 +78,28 @@ pub struct RunningLog {
 
 impl PacketLog {
     /// Creates (or truncates) the file.
-    pub fn create(path: &Path) -> Result<Self, String> {
+    pub fn create(path: &Path) -> Result<Self, LogError> {
         Self::open(path, false)
     }
 
     /// Opens the file to add rows after earlier runs' (the live display
     /// logs each run it starts into one file); the header is written only
     /// into an empty file.
-    pub fn append(path: &Path) -> Result<Self, String> {
+    pub fn append(path: &Path) -> Result<Self, LogError> {
         Self::open(path, true)
     }
 
-    fn open(path: &Path, append: bool) -> Result<Self, String> {
+    fn open(path: &Path, append: bool) -> Result<Self, LogError> {
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .append(append)
             .truncate(!append)
             .open(path)
-            .map_err(|e| format!("cannot write the packet log {}: {e}", path.display()))?;
+            .map_err(|source| LogError::Open {
+                path: path.to_path_buf(),
+                source,
+            })?;
         let header = file.metadata().map(|m| m.len() == 0).unwrap_or(true);
         Ok(Self {
             path: path.to_path_buf(),
@@ -120,12 +150,14 @@ impl PacketLog {
 impl RunningLog {
     /// Waits for the writer (it ends once its threads have) and returns the
     /// rows written.
-    pub fn finish(self) -> Result<u64, String> {
-        let fail = |e: String| format!("packet log {}: {e}", self.path.display());
+    pub fn finish(self) -> Result<u64, LogError> {
         match self.handle.join() {
             Ok(Ok(rows)) => Ok(rows),
-            Ok(Err(e)) => Err(fail(e.to_string())),
-            Err(_) => Err(fail("the writer thread panicked".into())),
+            Ok(Err(source)) => Err(LogError::Write {
+                path: self.path,
+                source,
+            }),
+            Err(_) => Err(LogError::Panicked { path: self.path }),
         }
     }
 
@@ -249,7 +281,7 @@ mod tests {
     fn an_unwritable_path_is_one_clear_line() {
         let e = PacketLog::create(Path::new("/nonexistent-dir/x.csv")).unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "cannot write the packet log /nonexistent-dir/x.csv: No such file or directory (os error 2)"
         );
     }

@@ -2,7 +2,7 @@
 //! datagram, written by the same writer as the client's log.
 
 use super::packet_log::{LogRow, stamp};
-use crate::engine::{Protocol, ResponsePoints};
+use crate::engine::{AnswerPoints, Protocol};
 use std::io::{self, Write};
 
 /// The server's header. T2_DRV and T3_SCHED/T3_DRV are the kernel's
@@ -11,7 +11,7 @@ use std::io::{self, Write};
 pub const RESPONSE_HEADER: &str =
     "PROTO,PEER,SEQ,T2_HW,T2_DRV,T2_SW,T3_SW,T3_SCHED,T3_DRV,T3_HW,RESPONSE,RESPONSE_HW";
 
-impl LogRow for ResponsePoints {
+impl LogRow for AnswerPoints {
     const HEADER: &'static str = RESPONSE_HEADER;
 
     fn write_row(&self, out: &mut impl Write) -> io::Result<()> {
@@ -50,8 +50,8 @@ mod tests {
     use crate::report::packet_log::PacketLog;
     use std::net::SocketAddr;
 
-    fn answer(protocol: Protocol, seq: Option<u64>) -> ResponsePoints {
-        ResponsePoints {
+    fn answer(protocol: Protocol, seq: Option<u64>) -> AnswerPoints {
+        AnswerPoints {
             protocol,
             peer: "[::1]:40000".parse::<SocketAddr>().unwrap(),
             seq,
@@ -68,7 +68,7 @@ mod tests {
     #[test]
     fn rows_carry_every_point_and_the_spans_only_when_both_ends_exist() {
         let mut out = Vec::new();
-        let full = ResponsePoints {
+        let full = AnswerPoints {
             t2_driver: Some(1_771_555_281_293_211_904),
             t2_user: Some(1_771_555_281_293_247_670),
             t3_user: Some(1_771_555_281_293_248_149),

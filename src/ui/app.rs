@@ -84,6 +84,8 @@ pub struct ServerView {
     pub stamp: Option<Result<String, String>>,
     /// The STAMP reflector's totals.
     pub stamp_totals: ReflectorTotals,
+    /// The file every answer is logged to (`synapse server --log`).
+    pub log: Option<String>,
 }
 
 /// Ended sessions kept for display.

@@ -19,7 +19,9 @@ mod tests;
 use action::{Action, action_for};
 use app::{App, ClientInfo, Role, ServerView};
 use crossterm::event::{Event, EventStream};
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
 use station::{Finale, Station};
 use std::time::{Duration, Instant};
 use theme::Theme;
@@ -54,7 +56,29 @@ pub fn run(start: Start) -> Result<Finale, AppError> {
         .enable_all()
         .build()
         .map_err(|e| AppError::Runtime(anyhow::anyhow!("cannot start the display runtime: {e}")))?;
-    runtime.block_on(run_async(client_plan, server_plan, role))
+    runtime.block_on(async {
+        let mut station = Station::new(
+            client_plan.clone(),
+            server_plan.clone(),
+            role == Role::Server,
+        );
+        let mut app = initial_app(&client_plan, &server_plan, &station, role);
+        // Signal streams first: if they cannot be set up, the terminal is untouched.
+        let quit = quit_signal()?;
+        let mut terminal = ratatui::try_init()?;
+        station.start(&mut app);
+        let outcome = drive(
+            &mut terminal,
+            EventStream::new(),
+            quit,
+            &mut station,
+            &mut app,
+        )
+        .await;
+        ratatui::restore();
+        let finale = station.finish(&mut app);
+        outcome.map(|()| finale)
+    })
 }
 
 fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, role: Role) -> App {
@@ -67,10 +91,10 @@ fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, role: Role) ->
         },
         cpu: c.thread.cpu,
         busy_poll: c.thread.busy_poll,
-        warmup: c.warmup,
+        warmup: c.run.warmup,
         packets: c.packets,
-        duration: c.duration,
-        size: c.size,
+        duration: c.run.duration,
+        size: c.run.size,
     };
     let server = ServerView {
         bind: s.bind.to_string(),
@@ -79,78 +103,85 @@ fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, role: Role) ->
         session_idle: s.session_idle,
         ..ServerView::default()
     };
-    let mut app = App::new(role, info, server, Theme::from_env(), c.update, c.fps);
+    let mut app = App::new(
+        role,
+        info,
+        server,
+        Theme::from_env(),
+        c.run.update,
+        c.run.fps,
+    );
     app.profile = c.profile.name.clone();
     app.baseline = c.profile.baseline.clone();
     app
 }
 
-async fn run_async(
-    client_plan: ClientPlan,
-    server_plan: ServerPlan,
-    role: Role,
-) -> Result<Finale, AppError> {
-    let mut station = Station::new(
-        client_plan.clone(),
-        server_plan.clone(),
-        role == Role::Server,
-    );
-    let mut app = initial_app(&client_plan, &server_plan, &station, role);
-    // Signal streams first: if they cannot be set up, the terminal is untouched.
+/// Resolves when SIGTERM, SIGHUP or SIGINT arrives.
+fn quit_signal() -> Result<impl Future<Output = ()>, AppError> {
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
-    let mut terminal = ratatui::try_init()?;
-    station.start(&mut app);
-    let frame = Duration::from_secs_f64(1.0 / f64::from(client_plan.fps.max(1)));
+    Ok(async move {
+        tokio::select! {
+            _ = sigterm.recv() => {}
+            _ = sighup.recv() => {}
+            _ = sigint.recv() => {}
+        }
+    })
+}
+
+/// The display loop: a frame every `1/fps`, keys as they come, until the
+/// user quits, `events` ends or `quit` resolves. Generic over the terminal
+/// and everything from outside, so a test can drive the real loop with a
+/// `TestBackend` and scripted keys.
+pub async fn drive<B, E>(
+    terminal: &mut Terminal<B>,
+    mut events: E,
+    quit: impl Future<Output = ()>,
+    station: &mut Station,
+    app: &mut App,
+) -> Result<(), AppError>
+where
+    B: Backend,
+    B::Error: Send + Sync + 'static,
+    E: Stream<Item = std::io::Result<Event>> + Unpin,
+{
+    let frame = Duration::from_secs_f64(1.0 / f64::from(app.fps.max(1)));
     let mut ticks = tokio::time::interval(frame);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let mut events = EventStream::new();
-    let outcome: Result<(), AppError> = loop {
-        tokio::select! {
+    let mut quit = std::pin::pin!(quit);
+    loop {
+        let redraw = tokio::select! {
             _ = ticks.tick() => {
-                station.poll(&mut app, Instant::now());
-                if let Err(e) = terminal.draw(|f| draw::draw(f, &app)) {
-                    break Err(e.into());
-                }
+                station.poll(app, Instant::now());
+                true
             }
             ev = events.next() => match ev {
                 Some(Ok(Event::Key(key))) if app.prompt.is_some() => {
-                    if edit_prompt(key, &mut app, &mut station) {
-                        break Ok(());
+                    if edit_prompt(key, app, station) {
+                        return Ok(());
                     }
-                    if let Err(e) = terminal.draw(|f| draw::draw(f, &app)) {
-                        break Err(e.into());
-                    }
+                    true
                 }
-                Some(Ok(Event::Key(key))) => {
-                    if let Some(action) = action_for(key) {
-                        if handle(action, &mut app, &mut station) {
-                            break Ok(());
-                        }
-                        // Answer keys at once rather than on the next tick.
-                        if let Err(e) = terminal.draw(|f| draw::draw(f, &app)) {
-                            break Err(e.into());
-                        }
-                    }
-                }
-                Some(Ok(Event::Resize(..))) => {
-                    if let Err(e) = terminal.draw(|f| draw::draw(f, &app)) {
-                        break Err(e.into());
-                    }
-                }
-                Some(Ok(_)) => {}
-                Some(Err(e)) => break Err(e.into()),
-                None => break Ok(()),
+                Some(Ok(Event::Key(key))) => match action_for(key) {
+                    Some(action) if handle(action, app, station) => return Ok(()),
+                    // Answer keys at once rather than on the next tick.
+                    Some(_) => true,
+                    None => false,
+                },
+                Some(Ok(Event::Resize(..))) => true,
+                Some(Ok(_)) => false,
+                Some(Err(e)) => return Err(e.into()),
+                None => return Ok(()),
             },
-            _ = sigterm.recv() => break Ok(()),
-            _ = sighup.recv() => break Ok(()),
-            _ = sigint.recv() => break Ok(()),
+            () = &mut quit => return Ok(()),
+        };
+        if redraw {
+            terminal
+                .draw(|f| draw::draw(f, app))
+                .map_err(|e| AppError::Runtime(anyhow::Error::new(e)))?;
         }
-    };
-    ratatui::restore();
-    let finale = station.finish(&mut app);
-    outcome.map(|()| finale)
+    }
 }
 
 /// Typing a profile name after `s`. Returns true for Ctrl-C, which quits

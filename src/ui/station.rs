@@ -1,43 +1,26 @@
-//! The engine side of the live display: which threads run in which role,
+//! The engine side of the live display: which sessions run in which role,
 //! feeding their output into the [`App`] each frame, and keeping the
 //! authoritative totals for the summary printed on quit.
 //!
-//! The reflector runs in the server role, and also in the client role when
-//! the client measures this process's own reflector (the loopback default,
-//! or a server that switched to client). It keeps its address across
-//! restarts, so switching back and forth never moves the port.
+//! The reflector (a [`ServerSession`]) runs in the server role, and also in
+//! the client role when the client measures this process's own reflector
+//! (the loopback default, or a server that switched to client). It keeps
+//! its address across restarts, so switching back and forth never moves
+//! the port.
 
 use super::app::{App, Role};
+use crate::cli::settings_schema;
 use crate::config::{Baseline, store};
 use crate::engine::{
-    ClientOutcome, ClientRun, Placement, ReflectorEvent, ReflectorRun, ReflectorTotals,
-    StampingInfo, StopFlag, start_client, start_reflector,
+    ClientOutcome, Placement, Protocol, ReflectorEvent, ReflectorTotals, StampingInfo, StopFlag,
 };
-use crate::error::AppError;
-use crate::launch::RING_CAPACITY;
 use crate::plan::{ClientPlan, ServerPlan, Target};
-use crate::report::packet_log::{PacketLog, RunningLog};
 use crate::report::{LogSummary, Report};
+use crate::session::{ClientSession, LogOutcome, LogStart, ServerSession, Side};
 use crate::stats::{RecordKind, Stats, Summary, WINDOW};
 use crate::units::count_of;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
-
-/// Folds a STAMP reflector's events into the server view: its clients join
-/// the same table, its totals are shown apart. Returns packets reflected
-/// since the last call.
-fn drain_sessions(r: &mut ReflectorRun, app: &mut App) -> u64 {
-    let before = app.server.stamp_totals.packets;
-    while let Ok(ev) = r.events.pop() {
-        match ev {
-            ReflectorEvent::Active(s) => app.server.session_active(s),
-            ReflectorEvent::Ended(s) => app.server.session_ended(s),
-            ReflectorEvent::Totals(t, _) => app.server.stamp_totals = t,
-        }
-    }
-    // A restarted reflector counts from zero: never a negative delta.
-    app.server.stamp_totals.packets.saturating_sub(before)
-}
 
 /// What the live display measured, for the summary printed after it closes.
 #[derive(Debug)]
@@ -46,42 +29,55 @@ pub struct Finale {
     pub report: Option<Report>,
     /// Reflector totals, if the reflector ever ran in the server role.
     pub server: Option<ReflectorTotals>,
+    /// The server's answer log, if it wrote one.
+    pub server_log: Option<LogOutcome>,
 }
 
-/// Engine threads and the totals they produced.
+/// The client runs of one display, added up.
 #[derive(Debug)]
-pub struct Station {
-    client_plan: ClientPlan,
-    server_plan: ServerPlan,
-    /// The client measures our own reflector.
-    self_target: bool,
-    reflector: Option<ReflectorRun>,
-    /// The STAMP reflector, in the server role, when its port could be bound.
-    stamp: Option<ReflectorRun>,
-    /// Where the reflector listens, once it has bound (keeps the port).
-    reflector_addr: Option<SocketAddr>,
-    client: Option<ClientRun>,
-    run_started: Instant,
-    window_started: Instant,
-    totals: Stats,
+struct ClientTotals {
+    stats: Stats,
     measured: Duration,
     placement: Option<Placement>,
-    client_local: Option<SocketAddr>,
-    client_target: Option<SocketAddr>,
+    local: Option<SocketAddr>,
+    target: Option<SocketAddr>,
     /// How the latest client run stamps its packets.
     stamping: Option<StampingInfo>,
-    /// `--log`: the current run's writer, and whether the file was started.
-    log: Option<RunningLog>,
+    /// `--log`: whether the file was started (later runs append).
     log_started: bool,
     /// Rows the log holds and packets it missed, over all runs kept.
     log_rows: u64,
     log_dropped: u64,
     /// TX stamps that came after their packet, over all runs kept.
     stale_stamps: u64,
-    server_used: bool,
-    server_base: ReflectorTotals,
-    server_last: ReflectorTotals,
-    server_last_ns: u64,
+}
+
+/// The reflector's totals as the server view counts them.
+#[derive(Debug, Default)]
+struct ServerTotals {
+    used: bool,
+    /// Totals at the last clear.
+    base: ReflectorTotals,
+    last: ReflectorTotals,
+    last_ns: u64,
+}
+
+/// Engine sessions and the totals they produced.
+#[derive(Debug)]
+pub struct Station {
+    client_plan: ClientPlan,
+    server_plan: ServerPlan,
+    /// The client measures our own reflector.
+    self_target: bool,
+    server: Option<ServerSession>,
+    /// Where the reflector listens, once it has bound (keeps the port).
+    reflector_addr: Option<SocketAddr>,
+    client: Option<ClientSession>,
+    run_started: Instant,
+    window_started: Instant,
+    totals: ClientTotals,
+    served: ServerTotals,
+    server_log: Option<LogOutcome>,
 }
 
 impl Station {
@@ -93,27 +89,25 @@ impl Station {
             client_plan,
             server_plan,
             self_target,
-            reflector: None,
-            stamp: None,
+            server: None,
             reflector_addr: None,
             client: None,
             run_started: now,
             window_started: now,
-            totals: Stats::new(),
-            measured: Duration::ZERO,
-            placement: None,
-            client_local: None,
-            client_target: None,
-            stamping: None,
-            log: None,
-            log_started: false,
-            log_rows: 0,
-            log_dropped: 0,
-            stale_stamps: 0,
-            server_used: false,
-            server_base: ReflectorTotals::default(),
-            server_last: ReflectorTotals::default(),
-            server_last_ns: 0,
+            totals: ClientTotals {
+                stats: Stats::new(),
+                measured: Duration::ZERO,
+                placement: None,
+                local: None,
+                target: None,
+                stamping: None,
+                log_started: false,
+                log_rows: 0,
+                log_dropped: 0,
+                stale_stamps: 0,
+            },
+            served: ServerTotals::default(),
+            server_log: None,
         }
     }
 
@@ -126,145 +120,122 @@ impl Station {
         }
     }
 
-    fn ensure_reflector(&mut self, app: &mut App) -> Result<(), AppError> {
-        if self.reflector.is_some() {
-            return Ok(());
+    fn ensure_reflector(&mut self, app: &mut App) -> Result<SocketAddr, String> {
+        if let Some(s) = &self.server {
+            return Ok(s.echo_addr());
         }
         let p = &self.server_plan;
-        let mut cfg = p.reflector_config(self.reflector_addr.unwrap_or(p.bind));
-        if self.client_plan.stamp && self.client_plan.target == Target::Loopback {
-            // The in-process reflector speaks what the client speaks.
-            cfg.protocol = crate::engine::Protocol::Stamp;
-        }
-        let run = start_reflector(cfg, StopFlag::new())?;
-        self.reflector_addr = Some(run.local);
-        app.server.bind = run.local.to_string();
-        // A fresh reflector counts from zero again.
-        self.server_base = ReflectorTotals::default();
-        self.server_last = ReflectorTotals::default();
-        self.server_last_ns = 0;
-        self.reflector = Some(run);
-        Ok(())
-    }
-
-    /// Starts the STAMP reflector if the plan wants one; a port that cannot
-    /// be bound is shown, and plain echo goes on.
-    fn start_stamp(&mut self, app: &mut App) {
-        let Some(cfg) = self
-            .server_plan
-            .stamp_config()
-            .filter(|_| self.stamp.is_none())
-        else {
-            return;
+        // The in-process reflector speaks what a loopback client speaks.
+        let protocol = if self.client_plan.run.stamp && self.client_plan.target == Target::Loopback
+        {
+            Protocol::Stamp
+        } else {
+            Protocol::Echo
         };
-        match start_reflector(cfg, StopFlag::new()) {
-            Ok(run) => {
-                app.server.stamp = Some(Ok(run.local.to_string()));
-                app.server.stamp_totals = ReflectorTotals::default();
-                self.stamp = Some(run);
+        let bind = self.reflector_addr.unwrap_or(p.bind);
+        let session =
+            ServerSession::start(p, bind, protocol, &StopFlag::new()).map_err(|e| e.to_string())?;
+        let addr = session.echo_addr();
+        self.reflector_addr = Some(addr);
+        app.server.bind = addr.to_string();
+        app.server.stamp = match (session.stamp_addr(), &session.stamp_refused) {
+            (Some(a), _) => Some(Ok(a.to_string())),
+            (None, Some(why)) => {
+                app.status = Some(why.clone());
+                Some(Err(why.clone()))
             }
-            Err(e) => {
-                app.status = Some(format!("STAMP not served ({e}); plain echo goes on"));
-                app.server.stamp = Some(Err(e.to_string()));
-            }
-        }
-    }
-
-    fn stop_stamp(&mut self, app: &mut App) {
-        if let Some(mut r) = self.stamp.take() {
-            r.stop();
-            let outcome = r.join();
-            drain_sessions(&mut r, app);
-            if let Ok(o) = outcome {
-                app.server.stamp_totals = o.totals;
-                for s in o.open_at_stop {
-                    app.server.session_ended(s);
-                }
-            }
-        }
+            (None, None) => None,
+        };
+        app.server.stamp_totals = ReflectorTotals::default();
+        app.server.log = session.log_path().map(|p| p.display().to_string());
+        // A fresh reflector counts from zero again.
+        self.served.base = ReflectorTotals::default();
+        self.served.last = ReflectorTotals::default();
+        self.served.last_ns = 0;
+        self.server = Some(session);
+        Ok(addr)
     }
 
     fn stop_reflector(&mut self, app: &mut App) {
-        self.stop_stamp(app);
-        if let Some(mut r) = self.reflector.take() {
-            r.stop();
-            let outcome = r.join();
-            self.drain_reflector_events(&mut r, app);
-            if let Ok(o) = outcome {
-                // The thread's own totals are exact; events are best effort.
-                self.server_last = o.totals;
-                for s in o.open_at_stop {
-                    app.server.session_ended(s);
-                }
-            }
+        let Some(session) = self.server.take() else {
+            return;
+        };
+        let finish = session.finish(|side, ev| {
+            self.served.apply(side, ev, app);
+        });
+        if let Ok(o) = &finish.echo {
+            // The thread's own totals are exact; events are best effort.
+            self.served.last = o.totals;
+            o.open_at_stop
+                .iter()
+                .for_each(|s| app.server.session_ended(*s));
         }
+        if let Some(Ok(o)) = &finish.stamp {
+            app.server.stamp_totals = o.totals;
+            o.open_at_stop
+                .iter()
+                .for_each(|s| app.server.session_ended(*s));
+        }
+        if let Some(log) = finish.log {
+            if let Err(e) = &log.rows {
+                app.status = Some(e.to_string());
+            }
+            self.server_log = Some(log);
+        }
+        app.server.totals = self.served.since_clear();
     }
 
-    fn start_client(&mut self, app: &mut App) -> Result<(), AppError> {
-        let server = if self.self_target {
-            self.ensure_reflector(app)?;
-            match (self.client_plan.target, self.reflector_addr) {
-                (Target::Remote(a), _) => a,
-                (Target::Loopback, Some(a)) => a,
-                (Target::Loopback, None) => unreachable!("the reflector has just bound"),
-            }
-        } else {
-            match self.client_plan.target {
+    fn start_client(&mut self, app: &mut App) -> Result<(), String> {
+        let against = if self.self_target {
+            let own = self.ensure_reflector(app)?;
+            Some(match self.client_plan.target {
                 Target::Remote(a) => a,
-                Target::Loopback => unreachable!("loopback targets are self targets"),
-            }
+                Target::Loopback => own,
+            })
+        } else {
+            None
         };
-        // The file is opened first, so a bad path stops the start.
-        let log = match &self.client_plan.log {
-            Some(path) if self.log_started => Some(PacketLog::append(path)),
-            Some(path) => Some(PacketLog::create(path)),
-            None => None,
-        }
-        .transpose()
-        .map_err(AppError::Usage)?;
-        let mut run = start_client(
-            self.client_plan.client_config(server, RING_CAPACITY),
-            StopFlag::new(),
-        )?;
-        if let (Some(log), Some(points)) = (log, run.points.take()) {
-            self.log = Some(log.start(vec![points])?);
-            self.log_started = true;
-        }
-        self.client_local = Some(run.local);
-        self.client_target = Some(server);
-        app.client.stamping = Some(run.stamping.clone());
-        app.client.live.use_segments(run.stamping.segments);
+        let log = if self.totals.log_started {
+            LogStart::Append
+        } else {
+            LogStart::Create
+        };
+        let session = ClientSession::start(&self.client_plan, against, log, StopFlag::new())
+            .map_err(|e| e.to_string())?;
+        self.totals.log_started |= self.client_plan.log.is_some();
+        let stamping = session.stamping().clone();
+        self.totals.local = Some(session.local());
+        self.totals.target = Some(session.server());
+        app.client.live.use_segments(stamping.segments);
         // Another split (a role switch to another peer) starts the split
         // afresh; the RTT figures are kept.
-        self.totals.use_segments(run.stamping.segments);
-        self.stamping = Some(run.stamping.clone());
-        app.client.info.local = run.local.to_string();
-        app.client.info.target = server.to_string();
+        self.totals.stats.use_segments(stamping.segments);
+        app.client.info.local = session.local().to_string();
+        app.client.info.target = session.server().to_string();
+        app.client.stamping = Some(stamping.clone());
+        self.totals.stamping = Some(stamping);
         app.client.run_done = 0;
         app.client.run_elapsed = Duration::ZERO;
         self.run_started = Instant::now();
-        self.client = Some(run);
+        self.client = Some(session);
         Ok(())
     }
 
-    /// Waits for the client thread and folds its outcome into the totals
-    /// (or drops it, when clearing).
+    /// Waits for the client and folds its outcome into the totals (or
+    /// drops it, when clearing).
     fn end_client(&mut self, app: &mut App, keep: bool) {
-        let Some(mut run) = self.client.take() else {
+        let Some(session) = self.client.take() else {
             return;
         };
-        run.stop();
-        let outcome = run.join();
-        match self.log.take().map(RunningLog::finish) {
-            Some(Ok(rows)) => self.log_rows += rows,
-            Some(Err(e)) => app.status = Some(e),
+        session.stop();
+        // Whatever is still in the ring belongs to the live view too.
+        let finish = session.finish(|r| app.client.live.ingest(r));
+        match finish.log.map(|l| (l.rows, l.dropped)) {
+            Some((Ok(rows), _)) => self.totals.log_rows += rows,
+            Some((Err(e), _)) => app.status = Some(e.to_string()),
             None => {}
         }
-        // Whatever is still in the ring belongs to the live view too.
-        while let Ok(r) = run.records.pop() {
-            app.client.live.ingest(&r);
-        }
-        match outcome {
+        match finish.outcome {
             Ok(o) if keep => self.absorb(&o),
             Ok(_) => {}
             Err(e) => app.status = Some(format!("measurement stopped: {e}")),
@@ -272,11 +243,12 @@ impl Station {
     }
 
     fn absorb(&mut self, o: &ClientOutcome) {
-        self.totals.merge(&o.stats);
-        self.measured += o.measured;
-        self.placement = Some(o.placement);
-        self.log_dropped += o.log_overflow;
-        self.stale_stamps += o.stale_stamps;
+        let t = &mut self.totals;
+        t.stats.merge(&o.stats);
+        t.measured += o.measured;
+        t.placement = Some(o.placement.clone());
+        t.log_dropped += o.log_overflow;
+        t.stale_stamps += o.stale_stamps;
     }
 
     /// Starts the current role's threads.
@@ -286,9 +258,8 @@ impl Station {
         let started = match app.role {
             Role::Client => self.start_client(app),
             Role::Server => {
-                self.server_used = true;
-                self.ensure_reflector(app)
-                    .inspect(|()| self.start_stamp(app))
+                self.served.used = true;
+                self.ensure_reflector(app).map(|_| ())
             }
         };
         match started {
@@ -315,7 +286,7 @@ impl Station {
         match app.role {
             Role::Client => self.end_client(app, true),
             Role::Server if !self.self_target => self.stop_reflector(app),
-            Role::Server => self.stop_stamp(app),
+            Role::Server => {}
         }
         app.running = false;
         app.role = match app.role {
@@ -332,9 +303,9 @@ impl Station {
     pub fn clear(&mut self, app: &mut App) {
         let restart = self.client.is_some();
         self.end_client(app, false);
-        self.totals.clear();
-        self.measured = Duration::ZERO;
-        self.server_base = self.server_last;
+        self.totals.stats.clear();
+        self.totals.measured = Duration::ZERO;
+        self.served.base = self.served.last;
         app.clear();
         if restart && let Err(e) = self.start_client(app) {
             app.running = false;
@@ -342,57 +313,20 @@ impl Station {
         }
     }
 
-    fn drain_reflector_events(&mut self, r: &mut ReflectorRun, app: &mut App) -> u64 {
-        let before = self.server_last.packets;
-        while let Ok(ev) = r.events.pop() {
-            match ev {
-                ReflectorEvent::Active(s) => app.server.session_active(s),
-                ReflectorEvent::Ended(s) => app.server.session_ended(s),
-                ReflectorEvent::Totals(t, at_ns) => {
-                    let dt = at_ns.saturating_sub(self.server_last_ns);
-                    if dt > 0 && self.server_last_ns > 0 {
-                        app.server.pps =
-                            (t.packets - self.server_last.packets) as f64 * 1e9 / dt as f64;
-                    }
-                    self.server_last = t;
-                    self.server_last_ns = at_ns;
-                    app.server.now_ns = at_ns;
-                }
-            }
-        }
-        app.server.totals = self.server_since_clear();
-        self.server_last.packets.saturating_sub(before)
-    }
-
-    /// Reflector totals since the last clear.
-    fn server_since_clear(&self) -> ReflectorTotals {
-        let (b, t) = (self.server_base, self.server_last);
-        ReflectorTotals {
-            packets: t.packets - b.packets,
-            bytes: t.bytes - b.bytes,
-            sessions: t.sessions - b.sessions,
-            send_errors: t.send_errors - b.send_errors,
-            oversized: t.oversized - b.oversized,
-            malformed: t.malformed - b.malformed,
-            t2_from_user: t.t2_from_user - b.t2_from_user,
-            refused: t.refused - b.refused,
-        }
-    }
-
     /// Once per frame: moves what the threads produced into the display.
     pub fn poll(&mut self, app: &mut App, now: Instant) {
         let mut new_packets = 0u64;
-        if let Some(run) = self.client.as_mut() {
-            while let Ok(r) = run.records.pop() {
-                app.client.live.ingest(&r);
+        if let Some(session) = self.client.as_mut() {
+            session.drain(|r| {
+                app.client.live.ingest(r);
                 if matches!(r.kind, RecordKind::Sample | RecordKind::Lost) {
                     new_packets += 1;
                     app.client.run_done += u64::from(!r.warmup);
                 }
-            }
-            app.client.ring_overflow = run.ring_overflow();
+            });
+            app.client.ring_overflow = session.ring_overflow();
             app.client.run_elapsed = now.duration_since(self.run_started);
-            if run.is_finished() {
+            if session.is_finished() {
                 self.end_client(app, true);
                 app.running = false;
                 if app.status.is_none() {
@@ -402,12 +336,9 @@ impl Station {
             }
         }
         let mut reflected = 0;
-        if let Some(mut r) = self.reflector.take() {
-            reflected = self.drain_reflector_events(&mut r, app);
-            self.reflector = Some(r);
-        }
-        if let Some(r) = self.stamp.as_mut() {
-            reflected += drain_sessions(r, app);
+        if let Some(session) = self.server.as_mut() {
+            let served = &mut self.served;
+            session.drain(|side, ev| reflected += served.apply(side, ev, app));
         }
         let newest = app
             .client
@@ -432,8 +363,9 @@ impl Station {
             return;
         }
         let path = self.client_plan.profile.config_path.clone();
+        let settings = &self.client_plan.profile.settings;
         app.status = Some(
-            match store::save_profile(&path, name, &self.client_plan.settings()) {
+            match store::save_profile(&path, name, settings, &settings_schema()) {
                 Ok(()) => {
                     self.client_plan.profile.name = Some(name.to_string());
                     app.profile = Some(name.to_string());
@@ -451,7 +383,11 @@ impl Station {
             return;
         };
         let summary = Summary::from_stats(app.client.live.total(), Duration::ZERO);
-        let source = self.stamping.as_ref().map_or("user", |s| s.source.name());
+        let source = self
+            .totals
+            .stamping
+            .as_ref()
+            .map_or("user", |s| s.source.name());
         let Some(b) = Baseline::from_summary(&summary, source, std::time::SystemTime::now()) else {
             app.status = Some("nothing measured yet to keep as a baseline".into());
             return;
@@ -474,38 +410,86 @@ impl Station {
     pub fn finish(mut self, app: &mut App) -> Finale {
         self.end_client(app, true);
         self.stop_reflector(app);
-        let report = (self.totals.counters().sent > 0).then(|| {
+        let t = &self.totals;
+        let report = (t.stats.counters().sent > 0).then(|| {
             let outcome = ClientOutcome {
-                stats: self.totals.clone(),
-                measured: self.measured,
-                placement: self.placement.unwrap_or(Placement {
+                stats: t.stats.clone(),
+                measured: t.measured,
+                placement: t.placement.clone().unwrap_or(Placement {
                     cpu: self.client_plan.thread.cpu,
                     cpu_auto: self.client_plan.thread.cpu_auto,
                     realtime: false,
+                    refused: None,
                 }),
                 interrupted: false,
                 ring_overflow: 0,
-                log_overflow: self.log_dropped,
-                stale_stamps: self.stale_stamps,
-                stamping: self.stamping.clone().unwrap_or_default(),
+                log_overflow: t.log_dropped,
+                stale_stamps: t.stale_stamps,
+                stamping: t.stamping.clone().unwrap_or_default(),
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));
             let mut report = Report::new(
                 &self.client_plan,
-                self.client_target.unwrap_or(fallback),
-                self.client_local.unwrap_or(fallback),
+                t.target.unwrap_or(fallback),
+                t.local.unwrap_or(fallback),
                 &outcome,
             );
             report.log = self.client_plan.log.as_ref().map(|path| LogSummary {
                 path: path.display().to_string(),
-                rows: self.log_rows,
-                dropped: self.log_dropped,
+                rows: t.log_rows,
+                dropped: t.log_dropped,
             });
             report
         });
         Finale {
             report,
-            server: self.server_used.then(|| self.server_since_clear()),
+            server: self.served.used.then(|| self.served.since_clear()),
+            server_log: self.server_log,
+        }
+    }
+}
+
+impl ServerTotals {
+    /// Folds one reflector event into the server view. Returns datagrams
+    /// reflected since the previous totals of that reflector.
+    fn apply(&mut self, side: Side, ev: ReflectorEvent, app: &mut App) -> u64 {
+        match (side, ev) {
+            (_, ReflectorEvent::Active(s)) => app.server.session_active(s),
+            (_, ReflectorEvent::Ended(s)) => app.server.session_ended(s),
+            (Side::Stamp, ReflectorEvent::Totals(t, _)) => {
+                // A restarted reflector counts from zero: never negative.
+                let new = t.packets.saturating_sub(app.server.stamp_totals.packets);
+                app.server.stamp_totals = t;
+                return new;
+            }
+            (Side::Echo, ReflectorEvent::Totals(t, at_ns)) => {
+                let dt = at_ns.saturating_sub(self.last_ns);
+                if dt > 0 && self.last_ns > 0 {
+                    app.server.pps = (t.packets - self.last.packets) as f64 * 1e9 / dt as f64;
+                }
+                let new = t.packets.saturating_sub(self.last.packets);
+                self.last = t;
+                self.last_ns = at_ns;
+                app.server.now_ns = at_ns;
+                app.server.totals = self.since_clear();
+                return new;
+            }
+        }
+        0
+    }
+
+    /// Reflector totals since the last clear.
+    fn since_clear(&self) -> ReflectorTotals {
+        let (b, t) = (self.base, self.last);
+        ReflectorTotals {
+            packets: t.packets - b.packets,
+            bytes: t.bytes - b.bytes,
+            sessions: t.sessions - b.sessions,
+            send_errors: t.send_errors - b.send_errors,
+            oversized: t.oversized - b.oversized,
+            malformed: t.malformed - b.malformed,
+            t2_from_user: t.t2_from_user - b.t2_from_user,
+            refused: t.refused - b.refused,
         }
     }
 }

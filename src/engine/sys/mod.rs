@@ -5,12 +5,7 @@
 //! return plain values. Every `unsafe` block states why it is sound.
 #![allow(unsafe_code)]
 
-// Kernel timestamping is built from the bottom up: the STAMP reflector uses
-// RX stamps; the TX and hardware parts wait for the client's round-trip
-// split.
-#[allow(dead_code)]
 pub mod ethtool;
-#[allow(dead_code)]
 pub mod timestamping;
 
 use std::io;
@@ -123,13 +118,11 @@ impl RawAddr {
     }
 
     /// Where `recvmsg` may write a source address.
-    #[allow(dead_code)]
     pub(crate) fn storage_ptr(&mut self) -> *mut libc::sockaddr_storage {
         &raw mut self.storage
     }
 
     /// Records how much of the storage the kernel filled.
-    #[allow(dead_code)]
     pub(crate) fn set_len(&mut self, len: libc::socklen_t) {
         self.len = len.min(size_of::<libc::sockaddr_storage>() as libc::socklen_t);
     }
@@ -234,6 +227,29 @@ pub fn recv_from(fd: RawFd, buf: &mut [u8], from: &mut RawAddr) -> io::Result<Re
     Ok(received(n as usize, buf.len()))
 }
 
+/// ICMP errors the kernel reports on a socket with `IP_RECVERR` (or a
+/// connected one). Mid-run they mean "this datagram is lost", not "give up".
+pub fn is_network_error(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::ECONNREFUSED
+            | libc::EHOSTUNREACH
+            | libc::ENETUNREACH
+            | libc::EHOSTDOWN
+            | libc::ENONET
+            | libc::EMSGSIZE
+            | libc::EACCES
+            | libc::EPERM
+    )
+}
+
+/// Errors on send that mean "this datagram did not go out" rather than
+/// "something is broken here": the network errors, and a full local queue
+/// (ENOBUFS, which Linux reports once `IP_RECVERR` is on).
+pub fn is_send_drop(errno: i32) -> bool {
+    is_network_error(errno) || errno == libc::ENOBUFS
+}
+
 /// Discards everything queued on the socket's error queue (ICMP errors
 /// reported through `IP_RECVERR`). Never blocks.
 pub fn drain_error_queue(fd: RawFd) {
@@ -313,6 +329,7 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
 }
 
 /// The CPU the calling thread is running on right now.
+#[cfg(test)]
 pub fn current_cpu() -> Option<usize> {
     // SAFETY: sched_getcpu takes no arguments and only returns a number.
     let cpu = unsafe { libc::sched_getcpu() };

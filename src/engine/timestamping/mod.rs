@@ -1,10 +1,16 @@
-//! Choosing the client's timestamp source: `--timestamps
-//! auto|user|software|hardware` against what the outgoing interface can do.
+//! Kernel and NIC timestamps: choosing the client's source (`--timestamps
+//! auto|user|software|hardware`) against what the outgoing interface can do
+//! (`capabilities`), switching a NIC's clock on for a run (`hardware`), and
+//! matching TX stamps to datagrams (`tx_matcher`). The raw socket calls are
+//! in `sys::timestamping`.
 
-use super::EngineError;
-use super::capabilities::{Capabilities, Source};
-use super::hardware::HardwareGuard;
-use super::sys;
+pub mod capabilities;
+mod hardware;
+pub mod tx_matcher;
+
+use super::{EngineError, sys};
+use capabilities::{Capabilities, Source};
+use hardware::HardwareGuard;
 use std::net::IpAddr;
 
 /// What the user asked for.
@@ -34,6 +40,12 @@ impl TimestampMode {
             TimestampMode::Software => "software",
             TimestampMode::Hardware => "hardware",
         }
+    }
+}
+
+impl std::fmt::Display for TimestampMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -1,7 +1,7 @@
 //! What an interface can timestamp, in words: the `ethtool -T` view, and
 //! the best source of timestamps it offers.
 
-use super::sys::ethtool::{self, TsInfo};
+use crate::engine::sys::ethtool::{self, TsInfo};
 use std::io;
 
 /// Where a timestamp comes from, best first.

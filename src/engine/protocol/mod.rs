@@ -1,24 +1,33 @@
-//! The client's wire formats: plain echo (RFC 862 compatible) and STAMP
-//! session-sender packets (RFC 8762).
-//!
-//! Plain echo:
-//! A request is the 8-byte little-endian sequence number, then padding up to
-//! `--size`. When there is room, bytes 8..16 carry a per-run token so that a
-//! datagram which merely has the right length is not mistaken for a reply.
-//! Any RFC 862 echo server returns the bytes unchanged, which is all the
-//! client relies on.
+//! The wire formats: plain echo (RFC 862 compatible, `echo`), STAMP test
+//! packets (RFC 8762, `stamp`) and the client's STAMP session-sender
+//! (`sender`), behind one [`Codec`] the client loop calls.
 
 /// Smallest payload: the sequence number.
 pub const MIN_SIZE: usize = 8;
 /// Largest UDP payload over IPv4.
 pub const MAX_SIZE: usize = 65_507;
+/// Checks a payload size given as text (command line or configuration).
+pub fn payload_size(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of bytes"))?;
+    if (MIN_SIZE..=MAX_SIZE).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!("{n} is outside {MIN_SIZE}..={MAX_SIZE}"))
+    }
+}
+
 /// Receive buffers are one byte larger than any legal datagram, so a
 /// truncated read is impossible to confuse with a full one.
 pub const RECV_BUFFER: usize = 65_536;
 
-const TOKEN_END: usize = 16;
+mod echo;
+mod sender;
+pub mod stamp;
 
-use super::stamp::{self, ErrorEstimate, NtpTime, ReflectorPacket, SenderPacket};
+pub use echo::{EchoCodec, echo_seq};
+pub use sender::StampSender;
 
 /// What a reply said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,118 +81,10 @@ impl Codec {
     }
 }
 
-/// STAMP session-sender packets: 44 octets (more with `--size`, as
-/// zero padding), sequence number and T1 in NTP format.
-#[derive(Debug)]
-pub struct StampSender {
-    packet: Vec<u8>,
-}
-
-impl StampSender {
-    /// Packets of `size` octets, at least the 44 STAMP needs.
-    pub fn new(size: usize) -> Self {
-        Self {
-            packet: vec![0; size.max(stamp::PACKET_LEN)],
-        }
-    }
-
-    /// The packet length on the wire.
-    pub fn size(&self) -> usize {
-        self.packet.len()
-    }
-
-    #[inline]
-    fn encode(&mut self, seq: u64, t1_unix_ns: u64) -> &[u8] {
-        SenderPacket {
-            seq: seq as u32,
-            timestamp: NtpTime::from_unix_ns(t1_unix_ns),
-            error: ErrorEstimate::LOCAL,
-        }
-        .encode(&mut self.packet);
-        &self.packet
-    }
-
-    #[inline]
-    fn decode(&self, reply: &[u8], newest: u64) -> Option<Reply> {
-        let r = ReflectorPacket::decode(reply).ok()?;
-        // A reflector always stamps T2; zero there is our own request
-        // coming back from a plain echo server (those octets are MBZ).
-        if r.receive_timestamp == NtpTime::default() {
-            return None;
-        }
-        Some(Reply {
-            seq: widen(r.sender_seq, newest),
-            t2: Some(r.receive_timestamp.to_unix_ns()),
-            t3: Some(r.timestamp.to_unix_ns()),
-        })
-    }
-}
-
-/// The 64-bit sequence number closest below or at `newest` whose low 32
-/// bits are `low`.
-fn widen(low: u32, newest: u64) -> u64 {
-    let candidate = (newest & !0xFFFF_FFFF) | u64::from(low);
-    if candidate > newest && candidate >= 1 << 32 {
-        candidate - (1 << 32)
-    } else {
-        candidate
-    }
-}
-
-/// The sequence number of a datagram laid out like a Synapse client's (the
-/// first 8 bytes, little-endian), for the server's log. Any other client's
-/// datagram gives whatever its first 8 bytes hold.
-#[inline]
-pub fn echo_seq(datagram: &[u8]) -> Option<u64> {
-    Some(u64::from_le_bytes(datagram.get(..8)?.try_into().ok()?))
-}
-
-/// Builds and recognises the client's datagrams. Holds the one reusable
-/// send buffer, so encoding a packet allocates nothing.
-#[derive(Debug)]
-pub struct EchoCodec {
-    packet: Vec<u8>,
-    token: u64,
-}
-
-impl EchoCodec {
-    /// `size` must already be validated to lie in `MIN_SIZE..=MAX_SIZE`.
-    pub fn new(size: usize, token: u64) -> Self {
-        let mut packet = vec![0u8; size];
-        if size >= TOKEN_END {
-            packet[8..TOKEN_END].copy_from_slice(&token.to_le_bytes());
-        }
-        Self { packet, token }
-    }
-
-    /// Writes `seq` into the send buffer and returns the whole datagram.
-    #[inline]
-    pub fn encode(&mut self, seq: u64) -> &[u8] {
-        self.packet[..8].copy_from_slice(&seq.to_le_bytes());
-        &self.packet
-    }
-
-    /// The sequence number of a reply, or `None` when the datagram does not
-    /// have the form of one of this run's packets (wrong length or token).
-    #[inline]
-    pub fn decode(&self, reply: &[u8]) -> Option<u64> {
-        if reply.len() != self.packet.len() {
-            return None;
-        }
-        if reply.len() >= TOKEN_END && reply[8..TOKEN_END] != self.token.to_le_bytes() {
-            return None;
-        }
-        echo_seq(reply)
-    }
-
-    /// Payload size in bytes.
-    pub fn size(&self) -> usize {
-        self.packet.len()
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::sender::widen;
+    use super::stamp::{NtpTime, SenderPacket};
     use super::*;
 
     #[test]

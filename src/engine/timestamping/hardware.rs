@@ -4,7 +4,7 @@
 //! so Synapse changes it only when it must, and the guard puts the previous
 //! setting back when it is dropped, whatever way the run ends.
 
-use super::sys::ethtool::{self, HwConfig};
+use crate::engine::sys::ethtool::{self, HwConfig};
 use std::io;
 
 /// `HWTSTAMP_TX_ON`.

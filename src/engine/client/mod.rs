@@ -1,0 +1,248 @@
+//! The client: a pinned thread measuring round trips to one reflector.
+//!
+//! [`start_client`] binds (so a bad address fails at once, synchronously)
+//! and starts the thread; the loop itself is in [`pingpong`]. Results leave
+//! through a lock-free ring of [`Record`]s for live consumers and through
+//! the [`ClientOutcome`] the thread returns, whose statistics are
+//! authoritative: a consumer that falls behind loses nothing from them.
+
+mod pingpong;
+pub mod sequence;
+mod stamps;
+
+use super::affinity::{Placement, Role, ThreadPlacement, place_current_thread};
+use super::points::Points;
+use super::socket::{client_sockets, set_wait_mode, wildcard_for};
+use super::timestamping::{self, TimestampMode, capabilities::Source};
+use super::{EngineError, StopFlag};
+use crate::stats::{Record, SegmentSet, Stats};
+use pingpong::{Pinger, receive_slice};
+use stamps::ClientStamps;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Everything the client loop needs to know.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The reflector.
+    pub server: SocketAddr,
+    /// Local address to bind (default: wildcard of the server's family).
+    pub bind: Option<SocketAddr>,
+    /// Stop after this many measured packets (`None`: run until stopped or
+    /// until `duration`).
+    pub packets: Option<u64>,
+    /// Stop after measuring this long.
+    pub duration: Option<Duration>,
+    /// Packets sent first and excluded from statistics.
+    pub warmup: u64,
+    /// How long to wait for each reply.
+    pub timeout: Duration,
+    /// Payload bytes.
+    pub size: usize,
+    /// Where the thread runs and how it waits.
+    pub thread: ThreadPlacement,
+    /// Capacity of the ring to the live consumer, in records.
+    pub ring_capacity: usize,
+    /// Which clock stamps the packets.
+    pub timestamps: TimestampMode,
+    /// Speak STAMP (RFC 8762) instead of plain echo.
+    pub stamp: bool,
+    /// Capacity of the per-packet log ring, in packets (0: no log).
+    pub log_capacity: usize,
+}
+
+impl ClientConfig {
+    /// Plain echo to `server` until stopped: no warm-up, 100 ms timeout,
+    /// 8-byte payload, user-space stamps, blocking on the CPU Synapse picks.
+    pub fn new(server: SocketAddr) -> Self {
+        Self {
+            server,
+            bind: None,
+            packets: None,
+            duration: None,
+            warmup: 0,
+            timeout: Duration::from_millis(100),
+            size: 8,
+            thread: ThreadPlacement::auto(Role::Client),
+            ring_capacity: 1 << 16,
+            timestamps: TimestampMode::User,
+            stamp: false,
+            log_capacity: 0,
+        }
+    }
+}
+
+/// How a run stamps its packets, for reports and the display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StampingInfo {
+    /// The source in use.
+    pub source: Source,
+    /// The interface the packets leave by, when known.
+    pub interface: Option<String>,
+    /// Why it is not what was asked for.
+    pub note: Option<String>,
+    /// Synapse switched the NIC's hardware stamping on for this run (and
+    /// puts the old setting back at the end).
+    pub hardware_enabled_here: bool,
+    /// The protocol carries the reflector's T2/T3 (STAMP).
+    pub stamp: bool,
+    /// The segments the run can measure.
+    pub segments: SegmentSet,
+}
+
+impl Default for StampingInfo {
+    fn default() -> Self {
+        Self {
+            source: Source::User,
+            interface: None,
+            note: None,
+            hardware_enabled_here: false,
+            stamp: false,
+            segments: SegmentSet::default(),
+        }
+    }
+}
+
+/// What a finished run hands back.
+#[derive(Debug, Clone)]
+pub struct ClientOutcome {
+    /// Authoritative statistics: every record, whether or not the live
+    /// consumer kept up.
+    pub stats: Stats,
+    /// Measured time, from the first post-warm-up send to the end.
+    pub measured: Duration,
+    /// Where the thread ran.
+    pub placement: Placement,
+    /// The run ended because it was asked to stop.
+    pub interrupted: bool,
+    /// Records the live consumer missed because its ring was full.
+    pub ring_overflow: u64,
+    /// Packets the per-packet log missed because its writer fell behind.
+    pub log_overflow: u64,
+    /// TX stamps that came too late to be matched to their packet.
+    pub stale_stamps: u64,
+    /// How the packets were stamped.
+    pub stamping: StampingInfo,
+}
+
+/// A running client.
+#[derive(Debug)]
+pub struct ClientRun {
+    /// Records as they happen, for a live consumer.
+    pub records: rtrb::Consumer<Record>,
+    /// Every packet's points, for a per-packet log (when asked for).
+    pub points: Option<rtrb::Consumer<Points>>,
+    /// The local address the client sends from.
+    pub local: SocketAddr,
+    /// How packets are stamped.
+    pub stamping: StampingInfo,
+    stop: StopFlag,
+    overflow: Arc<AtomicU64>,
+    handle: Option<JoinHandle<Result<ClientOutcome, EngineError>>>,
+}
+
+impl ClientRun {
+    /// Asks the thread to stop after its current packet.
+    pub fn stop(&self) {
+        self.stop.raise();
+    }
+
+    /// Whether the thread has finished (or was already joined).
+    pub fn is_finished(&self) -> bool {
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Records dropped from the live view so far.
+    pub fn ring_overflow(&self) -> u64 {
+        self.overflow.load(Ordering::Relaxed)
+    }
+
+    /// Waits for the thread and returns its outcome. The ring stays
+    /// readable afterwards, so the last records can still be drained.
+    pub fn join(&mut self) -> Result<ClientOutcome, EngineError> {
+        let lost = || EngineError::Io {
+            context: "measurement thread panicked or was already joined",
+            source: io::Error::other("measurement thread gone"),
+        };
+        self.handle
+            .take()
+            .ok_or_else(lost)?
+            .join()
+            .unwrap_or_else(|_| Err(lost()))
+    }
+}
+
+/// Binds the socket (so a bad address fails here, synchronously) and starts
+/// the pinned measurement thread.
+pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, EngineError> {
+    let sockets = client_sockets(
+        cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server)),
+        cfg.server,
+    )?;
+    set_wait_mode(
+        &sockets.fast,
+        cfg.thread.busy_poll,
+        receive_slice(cfg.timeout),
+    )?;
+    let local = sockets.local;
+    let chosen = timestamping::choose(cfg.timestamps, local.ip())?;
+    let kernel = chosen.source != Source::User;
+    let hardware = chosen.source == Source::Hardware;
+    let stamps = kernel
+        .then(|| ClientStamps::enable(sockets.fast.as_raw_fd(), hardware))
+        .transpose()
+        .map_err(EngineError::io("cannot enable SO_TIMESTAMPING"))?;
+    let stamping = StampingInfo {
+        source: chosen.source,
+        interface: chosen.interface.clone(),
+        note: chosen.note.clone(),
+        hardware_enabled_here: chosen.hardware.as_ref().is_some_and(|g| g.changed()),
+        stamp: cfg.stamp,
+        segments: SegmentSet::for_run(kernel, cfg.stamp, hardware),
+    };
+    let (log, points) = match cfg.log_capacity {
+        0 => (None, None),
+        n => {
+            let (p, c) = rtrb::RingBuffer::new(n);
+            (Some(p), Some(c))
+        }
+    };
+    let thread_info = stamping.clone();
+    let (producer, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
+    let overflow = Arc::new(AtomicU64::new(0));
+    let thread_stop = stop.clone();
+    let thread_overflow = Arc::clone(&overflow);
+    let handle = std::thread::Builder::new()
+        .name("synapse-client".into())
+        .spawn(move || {
+            // Hardware stamping stays on until this thread is done.
+            let _hardware = chosen.hardware;
+            let placement = place_current_thread(cfg.thread);
+            let output = pingpong::Output {
+                ring: producer,
+                overflow: thread_overflow,
+                log,
+            };
+            let mut pinger = Pinger::new(&cfg, &sockets, output, stamps, thread_info.segments);
+            let outcome = pinger.run(&cfg, &thread_stop, placement);
+            outcome.map(|o| ClientOutcome {
+                stamping: thread_info,
+                ..o
+            })
+        })
+        .map_err(EngineError::io("cannot start the measurement thread"))?;
+    Ok(ClientRun {
+        records,
+        points,
+        local,
+        stamping,
+        stop,
+        overflow,
+        handle: Some(handle),
+    })
+}

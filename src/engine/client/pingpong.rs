@@ -1,0 +1,522 @@
+//! The ping-pong loop: one request in flight, the next sent when the reply
+//! (or its timeout) comes.
+//!
+//! Per packet the loop does exactly: encode (no allocation), one clock read,
+//! `send`, `recv` (blocking, or spinning when busy-polling), one clock read,
+//! a histogram record and a ring push. With kernel timestamps it also reads
+//! `CLOCK_REALTIME` next to each monotonic read, receives with `recvmsg` (RX
+//! stamps ride in its control data), and, after the reply is in hand and the
+//! RTT taken, reads the packet's TX stamps off the error queue, so stamping
+//! costs the measured round trip only what the kernel itself adds. The
+//! socket is connected, so the kernel neither looks up a route per packet
+//! nor hands us other sources' datagrams; those land on a catch-all socket
+//! sharing the port, drained every `STRAY_DRAIN_EVERY` packets and after
+//! each timeout. Anything else (a late reply, a timeout) is rare and may
+//! cost a syscall more.
+
+use super::sequence::{Reply, SequenceTracker};
+use super::stamps::ClientStamps;
+use super::{ClientConfig, ClientOutcome, StampingInfo};
+use crate::engine::affinity::Placement;
+use crate::engine::points::Points;
+use crate::engine::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
+use crate::engine::socket::ClientSockets;
+use crate::engine::sys::timestamping::{Stamps, realtime_ns};
+use crate::engine::sys::{self, RawAddr, is_network_error, is_send_drop};
+use crate::engine::{EngineError, StopFlag};
+use crate::stats::{Record, RecordKind, SegmentSet, Split, Stats};
+use socket2::Socket;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// After this many unanswered requests with not a single reply, the peer is
+/// declared unreachable instead of waiting out the whole run.
+const GIVE_UP_AFTER: u64 = 10;
+/// How often (in packets) the catch-all socket is checked for strays.
+const STRAY_DRAIN_EVERY: u64 = 1024;
+
+/// The longest the blocking receive sleeps before looking at the stop flag:
+/// a long `--timeout` must not make Ctrl-C or the display's keys wait.
+pub(crate) const STOP_CHECK: Duration = Duration::from_millis(100);
+
+/// The blocking receive timeout for a per-packet `timeout`.
+pub(super) fn receive_slice(timeout: Duration) -> Duration {
+    timeout.min(STOP_CHECK)
+}
+
+/// How waiting for one reply ended.
+enum Wait {
+    Answered,
+    TimedOut,
+    /// The network said no (ICMP): the errno it reported.
+    Unreachable(i32),
+    /// The stop flag was raised while waiting; the packet is not counted.
+    Stopped,
+}
+
+/// Where the loop's results go.
+pub(super) struct Output {
+    /// Every record, for a live consumer.
+    pub ring: rtrb::Producer<Record>,
+    /// Records the ring had no room for.
+    pub overflow: Arc<AtomicU64>,
+    /// Every settled packet's points, for the per-packet log.
+    pub log: Option<rtrb::Producer<Points>>,
+}
+
+/// Sleeps until `deadline` in slices, so `stop` is still noticed. Returns
+/// whether it was.
+fn pause_until(deadline: Instant, stop: &StopFlag) -> bool {
+    loop {
+        if stop.is_raised() {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        std::thread::sleep((deadline - now).min(STOP_CHECK));
+    }
+}
+
+/// The measurement loop's state. Everything is allocated in `new`.
+pub(super) struct Pinger<'a> {
+    socket: &'a Socket,
+    catcher: &'a Socket,
+    from: RawAddr,
+    codec: Codec,
+    buf: Vec<u8>,
+    /// Kernel stamps, when on.
+    stamps: Option<ClientStamps>,
+    /// Read `CLOCK_REALTIME` next to the monotonic clock (kernel stamps or
+    /// STAMP need it).
+    realtime: bool,
+    /// The packet in flight: its points so far, and whether it went out at
+    /// all (a failed send has no stamps to fetch).
+    points: Points,
+    tx_sent: bool,
+    out: Output,
+    log_overflow: u64,
+    tracker: SequenceTracker,
+    stats: Stats,
+    epoch: Instant,
+    timeout: Duration,
+    /// The socket's receive timeout: the timeout, or `STOP_CHECK` if shorter.
+    slice: Duration,
+    busy_poll: bool,
+    /// Packets below this sequence number are warm-up.
+    warmup: u64,
+    /// The socket's receive timeout is shorter than `slice` right now.
+    shortened: bool,
+    /// Fresh replies so far.
+    replies_seen: u64,
+    /// Late or duplicate replies so far: proof the peer answers, slowly.
+    late_seen: u64,
+    /// STAMP requests that came back unchanged: a plain echo server.
+    echoed_requests: u64,
+}
+
+impl<'a> Pinger<'a> {
+    pub(super) fn new(
+        cfg: &ClientConfig,
+        sockets: &'a ClientSockets,
+        out: Output,
+        stamps: Option<ClientStamps>,
+        segments: SegmentSet,
+    ) -> Self {
+        let epoch = Instant::now();
+        // A per-run token lets the codec reject datagrams from other runs.
+        let token = u64::from(std::process::id()) << 32 ^ epoch.elapsed().as_nanos() as u64;
+        let codec = if cfg.stamp {
+            Codec::Stamp(StampSender::new(cfg.size))
+        } else {
+            Codec::Echo(EchoCodec::new(cfg.size, token ^ cfg.server.port() as u64))
+        };
+        Self {
+            socket: &sockets.fast,
+            catcher: &sockets.catcher,
+            from: RawAddr::empty(),
+            codec,
+            buf: vec![0; RECV_BUFFER],
+            // STAMP carries T1; kernel stamps are subtracted from user ones.
+            realtime: cfg.stamp || stamps.is_some(),
+            stamps,
+            points: Points::default(),
+            tx_sent: false,
+            out,
+            log_overflow: 0,
+            tracker: SequenceTracker::new(),
+            stats: Stats::with_segments(segments),
+            epoch,
+            timeout: cfg.timeout,
+            slice: receive_slice(cfg.timeout),
+            busy_poll: cfg.thread.busy_poll,
+            warmup: cfg.warmup,
+            shortened: false,
+            replies_seen: 0,
+            late_seen: 0,
+            echoed_requests: 0,
+        }
+    }
+
+    pub(super) fn run(
+        &mut self,
+        cfg: &ClientConfig,
+        stop: &StopFlag,
+        placement: Placement,
+    ) -> Result<ClientOutcome, EngineError> {
+        let mut measure_start: Option<Instant> = None;
+        let mut seq = 0u64;
+        let mut last = Instant::now();
+        while !stop.is_raised() {
+            let warmup = seq < cfg.warmup;
+            if !warmup {
+                let start = *measure_start.get_or_insert(last);
+                let measured = seq - cfg.warmup;
+                if cfg.packets.is_some_and(|n| measured >= n)
+                    || cfg
+                        .duration
+                        .is_some_and(|d| last.duration_since(start) >= d)
+                {
+                    break;
+                }
+            }
+            if seq.is_multiple_of(STRAY_DRAIN_EVERY) {
+                self.drain_strays(seq, warmup);
+            }
+            let (wait, now) = self.exchange(cfg, seq, warmup, stop)?;
+            last = now;
+            if matches!(wait, Wait::Stopped) {
+                break;
+            }
+            self.give_up_if_unreachable(cfg, seq, wait)?;
+            seq += 1;
+        }
+        self.drain_strays(seq, false);
+        Ok(ClientOutcome {
+            stats: self.stats.clone(),
+            measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
+            placement,
+            interrupted: stop.is_raised(),
+            ring_overflow: self.out.overflow.load(Ordering::Relaxed),
+            log_overflow: self.log_overflow,
+            stale_stamps: self.stamps.as_ref().map_or(0, ClientStamps::stale),
+            stamping: StampingInfo::default(),
+        })
+    }
+
+    /// Sends request `seq` and waits for its reply. Returns how the wait
+    /// ended and the time it did.
+    fn exchange(
+        &mut self,
+        cfg: &ClientConfig,
+        seq: u64,
+        warmup: bool,
+        stop: &StopFlag,
+    ) -> Result<(Wait, Instant), EngineError> {
+        let fd = self.socket.as_raw_fd();
+        self.tracker.sent(seq);
+        // The two clocks back to back, so the realtime span the split
+        // partitions and the monotonic RTT differ only by a clock read.
+        // Encoding (STAMP carries T1) is inside the RTT, as in any loop
+        // that builds its request after reading the clock.
+        let t1_user = if self.realtime { realtime_ns() } else { 0 };
+        let t1 = Instant::now();
+        let payload = self.codec.encode(seq, t1_user);
+        let sent = sys::send(fd, payload);
+        self.points = Points {
+            seq,
+            t1_user: self.realtime.then_some(t1_user),
+            ..Points::default()
+        };
+        self.tx_sent = sent.is_ok();
+        if let Some(stamps) = &mut self.stamps {
+            if sent.is_ok() {
+                stamps.sent();
+            } else {
+                stamps.send_failed();
+            }
+        }
+        match sent {
+            Ok(_) => self.wait_for(seq, t1, warmup, stop),
+            // An ICMP error from an earlier packet, no route, a firewall
+            // or a full queue surfaces on send: this packet never left.
+            // It counts as lost after its timeout, as if it had gone out,
+            // so a dead link paces the run instead of spinning it.
+            Err(e) if e.raw_os_error().is_some_and(is_send_drop) => {
+                sys::drain_error_queue(fd);
+                let errno = e.raw_os_error().unwrap_or(0);
+                if self.replies_seen == 0 {
+                    return Ok((Wait::Unreachable(errno), Instant::now()));
+                }
+                let stopped = pause_until(t1 + self.timeout, stop);
+                let now = Instant::now();
+                if stopped {
+                    return Ok((Wait::Stopped, now));
+                }
+                let at = self.at_ns(now);
+                self.time_out(seq, at, warmup);
+                Ok((Wait::Unreachable(errno), now))
+            }
+            Err(e) => Err(EngineError::Send {
+                addr: cfg.server,
+                source: e,
+            }),
+        }
+    }
+
+    /// Before any reply, errors and silence mean the peer cannot be
+    /// reached: the run ends with the reason.
+    fn give_up_if_unreachable(
+        &self,
+        cfg: &ClientConfig,
+        seq: u64,
+        wait: Wait,
+    ) -> Result<(), EngineError> {
+        if self.replies_seen > 0 {
+            return Ok(());
+        }
+        match wait {
+            Wait::Unreachable(libc::ECONNREFUSED) => Err(EngineError::Refused(cfg.server)),
+            Wait::Unreachable(errno) => Err(EngineError::Send {
+                addr: cfg.server,
+                source: io::Error::from_raw_os_error(errno),
+            }),
+            Wait::TimedOut if seq + 1 >= GIVE_UP_AFTER => {
+                let timeout_ms = cfg.timeout.as_millis() as u64;
+                Err(if self.echoed_requests > 0 {
+                    EngineError::NotStamp(cfg.server)
+                } else if self.late_seen > 0 {
+                    EngineError::TooSlow {
+                        addr: cfg.server,
+                        timeout_ms,
+                    }
+                } else {
+                    EngineError::NoReply {
+                        addr: cfg.server,
+                        packets: seq + 1,
+                        timeout_ms,
+                    }
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Waits for the reply to `seq`, classifying everything that arrives
+    /// meanwhile, until it comes, its deadline passes, or `stop` is raised.
+    /// Returns how it ended and the time it did (the clock read for the RTT).
+    fn wait_for(
+        &mut self,
+        seq: u64,
+        t1: Instant,
+        warmup: bool,
+        stop: &StopFlag,
+    ) -> Result<(Wait, Instant), EngineError> {
+        let fd = self.socket.as_raw_fd();
+        let deadline = t1 + self.timeout;
+        loop {
+            let received = self.receive(fd, deadline, stop);
+            let now = Instant::now();
+            let t4_user = if self.realtime { realtime_ns() } else { 0 };
+            let at_ns = self.at_ns(now);
+            match received {
+                Ok((got, rx)) => {
+                    if self.on_datagram(got, rx, seq, t1, now, t4_user, warmup) {
+                        return Ok((Wait::Answered, now));
+                    }
+                    if now >= deadline {
+                        return Ok((self.time_out(seq, at_ns, warmup), now));
+                    }
+                    self.rearm(deadline - now);
+                }
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EAGAIN | libc::EINTR) => {
+                        if now >= deadline {
+                            return Ok((self.time_out(seq, at_ns, warmup), now));
+                        }
+                        if stop.is_raised() {
+                            self.restore_timeout();
+                            return Ok((Wait::Stopped, now));
+                        }
+                        self.rearm(deadline - now);
+                    }
+                    Some(errno) if is_network_error(errno) => {
+                        sys::drain_error_queue(fd);
+                        self.time_out(seq, at_ns, warmup);
+                        return Ok((Wait::Unreachable(errno), now));
+                    }
+                    _ => return Err(EngineError::io("receive failed")(e)),
+                },
+            }
+        }
+    }
+
+    /// Classifies one datagram that arrived while waiting for `seq`.
+    /// Returns whether it was `seq`'s fresh reply (then recorded as a
+    /// sample).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn on_datagram(
+        &mut self,
+        got: sys::Received,
+        rx: Stamps,
+        seq: u64,
+        t1: Instant,
+        now: Instant,
+        t4_user: u64,
+        warmup: bool,
+    ) -> bool {
+        let at_ns = self.at_ns(now);
+        let decoded = if got.truncated {
+            None
+        } else {
+            self.codec.decode(&self.buf[..got.len], seq)
+        };
+        // Late and duplicate replies concern *their* packet, which may be
+        // a warm-up one even when this one is not.
+        let (kind, about) = match decoded.map(|r| (r, self.tracker.on_reply(r.seq))) {
+            Some((reply, Reply::Fresh)) => {
+                self.replies_seen += 1;
+                let rtt = now.duration_since(t1).as_nanos() as u64;
+                let p = &mut self.points;
+                p.rtt_ns = Some(rtt);
+                p.t2 = reply.t2;
+                p.t3 = reply.t3;
+                p.t4_driver = rx.software;
+                p.t4_hw = rx.hardware;
+                p.t4_user = self.realtime.then_some(t4_user);
+                let split = self.settle(warmup);
+                self.emit(Record::sample(seq, at_ns, rtt, warmup).with_split(split));
+                self.restore_timeout();
+                return true;
+            }
+            Some((r, Reply::Late { reordered })) => (RecordKind::Late { reordered }, r.seq),
+            Some((r, Reply::Duplicate)) => (RecordKind::Duplicate, r.seq),
+            Some((_, Reply::Stray)) | None => {
+                if self.codec.is_echoed_stamp_request(&self.buf[..got.len]) {
+                    self.echoed_requests += 1;
+                }
+                (RecordKind::Stray, seq)
+            }
+        };
+        if kind != RecordKind::Stray {
+            self.late_seen += 1;
+        }
+        let about_warmup = if kind == RecordKind::Stray {
+            warmup
+        } else {
+            about < self.warmup
+        };
+        self.emit(Record::event(kind, about, at_ns, about_warmup));
+        false
+    }
+
+    /// One datagram with its RX stamps, blocking (for at most one receive
+    /// slice) or spinning until something arrives, the deadline passes or
+    /// `stop` is raised.
+    #[inline]
+    fn receive(
+        &mut self,
+        fd: i32,
+        deadline: Instant,
+        stop: &StopFlag,
+    ) -> io::Result<(sys::Received, Stamps)> {
+        if !self.busy_poll {
+            return self.receive_once(fd);
+        }
+        loop {
+            match self.receive_once(fd) {
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    if stop.is_raised() || Instant::now() >= deadline {
+                        return Err(e);
+                    }
+                    std::hint::spin_loop();
+                }
+                other => return other,
+            }
+        }
+    }
+
+    #[inline]
+    fn receive_once(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
+        match &mut self.stamps {
+            Some(s) => s.recv(fd, &mut self.buf).map(|m| (m.received, m.stamps)),
+            None => sys::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
+        }
+    }
+
+    /// The packet in flight is settled (answered or lost): its TX stamps
+    /// are fetched, its points logged, and its split returned. Runs after
+    /// the RTT is taken, so none of this is inside it.
+    #[inline]
+    fn settle(&mut self, warmup: bool) -> Split {
+        if let Some(stamps) = &mut self.stamps
+            && self.tx_sent
+        {
+            stamps.collect(self.socket.as_raw_fd(), &mut self.points);
+        }
+        if !warmup
+            && let Some(log) = &mut self.out.log
+            && log.push(self.points).is_err()
+        {
+            self.log_overflow += 1;
+        }
+        self.points.split()
+    }
+
+    fn time_out(&mut self, seq: u64, at_ns: u64, warmup: bool) -> Wait {
+        self.settle(warmup);
+        self.tracker.timed_out(seq);
+        self.emit(Record::event(RecordKind::Lost, seq, at_ns, warmup));
+        self.restore_timeout();
+        self.drain_strays(seq, warmup);
+        Wait::TimedOut
+    }
+
+    /// Counts whatever other sources sent to our port. Never blocks.
+    fn drain_strays(&mut self, seq: u64, warmup: bool) {
+        let fd = self.catcher.as_raw_fd();
+        while sys::recv_from(fd, &mut self.buf, &mut self.from).is_ok() {
+            let at_ns = self.at_ns(Instant::now());
+            self.emit(Record::event(RecordKind::Stray, seq, at_ns, warmup));
+        }
+    }
+
+    /// Rare path: keeps waiting with `remaining` left. The next blocking
+    /// receive must end at the deadline, not a whole slice later.
+    fn rearm(&mut self, remaining: Duration) {
+        if !self.busy_poll && remaining < self.slice {
+            let _ = self
+                .socket
+                .set_read_timeout(Some(remaining.max(Duration::from_micros(1))));
+            self.shortened = true;
+        }
+    }
+
+    #[inline]
+    fn restore_timeout(&mut self) {
+        if self.shortened {
+            let _ = self.socket.set_read_timeout(Some(self.slice));
+            self.shortened = false;
+        }
+    }
+
+    #[inline]
+    fn at_ns(&self, now: Instant) -> u64 {
+        now.duration_since(self.epoch).as_nanos() as u64
+    }
+
+    /// Records into the authoritative statistics, then offers the record to
+    /// the live consumer. A full ring costs the live view, never the totals.
+    #[inline]
+    fn emit(&mut self, record: Record) {
+        self.stats.record(&record);
+        if self.out.ring.push(record).is_err() {
+            self.out.overflow.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! The client socket's kernel (and NIC) timestamps: switching
+//! `SO_TIMESTAMPING` on, RX stamps with each reply, and the TX stamps of
+//! the packet in flight fetched from the error queue once it is settled.
+
+use crate::engine::points::Points;
+use crate::engine::sys::timestamping::{self, RecvMeta, flags};
+use crate::engine::timestamping::tx_matcher::{TxMatcher, TxPoints, TxStampReader};
+use std::io;
+use std::os::fd::RawFd;
+
+/// At most this many error-queue reads per packet: one packet's stamps are
+/// two or three messages; anything older is skipped on the way.
+const MAX_READS: usize = 16;
+
+/// Reads and matches one socket's stamps. Allocates nothing per packet.
+#[derive(Debug)]
+pub struct ClientStamps {
+    reader: TxStampReader,
+    /// One packet is in flight at a time; a few slots absorb stamps that
+    /// come late.
+    matcher: TxMatcher<TxPoints, 8>,
+    hardware: bool,
+}
+
+impl ClientStamps {
+    /// Switches stamping on for `fd`: TX SCHED and SOFTWARE, RX SOFTWARE,
+    /// numbered and payload-free, plus both hardware directions when asked.
+    pub fn enable(fd: RawFd, hardware: bool) -> io::Result<Self> {
+        let mut wanted =
+            flags::TX_SOFTWARE | flags::RX_SOFTWARE | flags::REPORT_SOFTWARE | flags::OPTIONS;
+        if hardware {
+            wanted |= flags::HARDWARE;
+        }
+        let cmsg_type = timestamping::enable(fd, wanted)?;
+        // Not a substitute for counting misses: it only keeps the first
+        // packets from going unstamped while the kernel switches RX
+        // stamping on. If it never comes, the misses are reported.
+        timestamping::wait_for_rx_stamping(std::time::Duration::from_millis(500));
+        Ok(Self {
+            reader: TxStampReader::new(cmsg_type),
+            matcher: TxMatcher::new(),
+            hardware,
+        })
+    }
+
+    /// A packet went out: its TX stamps are waited for.
+    #[inline]
+    pub fn sent(&mut self) {
+        self.matcher.sent(TxPoints {
+            want_hw: self.hardware,
+            ..TxPoints::default()
+        });
+    }
+
+    /// A send failed: whether the kernel counted it is unknown.
+    pub fn send_failed(&mut self) {
+        self.matcher.send_failed();
+    }
+
+    /// Receives one datagram with its RX stamps.
+    #[inline]
+    pub fn recv(&mut self, fd: RawFd, buf: &mut [u8]) -> io::Result<RecvMeta> {
+        let cmsg_type = self.reader.cmsg_type();
+        timestamping::recv_stamped(fd, buf, None, self.reader.control(), cmsg_type)
+    }
+
+    /// Reads the error queue (never blocking) until the packet in flight
+    /// has its TX stamps, then puts them in `points`. Stamps that never
+    /// came stay `None`; the packet leaves the table either way, so one
+    /// that comes later is counted stale.
+    pub fn collect(&mut self, fd: RawFd, points: &mut Points) {
+        let mut done = None;
+        for _ in 0..MAX_READS {
+            let Some((id, point, stamps)) = self.reader.next(fd) else {
+                break;
+            };
+            // Only the packet in flight waits in the table: whatever
+            // completes is its.
+            if let Some(tx) = self.matcher.file(id, point, stamps) {
+                done = Some(tx);
+                break;
+            }
+        }
+        // Incomplete, the packet in flight is the newest one sent (its
+        // number may have moved, when a failed send made the kernel's
+        // count run ahead).
+        let newest = self.matcher.newest();
+        if let Some(tx) = done.or_else(|| self.matcher.take(newest)) {
+            points.t1_sched = tx.sched;
+            points.t1_driver = tx.driver;
+            points.t1_hw = tx.hw;
+        }
+    }
+
+    /// TX stamps that came after their packet was settled.
+    pub fn stale(&self) -> u64 {
+        self.matcher.stale
+    }
+}

@@ -1,0 +1,63 @@
+//! The client's STAMP session-sender: its test packets and how it reads
+//! the reflector's answers.
+
+use super::Reply;
+use super::stamp::{self, ErrorEstimate, NtpTime, ReflectorPacket, SenderPacket};
+
+/// STAMP session-sender packets: 44 octets (more with `--size`, as
+/// zero padding), sequence number and T1 in NTP format.
+#[derive(Debug)]
+pub struct StampSender {
+    pub(super) packet: Vec<u8>,
+}
+
+impl StampSender {
+    /// Packets of `size` octets, at least the 44 STAMP needs.
+    pub fn new(size: usize) -> Self {
+        Self {
+            packet: vec![0; size.max(stamp::PACKET_LEN)],
+        }
+    }
+
+    /// The packet length on the wire.
+    pub fn size(&self) -> usize {
+        self.packet.len()
+    }
+
+    #[inline]
+    pub(super) fn encode(&mut self, seq: u64, t1_unix_ns: u64) -> &[u8] {
+        SenderPacket {
+            seq: seq as u32,
+            timestamp: NtpTime::from_unix_ns(t1_unix_ns),
+            error: ErrorEstimate::LOCAL,
+        }
+        .encode(&mut self.packet);
+        &self.packet
+    }
+
+    #[inline]
+    pub(super) fn decode(&self, reply: &[u8], newest: u64) -> Option<Reply> {
+        let r = ReflectorPacket::decode(reply).ok()?;
+        // A reflector always stamps T2; zero there is our own request
+        // coming back from a plain echo server (those octets are MBZ).
+        if r.receive_timestamp == NtpTime::default() {
+            return None;
+        }
+        Some(Reply {
+            seq: widen(r.sender_seq, newest),
+            t2: Some(r.receive_timestamp.to_unix_ns()),
+            t3: Some(r.timestamp.to_unix_ns()),
+        })
+    }
+}
+
+/// The 64-bit sequence number closest below or at `newest` whose low 32
+/// bits are `low`.
+pub(super) fn widen(low: u32, newest: u64) -> u64 {
+    let candidate = (newest & !0xFFFF_FFFF) | u64::from(low);
+    if candidate > newest && candidate >= 1 << 32 {
+        candidate - (1 << 32)
+    } else {
+        candidate
+    }
+}

@@ -1,0 +1,253 @@
+//! The reflector: echoes every datagram to its sender, unchanged.
+//!
+//! One unconnected socket serves every client at once, so no client is ever
+//! locked out (the original tool's connected fast path refused other peers
+//! for ~300 ms after a run). Per datagram: `recvfrom`, `sendto` of exactly
+//! the bytes received, one clock read and a session counter bump; a new peer
+//! costs a table insert. Sessions idle for `session_idle` are reported as
+//! ended.
+//!
+//! With a log (`synapse server --log`), the socket also stamps in the
+//! kernel, both ways, and each answer's points go to the log's ring; the
+//! TX stamps are read off the error queue after each send. Without one,
+//! nothing of that runs.
+
+mod answer_log;
+mod serve;
+mod sessions;
+
+pub use answer_log::AnswerPoints;
+
+use super::affinity::{Role, ThreadPlacement, place_current_thread};
+use super::socket::{bind_udp, set_wait_mode};
+use super::sys::timestamping;
+use super::{EngineError, Placement, StopFlag};
+use answer_log::AnswerLog;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Reflector settings.
+#[derive(Debug, Clone)]
+pub struct ReflectorConfig {
+    /// Address to listen on.
+    pub bind: SocketAddr,
+    /// Where the thread runs and how it waits.
+    pub thread: ThreadPlacement,
+    /// A peer silent this long has ended its session.
+    pub session_idle: Duration,
+    /// Capacity of the event ring.
+    pub ring_capacity: usize,
+    /// What to answer.
+    pub protocol: Protocol,
+    /// Room for answers on their way to the per-packet log (0: no log).
+    pub log_capacity: usize,
+}
+
+impl ReflectorConfig {
+    /// A `protocol` reflector on `bind`: blocking, on the CPU Synapse picks,
+    /// sessions ending after a second of silence, no log.
+    pub fn new(bind: SocketAddr, protocol: Protocol) -> Self {
+        Self {
+            bind,
+            thread: ThreadPlacement::auto(Role::Reflector),
+            session_idle: Duration::from_secs(1),
+            ring_capacity: 8192,
+            protocol,
+            log_capacity: 0,
+        }
+    }
+}
+
+/// What a reflector answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// RFC 862 echo: every datagram back, unchanged.
+    Echo,
+    /// STAMP (RFC 8762) session-reflector: T2 from the kernel's RX stamp,
+    /// T3 read just before the send; malformed packets get no answer.
+    Stamp,
+}
+
+/// One client as the reflector sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// Datagrams echoed.
+    pub packets: u64,
+    /// Bytes echoed.
+    pub bytes: u64,
+    /// When it was last heard from, in ns since the reflector started.
+    pub last_seen_ns: u64,
+}
+
+/// What the reflector tells its front end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReflectorEvent {
+    /// Periodic state of an active session.
+    Active(SessionInfo),
+    /// A session went idle and was closed.
+    Ended(SessionInfo),
+    /// Periodic totals since start, and the reflector's clock (ns since it
+    /// started) when they were taken.
+    Totals(ReflectorTotals, u64),
+}
+
+/// Counters over the reflector's whole life.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReflectorTotals {
+    /// Datagrams echoed.
+    pub packets: u64,
+    /// Bytes echoed.
+    pub bytes: u64,
+    /// Distinct sessions started.
+    pub sessions: u64,
+    /// Echoes the kernel refused to send.
+    pub send_errors: u64,
+    /// Datagrams too large for the receive buffer (not echoed: the reflector
+    /// never sends more, or other, bytes than it received).
+    pub oversized: u64,
+    /// STAMP: datagrams that were not test packets (dropped, unanswered).
+    pub malformed: u64,
+    /// STAMP: answers whose T2 had to come from user space because the
+    /// kernel gave no RX stamp.
+    pub t2_from_user: u64,
+    /// Datagrams from a service port (below 1024: echo, STAMP, …), not
+    /// answered, so that two reflectors can never be set bouncing a
+    /// (spoofed) datagram between them.
+    pub refused: u64,
+}
+
+/// What a stopped reflector hands back.
+#[derive(Debug, Clone)]
+pub struct ReflectorOutcome {
+    /// Life totals.
+    pub totals: ReflectorTotals,
+    /// Where the thread ran.
+    pub placement: Placement,
+    /// Sessions that ended without the front end hearing of it: those still
+    /// open at the stop, and ended ones the event ring had no room for.
+    pub open_at_stop: Vec<SessionInfo>,
+    /// Answers the log's ring had no room for.
+    pub log_overflow: u64,
+    /// TX stamps that came after their answer had been logged.
+    pub stale_stamps: u64,
+}
+
+/// A running reflector.
+#[derive(Debug)]
+pub struct ReflectorRun {
+    /// Session and totals events for a front end.
+    pub events: rtrb::Consumer<ReflectorEvent>,
+    /// Each answer's points, for the per-packet log (when asked for).
+    pub responses: Option<rtrb::Consumer<AnswerPoints>>,
+    /// The bound address (with the real port when 0 was asked for).
+    pub local: SocketAddr,
+    stop: StopFlag,
+    handle: Option<JoinHandle<Result<ReflectorOutcome, EngineError>>>,
+}
+
+impl ReflectorRun {
+    /// Whether the thread has ended (stopped, or failed).
+    pub fn is_finished(&self) -> bool {
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Asks the thread to stop (within one tick).
+    pub fn stop(&self) {
+        self.stop.raise();
+    }
+
+    /// Waits for the thread. The event ring stays readable afterwards, so
+    /// the last events can still be drained.
+    pub fn join(&mut self) -> Result<ReflectorOutcome, EngineError> {
+        let lost = || EngineError::Io {
+            context: "reflector thread panicked or was already joined",
+            source: io::Error::other("reflector thread gone"),
+        };
+        self.handle
+            .take()
+            .ok_or_else(lost)?
+            .join()
+            .unwrap_or_else(|_| Err(lost()))
+    }
+}
+
+/// Binds and starts the pinned reflector thread.
+pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<ReflectorRun, EngineError> {
+    let socket = bind_udp(cfg.bind)?;
+    set_wait_mode(&socket, cfg.thread.busy_poll, serve::TICK)?;
+    // Bursts from many clients should queue, not drop; failure is harmless.
+    let _ = socket.set_recv_buffer_size(4 << 20);
+    let local = socket
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .unwrap_or(cfg.bind);
+    let (log, responses, rx_cmsg) = enable_timestamps(&socket, &cfg, local)?;
+    let (mut producer, events) = rtrb::RingBuffer::new(cfg.ring_capacity.max(16));
+    let thread_stop = stop.clone();
+    let handle = std::thread::Builder::new()
+        .name("synapse-reflector".into())
+        .spawn(move || {
+            let placement = place_current_thread(cfg.thread);
+            let wire = serve::Wire {
+                protocol: cfg.protocol,
+                rx_cmsg,
+                busy_poll: cfg.thread.busy_poll,
+            };
+            let mut reflector = serve::Reflector::new(&socket, wire, log, cfg.session_idle);
+            reflector.serve(&thread_stop, &mut producer)?;
+            Ok(reflector.finish(placement))
+        })
+        .map_err(EngineError::io("cannot start the reflector thread"))?;
+    Ok(ReflectorRun {
+        events,
+        responses,
+        local,
+        stop,
+        handle: Some(handle),
+    })
+}
+
+/// What the socket stamps: both ways with a log (the answer log matches TX
+/// stamps), RX only for STAMP (T2), nothing otherwise. Returns the log, its
+/// ring's reading end, and the RX stamps' control-message type.
+type Stamping = (
+    Option<AnswerLog>,
+    Option<rtrb::Consumer<AnswerPoints>>,
+    Option<i32>,
+);
+
+fn enable_timestamps(
+    socket: &socket2::Socket,
+    cfg: &ReflectorConfig,
+    local: SocketAddr,
+) -> Result<Stamping, EngineError> {
+    let fd = socket.as_raw_fd();
+    let cannot_stamp = EngineError::io("cannot enable SO_TIMESTAMPING");
+    let (log, responses, rx_cmsg) = if cfg.log_capacity > 0 {
+        let (tx, rx) = rtrb::RingBuffer::new(cfg.log_capacity);
+        let (log, kind) = AnswerLog::enable(fd, tx).map_err(cannot_stamp)?;
+        (Some(log), Some(rx), Some(kind))
+    } else if cfg.protocol == Protocol::Stamp {
+        let flags = timestamping::flags::RX_SOFTWARE | timestamping::flags::REPORT_SOFTWARE;
+        let kind = timestamping::enable(fd, flags).map_err(cannot_stamp)?;
+        (None, None, Some(kind))
+    } else {
+        (None, None, None)
+    };
+    if cfg.protocol == Protocol::Stamp {
+        timestamping::enable_ttl(fd, local.is_ipv6())
+            .map_err(EngineError::io("cannot enable IP_RECVTTL"))?;
+    }
+    if rx_cmsg.is_some() {
+        // The kernel switches RX stamping on a moment after it is asked;
+        // datagrams before then would go unstamped.
+        timestamping::wait_for_rx_stamping(Duration::from_millis(500));
+    }
+    Ok((log, responses, rx_cmsg))
+}

@@ -1,0 +1,218 @@
+//! The reflector's loop: receive, check, answer, account.
+//!
+//! One unconnected socket serves every client at once, so no client is ever
+//! locked out. Per datagram: `recvfrom`, `sendto` of exactly the bytes
+//! received (STAMP rewrites them in place first), one clock read and a
+//! session counter bump. With a log, the socket also stamps in the kernel,
+//! both ways, and each answer's points go to the log's ring.
+
+use super::answer_log::{AnswerLog, AnswerPoints};
+use super::sessions::Sessions;
+use super::{Protocol, ReflectorEvent, ReflectorOutcome};
+use crate::engine::affinity::Placement;
+use crate::engine::protocol::stamp::{self, NtpTime};
+use crate::engine::protocol::{self, RECV_BUFFER};
+use crate::engine::sys::timestamping::{self, ControlBuf, Stamps};
+use crate::engine::sys::{self, RawAddr, Received, is_network_error};
+use crate::engine::{EngineError, StopFlag};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// How often the reflector wakes when idle, and publishes session state.
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// How the socket is read and answered.
+#[derive(Clone, Copy)]
+pub struct Wire {
+    /// What to answer.
+    pub protocol: Protocol,
+    /// The control-message type of RX timestamps, when the socket stamps.
+    pub rx_cmsg: Option<i32>,
+    /// Spin instead of blocking.
+    pub busy_poll: bool,
+}
+
+/// One received datagram and what the kernel said about it.
+struct Datagram {
+    got: Received,
+    rx: Stamps,
+    ttl: Option<u8>,
+}
+
+/// The serving state. Everything is allocated in `new`.
+pub struct Reflector {
+    fd: RawFd,
+    wire: Wire,
+    log: Option<AnswerLog>,
+    sessions: Sessions,
+    buf: Vec<u8>,
+    from: RawAddr,
+    control: ControlBuf,
+    epoch: Instant,
+}
+
+impl Reflector {
+    /// Serves `socket`, which must outlive the reflector.
+    pub fn new(
+        socket: &socket2::Socket,
+        wire: Wire,
+        log: Option<AnswerLog>,
+        idle: Duration,
+    ) -> Self {
+        Self {
+            fd: socket.as_raw_fd(),
+            wire,
+            log,
+            sessions: Sessions::new(idle),
+            buf: vec![0u8; RECV_BUFFER],
+            from: RawAddr::empty(),
+            control: ControlBuf::default(),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// Serves until stopped.
+    pub fn serve(
+        &mut self,
+        stop: &StopFlag,
+        events: &mut rtrb::Producer<ReflectorEvent>,
+    ) -> Result<(), EngineError> {
+        let mut next_tick = 0u64;
+        loop {
+            let received = self.receive();
+            let now_ns = self.epoch.elapsed().as_nanos() as u64;
+            match received {
+                Ok(d) if d.got.truncated => self.sessions.totals.oversized += 1,
+                Ok(_) if self.from.port() < 1024 => self.sessions.totals.refused += 1,
+                Ok(d) => self.answer(&d, now_ns),
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EAGAIN | libc::EINTR) => {}
+                    // An ICMP error about some client (gone, too big, no
+                    // route): other clients must not suffer for it. The
+                    // log reads the queue itself, so TX stamps are kept.
+                    Some(errno) if is_network_error(errno) => match self.log.as_mut() {
+                        Some(log) => log.collect(self.fd),
+                        None => sys::drain_error_queue(self.fd),
+                    },
+                    _ => return Err(EngineError::io("receive failed")(e)),
+                },
+            }
+            if now_ns >= next_tick {
+                next_tick = now_ns + TICK.as_nanos() as u64;
+                if let Some(log) = self.log.as_mut() {
+                    log.collect(self.fd);
+                }
+                self.sessions.tick(now_ns, events);
+                if stop.is_raised() {
+                    break;
+                }
+            } else if self.wire.busy_poll && stop.is_raised() {
+                break;
+            }
+        }
+        if let Some(log) = self.log.as_mut() {
+            log.collect(self.fd);
+            log.finish();
+        }
+        self.sessions.flush_backlog(events);
+        Ok(())
+    }
+
+    /// What the stopped reflector hands back.
+    pub fn finish(mut self, placement: Placement) -> ReflectorOutcome {
+        let (log_overflow, stale_stamps) = self
+            .log
+            .as_ref()
+            .map_or((0, 0), |l| (l.overflow, l.stale()));
+        ReflectorOutcome {
+            totals: self.sessions.totals,
+            placement,
+            open_at_stop: self.sessions.unreported(),
+            log_overflow,
+            stale_stamps,
+        }
+    }
+
+    #[inline]
+    fn receive(&mut self) -> io::Result<Datagram> {
+        match self.wire.rx_cmsg {
+            None => sys::recv_from(self.fd, &mut self.buf, &mut self.from).map(|got| Datagram {
+                got,
+                rx: Stamps::default(),
+                ttl: None,
+            }),
+            Some(kind) => timestamping::recv_stamped(
+                self.fd,
+                &mut self.buf,
+                Some(&mut self.from),
+                &mut self.control,
+                kind,
+            )
+            .map(|m| Datagram {
+                got: m.received,
+                rx: m.stamps,
+                ttl: m.ttl,
+            }),
+        }
+    }
+
+    /// Answers one datagram (unless it is a malformed STAMP request) and
+    /// accounts for it.
+    #[inline]
+    fn answer(&mut self, d: &Datagram, now_ns: u64) {
+        let logging = self.log.is_some();
+        let t2_user = logging.then(timestamping::realtime_ns);
+        // Answered: Some(the user-space T3, if one was read).
+        let answered = match self.wire.protocol {
+            Protocol::Echo => Some(logging.then(timestamping::realtime_ns)),
+            Protocol::Stamp => self.stamp_reply(d.got.len, d.rx.software, d.ttl).map(Some),
+        };
+        let Some(t3_user) = answered else {
+            return;
+        };
+        let packet = &self.buf[..d.got.len];
+        let sent = sys::send_to(self.fd, packet, &self.from);
+        if sent.is_err() {
+            self.sessions.totals.send_errors += 1;
+        }
+        self.sessions.account(&self.from, d.got.len as u64, now_ns);
+        if let (Some(log), Some(peer)) = (self.log.as_mut(), self.from.to_socket_addr()) {
+            let p = AnswerPoints {
+                seq: match self.wire.protocol {
+                    Protocol::Echo => protocol::echo_seq(packet),
+                    Protocol::Stamp => stamp::sequence_of(packet).map(u64::from),
+                },
+                t2_user,
+                t3_user,
+                ..AnswerPoints::received(self.wire.protocol, peer, d.rx)
+            };
+            match sent {
+                Ok(_) => log.sent(self.fd, p),
+                Err(_) => log.send_failed(p),
+            }
+        }
+    }
+
+    /// Turns the STAMP request in the buffer into its answer in place and
+    /// returns the T3 it carries. `None` for a malformed request, which is
+    /// counted and not answered.
+    fn stamp_reply(&mut self, len: usize, t2: Option<u64>, ttl: Option<u8>) -> Option<u64> {
+        let totals = &mut self.sessions.totals;
+        let t2 = t2.unwrap_or_else(|| {
+            totals.t2_from_user += 1;
+            timestamping::realtime_ns()
+        });
+        let mut t3 = 0;
+        let read_t3 = || {
+            t3 = timestamping::realtime_ns();
+            NtpTime::from_unix_ns(t3)
+        };
+        let packet = &mut self.buf[..len];
+        let ok =
+            stamp::reflect_in_place(packet, NtpTime::from_unix_ns(t2), ttl.unwrap_or(0), read_t3)
+                .is_ok();
+        totals.malformed += u64::from(!ok);
+        ok.then_some(t3)
+    }
+}

@@ -1,0 +1,124 @@
+//! What a headless `synapse server` prints: a banner, one line per session
+//! as it ends, and the totals at the end.
+
+use crate::engine::{ReflectorTotals, SessionInfo};
+use crate::plan::ServerPlan;
+use crate::session::{ServerFinish, ServerSession, Side};
+use crate::units::count_of;
+use std::io::{self, Write};
+
+/// Where the reflectors listen, how they run, and where the log goes.
+pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) -> io::Result<()> {
+    let t = &plan.thread;
+    writeln!(
+        out,
+        "Synapse server listening on {} (CPU {}{}, {})",
+        s.echo_addr(),
+        t.cpu,
+        if t.cpu_auto { " auto" } else { "" },
+        if t.busy_poll { "busy-poll" } else { "blocking" }
+    )?;
+    if let Some(addr) = s.stamp_addr() {
+        writeln!(out, "STAMP (RFC 8762) reflector on {addr}")?;
+    }
+    if let Some(path) = s.log_path() {
+        writeln!(out, "Logging every answer to {}", path.display())?;
+    }
+    writeln!(
+        out,
+        "Ready to echo packets... (Ctrl-C prints totals and exits)"
+    )
+}
+
+/// One finished session.
+pub fn session_line(side: Side, s: &SessionInfo) -> String {
+    format!(
+        "{}session ended: {}  {}  {}",
+        match side {
+            Side::Echo => "",
+            Side::Stamp => "STAMP ",
+        },
+        s.peer,
+        count_of(s.packets, "packet"),
+        count_of(s.bytes, "byte")
+    )
+}
+
+fn echo_totals(t: &ReflectorTotals) -> String {
+    format!(
+        "totals: {}, {}, {} echoed{}",
+        count_of(t.sessions, "session"),
+        count_of(t.packets, "packet"),
+        count_of(t.bytes, "byte"),
+        if t.oversized + t.send_errors + t.refused > 0 {
+            format!(
+                " ({} oversized dropped, {} send errors, {} from service ports refused)",
+                t.oversized, t.send_errors, t.refused
+            )
+        } else {
+            String::new()
+        }
+    )
+}
+
+fn stamp_totals(t: &ReflectorTotals) -> String {
+    format!(
+        "STAMP totals: {}, {} reflected, {} malformed dropped{}",
+        count_of(t.sessions, "session"),
+        count_of(t.packets, "packet"),
+        t.malformed,
+        if t.t2_from_user > 0 {
+            format!(
+                ", {} with T2 from user space (no kernel RX stamp)",
+                t.t2_from_user
+            )
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The sessions still open at the stop, the totals of each reflector and
+/// what the log holds. A failed reflector's error is returned after what
+/// the others did is written.
+pub fn write_totals(out: &mut impl Write, f: &ServerFinish) -> io::Result<()> {
+    if let Ok(o) = &f.echo {
+        for s in &o.open_at_stop {
+            writeln!(out, "{}", session_line(Side::Echo, s))?;
+        }
+        writeln!(out, "{}", echo_totals(&o.totals))?;
+    }
+    if let Some(Ok(o)) = &f.stamp {
+        for s in &o.open_at_stop {
+            writeln!(out, "{}", session_line(Side::Stamp, s))?;
+        }
+        writeln!(out, "{}", stamp_totals(&o.totals))?;
+    }
+    if let Some(log) = &f.log
+        && let Ok(rows) = &log.rows
+    {
+        let stale: u64 = [Some(&f.echo), f.stamp.as_ref()]
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o.as_ref().ok())
+            .map(|o| o.stale_stamps)
+            .sum();
+        writeln!(
+            out,
+            "log: {} written to {}{}{}",
+            count_of(*rows, "answer"),
+            log.path.display(),
+            if log.dropped > 0 {
+                format!(" ({} dropped: the writer fell behind)", log.dropped)
+            } else {
+                String::new()
+            },
+            if stale > 0 {
+                format!("; {stale} TX stamps came after their row was written")
+            } else {
+                String::new()
+            }
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! A client session: the client thread, the in-process reflector it
+//! measures when the target is loopback, and the per-packet log.
+
+use super::{LogOutcome, LogStart, RING_CAPACITY, open_log};
+use crate::engine::{
+    ClientOutcome, ClientRun, EngineError, Protocol, ReflectorRun, StampingInfo, StopFlag,
+    start_client, start_reflector,
+};
+use crate::error::AppError;
+use crate::plan::{ClientPlan, Target, counterpart_server};
+use crate::report::packet_log::RunningLog;
+use crate::stats::Record;
+use std::net::SocketAddr;
+
+/// A running client and what it brought along.
+#[derive(Debug)]
+pub struct ClientSession {
+    run: ClientRun,
+    /// The in-process reflector, when this session started one.
+    reflector: Option<ReflectorRun>,
+    log: Option<RunningLog>,
+    server: SocketAddr,
+}
+
+/// What a finished client session hands back.
+#[derive(Debug)]
+pub struct ClientFinish {
+    /// The run's outcome, or why it failed.
+    pub outcome: Result<ClientOutcome, EngineError>,
+    /// The address measured.
+    pub server: SocketAddr,
+    /// The client's own address.
+    pub local: SocketAddr,
+    /// The per-packet log, if one was written.
+    pub log: Option<LogOutcome>,
+}
+
+impl ClientSession {
+    /// Starts what `plan` asks for. `against` is a reflector that is
+    /// already running (the live display keeps its own across role
+    /// switches); without one, a loopback plan starts its own.
+    pub fn start(
+        plan: &ClientPlan,
+        against: Option<SocketAddr>,
+        log: LogStart,
+        stop: StopFlag,
+    ) -> Result<Self, AppError> {
+        // Opened first: a bad path fails before anything runs.
+        let file = open_log(plan.log.as_deref(), log)?;
+        let reflector = match (against, plan.target) {
+            (None, Target::Loopback) => Some(start_loopback(plan)?),
+            _ => None,
+        };
+        let server = match (against, &reflector, plan.target) {
+            (Some(a), _, _) => a,
+            (None, Some(r), _) => r.local,
+            (None, None, Target::Remote(a)) => a,
+            (None, None, Target::Loopback) => unreachable!("loopback starts a reflector"),
+        };
+        let mut run = match start_client(plan.client_config(server, RING_CAPACITY), stop) {
+            Ok(run) => run,
+            Err(e) => {
+                if let Some(mut r) = reflector {
+                    r.stop();
+                    let _ = r.join();
+                }
+                return Err(e.into());
+            }
+        };
+        let log = match (file, run.points.take()) {
+            (Some(file), Some(points)) => Some(file.start(vec![points])?),
+            _ => None,
+        };
+        Ok(Self {
+            run,
+            reflector,
+            log,
+            server,
+        })
+    }
+
+    /// The address measured.
+    pub fn server(&self) -> SocketAddr {
+        self.server
+    }
+
+    /// The client's own address.
+    pub fn local(&self) -> SocketAddr {
+        self.run.local
+    }
+
+    /// How the run stamps its packets.
+    pub fn stamping(&self) -> &StampingInfo {
+        &self.run.stamping
+    }
+
+    /// Hands every record that arrived since the last call to `each`.
+    pub fn drain(&mut self, mut each: impl FnMut(&Record)) {
+        while let Ok(r) = self.run.records.pop() {
+            each(&r);
+        }
+    }
+
+    /// Records the live view missed because its ring was full.
+    pub fn ring_overflow(&self) -> u64 {
+        self.run.ring_overflow()
+    }
+
+    /// Whether the run has ended (budget spent, stopped, or failed).
+    pub fn is_finished(&self) -> bool {
+        self.run.is_finished()
+    }
+
+    /// Asks the run to end after its current packet.
+    pub fn stop(&self) {
+        self.run.stop();
+    }
+
+    /// Waits for the run to end, hands the last records to `each`, stops
+    /// the reflector it brought, and lets the log writer drain and flush.
+    pub fn finish(mut self, each: impl FnMut(&Record)) -> ClientFinish {
+        let outcome = self.run.join();
+        self.drain(each);
+        if let Some(mut r) = self.reflector.take() {
+            r.stop();
+            let _ = r.join();
+        }
+        let dropped = outcome.as_ref().map_or(0, |o| o.log_overflow);
+        let log = self.log.take().map(|l| {
+            let path = l.path().to_path_buf();
+            LogOutcome {
+                path,
+                rows: l.finish(),
+                dropped,
+            }
+        });
+        ClientFinish {
+            outcome,
+            server: self.server,
+            local: self.run.local,
+            log,
+        }
+    }
+}
+
+/// The in-process reflector a loopback plan measures: it speaks what the
+/// client speaks.
+fn start_loopback(plan: &ClientPlan) -> Result<ReflectorRun, AppError> {
+    let protocol = if plan.run.stamp {
+        Protocol::Stamp
+    } else {
+        Protocol::Echo
+    };
+    let cfg =
+        counterpart_server(plan).reflector_config(SocketAddr::from(([127, 0, 0, 1], 0)), protocol);
+    Ok(start_reflector(cfg, StopFlag::new())?)
+}

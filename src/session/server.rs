@@ -1,0 +1,143 @@
+//! A server session: the echo reflector, the STAMP reflector beside it, and
+//! the log of every answer they give.
+
+use super::{LogOutcome, LogStart, open_log};
+use crate::engine::{
+    EngineError, Protocol, ReflectorEvent, ReflectorOutcome, ReflectorRun, StopFlag,
+    start_reflector,
+};
+use crate::error::AppError;
+use crate::plan::ServerPlan;
+use crate::report::packet_log::RunningLog;
+use std::net::SocketAddr;
+
+/// Which reflector an event came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The echo reflector (or the in-process one a loopback client measures).
+    Echo,
+    /// The STAMP reflector on the STAMP port.
+    Stamp,
+}
+
+/// Running reflectors and their log.
+#[derive(Debug)]
+pub struct ServerSession {
+    echo: ReflectorRun,
+    stamp: Option<ReflectorRun>,
+    /// Why the STAMP reflector is not running, when it was asked for.
+    pub stamp_refused: Option<String>,
+    log: Option<RunningLog>,
+}
+
+/// What a finished server session hands back.
+#[derive(Debug)]
+pub struct ServerFinish {
+    /// The echo reflector's outcome.
+    pub echo: Result<ReflectorOutcome, EngineError>,
+    /// The STAMP reflector's, when it ran.
+    pub stamp: Option<Result<ReflectorOutcome, EngineError>>,
+    /// The answer log, if one was written.
+    pub log: Option<LogOutcome>,
+}
+
+impl ServerSession {
+    /// Starts the reflectors `plan` asks for, the echo one on `bind`
+    /// speaking `protocol`. A STAMP port that cannot be bound is not an
+    /// error: `stamp_refused` says why, and echo goes on.
+    pub fn start(
+        plan: &ServerPlan,
+        bind: SocketAddr,
+        protocol: Protocol,
+        stop: &StopFlag,
+    ) -> Result<Self, AppError> {
+        // Opened first: a bad path fails before anything binds.
+        let file = open_log(plan.log.as_deref(), LogStart::Create)?;
+        let mut echo = start_reflector(plan.reflector_config(bind, protocol), stop.clone())?;
+        let (mut stamp, stamp_refused) = match plan.stamp_config() {
+            None => (None, None),
+            Some(cfg) => match start_reflector(cfg, stop.clone()) {
+                Ok(run) => (Some(run), None),
+                Err(e) => (
+                    None,
+                    Some(format!("STAMP not served ({e}); plain echo goes on")),
+                ),
+            },
+        };
+        let rings: Vec<_> = [echo.responses.take()]
+            .into_iter()
+            .chain(stamp.as_mut().map(|s| s.responses.take()))
+            .flatten()
+            .collect();
+        let log = match file {
+            Some(file) => Some(file.start(rings)?),
+            None => None,
+        };
+        Ok(Self {
+            echo,
+            stamp,
+            stamp_refused,
+            log,
+        })
+    }
+
+    /// Where the echo reflector listens.
+    pub fn echo_addr(&self) -> SocketAddr {
+        self.echo.local
+    }
+
+    /// Where the STAMP reflector listens, when it runs.
+    pub fn stamp_addr(&self) -> Option<SocketAddr> {
+        self.stamp.as_ref().map(|s| s.local)
+    }
+
+    /// The answer log's file, when there is one.
+    pub fn log_path(&self) -> Option<&std::path::Path> {
+        self.log.as_ref().map(RunningLog::path)
+    }
+
+    /// Hands every event since the last call to `each`.
+    pub fn drain(&mut self, mut each: impl FnMut(Side, ReflectorEvent)) {
+        while let Ok(ev) = self.echo.events.pop() {
+            each(Side::Echo, ev);
+        }
+        if let Some(s) = self.stamp.as_mut() {
+            while let Ok(ev) = s.events.pop() {
+                each(Side::Stamp, ev);
+            }
+        }
+    }
+
+    /// Whether a reflector thread has ended (a system call failed): the
+    /// front end should end too, with its error, rather than sit silent.
+    pub fn failed(&self) -> bool {
+        self.echo.is_finished() || self.stamp.as_ref().is_some_and(ReflectorRun::is_finished)
+    }
+
+    /// Stops both reflectors, hands their last events to `each`, and lets
+    /// the log writer drain and flush.
+    pub fn finish(mut self, mut each: impl FnMut(Side, ReflectorEvent)) -> ServerFinish {
+        self.echo.stop();
+        if let Some(s) = &self.stamp {
+            s.stop();
+        }
+        let echo = self.echo.join();
+        let stamp = self.stamp.as_mut().map(ReflectorRun::join);
+        self.drain(&mut each);
+        let dropped = [Some(&echo), stamp.as_ref()]
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o.as_ref().ok())
+            .map(|o| o.log_overflow)
+            .sum();
+        let log = self.log.take().map(|l| {
+            let path = l.path().to_path_buf();
+            LogOutcome {
+                path,
+                rows: l.finish(),
+                dropped,
+            }
+        });
+        ServerFinish { echo, stamp, log }
+    }
+}
