@@ -371,6 +371,19 @@ mod tests {
         assert!(Cli::try_parse_from(["synapse", "--packets", "5", "--duration", "1"]).is_err());
     }
 
+    /// `--help` of the command and of every subcommand, as a user sees it
+    /// on a 100-column terminal.
+    #[test]
+    fn help_of_every_command() {
+        let mut cmd = command().term_width(100);
+        cmd.build();
+        insta::assert_snapshot!("help", cmd.render_long_help().to_string());
+        for sub in cmd.get_subcommands() {
+            let text = sub.clone().term_width(100).render_long_help().to_string();
+            insta::assert_snapshot!(format!("help_{}", sub.get_name()), text);
+        }
+    }
+
     #[test]
     fn timeouts_take_units_and_bare_milliseconds() {
         let t = |s: &str| {

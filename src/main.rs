@@ -166,6 +166,16 @@ fn finish_ui(finale: &Finale) -> Result<i32, AppError> {
             count_of(t.bytes, "byte")
         );
     }
+    if let Some(log) = &finale.server_log {
+        match &log.rows {
+            Ok(rows) => println!(
+                "Server log: {} written to {}",
+                count_of(*rows, "answer"),
+                log.path.display()
+            ),
+            Err(e) => console::error(&e.to_string()),
+        }
+    }
     if finale.report.is_none() && finale.server.is_none() {
         println!("Nothing was measured.");
     }

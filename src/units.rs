@@ -176,32 +176,19 @@ mod tests {
 
     #[test]
     fn parses_units_and_bare_numbers() {
-        let ms = DefaultUnit::Millis;
-        assert_eq!(parse_duration("1ms", ms).unwrap(), Duration::from_millis(1));
-        assert_eq!(
-            parse_duration("250us", ms).unwrap(),
-            Duration::from_micros(250)
-        );
-        assert_eq!(
-            parse_duration("250µs", ms).unwrap(),
-            Duration::from_micros(250)
-        );
-        assert_eq!(
-            parse_duration("1.5", ms).unwrap(),
-            Duration::from_micros(1500)
-        );
-        assert_eq!(
-            parse_duration("800ns", ms).unwrap(),
-            Duration::from_nanos(800)
-        );
-        assert_eq!(
-            parse_duration("2", DefaultUnit::Seconds).unwrap(),
-            Duration::from_secs(2)
-        );
-        assert_eq!(
-            parse_duration("1 min", DefaultUnit::Seconds).unwrap(),
-            Duration::from_secs(60)
-        );
+        let (ms, secs) = (DefaultUnit::Millis, DefaultUnit::Seconds);
+        for (text, unit, want) in [
+            ("1ms", ms, Duration::from_millis(1)),
+            ("250us", ms, Duration::from_micros(250)),
+            ("250µs", ms, Duration::from_micros(250)),
+            ("1.5", ms, Duration::from_micros(1500)),
+            ("800ns", ms, Duration::from_nanos(800)),
+            ("2", secs, Duration::from_secs(2)),
+            ("1 min", secs, Duration::from_secs(60)),
+            ("1 s", ms, Duration::from_secs(1)),
+        ] {
+            assert_eq!(parse_duration(text, unit), Ok(want), "{text}");
+        }
     }
 
     #[test]
@@ -221,20 +208,25 @@ mod tests {
 
     #[test]
     fn formats_with_fitting_units() {
-        assert_eq!(format_ns(850.0), "850 ns");
-        assert_eq!(format_ns(22_800.0), "22.8 µs");
-        assert_eq!(format_ns(1_250_000.0), "1.25 ms");
-        assert_eq!(format_ns(2e9), "2.00 s");
-        assert_eq!(format_rate(31_100.0), "31.1k");
-        assert_eq!(format_ns_plain(1_000_000), "1 ms");
-        assert_eq!(format_ns_plain(250_000), "250 µs");
-        assert_eq!(format_ns_plain(1_500_000_000), "1.5 s");
-        assert_eq!(format_ns_plain(800), "800 ns");
-        assert_eq!(group_thousands(264_000), "264,000");
-        assert_eq!(group_thousands(7), "7");
-        assert_eq!(group_thousands(1_000_000), "1,000,000");
-        assert_eq!(count_of(1, "packet"), "1 packet");
-        assert_eq!(count_of(1_020, "packet"), "1,020 packets");
-        assert_eq!(count_of(0, "byte"), "0 bytes");
+        let cases: [(String, &str); 15] = [
+            (format_ns(850.0), "850 ns"),
+            (format_ns(22_800.0), "22.8 µs"),
+            (format_ns(1_250_000.0), "1.25 ms"),
+            (format_ns(2e9), "2.00 s"),
+            (format_rate(31_100.0), "31.1k"),
+            (format_ns_plain(1_000_000), "1 ms"),
+            (format_ns_plain(250_000), "250 µs"),
+            (format_ns_plain(1_500_000_000), "1.5 s"),
+            (format_ns_plain(800), "800 ns"),
+            (group_thousands(264_000), "264,000"),
+            (group_thousands(7), "7"),
+            (group_thousands(1_000_000), "1,000,000"),
+            (count_of(1, "packet"), "1 packet"),
+            (count_of(1_020, "packet"), "1,020 packets"),
+            (count_of(0, "byte"), "0 bytes"),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got, want);
+        }
     }
 }

@@ -329,3 +329,69 @@ fn interfaces_lists_loopback_with_software_stamping_and_no_hardware_clock() {
 fn an_unknown_interface_is_one_line_exit_2() {
     rejects(&["interfaces", "nosuch0"], "no interface named 'nosuch0'");
 }
+
+#[test]
+fn completions_and_the_manual_come_from_the_command_line_declaration() {
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef synapse"),
+        ("fish", "complete -c synapse"),
+    ] {
+        let out = cmd().args(["completions", shell]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains(marker), "{shell}: {text}");
+        assert!(text.contains("busy-poll"), "{shell} completes the flags");
+    }
+    let out = cmd().arg("man").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let man = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        man.starts_with(".ie \\n(.g .ds Aq") || man.contains(".TH synapse"),
+        "{man}"
+    );
+    assert!(
+        man.contains("synapse\\-server"),
+        "subcommands are listed: {man}"
+    );
+    rejects(&["completions", "tcsh"], "invalid value 'tcsh'");
+}
+
+/// Every option a profile can set is in the JSON `config`, under its id or
+/// its id with the unit its number is in.
+#[test]
+fn the_json_config_holds_every_option() {
+    let out = cmd()
+        .args([
+            "--json",
+            "--packets",
+            "20",
+            "--warmup",
+            "5",
+            "--threshold",
+            "1s",
+        ])
+        .timeout(Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let j = success_json(&out);
+    let config = j["config"].as_object().unwrap();
+    for arg in synapse::config::settings::options(&synapse::cli::settings_schema()) {
+        let id = arg.get_id().as_str();
+        let found = [
+            id.to_string(),
+            format!("{id}_ms"),
+            format!("{id}_s"),
+            format!("{id}_ns"),
+        ]
+        .iter()
+        .any(|k| config.contains_key(k));
+        assert!(
+            found,
+            "option '{id}' is missing from the JSON config: {config:?}"
+        );
+    }
+    assert_eq!(j["config"]["timeout_ms"], 100);
+    assert_eq!(j["config"]["threshold_ns"], 1_000_000_000u64);
+    assert_eq!(j["config"]["update"], 100);
+}

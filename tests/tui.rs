@@ -203,3 +203,54 @@ fn packet_count_reads_the_progress_line() {
     );
     assert_eq!(packet_count("nothing here"), None);
 }
+
+/// `synapse server --log FILE` in the live display: every answer a client
+/// got is in the file when the display quits, and the summary says so.
+#[test]
+fn the_live_server_writes_its_answer_log() {
+    let bin = assert_cmd::cargo::cargo_bin!("synapse");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("answers.csv");
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = format!(
+        "{} server --bind 127.0.0.1:{port} --stamp-port 0 --log {}; echo EXIT=$?; sleep 60",
+        bin.display(),
+        log.display()
+    );
+    let t = Tmux::start("server-log", &script);
+    t.wait_for("the server view with its log", |s| {
+        s.contains("REFLECTING") && s.contains("answers.csv")
+    });
+    let out = Command::new(bin)
+        .args([
+            "client",
+            &format!("127.0.0.1:{port}"),
+            "--json",
+            "--packets",
+            "300",
+        ])
+        .args(["--warmup", "20", "--timestamps", "user"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.wait_for("the client's session", |s| s.contains("320"));
+    t.keys("q");
+    let summary = t.wait_for("the summary", |s| s.contains("EXIT="));
+    assert!(summary.contains("EXIT=0"), "{summary}");
+    assert!(
+        summary.contains("Server log: 320 answers written to"),
+        "{summary}"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 321, "header and one row per answer");
+    assert!(text.starts_with("PROTO,PEER,SEQ,"));
+}

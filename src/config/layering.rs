@@ -135,11 +135,14 @@ mod tests {
     use std::time::Duration;
 
     fn settings(pairs: &[(&str, &str)]) -> Settings {
-        let mut s = Settings::default();
-        for (k, v) in pairs {
-            s.set(k, vec![(*v).to_string()]);
-        }
-        s
+        Settings::of(pairs)
+    }
+
+    /// Layers the three and parses the run options.
+    fn run_of(cli: &Settings, profile: Option<Named>, defaults: &Settings) -> (RunArgs, Layered) {
+        let schema = settings_schema();
+        let l = layer(&schema, cli, profile, defaults);
+        (l.parse(&schema).unwrap(), l)
     }
 
     fn profile() -> Settings {
@@ -154,12 +157,10 @@ mod tests {
 
     #[test]
     fn command_line_beats_profile_beats_defaults_beats_builtin() {
-        let schema = settings_schema();
         let cli = settings(&[("size", "64")]);
         let defaults = settings(&[("size", "256"), ("timeout_ms", "250"), ("warmup", "99")]);
         let p = profile();
-        let l = layer(&schema, &cli, Some(("lab", &p)), &defaults);
-        let run: RunArgs = l.parse(&schema).unwrap();
+        let (run, l) = run_of(&cli, Some(("lab", &p)), &defaults);
         assert_eq!(run.size, 64, "command line");
         assert_eq!(run.warmup, 10, "profile over defaults");
         assert_eq!(
@@ -179,11 +180,9 @@ mod tests {
 
     #[test]
     fn a_duration_on_the_command_line_replaces_the_profiles_packet_count() {
-        let schema = settings_schema();
         let cli = settings(&[("duration", "5")]);
         let p = profile();
-        let l = layer(&schema, &cli, Some(("lab", &p)), &Settings::default());
-        let run: RunArgs = l.parse(&schema).unwrap();
+        let (run, l) = run_of(&cli, Some(("lab", &p)), &Settings::default());
         assert_eq!(
             (run.packets, run.duration),
             (None, Some(Duration::from_secs(5)))
@@ -196,11 +195,9 @@ mod tests {
 
     #[test]
     fn a_profiles_budget_hides_the_defaults_one() {
-        let schema = settings_schema();
         let defaults = settings(&[("duration", "3")]);
         let p = profile();
-        let l = layer(&schema, &Settings::default(), Some(("lab", &p)), &defaults);
-        let run: RunArgs = l.parse(&schema).unwrap();
+        let (run, _) = run_of(&Settings::default(), Some(("lab", &p)), &defaults);
         assert_eq!((run.packets, run.duration), (Some(1000), None));
     }
 
@@ -215,10 +212,8 @@ mod tests {
 
     #[test]
     fn without_a_profile_the_defaults_table_applies() {
-        let schema = settings_schema();
         let defaults = settings(&[("duration", "3"), ("fps", "10")]);
-        let l = layer(&schema, &Settings::default(), None, &defaults);
-        let run: RunArgs = l.parse(&schema).unwrap();
+        let (run, l) = run_of(&Settings::default(), None, &defaults);
         assert_eq!(run.duration, Some(Duration::from_secs(3)));
         assert_eq!(run.fps, 10);
         assert!(l.notes.is_empty());
@@ -226,12 +221,10 @@ mod tests {
 
     #[test]
     fn switches_set_false_in_a_higher_layer_stay_off() {
-        let schema = settings_schema();
         let cli = Settings::default();
         let p = settings(&[("busy_poll", "false")]);
         let defaults = settings(&[("busy_poll", "true")]);
-        let l = layer(&schema, &cli, Some(("lab", &p)), &defaults);
-        let run: RunArgs = l.parse(&schema).unwrap();
+        let (run, _) = run_of(&cli, Some(("lab", &p)), &defaults);
         assert!(!run.thread.busy_poll);
     }
 }

@@ -247,6 +247,16 @@ impl Settings {
         out
     }
 
+    /// Settings from `(id, text)` pairs, as a test writes them.
+    #[cfg(test)]
+    pub fn of(pairs: &[(&str, &str)]) -> Self {
+        let mut s = Self::default();
+        for (id, text) in pairs {
+            s.set(id, vec![(*text).to_string()]);
+        }
+        s
+    }
+
     /// Sets `id` from the command line (or the program itself).
     pub fn set(&mut self, id: &str, values: Vec<String>) {
         let written = values.join(" ");

@@ -209,11 +209,7 @@ mod tests {
     use crate::config::ConfigFile;
 
     fn settings(pairs: &[(&str, &str)]) -> Settings {
-        let mut s = Settings::default();
-        for (k, v) in pairs {
-            s.set(k, vec![(*v).to_string()]);
-        }
-        s
+        Settings::of(pairs)
     }
 
     fn save(path: &Path, name: &str, s: &Settings) -> Result<(), ConfigError> {

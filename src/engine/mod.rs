@@ -31,6 +31,24 @@ pub use timestamping::{TimestampMode, Timestamping};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+/// Waits for an engine thread, once: a second call, or a thread that
+/// panicked, is an error that says which thread.
+fn join_once<T>(
+    handle: &mut Option<JoinHandle<Result<T, EngineError>>>,
+    context: &'static str,
+) -> Result<T, EngineError> {
+    let lost = || EngineError::Io {
+        context,
+        source: std::io::Error::other("thread gone"),
+    };
+    handle
+        .take()
+        .ok_or_else(lost)?
+        .join()
+        .unwrap_or_else(|_| Err(lost()))
+}
 
 /// A shared "please stop" flag, checked by the measurement threads between
 /// packets (and set by signal handlers or the UI).

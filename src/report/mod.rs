@@ -1,6 +1,8 @@
-//! Headless output: the text report, the JSON report and live progress. All
-//! of them read a [`Report`], built from the same [`Summary`] the live
-//! display uses.
+//! Report writers: the text and JSON reports of a client run (both read a
+//! [`Report`], built from the same [`Summary`] the live display uses), the
+//! round-trip breakdown, progress on stderr, the server's text output, and
+//! the per-packet CSV logs (`packet_log` writes them; `response_log` is the
+//! server's row).
 
 mod breakdown;
 mod json;

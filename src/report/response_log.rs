@@ -28,9 +28,9 @@ impl LogRow for AnswerPoints {
             self.t2_driver,
             self.t2_user,
             self.t3_user,
-            self.t3_sched,
-            self.t3_driver,
-            self.t3_hw,
+            self.t3.sched,
+            self.t3.driver,
+            self.t3.hw,
         ] {
             stamp(out, ns)?;
         }
@@ -47,6 +47,7 @@ impl LogRow for AnswerPoints {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::timestamping::tx_matcher::TxPoints;
     use crate::report::packet_log::PacketLog;
     use std::net::SocketAddr;
 
@@ -59,9 +60,7 @@ mod tests {
             t2_hw: None,
             t2_user: None,
             t3_user: None,
-            t3_sched: None,
-            t3_driver: None,
-            t3_hw: None,
+            t3: TxPoints::default(),
         }
     }
 
@@ -72,8 +71,11 @@ mod tests {
             t2_driver: Some(1_771_555_281_293_211_904),
             t2_user: Some(1_771_555_281_293_247_670),
             t3_user: Some(1_771_555_281_293_248_149),
-            t3_sched: Some(1_771_555_281_293_250_000),
-            t3_driver: Some(1_771_555_281_293_264_861),
+            t3: TxPoints {
+                sched: Some(1_771_555_281_293_250_000),
+                driver: Some(1_771_555_281_293_264_861),
+                ..TxPoints::default()
+            },
             ..answer(Protocol::Stamp, Some(7))
         };
         full.write_row(&mut out).unwrap();

@@ -34,6 +34,45 @@ impl Paint {
 pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Result<()> {
     let paint = Paint(color);
     let s = &report.summary;
+    write_setup(out, report)?;
+    write_packets(out, s)?;
+    write_latency(out, s)?;
+    writeln!(out)?;
+    if let Some(b) = &report.breakdown {
+        write_breakdown(out, b, s.packets.received)?;
+        writeln!(out)?;
+    } else if let Some(note) = &report.config.timestamps_note {
+        writeln!(out, "Timestamps: {note}")?;
+        writeln!(out)?;
+    }
+    write_distribution(out, s, &paint)?;
+    writeln!(out)?;
+    if let Some(log) = &report.log {
+        writeln!(
+            out,
+            "Packet log: {} ({}{})",
+            log.path,
+            count_of(log.rows, "row"),
+            if log.dropped > 0 {
+                format!(
+                    "; {} the writer could not keep up with",
+                    count_of(log.dropped, "packet")
+                )
+            } else {
+                String::new()
+            }
+        )?;
+        writeln!(out)?;
+    }
+    if let Some(b) = &report.baseline {
+        write_baseline(out, report, b)?;
+        writeln!(out)?;
+    }
+    write_verdict(out, report, &paint)
+}
+
+/// The title, and what was measured how.
+fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
     let c = &report.config;
     writeln!(out, "┌─────────────────────────────┐")?;
     writeln!(out, "│  Synapse Results            │")?;
@@ -67,7 +106,11 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
             _ => "",
         }
     )?;
-    writeln!(out)?;
+    writeln!(out)
+}
+
+/// Packet accounting, duration and rate.
+fn write_packets(out: &mut impl Write, s: &Summary) -> io::Result<()> {
     let p = &s.packets;
     writeln!(
         out,
@@ -92,43 +135,16 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
         "          └─ Test completed at {} packets/second",
         format_rate(s.rate_pps)
     )?;
-    writeln!(out)?;
-    write_latency(out, s)?;
-    writeln!(out)?;
-    if let Some(b) = &report.breakdown {
-        write_breakdown(out, b, s.packets.received)?;
-        writeln!(out)?;
-    } else if let Some(note) = &c.timestamps_note {
-        writeln!(out, "Timestamps: {note}")?;
-        writeln!(out)?;
-    }
-    write_distribution(out, s, &paint)?;
-    writeln!(out)?;
-    if let Some(log) = &report.log {
-        writeln!(
-            out,
-            "Packet log: {} ({}{})",
-            log.path,
-            count_of(log.rows, "row"),
-            if log.dropped > 0 {
-                format!(
-                    "; {} the writer could not keep up with",
-                    count_of(log.dropped, "packet")
-                )
-            } else {
-                String::new()
-            }
-        )?;
-        writeln!(out)?;
-    }
-    if let Some(b) = &report.baseline {
-        write_baseline(out, report, b)?;
-        writeln!(out)?;
-    }
+    writeln!(out)
+}
+
+/// The closing PASS or FAIL line.
+fn write_verdict(out: &mut impl Write, report: &Report, paint: &Paint) -> io::Result<()> {
+    let s = &report.summary;
     let v = &report.verdict;
     let mean = format!("{:.3}ms", s.rtt_ns.mean / 1e6);
     let limit = format_ns_plain(v.threshold_ns).replace(' ', "");
-    let line = if p.received == 0 {
+    let line = if s.packets.received == 0 {
         paint.red("✗ FAIL: no replies were received")
     } else if let Some(b) = report.baseline.as_ref().filter(|_| v.regressed) {
         let c = &b.change_percent;
@@ -374,6 +390,80 @@ fn write_distribution(out: &mut impl Write, s: &Summary, paint: &Paint) -> io::R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::RunArgs;
+    use crate::engine::capabilities::Source;
+    use crate::engine::{ClientOutcome, Placement, StampingInfo, ThreadPlacement};
+    use crate::plan::{ClientPlan, Output, ProfileUse, Target};
+    use crate::stats::{Record, RecordKind, SegmentSet, Split, Stats};
+    use std::time::Duration;
+
+    /// A run of 1000 packets around 60 µs with a slow tail, 3 lost, one
+    /// late, split by kernel stamps: the same report every time.
+    fn report() -> Report {
+        let segments = SegmentSet::for_run(true, false, false);
+        let mut stats = Stats::with_segments(segments);
+        for seq in 0..1000u64 {
+            let rtt = 50_000 + (seq * 7919 % 20) * 1_000 + if seq % 100 == 0 { 400_000 } else { 0 };
+            let split =
+                Split::from_parts([Some(3_000), Some(rtt - 9_000), None, Some(6_000), None]);
+            stats.record(&Record::sample(seq, seq * 100_000, rtt, false).with_split(split));
+        }
+        for seq in 1000..1003 {
+            stats.record(&Record::event(RecordKind::Lost, seq, 0, false));
+        }
+        stats.record(&Record::event(
+            RecordKind::Late { reordered: false },
+            1000,
+            0,
+            false,
+        ));
+        let thread = ThreadPlacement {
+            cpu: 1,
+            cpu_auto: true,
+            busy_poll: false,
+            rt: false,
+        };
+        let plan = ClientPlan {
+            target: Target::Remote("192.0.2.10:8080".parse().unwrap()),
+            bind: None,
+            run: RunArgs::defaults(),
+            packets: Some(1_003),
+            thread,
+            reflector_thread: thread,
+            output: Output::Text,
+            log: None,
+            profile: ProfileUse::default(),
+        };
+        let outcome = ClientOutcome {
+            stats,
+            measured: Duration::from_millis(1_250),
+            placement: Placement {
+                cpu: 1,
+                cpu_auto: true,
+                realtime: false,
+                refused: None,
+            },
+            interrupted: false,
+            ring_overflow: 0,
+            log_overflow: 0,
+            stale_stamps: 0,
+            stamping: StampingInfo {
+                source: Source::Software,
+                interface: Some("eth0".into()),
+                segments,
+                ..StampingInfo::default()
+            },
+        };
+        let server = "192.0.2.10:8080".parse().unwrap();
+        Report::new(&plan, server, "192.0.2.1:40000".parse().unwrap(), &outcome)
+    }
+
+    #[test]
+    fn the_text_report() {
+        let mut out = Vec::new();
+        write_text(&mut out, &report(), false).unwrap();
+        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
 
     #[test]
     fn range_labels_use_the_upper_bound_unit() {

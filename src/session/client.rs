@@ -126,14 +126,7 @@ impl ClientSession {
             let _ = r.join();
         }
         let dropped = outcome.as_ref().map_or(0, |o| o.log_overflow);
-        let log = self.log.take().map(|l| {
-            let path = l.path().to_path_buf();
-            LogOutcome {
-                path,
-                rows: l.finish(),
-                dropped,
-            }
-        });
+        let log = self.log.take().map(|l| LogOutcome::of(l, dropped));
         ClientFinish {
             outcome,
             server: self.server,

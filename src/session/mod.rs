@@ -15,7 +15,7 @@ mod server;
 pub use client::{ClientFinish, ClientSession};
 pub use server::{ServerFinish, ServerSession, Side};
 
-use crate::report::packet_log::{LogError, PacketLog};
+use crate::report::packet_log::{LogError, PacketLog, RunningLog};
 use std::path::{Path, PathBuf};
 
 /// Records the ring holds for a live consumer: over half a second at 100 k
@@ -42,6 +42,17 @@ pub struct LogOutcome {
     pub rows: Result<u64, LogError>,
     /// Rows the writer could not keep up with.
     pub dropped: u64,
+}
+
+impl LogOutcome {
+    /// Waits for the writer of `log` to drain and flush.
+    fn of(log: RunningLog, dropped: u64) -> Self {
+        Self {
+            path: log.path().to_path_buf(),
+            rows: log.finish(),
+            dropped,
+        }
+    }
 }
 
 fn open_log(path: Option<&Path>, how: LogStart) -> Result<Option<PacketLog>, LogError> {

@@ -130,14 +130,7 @@ impl ServerSession {
             .filter_map(|o| o.as_ref().ok())
             .map(|o| o.log_overflow)
             .sum();
-        let log = self.log.take().map(|l| {
-            let path = l.path().to_path_buf();
-            LogOutcome {
-                path,
-                rows: l.finish(),
-                dropped,
-            }
-        });
+        let log = self.log.take().map(|l| LogOutcome::of(l, dropped));
         ServerFinish { echo, stamp, log }
     }
 }

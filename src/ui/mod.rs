@@ -81,7 +81,7 @@ pub fn run(start: Start) -> Result<Finale, AppError> {
     })
 }
 
-fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, role: Role) -> App {
+pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, role: Role) -> App {
     let info = ClientInfo {
         target: station.target_label(),
         local: c.bind.map_or_else(|| "any".to_string(), |b| b.to_string()),

@@ -18,7 +18,6 @@ use super::{EngineError, StopFlag};
 use crate::stats::{Record, SegmentSet, Stats};
 use pingpong::{Pinger, receive_slice};
 use stamps::ClientStamps;
-use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -165,15 +164,10 @@ impl ClientRun {
     /// Waits for the thread and returns its outcome. The ring stays
     /// readable afterwards, so the last records can still be drained.
     pub fn join(&mut self) -> Result<ClientOutcome, EngineError> {
-        let lost = || EngineError::Io {
-            context: "measurement thread panicked or was already joined",
-            source: io::Error::other("measurement thread gone"),
-        };
-        self.handle
-            .take()
-            .ok_or_else(lost)?
-            .join()
-            .unwrap_or_else(|_| Err(lost()))
+        super::join_once(
+            &mut self.handle,
+            "measurement thread panicked or was already joined",
+        )
     }
 }
 

@@ -179,14 +179,20 @@ fn check(len: usize, error: ErrorEstimate) -> Result<(), StampError> {
     }
 }
 
+/// Zeroes the 44 octets and writes the fields both packets start with:
+/// sequence number, timestamp and error estimate.
+fn write_head(out: &mut [u8], seq: u32, timestamp: NtpTime, error: ErrorEstimate) {
+    out[..PACKET_LEN].fill(0);
+    out[..4].copy_from_slice(&seq.to_be_bytes());
+    timestamp.write(&mut out[4..12]);
+    out[12..14].copy_from_slice(&error.to_bits().to_be_bytes());
+}
+
 impl SenderPacket {
     /// Writes the 44-octet packet (MBZ zeroed) into `out[..44]`; anything
     /// after that is left as is (padding).
     pub fn encode(&self, out: &mut [u8]) {
-        out[..PACKET_LEN].fill(0);
-        out[..4].copy_from_slice(&self.seq.to_be_bytes());
-        self.timestamp.write(&mut out[4..12]);
-        out[12..14].copy_from_slice(&self.error.to_bits().to_be_bytes());
+        write_head(out, self.seq, self.timestamp, self.error);
     }
 
     /// Reads a sender packet. Longer datagrams are accepted (padding, or
@@ -207,10 +213,7 @@ impl SenderPacket {
 impl ReflectorPacket {
     /// Writes the 44-octet packet (MBZ zeroed) into `out[..44]`.
     pub fn encode(&self, out: &mut [u8]) {
-        out[..PACKET_LEN].fill(0);
-        out[..4].copy_from_slice(&self.seq.to_be_bytes());
-        self.timestamp.write(&mut out[4..12]);
-        out[12..14].copy_from_slice(&self.error.to_bits().to_be_bytes());
+        write_head(out, self.seq, self.timestamp, self.error);
         self.receive_timestamp.write(&mut out[16..24]);
         out[24..28].copy_from_slice(&self.sender_seq.to_be_bytes());
         self.sender_timestamp.write(&mut out[28..36]);

@@ -10,7 +10,7 @@
 
 use super::Protocol;
 use crate::engine::sys::timestamping::{self, Stamps, TxPoint, flags};
-use crate::engine::timestamping::tx_matcher::{TxEntry, TxMatcher, TxStampReader};
+use crate::engine::timestamping::tx_matcher::{TxEntry, TxMatcher, TxPoints, TxStampReader};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
@@ -40,12 +40,9 @@ pub struct AnswerPoints {
     pub t2_user: Option<u64>,
     /// User space, just before the answer was sent.
     pub t3_user: Option<u64>,
-    /// The answer entered the packet scheduler.
-    pub t3_sched: Option<u64>,
-    /// The driver took the answer.
-    pub t3_driver: Option<u64>,
-    /// The NIC sent the answer.
-    pub t3_hw: Option<u64>,
+    /// When the answer entered the packet scheduler, was taken by the
+    /// driver, and left the NIC: its TX stamps.
+    pub t3: TxPoints,
 }
 
 impl AnswerPoints {
@@ -59,37 +56,29 @@ impl AnswerPoints {
             t2_hw: rx.hardware,
             t2_user: None,
             t3_user: None,
-            t3_sched: None,
-            t3_driver: None,
-            t3_hw: None,
+            t3: TxPoints::default(),
         }
     }
 
     /// Time in this host's kernel and reflector: the driver's TX stamp
     /// minus the kernel's RX stamp.
     pub fn response_ns(&self) -> Option<u64> {
-        Some(self.t3_driver?.saturating_sub(self.t2_driver?))
+        Some(self.t3.driver?.saturating_sub(self.t2_driver?))
     }
 
     /// The same on the NIC's clock.
     pub fn response_hw_ns(&self) -> Option<u64> {
-        Some(self.t3_hw?.saturating_sub(self.t2_hw?))
+        Some(self.t3.hw?.saturating_sub(self.t2_hw?))
     }
 }
 
 impl TxEntry for AnswerPoints {
     fn file(&mut self, point: TxPoint, stamps: Stamps) {
-        match point {
-            TxPoint::Sched => self.t3_sched = self.t3_sched.or(stamps.software),
-            TxPoint::Sent => {
-                self.t3_driver = self.t3_driver.or(stamps.software);
-                self.t3_hw = self.t3_hw.or(stamps.hardware);
-            }
-        }
+        self.t3.file(point, stamps);
     }
 
     fn complete(&self) -> bool {
-        self.t3_sched.is_some() && self.t3_driver.is_some()
+        self.t3.complete()
     }
 }
 
@@ -214,14 +203,14 @@ mod tests {
         file(&mut log, 1, TxPoint::Sent, sw(11));
         let first = rx.pop().unwrap();
         assert_eq!(
-            (first.seq, first.t3_sched, first.t3_driver),
+            (first.seq, first.t3.sched, first.t3.driver),
             (Some(1), Some(10), Some(11))
         );
         for seq in 2..=PENDING as u64 {
             log.track(points(seq));
         }
         let evicted = rx.pop().unwrap();
-        assert_eq!((evicted.seq, evicted.t3_driver), (Some(0), None));
+        assert_eq!((evicted.seq, evicted.t3.driver), (Some(0), None));
         log.send_failed(points(99));
         assert_eq!(
             rx.pop().unwrap().seq,
@@ -252,9 +241,11 @@ mod tests {
     fn the_response_spans_stay_on_one_clock() {
         let p = AnswerPoints {
             t2_driver: Some(100),
-            t3_driver: Some(350),
+            t3: TxPoints {
+                driver: Some(350),
+                ..TxPoints::default()
+            },
             t2_hw: Some(7),
-            t3_hw: None,
             ..points(0)
         };
         assert_eq!(p.response_ns(), Some(250));

@@ -1,16 +1,15 @@
-//! The reflector: echoes every datagram to its sender, unchanged.
+//! The reflector: answers every client at once, plain echo (RFC 862: the
+//! bytes back, unchanged) or STAMP (RFC 8762: the test packet rewritten in
+//! place).
 //!
-//! One unconnected socket serves every client at once, so no client is ever
-//! locked out (the original tool's connected fast path refused other peers
-//! for ~300 ms after a run). Per datagram: `recvfrom`, `sendto` of exactly
-//! the bytes received, one clock read and a session counter bump; a new peer
-//! costs a table insert. Sessions idle for `session_idle` are reported as
-//! ended.
-//!
-//! With a log (`synapse server --log`), the socket also stamps in the
-//! kernel, both ways, and each answer's points go to the log's ring; the
-//! TX stamps are read off the error queue after each send. Without one,
-//! nothing of that runs.
+//! - `serve`: the pinned loop. One unconnected socket serves every client,
+//!   so no client is ever locked out (the original tool's connected fast
+//!   path refused other peers for ~300 ms after a run).
+//! - `sessions`: one session per peer, reported as ended after
+//!   `session_idle` of silence.
+//! - `answer_log`: with `synapse server --log`, the socket also stamps in the
+//!   kernel, both ways, and each answer's points go to the log's ring.
+//!   Without one, nothing of that runs.
 
 mod answer_log;
 mod serve;
@@ -23,7 +22,6 @@ use super::socket::{bind_udp, set_wait_mode};
 use super::sys::timestamping;
 use super::{EngineError, Placement, StopFlag};
 use answer_log::AnswerLog;
-use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::thread::JoinHandle;
@@ -164,15 +162,10 @@ impl ReflectorRun {
     /// Waits for the thread. The event ring stays readable afterwards, so
     /// the last events can still be drained.
     pub fn join(&mut self) -> Result<ReflectorOutcome, EngineError> {
-        let lost = || EngineError::Io {
-            context: "reflector thread panicked or was already joined",
-            source: io::Error::other("reflector thread gone"),
-        };
-        self.handle
-            .take()
-            .ok_or_else(lost)?
-            .join()
-            .unwrap_or_else(|_| Err(lost()))
+        super::join_once(
+            &mut self.handle,
+            "reflector thread panicked or was already joined",
+        )
     }
 }
 

@@ -98,6 +98,17 @@ pub fn render_client(
 }
 
 /// The reflector's figures.
+/// The last `n` characters of `text`, with `…` where the rest was: a long
+/// path keeps its file name.
+fn tail(text: &str, n: usize) -> String {
+    let len = text.chars().count();
+    if len <= n {
+        return text.to_string();
+    }
+    let kept: String = text.chars().skip(len - (n - 1)).collect();
+    format!("…{kept}")
+}
+
 pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
     let tot = &v.totals;
     let lines = vec![
@@ -143,7 +154,10 @@ pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
                 },
             ),
         ]),
-        Line::from(Span::styled(" Every datagram goes back", t.dim())),
+        match &v.log {
+            Some(path) => row(t, "Log", tail(path, 20)),
+            None => Line::from(Span::styled(" Every datagram goes back", t.dim())),
+        },
         Line::from(Span::styled(" to its sender unchanged.", t.dim())),
     ];
     let block = Block::bordered().title(Span::styled(" Reflector ", t.title()));
