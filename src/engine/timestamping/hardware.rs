@@ -36,17 +36,21 @@ pub struct HardwareGuard {
 }
 
 impl HardwareGuard {
-    /// Enables hardware stamping on `iface`, or says in words why not.
-    pub fn enable(iface: &str) -> Result<Self, String> {
-        let current = ethtool::get_hw_config(iface).map_err(|e| refusal(iface, "read", &e))?;
+    /// Enables hardware stamping on `iface`, or says why not.
+    pub fn enable(iface: &str) -> Result<Self, HardwareRefused> {
+        let call = |action, source| HardwareRefused::Call {
+            iface: iface.to_string(),
+            action,
+            source,
+        };
+        let current = ethtool::get_hw_config(iface).map_err(|e| call("read", e))?;
         let Some(wanted) = change_needed(current) else {
             return Ok(Self {
                 iface: iface.into(),
                 previous: None,
             });
         };
-        let applied =
-            ethtool::set_hw_config(iface, wanted).map_err(|e| refusal(iface, "enable", &e))?;
+        let applied = ethtool::set_hw_config(iface, wanted).map_err(|e| call("enable", e))?;
         let guard = Self {
             iface: iface.into(),
             previous: Some(current),
@@ -55,10 +59,10 @@ impl HardwareGuard {
             Ok(guard)
         } else {
             // Dropping the guard restores the old setting.
-            Err(format!(
-                "{iface}: the driver stamps only some received packets (filter {})",
-                applied.rx_filter
-            ))
+            Err(HardwareRefused::Narrow {
+                iface: iface.to_string(),
+                filter: applied.rx_filter,
+            })
         }
     }
 
@@ -86,16 +90,38 @@ impl Drop for HardwareGuard {
     }
 }
 
-/// Why `SIOC[GS]HWTSTAMP` said no, in words.
-pub fn refusal(iface: &str, what: &str, e: &io::Error) -> String {
-    let why = match e.raw_os_error() {
+/// Why hardware stamping could not be switched on.
+#[derive(Debug, thiserror::Error)]
+pub enum HardwareRefused {
+    /// `SIOC[GS]HWTSTAMP` said no.
+    #[error("{iface}: cannot {action} hardware timestamping: {}", why(source))]
+    Call {
+        /// The interface.
+        iface: String,
+        /// `read` or `enable`.
+        action: &'static str,
+        /// What the driver said.
+        source: io::Error,
+    },
+    /// The driver took the request but stamps only some packets.
+    #[error("{iface}: the driver stamps only some received packets (filter {filter})")]
+    Narrow {
+        /// The interface.
+        iface: String,
+        /// The receive filter it applied.
+        filter: u32,
+    },
+}
+
+/// What an `SIOC[GS]HWTSTAMP` error means, in words.
+fn why(e: &io::Error) -> String {
+    match e.raw_os_error() {
         Some(libc::EPERM | libc::EACCES) => "needs root or CAP_NET_ADMIN".to_string(),
         Some(libc::ERANGE) => "the driver does not support the requested mode".to_string(),
         Some(libc::EOPNOTSUPP | libc::EINVAL) => "the driver has no hardware timestamping".into(),
         Some(libc::ENODEV) => "no such interface".into(),
         _ => e.to_string(),
-    };
-    format!("{iface}: cannot {what} hardware timestamping: {why}")
+    }
 }
 
 #[cfg(test)]
@@ -135,23 +161,29 @@ mod tests {
 
     #[test]
     fn loopback_refuses_with_a_reason_and_changes_nothing() {
-        let e = HardwareGuard::enable("lo").unwrap_err();
+        let e = HardwareGuard::enable("lo").unwrap_err().to_string();
         assert_eq!(
             e, "lo: cannot read hardware timestamping: the driver has no hardware timestamping",
             "{e}"
         );
-        let e = HardwareGuard::enable("nosuchif0").unwrap_err();
+        let e = HardwareGuard::enable("nosuchif0").unwrap_err().to_string();
         assert!(e.ends_with("no such interface"), "{e}");
     }
 
     #[test]
     fn refusals_name_the_cause() {
-        let perm = io::Error::from_raw_os_error(libc::EPERM);
+        let refused = |errno| {
+            HardwareRefused::Call {
+                iface: "eth0".into(),
+                action: "enable",
+                source: io::Error::from_raw_os_error(errno),
+            }
+            .to_string()
+        };
         assert_eq!(
-            refusal("eth0", "enable", &perm),
+            refused(libc::EPERM),
             "eth0: cannot enable hardware timestamping: needs root or CAP_NET_ADMIN"
         );
-        let range = io::Error::from_raw_os_error(libc::ERANGE);
-        assert!(refusal("eth0", "enable", &range).ends_with("requested mode"));
+        assert!(refused(libc::ERANGE).ends_with("requested mode"));
     }
 }

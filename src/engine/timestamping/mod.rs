@@ -96,7 +96,7 @@ pub fn choose(mode: TimestampMode, local: IpAddr) -> Result<Timestamping, Engine
         .and_then(|i| Capabilities::probe(i).ok());
     let mut guard = None;
     let decision = decide(mode, interface.as_deref(), caps.as_ref(), |iface| {
-        guard = Some(HardwareGuard::enable(iface)?);
+        guard = Some(HardwareGuard::enable(iface).map_err(|e| e.to_string())?);
         Ok(())
     });
     match decision {
