@@ -10,8 +10,9 @@
 use crate::engine::TimestampMode;
 use crate::engine::protocol::payload_size;
 use crate::engine::socket::address_text;
+use crate::report::Threshold;
 use crate::units::{self, count, percent, seconds};
-use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand};
+use clap::{ArgAction, ArgGroup, Args, CommandFactory, Parser, Subcommand};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,8 +27,9 @@ look at this machine's own floor. Run `synapse server` on one host and
 `synapse client HOST` on another to measure the path between them.";
 
 const AFTER_HELP: &str = "\
-Exit status: 0 PASS, 3 FAIL (mean above --threshold), 2 bad input or
-unreachable peer, 1 failure during the run.
+Exit status: 0 PASS, 3 FAIL (a --threshold not met, more loss than --max-loss,
+or a regression past --fail-on-regression), 2 bad input or unreachable peer,
+1 failure during the run (such as a --log that could not be written).
 Logging: RUST_LOG=synapse=debug (logs go to stderr, never stdout).";
 
 /// Top-level command line.
@@ -232,10 +234,18 @@ pub struct RunArgs {
     #[serde(flatten)]
     pub thread: ThreadArgs,
 
-    /// PASS when the mean RTT is below this (e.g. 1ms, 250us).
-    #[arg(long, value_name = "DURATION", default_value = "1ms", value_parser = units::millis)]
-    #[serde(rename = "threshold_ns", serialize_with = "units::serde_ns")]
-    pub threshold: Duration,
+    /// PASS only when this RTT figure is below the limit: `1ms` (the mean,
+    /// as in the original tool), or a named figure, `p99=500us`, `p99.9=5ms`,
+    /// `max=10ms`, `mean=1ms`. Repeat for several.
+    #[arg(long, value_name = "[FIGURE=]LIMIT", default_value = "1ms", action = ArgAction::Append)]
+    #[serde(serialize_with = "units::serde_display_all")]
+    pub threshold: Vec<Threshold>,
+
+    /// FAIL when more than this percentage of the requests sent got no
+    /// timely reply (lost, or late).
+    #[arg(long, value_name = "PERCENT", default_value = "1", value_parser = percent)]
+    #[serde(rename = "max_loss_percent")]
+    pub max_loss: f64,
 
     /// Live display frames per second.
     #[arg(long, value_name = "N", default_value = "30",
@@ -349,7 +359,8 @@ mod tests {
         assert_eq!(c.run.timeout_ms, Duration::from_millis(100));
         assert_eq!(c.run.update, 100);
         assert_eq!(c.run.size, 8);
-        assert_eq!(c.run.threshold, Duration::from_millis(1));
+        assert_eq!(c.run.threshold, ["1ms".parse::<Threshold>().unwrap()]);
+        assert_eq!(c.run.max_loss, 1.0);
     }
 
     #[test]

@@ -111,6 +111,25 @@ pub fn serde_display<T: std::fmt::Display, S: serde::Serializer>(
     s.collect_str(v)
 }
 
+/// A duration as the command line takes it, in the largest unit that
+/// keeps it whole: `1s`, `250ms`, `500us`, `800ns`.
+pub fn duration_text(d: Duration) -> String {
+    match d.as_nanos() {
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
+/// JSON: a list of values as their display texts.
+pub fn serde_display_all<T: std::fmt::Display, S: serde::Serializer>(
+    v: &[T],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(ToString::to_string))
+}
+
 /// A nanosecond figure with a unit that suits its size: `850 ns`,
 /// `22.8 µs`, `1.25 ms`, `2.00 s`.
 pub fn format_ns(ns: f64) -> String {
@@ -164,6 +183,16 @@ pub fn group_thousands(n: u64) -> String {
     out
 }
 
+/// A count that fits a narrow column: grouped up to 99,999, then `227.0k`,
+/// `12.35M`.
+pub fn compact_count(n: u64) -> String {
+    match n {
+        0..100_000 => group_thousands(n),
+        100_000..100_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.2}M", n as f64 / 1e6),
+    }
+}
+
 /// A count and its noun, grouped and pluralised: `1 packet`, `1,020 packets`.
 pub fn count_of(n: u64, noun: &str) -> String {
     let s = if n == 1 { "" } else { "s" };
@@ -208,7 +237,7 @@ mod tests {
 
     #[test]
     fn formats_with_fitting_units() {
-        let cases: [(String, &str); 15] = [
+        let cases: [(String, &str); 18] = [
             (format_ns(850.0), "850 ns"),
             (format_ns(22_800.0), "22.8 µs"),
             (format_ns(1_250_000.0), "1.25 ms"),
@@ -224,6 +253,9 @@ mod tests {
             (count_of(1, "packet"), "1 packet"),
             (count_of(1_020, "packet"), "1,020 packets"),
             (count_of(0, "byte"), "0 bytes"),
+            (compact_count(99_999), "99,999"),
+            (compact_count(227_000), "227.0k"),
+            (compact_count(123_456_789), "123.46M"),
         ];
         for (got, want) in cases {
             assert_eq!(got, want);

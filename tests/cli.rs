@@ -203,7 +203,18 @@ fn json_report_has_the_documented_schema() {
     }
     assert!(j["duration_s"].as_f64().unwrap() > 0.0);
     assert!(j["rate_pps"].as_f64().unwrap() > 0.0);
-    assert_eq!(j["verdict"]["threshold_ns"], 1_000_000_000u64);
+    let mean = &j["verdict"]["criteria"][0];
+    assert_eq!(mean["metric"], "mean");
+    assert_eq!(mean["limit"], 1e9);
+    assert_eq!(mean["unit"], "ns");
+    assert!(mean["value"].as_f64().unwrap() < 1e9);
+    assert_eq!(mean["held"], true);
+    let loss = &j["verdict"]["criteria"][1];
+    assert_eq!(
+        (loss["metric"].as_str(), loss["limit"].as_f64()),
+        (Some("loss"), Some(1.0))
+    );
+    assert_eq!(loss["value"], 0.0);
     assert_eq!(j["verdict"]["pass"], true);
     let c = &j["config"];
     assert!(c["cpu"].is_u64());
@@ -383,6 +394,7 @@ fn the_json_config_holds_every_option() {
             format!("{id}_ms"),
             format!("{id}_s"),
             format!("{id}_ns"),
+            format!("{id}_percent"),
         ]
         .iter()
         .any(|k| config.contains_key(k));
@@ -392,6 +404,7 @@ fn the_json_config_holds_every_option() {
         );
     }
     assert_eq!(j["config"]["timeout_ms"], 100);
-    assert_eq!(j["config"]["threshold_ns"], 1_000_000_000u64);
+    assert_eq!(j["config"]["threshold"], serde_json::json!(["mean=1s"]));
+    assert_eq!(j["config"]["max_loss_percent"], 1.0);
     assert_eq!(j["config"]["update"], 100);
 }

@@ -89,30 +89,33 @@ impl Baseline {
     /// `source` is the run's `--timestamps` source: kernel stamping adds its
     /// own cost to the RTT, so a baseline says which it was taken with.
     pub fn from_summary(s: &Summary, source: &str, now: SystemTime) -> Option<Self> {
-        (s.packets.received > 0).then(|| Self {
+        let r = s.rtt_ns.as_ref()?;
+        Some(Self {
             date: rfc3339_utc(now),
-            p50_ns: s.rtt_ns.p50,
-            p99_ns: s.rtt_ns.p99,
-            p999_ns: s.rtt_ns.p999,
+            p50_ns: r.p50,
+            p99_ns: r.p99,
+            p999_ns: r.p999,
             loss_percent: s.packets.loss_percent(),
             timestamp_source: source.to_string(),
         })
     }
 
-    /// Compares a run with this baseline.
-    pub fn compare(&self, s: &Summary, limit_percent: Option<f64>) -> BaselineComparison {
+    /// Compares a run with this baseline; `None` when the run has no RTT
+    /// figures to compare (no replies).
+    pub fn compare(&self, s: &Summary, limit_percent: Option<f64>) -> Option<BaselineComparison> {
+        let r = s.rtt_ns.as_ref()?;
         let c = ChangePercent {
-            p50: change(s.rtt_ns.p50, self.p50_ns),
-            p99: change(s.rtt_ns.p99, self.p99_ns),
-            p999: change(s.rtt_ns.p999, self.p999_ns),
+            p50: change(r.p50, self.p50_ns),
+            p99: change(r.p99, self.p99_ns),
+            p999: change(r.p999, self.p999_ns),
         };
-        BaselineComparison {
+        Some(BaselineComparison {
             baseline: self.clone(),
             change_percent: c,
             loss_change_points: s.packets.loss_percent() - self.loss_percent,
             limit_percent,
             regressed: limit_percent.is_some_and(|l| c.p50 > l || c.p99 > l),
-        }
+        })
     }
 
     /// The table written under `[profiles.NAME.baseline]`.
@@ -207,12 +210,12 @@ mod tests {
 
     fn summary(p50: u64, p99: u64, lost: u64) -> Summary {
         Summary {
-            rtt_ns: RttFigures {
+            rtt_ns: (lost < 100).then_some(RttFigures {
                 p50,
                 p99,
                 p999: p99 * 2,
                 ..RttFigures::default()
-            },
+            }),
             packets: Counters {
                 sent: 100,
                 received: 100 - lost,
@@ -221,6 +224,7 @@ mod tests {
             },
             duration_s: 1.0,
             rate_pps: 100.0,
+            outages: Default::default(),
             distribution: Default::default(),
         }
     }
@@ -245,22 +249,32 @@ mod tests {
     #[test]
     fn changes_are_percent_of_the_baseline_and_the_limit_judges_p50_and_p99() {
         let b = Baseline::from_summary(&summary(100_000, 200_000, 0), "user", UNIX_EPOCH).unwrap();
-        let same = b.compare(&summary(100_000, 200_000, 0), Some(10.0));
+        let same = b
+            .compare(&summary(100_000, 200_000, 0), Some(10.0))
+            .unwrap();
         assert_eq!(same.change_percent.p50, 0.0);
         assert!(!same.regressed);
-        let worse = b.compare(&summary(111_000, 200_000, 1), Some(10.0));
+        let worse = b
+            .compare(&summary(111_000, 200_000, 1), Some(10.0))
+            .unwrap();
         assert!((worse.change_percent.p50 - 11.0).abs() < 1e-9);
         assert!((worse.loss_change_points - 1.0).abs() < 1e-9);
         assert!(worse.regressed);
-        let tail = b.compare(&summary(100_000, 230_000, 0), Some(10.0));
+        let tail = b
+            .compare(&summary(100_000, 230_000, 0), Some(10.0))
+            .unwrap();
         assert!(tail.regressed, "p99 counts too");
-        let p999_only = b.compare(&summary(100_000, 200_000, 0), Some(10.0));
+        let p999_only = b
+            .compare(&summary(100_000, 200_000, 0), Some(10.0))
+            .unwrap();
         assert!(!p999_only.regressed);
         assert!(
-            !b.compare(&summary(300_000, 900_000, 0), None).regressed,
+            !b.compare(&summary(300_000, 900_000, 0), None)
+                .unwrap()
+                .regressed,
             "no limit, no regression verdict"
         );
-        let better = b.compare(&summary(50_000, 100_000, 0), Some(0.0));
+        let better = b.compare(&summary(50_000, 100_000, 0), Some(0.0)).unwrap();
         assert!(!better.regressed);
     }
 

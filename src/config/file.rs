@@ -160,6 +160,8 @@ warmup = 50
 threshold = "250us"
 
 [profiles.lab]
+threshold = ["mean=250us", "p99=1ms"]
+max_loss = 0.5
 bind = "10.0.0.1"
 server = "10.0.0.2:9000"
 duration = "30s"
@@ -181,7 +183,13 @@ stamp = true
         let run: RunArgs = l.parse(&schema).unwrap();
         let target: TargetArgs = l.parse(&schema).unwrap();
         assert_eq!(run.warmup, 50);
-        assert_eq!(run.threshold, Duration::from_micros(250));
+        let thresholds: Vec<String> = run.threshold.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            thresholds,
+            ["mean=250us", "p99=1ms"],
+            "the profile's list wins"
+        );
+        assert_eq!(run.max_loss, 0.5);
         assert_eq!(target.bind.as_deref(), Some("10.0.0.1"));
         assert_eq!(target.server.as_deref(), Some("10.0.0.2:9000"));
         assert_eq!(run.duration, Some(Duration::from_secs(30)));
@@ -198,7 +206,7 @@ stamp = true
         assert_eq!(
             p.get("size").unwrap().loc,
             Loc {
-                line: 12,
+                line: 14,
                 column: 1
             }
         );
@@ -209,7 +217,7 @@ stamp = true
         assert_eq!(
             error("[profiles.lab]\nserver = \"10.0.0.2\"\nwramup = 5\n"),
             "/cfg/config.toml:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, \
-             duration, warmup, timeout_ms, update, size, cpu, busy_poll, rt, threshold, fps, timestamps, stamp, baseline)"
+             duration, warmup, timeout_ms, update, size, cpu, busy_poll, rt, threshold, max_loss, fps, timestamps, stamp, baseline)"
         );
         assert_eq!(
             error("[defaults]\nwarmup = \"many\"\n"),

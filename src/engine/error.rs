@@ -32,6 +32,18 @@ pub enum EngineError {
         /// The per-packet timeout.
         timeout_ms: u64,
     },
+    /// Replies come back shorter than the requests.
+    #[error(
+        "replies from {addr} were {got} bytes, expected {expected} (the echo server truncates): lower --size"
+    )]
+    Truncated {
+        /// The peer.
+        addr: SocketAddr,
+        /// Bytes in its replies.
+        got: usize,
+        /// Bytes sent.
+        expected: usize,
+    },
     /// Replies come, but only after their timeout.
     #[error("replies from {addr} arrive after the {timeout_ms} ms timeout: raise --timeout")]
     TooSlow {

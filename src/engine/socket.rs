@@ -111,7 +111,12 @@ pub struct ClientSockets {
 
 /// Binds the client's sockets and connects the fast one to `peer`.
 pub fn client_sockets(bind: SocketAddr, peer: SocketAddr) -> Result<ClientSockets, EngineError> {
-    let fast = bind_udp_with(bind, true)?;
+    // Bound alone first, so a port another process holds (another client
+    // asked for the same --bind) is refused as in use, and an ephemeral
+    // port is one nobody has; only then is it opened to the catcher.
+    let fast = bind_udp_with(bind, false)?;
+    fast.set_reuse_port(true)
+        .map_err(EngineError::io("cannot set SO_REUSEPORT"))?;
     let local = fast
         .local_addr()
         .ok()

@@ -11,11 +11,13 @@ mod progress;
 pub mod response_log;
 pub mod server_text;
 mod text;
+pub mod verdict;
 
 pub use breakdown::{BreakdownReport, PointSource, point_sources};
 pub use json::write_json;
 pub use progress::Progress;
 pub use text::write_text;
+pub use verdict::{Criterion, Threshold, Verdict};
 
 use crate::cli::RunArgs;
 use crate::config::BaselineComparison;
@@ -24,41 +26,6 @@ use crate::plan::{ClientPlan, Target};
 use crate::stats::Summary;
 use serde::Serialize;
 use std::net::SocketAddr;
-
-/// Pass or fail: the mean against the threshold, and, with
-/// `--fail-on-regression`, p50/p99 against the profile's baseline.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Verdict {
-    /// What is compared with the threshold.
-    pub metric: &'static str,
-    /// The threshold (ns).
-    pub threshold_ns: u64,
-    /// Some replies came back and the mean is below the threshold.
-    pub mean_ok: bool,
-    /// p50 or p99 regressed past `--fail-on-regression`.
-    pub regressed: bool,
-    /// `mean_ok` and not `regressed`.
-    pub pass: bool,
-}
-
-impl Verdict {
-    /// Judges a summary. No samples at all is a failure: nothing answered.
-    pub fn judge(
-        summary: &Summary,
-        threshold_ns: u64,
-        baseline: Option<&BaselineComparison>,
-    ) -> Self {
-        let mean_ok = summary.packets.received > 0 && summary.rtt_ns.mean < threshold_ns as f64;
-        let regressed = baseline.is_some_and(|b| b.regressed);
-        Self {
-            metric: "mean",
-            threshold_ns,
-            mean_ok,
-            regressed,
-            pass: mean_ok && !regressed,
-        }
-    }
-}
 
 /// The settings a run actually used, after every default was applied. The
 /// JSON `config` holds every run option (from its one declaration,
@@ -159,11 +126,13 @@ impl Report {
             .profile
             .baseline
             .as_ref()
-            .map(|b| b.compare(&summary, plan.profile.fail_on_regression));
+            .and_then(|b| b.compare(&summary, plan.profile.fail_on_regression));
         Self {
             verdict: Verdict::judge(
+                &outcome.stats,
                 &summary,
-                plan.run.threshold.as_nanos() as u64,
+                &plan.run.threshold,
+                plan.run.max_loss,
                 baseline.as_ref(),
             ),
             baseline,

@@ -1,7 +1,7 @@
 //! The text report, in the layout users of the original tool know.
 
-use super::{BreakdownReport, Report};
-use crate::stats::{DistributionBucket, Summary};
+use super::{BreakdownReport, Criterion, Report};
+use crate::stats::{DistributionBucket, RttFigures, Summary};
 use crate::units::{count_of, format_ns, format_ns_plain, format_rate, group_thousands};
 use std::io::{self, Write};
 
@@ -109,7 +109,7 @@ fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
     writeln!(out)
 }
 
-/// Packet accounting, duration and rate.
+/// Packet accounting, outages, duration and rate.
 fn write_packets(out: &mut impl Write, s: &Summary) -> io::Result<()> {
     let p = &s.packets;
     writeln!(
@@ -124,10 +124,28 @@ fn write_packets(out: &mut impl Write, s: &Summary) -> io::Result<()> {
         "          {} late, {} duplicate, {} reordered, {} stray",
         p.late, p.duplicate, p.reordered, p.stray
     )?;
-    writeln!(
-        out,
-        "          └─ Packet loss should be 0% for reliable measurements"
-    )?;
+    if p.lost + p.late > 0 {
+        writeln!(
+            out,
+            "          └─ Packet loss should be 0% for reliable measurements"
+        )?;
+    }
+    let o = &s.outages;
+    if o.count == 0 {
+        writeln!(
+            out,
+            "Outages:  none (no two requests in a row went unanswered)"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "Outages:  {}, the longest {} ({}); {} without timely replies in all",
+            o.count,
+            format_ns(o.longest_ms * 1e6),
+            count_of(o.longest_packets, "request"),
+            format_ns(o.total_ms * 1e6)
+        )?;
+    }
     writeln!(out)?;
     writeln!(out, "Duration: {:.2}s", s.duration_s)?;
     writeln!(
@@ -138,35 +156,65 @@ fn write_packets(out: &mut impl Write, s: &Summary) -> io::Result<()> {
     writeln!(out)
 }
 
-/// The closing PASS or FAIL line.
+/// Every criterion, then the closing PASS or FAIL line: the seed's line
+/// when the mean threshold was all there was to judge, else the criteria
+/// that failed, and only those.
 fn write_verdict(out: &mut impl Write, report: &Report, paint: &Paint) -> io::Result<()> {
     let s = &report.summary;
     let v = &report.verdict;
-    let mean = format!("{:.3}ms", s.rtt_ns.mean / 1e6);
-    let limit = format_ns_plain(v.threshold_ns).replace(' ', "");
+    writeln!(out, "Verdict:")?;
+    for c in &v.criteria {
+        let mark = if c.held {
+            paint.green("✓")
+        } else {
+            paint.red("✗")
+        };
+        let why = if c.metric == "loss" {
+            "  (lost + late, of sent; --max-loss)"
+        } else {
+            ""
+        };
+        writeln!(out, "  {mark} {}{why}", c.describe())?;
+    }
     let line = if s.packets.received == 0 {
         paint.red("✗ FAIL: no replies were received")
-    } else if let Some(b) = report.baseline.as_ref().filter(|_| v.regressed) {
-        let c = &b.change_percent;
-        let (what, by) = if c.p50 >= c.p99 {
-            ("p50", c.p50)
-        } else {
-            ("p99", c.p99)
-        };
-        paint.red(&format!(
-            "✗ FAIL: {what} is {by:.1} % worse than the baseline (limit {} %)",
-            b.limit_percent.unwrap_or(0.0)
-        ))
     } else if v.pass {
-        paint.green(&format!(
-            "✓ PASS: Mean latency ({mean}) is below {limit} threshold"
-        ))
+        let means: Vec<_> = v.criteria.iter().filter(|c| c.metric == "mean").collect();
+        match (means.as_slice(), s.rtt_ns.as_ref()) {
+            ([c], Some(r)) => paint.green(&format!(
+                "✓ PASS: Mean latency ({:.3}ms) is below {} threshold",
+                r.mean / 1e6,
+                format_ns_plain(c.limit as u64).replace(' ', "")
+            )),
+            _ => paint.green("✓ PASS: every criterion held"),
+        }
     } else {
-        paint.red(&format!(
-            "✗ FAIL: Mean latency ({mean}) is not below {limit} threshold"
-        ))
+        let failed: Vec<String> = v.failed().map(failure).collect();
+        paint.red(&format!("✗ FAIL: {}", failed.join("; ")))
     };
     writeln!(out, "{line}")
+}
+
+/// What a failed criterion says on the FAIL line.
+fn failure(c: &Criterion) -> String {
+    let value = c.value.unwrap_or(0.0);
+    match c.metric.as_str() {
+        "mean" if c.value.is_some() => format!(
+            "Mean latency ({:.3}ms) is not below {} threshold",
+            value / 1e6,
+            format_ns_plain(c.limit as u64).replace(' ', "")
+        ),
+        "loss" => format!(
+            "{value:.2} % of requests got no timely reply, above the {} % limit (--max-loss)",
+            c.limit
+        ),
+        m if m.ends_with(" regression") => format!(
+            "{} is {value:.1} % worse than the baseline (limit {} %)",
+            m.trim_end_matches(" regression"),
+            c.limit
+        ),
+        _ => c.describe(),
+    }
 }
 
 fn write_baseline(
@@ -180,7 +228,9 @@ fn write_baseline(
         "Against the baseline of profile '{name}' ({}):",
         b.baseline.date
     )?;
-    let s = &report.summary.rtt_ns;
+    let Some(s) = report.summary.rtt_ns.as_ref() else {
+        return Ok(());
+    };
     let c = &b.change_percent;
     for (label, then, now, change) in [
         ("P50", b.baseline.p50_ns, s.p50, c.p50),
@@ -287,38 +337,48 @@ fn write_breakdown(out: &mut impl Write, b: &BreakdownReport, replies: u64) -> i
 }
 
 fn write_latency(out: &mut impl Write, s: &Summary) -> io::Result<()> {
-    let r = &s.rtt_ns;
     writeln!(out, "Latency Statistics (round-trip time):")?;
-    let rows: [(&str, f64, &str); 9] = [
-        ("Mean", r.mean, "Average latency"),
-        ("StdDev", r.stddev, "Spread around the mean"),
-        ("Min", r.min as f64, "Fastest packet"),
-        ("Max", r.max as f64, "Slowest packet"),
+    type Figure = fn(&RttFigures) -> f64;
+    let rows: [(&str, Figure, &str); 9] = [
+        ("Mean", |r| r.mean, "Average latency"),
+        ("StdDev", |r| r.stddev, "Spread around the mean"),
+        ("Min", |r| r.min as f64, "Fastest packet"),
+        ("Max", |r| r.max as f64, "Slowest packet"),
         (
             "P50",
-            r.p50 as f64,
+            |r| r.p50 as f64,
             "50% of packets are faster than this (median)",
         ),
-        ("P90", r.p90 as f64, "90% of packets are faster than this"),
-        ("P99", r.p99 as f64, "99% of packets are faster than this"),
+        (
+            "P90",
+            |r| r.p90 as f64,
+            "90% of packets are faster than this",
+        ),
+        (
+            "P99",
+            |r| r.p99 as f64,
+            "99% of packets are faster than this",
+        ),
         (
             "P99.9",
-            r.p999 as f64,
+            |r| r.p999 as f64,
             "99.9% of packets are faster than this",
         ),
         (
             "P99.99",
-            r.p9999 as f64,
+            |r| r.p9999 as f64,
             "99.99% of packets are faster than this",
         ),
     ];
-    for (name, value, note) in rows {
-        writeln!(
-            out,
-            "  {:<8} {:>10}  ← {note}",
-            format!("{name}:"),
-            format_ns(value)
-        )?;
+    for (name, figure, note) in rows {
+        let shown = s
+            .rtt_ns
+            .as_ref()
+            .map_or_else(|| "—".to_string(), |r| format_ns(figure(r)));
+        writeln!(out, "  {:<8} {shown:>10}  ← {note}", format!("{name}:"))?;
+    }
+    if s.rtt_ns.is_none() {
+        writeln!(out, "  (no replies, so no round-trip figures)")?;
     }
     Ok(())
 }
@@ -355,10 +415,10 @@ fn write_distribution(out: &mut impl Write, s: &Summary, paint: &Paint) -> io::R
     for b in buckets {
         let share = 100.0 * b.count as f64 / total as f64;
         let len = (b.count as f64 / largest as f64 * BAR_WIDTH as f64).round() as usize;
-        let bar = if len == 0 {
-            "▌".to_string()
-        } else {
-            "█".repeat(len)
+        let bar = match (b.count, len) {
+            (0, _) => String::new(),
+            (_, 0) => "▌".to_string(),
+            (_, n) => "█".repeat(n),
         };
         let bar = format!("{bar:<BAR_WIDTH$}");
         let bar = match (b.high_ns, share) {
@@ -373,7 +433,8 @@ fn write_distribution(out: &mut impl Write, s: &Summary, paint: &Paint) -> io::R
             format!("{share:.1}%")
         };
         let max_note = if b.high_ns.is_none() {
-            format!(" ← MAX: {}", format_ns(s.rtt_ns.max as f64))
+            let max = s.rtt_ns.as_ref().map_or(0, |r| r.max);
+            format!(" ← MAX: {}", format_ns(max as f64))
         } else {
             String::new()
         };

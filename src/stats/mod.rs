@@ -4,12 +4,14 @@
 
 mod breakdown;
 mod live;
+pub mod outages;
 mod record;
 mod segment;
 mod summary;
 
 pub use breakdown::{Breakdown, SegmentFigures};
 pub use live::{BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, WINDOW, WindowPoint};
+pub use outages::{Outage, OutageDetector, Outages};
 pub use record::{Record, RecordKind};
 pub use segment::{Segment, SegmentSet, Split};
 pub use summary::{Distribution, DistributionBucket, RttFigures, Summary};
@@ -52,6 +54,16 @@ impl Counters {
         self.stray += o.stray;
     }
 
+    /// Requests without a timely reply (lost or late) as a percentage of
+    /// those sent: what the verdict's `--max-loss` judges.
+    pub fn unanswered_percent(&self) -> f64 {
+        if self.sent == 0 {
+            0.0
+        } else {
+            100.0 * (self.lost + self.late) as f64 / self.sent as f64
+        }
+    }
+
     /// Lost requests as a percentage of those sent.
     pub fn loss_percent(&self) -> f64 {
         if self.sent == 0 {
@@ -69,6 +81,8 @@ pub struct Stats {
     counters: Counters,
     /// The round-trip split, for runs whose stamps allow one.
     breakdown: Option<Breakdown>,
+    /// Runs of requests without a timely reply.
+    outages: Outages,
 }
 
 impl Default for Stats {
@@ -88,6 +102,7 @@ impl Stats {
             hist,
             counters: Counters::default(),
             breakdown: None,
+            outages: Outages::default(),
         }
     }
 
@@ -150,6 +165,7 @@ impl Stats {
             }
             RecordKind::Duplicate => c.duplicate += 1,
             RecordKind::Stray => c.stray += 1,
+            RecordKind::Outage { packets } => self.outages.add(u64::from(packets), r.rtt_ns),
         }
     }
 
@@ -158,6 +174,7 @@ impl Stats {
         // Both histograms share the same bounds, so adding cannot fail.
         let _ = self.hist.add(&other.hist);
         self.counters.add(&other.counters);
+        self.outages.merge(&other.outages);
         match (&mut self.breakdown, &other.breakdown) {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.breakdown = Some(b.clone()),
@@ -169,9 +186,15 @@ impl Stats {
     pub fn clear(&mut self) {
         self.hist.reset();
         self.counters = Counters::default();
+        self.outages = Outages::default();
         if let Some(b) = &mut self.breakdown {
             b.clear();
         }
+    }
+
+    /// Runs of requests without a timely reply.
+    pub fn outages(&self) -> &Outages {
+        &self.outages
     }
 
     /// The packet counters.

@@ -20,6 +20,13 @@ pub enum RecordKind {
     /// A datagram from another source, of the wrong form, or for a sequence
     /// number this run never sent (or no longer remembers).
     Stray,
+    /// An outage ended: `packets` consecutive requests got no timely reply.
+    /// `rtt_ns` holds its length, from the first of them leaving to the
+    /// next timely reply (or the end of the run); `seq` is the first.
+    Outage {
+        /// Requests in a row without a timely reply.
+        packets: u32,
+    },
 }
 
 /// One event from the measurement thread. Small and `Copy`, so it moves
@@ -60,7 +67,7 @@ impl Record {
         self
     }
 
-    /// Any other outcome.
+    /// Any other outcome but an outage.
     pub fn event(kind: RecordKind, seq: u64, at_ns: u64, warmup: bool) -> Self {
         Self {
             seq,
@@ -71,7 +78,19 @@ impl Record {
             split: Split::NONE,
         }
     }
+
+    /// An outage of `packets` requests from `seq` on, `length_ns` long.
+    pub fn outage(seq: u64, packets: u32, at_ns: u64, length_ns: u64) -> Self {
+        Self {
+            seq,
+            at_ns,
+            rtt_ns: length_ns,
+            kind: RecordKind::Outage { packets },
+            warmup: false,
+            split: Split::NONE,
+        }
+    }
 }
 
 // The README quotes the size; a ring slot per packet.
-const _: () = assert!(std::mem::size_of::<Record>() == 72);
+const _: () = assert!(std::mem::size_of::<Record>() == 80);

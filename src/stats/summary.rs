@@ -50,14 +50,17 @@ pub struct Distribution {
 /// Everything a report needs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
-    /// RTT figures (ns).
-    pub rtt_ns: RttFigures,
+    /// RTT figures (ns); `None` (JSON `null`) when no reply came back: no
+    /// replies, no RTT.
+    pub rtt_ns: Option<RttFigures>,
     /// Packet accounting.
     pub packets: Counters,
     /// Measured time, excluding warm-up (seconds).
     pub duration_s: f64,
     /// Requests per second over `duration_s`.
     pub rate_pps: f64,
+    /// Runs of two or more requests without a timely reply.
+    pub outages: super::Outages,
     /// Histogram shape.
     #[serde(skip)]
     pub distribution: Distribution,
@@ -69,21 +72,17 @@ impl Summary {
     /// Reduces statistics measured over `duration`.
     pub fn from_stats(stats: &Stats, duration: Duration) -> Self {
         let h = stats.histogram();
-        let rtt_ns = if h.is_empty() {
-            RttFigures::default()
-        } else {
-            RttFigures {
-                min: h.min(),
-                mean: h.mean(),
-                stddev: h.stdev(),
-                p50: h.value_at_quantile(0.5),
-                p90: h.value_at_quantile(0.9),
-                p99: h.value_at_quantile(0.99),
-                p999: h.value_at_quantile(0.999),
-                p9999: h.value_at_quantile(0.9999),
-                max: h.max(),
-            }
-        };
+        let rtt_ns = (!h.is_empty()).then(|| RttFigures {
+            min: h.min(),
+            mean: h.mean(),
+            stddev: h.stdev(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            p9999: h.value_at_quantile(0.9999),
+            max: h.max(),
+        });
         let packets = *stats.counters();
         let duration_s = duration.as_secs_f64();
         let rate_pps = if duration_s > 0.0 {
@@ -96,6 +95,7 @@ impl Summary {
             packets,
             duration_s,
             rate_pps,
+            outages: *stats.outages(),
             distribution: Distribution::from_stats(stats),
         }
     }
@@ -179,22 +179,19 @@ mod tests {
     fn figures_match_the_samples() {
         let s = stats_of(&[10_000, 20_000, 30_000, 40_000]);
         let sum = Summary::from_stats(&s, Duration::from_secs(2));
-        assert_eq!(sum.rtt_ns.min, 10_000);
-        assert!((sum.rtt_ns.mean - 25_000.0).abs() < 50.0);
+        let r = sum.rtt_ns.unwrap();
+        assert_eq!(r.min, 10_000);
+        assert!((r.mean - 25_000.0).abs() < 50.0);
         // 3 significant digits: max is the top of 40 000's bucket (width 32).
-        assert!(
-            (40_000..40_040).contains(&sum.rtt_ns.max),
-            "{}",
-            sum.rtt_ns.max
-        );
+        assert!((40_000..40_040).contains(&r.max), "{}", r.max);
         assert_eq!(sum.packets.sent, 4);
         assert!((sum.rate_pps - 2.0).abs() < 1e-9);
     }
 
     #[test]
-    fn empty_stats_give_zeros_and_no_buckets() {
+    fn no_replies_give_no_rtt_figures_and_no_buckets() {
         let sum = Summary::from_stats(&Stats::new(), Duration::ZERO);
-        assert_eq!(sum.rtt_ns, RttFigures::default());
+        assert_eq!(sum.rtt_ns, None);
         assert_eq!(sum.rate_pps, 0.0);
         assert!(sum.distribution.buckets.is_empty());
     }

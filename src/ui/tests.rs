@@ -108,9 +108,9 @@ fn the_save_prompt_and_the_baseline_change_are_drawn() {
         crate::stats::Summary::from_stats(app.client.live.total(), std::time::Duration::ZERO);
     app.baseline = Some(crate::config::Baseline {
         date: "2026-11-21T10:00:00Z".into(),
-        p50_ns: live.rtt_ns.p50 / 2,
-        p99_ns: live.rtt_ns.p99,
-        p999_ns: live.rtt_ns.p999,
+        p50_ns: live.rtt_ns.unwrap().p50 / 2,
+        p99_ns: live.rtt_ns.unwrap().p99,
+        p999_ns: live.rtt_ns.unwrap().p999,
         loss_percent: 0.0,
         timestamp_source: "user".into(),
     });

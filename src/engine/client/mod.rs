@@ -12,11 +12,11 @@ mod stamps;
 
 use super::affinity::{Placement, Role, ThreadPlacement, place_current_thread};
 use super::points::Points;
-use super::socket::{client_sockets, set_wait_mode, wildcard_for};
+use super::socket::{client_sockets, wildcard_for};
 use super::timestamping::{self, TimestampMode, capabilities::Source};
 use super::{EngineError, StopFlag};
 use crate::stats::{Record, SegmentSet, Stats};
-use pingpong::{Pinger, receive_slice};
+use pingpong::Pinger;
 use stamps::ClientStamps;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -178,11 +178,12 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server)),
         cfg.server,
     )?;
-    set_wait_mode(
-        &sockets.fast,
-        cfg.thread.busy_poll,
-        receive_slice(cfg.timeout),
-    )?;
+    // Never blocks: the loop spins on it, or waits in ppoll, whose
+    // timeout is exact where SO_RCVTIMEO's is rounded up to ticks.
+    sockets
+        .fast
+        .set_nonblocking(true)
+        .map_err(EngineError::io("cannot configure socket"))?;
     let local = sockets.local;
     let chosen = timestamping::choose(cfg.timestamps, local.ip())?;
     let kernel = chosen.source != Source::User;

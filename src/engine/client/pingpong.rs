@@ -22,9 +22,9 @@ use crate::engine::points::Points;
 use crate::engine::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use crate::engine::socket::ClientSockets;
 use crate::engine::sys::timestamping::{Stamps, realtime_ns};
-use crate::engine::sys::{self, RawAddr, is_network_error, is_send_drop};
+use crate::engine::sys::{self, RawAddr, Readiness, is_network_error, is_send_drop};
 use crate::engine::{EngineError, StopFlag};
-use crate::stats::{Record, RecordKind, SegmentSet, Split, Stats};
+use crate::stats::{Outage, OutageDetector, Record, RecordKind, SegmentSet, Split, Stats};
 use socket2::Socket;
 use std::io;
 use std::os::fd::AsRawFd;
@@ -38,20 +38,15 @@ const GIVE_UP_AFTER: u64 = 10;
 /// How often (in packets) the catch-all socket is checked for strays.
 const STRAY_DRAIN_EVERY: u64 = 1024;
 
-/// The longest the blocking receive sleeps before looking at the stop flag:
-/// a long `--timeout` must not make Ctrl-C or the display's keys wait.
+/// The longest a wait sleeps before looking at the stop flag: a long
+/// `--timeout` must not make Ctrl-C or the display's keys wait.
 pub(crate) const STOP_CHECK: Duration = Duration::from_millis(100);
-
-/// The blocking receive timeout for a per-packet `timeout`.
-pub(super) fn receive_slice(timeout: Duration) -> Duration {
-    timeout.min(STOP_CHECK)
-}
 
 /// How waiting for one reply ended.
 enum Wait {
     Answered,
     TimedOut,
-    /// The network said no (ICMP): the errno it reported.
+    /// The network said no (ICMP) before any reply: the errno it reported.
     Unreachable(i32),
     /// The stop flag was raised while waiting; the packet is not counted.
     Stopped,
@@ -67,6 +62,19 @@ pub(super) struct Output {
     pub log: Option<rtrb::Producer<Points>>,
 }
 
+/// What the peer has shown of itself so far, for the give-up message.
+#[derive(Default)]
+struct Seen {
+    /// Fresh replies.
+    replies: u64,
+    /// Late or duplicate replies: proof the peer answers, slowly.
+    late: u64,
+    /// STAMP requests that came back unchanged: a plain echo server.
+    echoed_requests: u64,
+    /// Our echo requests, cut short: (bytes that came back, bytes sent).
+    truncated: Option<(usize, usize)>,
+}
+
 /// Sleeps until `deadline` in slices, so `stop` is still noticed. Returns
 /// whether it was.
 fn pause_until(deadline: Instant, stop: &StopFlag) -> bool {
@@ -80,6 +88,17 @@ fn pause_until(deadline: Instant, stop: &StopFlag) -> bool {
         }
         std::thread::sleep((deadline - now).min(STOP_CHECK));
     }
+}
+
+/// A per-run token: random, so another run's datagrams (or a restarted
+/// run's, in the live display) are never taken for replies.
+fn run_token(epoch: Instant) -> u64 {
+    sys::random_u64().unwrap_or_else(|_| {
+        // getrandom cannot fail on a kernel Synapse runs on; should it, the
+        // clock's low bits still differ from run to run.
+        let t = epoch.elapsed().as_nanos() as u64 ^ sys::timestamping::realtime_ns();
+        t.rotate_left(17) ^ u64::from(std::process::id())
+    })
 }
 
 /// The measurement loop's state. Everything is allocated in `new`.
@@ -102,21 +121,13 @@ pub(super) struct Pinger<'a> {
     log_overflow: u64,
     tracker: SequenceTracker,
     stats: Stats,
+    outages: OutageDetector,
     epoch: Instant,
     timeout: Duration,
-    /// The socket's receive timeout: the timeout, or `STOP_CHECK` if shorter.
-    slice: Duration,
     busy_poll: bool,
     /// Packets below this sequence number are warm-up.
     warmup: u64,
-    /// The socket's receive timeout is shorter than `slice` right now.
-    shortened: bool,
-    /// Fresh replies so far.
-    replies_seen: u64,
-    /// Late or duplicate replies so far: proof the peer answers, slowly.
-    late_seen: u64,
-    /// STAMP requests that came back unchanged: a plain echo server.
-    echoed_requests: u64,
+    seen: Seen,
 }
 
 impl<'a> Pinger<'a> {
@@ -128,12 +139,11 @@ impl<'a> Pinger<'a> {
         segments: SegmentSet,
     ) -> Self {
         let epoch = Instant::now();
-        // A per-run token lets the codec reject datagrams from other runs.
-        let token = u64::from(std::process::id()) << 32 ^ epoch.elapsed().as_nanos() as u64;
+        let token = run_token(epoch);
         let codec = if cfg.stamp {
             Codec::Stamp(StampSender::new(cfg.size))
         } else {
-            Codec::Echo(EchoCodec::new(cfg.size, token ^ cfg.server.port() as u64))
+            Codec::Echo(EchoCodec::new(cfg.size, token))
         };
         Self {
             socket: &sockets.fast,
@@ -150,15 +160,12 @@ impl<'a> Pinger<'a> {
             log_overflow: 0,
             tracker: SequenceTracker::new(),
             stats: Stats::with_segments(segments),
+            outages: OutageDetector::default(),
             epoch,
             timeout: cfg.timeout,
-            slice: receive_slice(cfg.timeout),
             busy_poll: cfg.thread.busy_poll,
             warmup: cfg.warmup,
-            shortened: false,
-            replies_seen: 0,
-            late_seen: 0,
-            echoed_requests: 0,
+            seen: Seen::default(),
         }
     }
 
@@ -184,6 +191,11 @@ impl<'a> Pinger<'a> {
                     break;
                 }
             }
+            if seq == cfg.warmup && cfg.warmup > 0 {
+                // Warm-up ends: whatever other sources sent meanwhile
+                // belongs to it, not to the figures.
+                self.drain_strays(seq, true);
+            }
             if seq.is_multiple_of(STRAY_DRAIN_EVERY) {
                 self.drain_strays(seq, warmup);
             }
@@ -196,6 +208,10 @@ impl<'a> Pinger<'a> {
             seq += 1;
         }
         self.drain_strays(seq, false);
+        // An outage still going on when the run ends ends with it.
+        if let Some(o) = self.outages.end(self.at_ns(last)) {
+            self.emit_outage(o);
+        }
         Ok(ClientOutcome {
             stats: self.stats.clone(),
             measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
@@ -247,9 +263,9 @@ impl<'a> Pinger<'a> {
             // It counts as lost after its timeout, as if it had gone out,
             // so a dead link paces the run instead of spinning it.
             Err(e) if e.raw_os_error().is_some_and(is_send_drop) => {
-                sys::drain_error_queue(fd);
+                let _ = sys::drain_error_queue(fd);
                 let errno = e.raw_os_error().unwrap_or(0);
-                if self.replies_seen == 0 {
+                if self.seen.replies == 0 {
                     return Ok((Wait::Unreachable(errno), Instant::now()));
                 }
                 let stopped = pause_until(t1 + self.timeout, stop);
@@ -257,9 +273,7 @@ impl<'a> Pinger<'a> {
                 if stopped {
                     return Ok((Wait::Stopped, now));
                 }
-                let at = self.at_ns(now);
-                self.time_out(seq, at, warmup);
-                Ok((Wait::Unreachable(errno), now))
+                Ok((self.time_out(seq, t1, warmup), now))
             }
             Err(e) => Err(EngineError::Send {
                 addr: cfg.server,
@@ -276,7 +290,7 @@ impl<'a> Pinger<'a> {
         seq: u64,
         wait: Wait,
     ) -> Result<(), EngineError> {
-        if self.replies_seen > 0 {
+        if self.seen.replies > 0 {
             return Ok(());
         }
         match wait {
@@ -287,9 +301,15 @@ impl<'a> Pinger<'a> {
             }),
             Wait::TimedOut if seq + 1 >= GIVE_UP_AFTER => {
                 let timeout_ms = cfg.timeout.as_millis() as u64;
-                Err(if self.echoed_requests > 0 {
+                Err(if let Some((got, expected)) = self.seen.truncated {
+                    EngineError::Truncated {
+                        addr: cfg.server,
+                        got,
+                        expected,
+                    }
+                } else if self.seen.echoed_requests > 0 {
                     EngineError::NotStamp(cfg.server)
-                } else if self.late_seen > 0 {
+                } else if self.seen.late > 0 {
                     EngineError::TooSlow {
                         addr: cfg.server,
                         timeout_ms,
@@ -309,6 +329,8 @@ impl<'a> Pinger<'a> {
     /// Waits for the reply to `seq`, classifying everything that arrives
     /// meanwhile, until it comes, its deadline passes, or `stop` is raised.
     /// Returns how it ended and the time it did (the clock read for the RTT).
+    /// The deadline is kept to the clock: a reply after it is late, never
+    /// a sample, however the wait was woken.
     fn wait_for(
         &mut self,
         seq: u64,
@@ -322,32 +344,38 @@ impl<'a> Pinger<'a> {
             let received = self.receive(fd, deadline, stop);
             let now = Instant::now();
             let t4_user = if self.realtime { realtime_ns() } else { 0 };
-            let at_ns = self.at_ns(now);
             match received {
+                Ok((got, rx)) if now > deadline => {
+                    // Lost at its deadline; what came is classified after
+                    // that (a late reply, if it was this one).
+                    let wait = self.time_out(seq, t1, warmup);
+                    self.on_datagram(got, rx, seq, t1, now, t4_user, warmup);
+                    return Ok((wait, now));
+                }
                 Ok((got, rx)) => {
                     if self.on_datagram(got, rx, seq, t1, now, t4_user, warmup) {
                         return Ok((Wait::Answered, now));
                     }
-                    if now >= deadline {
-                        return Ok((self.time_out(seq, at_ns, warmup), now));
-                    }
-                    self.rearm(deadline - now);
                 }
                 Err(e) => match e.raw_os_error() {
                     Some(libc::EAGAIN | libc::EINTR) => {
                         if now >= deadline {
-                            return Ok((self.time_out(seq, at_ns, warmup), now));
+                            return Ok((self.time_out(seq, t1, warmup), now));
                         }
                         if stop.is_raised() {
-                            self.restore_timeout();
                             return Ok((Wait::Stopped, now));
                         }
-                        self.rearm(deadline - now);
                     }
                     Some(errno) if is_network_error(errno) => {
-                        sys::drain_error_queue(fd);
-                        self.time_out(seq, at_ns, warmup);
-                        return Ok((Wait::Unreachable(errno), now));
+                        let _ = self.clear_error_queue(fd);
+                        if self.seen.replies == 0 {
+                            self.time_out(seq, t1, warmup);
+                            return Ok((Wait::Unreachable(errno), now));
+                        }
+                        // Mid-run, an ICMP error (a reflector that died)
+                        // says this request is lost, but only its
+                        // deadline says so to the figures: a dead peer
+                        // paces the run at one loss per timeout.
                     }
                     _ => return Err(EngineError::io("receive failed")(e)),
                 },
@@ -380,7 +408,7 @@ impl<'a> Pinger<'a> {
         // a warm-up one even when this one is not.
         let (kind, about) = match decoded.map(|r| (r, self.tracker.on_reply(r.seq))) {
             Some((reply, Reply::Fresh)) => {
-                self.replies_seen += 1;
+                self.seen.replies += 1;
                 let rtt = now.duration_since(t1).as_nanos() as u64;
                 let p = &mut self.points;
                 p.rtt_ns = Some(rtt);
@@ -391,20 +419,26 @@ impl<'a> Pinger<'a> {
                 p.t4_user = self.realtime.then_some(t4_user);
                 let split = self.settle(warmup);
                 self.emit(Record::sample(seq, at_ns, rtt, warmup).with_split(split));
-                self.restore_timeout();
+                if !warmup && let Some(o) = self.outages.answered(at_ns) {
+                    self.emit_outage(o);
+                }
                 return true;
             }
             Some((r, Reply::Late { reordered })) => (RecordKind::Late { reordered }, r.seq),
             Some((r, Reply::Duplicate)) => (RecordKind::Duplicate, r.seq),
             Some((_, Reply::Stray)) | None => {
-                if self.codec.is_echoed_stamp_request(&self.buf[..got.len]) {
-                    self.echoed_requests += 1;
+                let datagram = &self.buf[..got.len];
+                if self.codec.is_echoed_stamp_request(datagram) {
+                    self.seen.echoed_requests += 1;
+                }
+                if let Some(expected) = self.codec.truncated_echo(datagram) {
+                    self.seen.truncated = Some((got.len, expected));
                 }
                 (RecordKind::Stray, seq)
             }
         };
         if kind != RecordKind::Stray {
-            self.late_seen += 1;
+            self.seen.late += 1;
         }
         let about_warmup = if kind == RecordKind::Stray {
             warmup
@@ -415,9 +449,10 @@ impl<'a> Pinger<'a> {
         false
     }
 
-    /// One datagram with its RX stamps, blocking (for at most one receive
-    /// slice) or spinning until something arrives, the deadline passes or
-    /// `stop` is raised.
+    /// One datagram with its RX stamps: spinning on the non-blocking
+    /// socket when busy-polling, else sleeping in `ppoll` with a nanosecond
+    /// timeout (at most `STOP_CHECK` at a time), until something arrives,
+    /// the deadline passes or `stop` is raised (then `EAGAIN`).
     #[inline]
     fn receive(
         &mut self,
@@ -425,19 +460,50 @@ impl<'a> Pinger<'a> {
         deadline: Instant,
         stop: &StopFlag,
     ) -> io::Result<(sys::Received, Stamps)> {
-        if !self.busy_poll {
-            return self.receive_once(fd);
+        let nothing = || Err(io::Error::from_raw_os_error(libc::EAGAIN));
+        if self.busy_poll {
+            loop {
+                match self.receive_once(fd) {
+                    Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                        if stop.is_raised() || Instant::now() >= deadline {
+                            return Err(e);
+                        }
+                        std::hint::spin_loop();
+                    }
+                    other => return other,
+                }
+            }
         }
         loop {
-            match self.receive_once(fd) {
-                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                    if stop.is_raised() || Instant::now() >= deadline {
-                        return Err(e);
-                    }
-                    std::hint::spin_loop();
-                }
-                other => return other,
+            let now = Instant::now();
+            if now >= deadline || stop.is_raised() {
+                return nothing();
             }
+            match sys::wait_readable(fd, (deadline - now).min(STOP_CHECK))? {
+                Readiness::Readable => return self.receive_once(fd),
+                Readiness::TimedOut => {}
+                Readiness::ErrorQueue => {
+                    // The packet's TX stamps, or an ICMP report: taken now,
+                    // while the reply is on its way; an error the socket
+                    // holds comes back from the receive.
+                    if let Some(errno) = self.clear_error_queue(fd) {
+                        return Err(io::Error::from_raw_os_error(errno));
+                    }
+                    match self.receive_once(fd) {
+                        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {}
+                        other => return other,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Empties the error queue: TX stamps go to the packet in flight; the
+    /// errno of an ICMP error it held is returned.
+    fn clear_error_queue(&mut self, fd: i32) -> Option<i32> {
+        match &mut self.stamps {
+            Some(s) => s.absorb(fd),
+            None => sys::drain_error_queue(fd),
         }
     }
 
@@ -468,13 +534,24 @@ impl<'a> Pinger<'a> {
         self.points.split()
     }
 
-    fn time_out(&mut self, seq: u64, at_ns: u64, warmup: bool) -> Wait {
+    /// Request `seq`, sent at `t1`, got no reply by its deadline: lost
+    /// (until a late reply says otherwise).
+    fn time_out(&mut self, seq: u64, t1: Instant, warmup: bool) -> Wait {
         self.settle(warmup);
         self.tracker.timed_out(seq);
+        let at_ns = self.at_ns(t1 + self.timeout);
         self.emit(Record::event(RecordKind::Lost, seq, at_ns, warmup));
-        self.restore_timeout();
+        if !warmup {
+            self.outages.missed(seq, self.at_ns(t1));
+        }
         self.drain_strays(seq, warmup);
         Wait::TimedOut
+    }
+
+    fn emit_outage(&mut self, o: Outage) {
+        let packets = u32::try_from(o.packets).unwrap_or(u32::MAX);
+        let at_ns = self.at_ns(Instant::now());
+        self.emit(Record::outage(o.seq, packets, at_ns, o.length_ns));
     }
 
     /// Counts whatever other sources sent to our port. Never blocks.
@@ -483,25 +560,6 @@ impl<'a> Pinger<'a> {
         while sys::recv_from(fd, &mut self.buf, &mut self.from).is_ok() {
             let at_ns = self.at_ns(Instant::now());
             self.emit(Record::event(RecordKind::Stray, seq, at_ns, warmup));
-        }
-    }
-
-    /// Rare path: keeps waiting with `remaining` left. The next blocking
-    /// receive must end at the deadline, not a whole slice later.
-    fn rearm(&mut self, remaining: Duration) {
-        if !self.busy_poll && remaining < self.slice {
-            let _ = self
-                .socket
-                .set_read_timeout(Some(remaining.max(Duration::from_micros(1))));
-            self.shortened = true;
-        }
-    }
-
-    #[inline]
-    fn restore_timeout(&mut self) {
-        if self.shortened {
-            let _ = self.socket.set_read_timeout(Some(self.slice));
-            self.shortened = false;
         }
     }
 

@@ -20,6 +20,8 @@ pub struct ClientStamps {
     /// come late.
     matcher: TxMatcher<TxPoints, 8>,
     hardware: bool,
+    /// The packet in flight's stamps, when they all came before it settled.
+    done: Option<TxPoints>,
 }
 
 impl ClientStamps {
@@ -40,12 +42,14 @@ impl ClientStamps {
             reader: TxStampReader::new(cmsg_type),
             matcher: TxMatcher::new(),
             hardware,
+            done: None,
         })
     }
 
     /// A packet went out: its TX stamps are waited for.
     #[inline]
     pub fn sent(&mut self) {
+        self.done = None;
         self.matcher.sent(TxPoints {
             want_hw: self.hardware,
             ..TxPoints::default()
@@ -64,13 +68,32 @@ impl ClientStamps {
         timestamping::recv_stamped(fd, buf, None, self.reader.control(), cmsg_type)
     }
 
+    /// Reads what the error queue holds now (never blocking): TX stamps
+    /// are filed for the packet in flight; the errno of an ICMP report, if
+    /// one was there, is returned. Called while waiting, when the queue
+    /// wakes the wait.
+    pub fn absorb(&mut self, fd: RawFd) -> Option<i32> {
+        for _ in 0..MAX_READS {
+            let Some((id, point, stamps)) = self.reader.next(fd) else {
+                break;
+            };
+            if let Some(tx) = self.matcher.file(id, point, stamps) {
+                self.done = Some(tx);
+            }
+        }
+        self.reader.take_error()
+    }
+
     /// Reads the error queue (never blocking) until the packet in flight
     /// has its TX stamps, then puts them in `points`. Stamps that never
     /// came stay `None`; the packet leaves the table either way, so one
     /// that comes later is counted stale.
     pub fn collect(&mut self, fd: RawFd, points: &mut Points) {
-        let mut done = None;
+        let mut done = self.done.take();
         for _ in 0..MAX_READS {
+            if done.is_some() {
+                break;
+            }
             let Some((id, point, stamps)) = self.reader.next(fd) else {
                 break;
             };

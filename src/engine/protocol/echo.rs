@@ -52,6 +52,16 @@ impl EchoCodec {
         echo_seq(reply)
     }
 
+    /// Whether a datagram is one of this run's requests cut short: shorter
+    /// than sent, its first bytes ours (sequence number and token). An echo
+    /// server with a smaller buffer than the request answers this way.
+    pub fn is_truncated_echo(&self, datagram: &[u8]) -> bool {
+        let n = datagram.len();
+        n >= TOKEN_END
+            && n < self.packet.len()
+            && datagram[8..TOKEN_END] == self.token.to_le_bytes()
+    }
+
     /// Payload size in bytes.
     pub fn size(&self) -> usize {
         self.packet.len()

@@ -74,6 +74,15 @@ impl Codec {
         }
     }
 
+    /// The payload size requested of the echo server, when `datagram` is
+    /// one of this run's echo requests cut short.
+    pub fn truncated_echo(&self, datagram: &[u8]) -> Option<usize> {
+        match self {
+            Codec::Echo(c) if c.is_truncated_echo(datagram) => Some(c.size()),
+            _ => None,
+        }
+    }
+
     /// Whether a datagram is the request just sent, unchanged: a STAMP
     /// request answered by a plain echo server.
     pub fn is_echoed_stamp_request(&self, datagram: &[u8]) -> bool {
@@ -137,6 +146,21 @@ mod tests {
         let mut c = EchoCodec::new(64, 0xfeed);
         let sent = c.encode(42).to_vec();
         assert_eq!(c.decode(&sent), Some(42));
+    }
+
+    #[test]
+    fn a_truncated_echo_is_recognised_as_ours() {
+        let mut c = EchoCodec::new(9_000, 0xfeed);
+        let sent = c.encode(7).to_vec();
+        assert_eq!(c.decode(&sent[..8_192]), None, "not a reply");
+        assert!(c.is_truncated_echo(&sent[..8_192]));
+        assert!(!c.is_truncated_echo(&sent), "whole is not truncated");
+        let mut other = EchoCodec::new(9_000, 0xbeef);
+        assert!(
+            !c.is_truncated_echo(&other.encode(7)[..8_192]),
+            "another run's"
+        );
+        assert!(!c.is_truncated_echo(&sent[..15]), "too short to tell");
     }
 
     #[test]

@@ -93,7 +93,9 @@ impl Reflector {
                     // log reads the queue itself, so TX stamps are kept.
                     Some(errno) if is_network_error(errno) => match self.log.as_mut() {
                         Some(log) => log.collect(self.fd),
-                        None => sys::drain_error_queue(self.fd),
+                        None => {
+                            let _ = sys::drain_error_queue(self.fd);
+                        }
                     },
                     _ => return Err(EngineError::io("receive failed")(e)),
                 },

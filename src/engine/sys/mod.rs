@@ -252,11 +252,87 @@ pub fn is_send_drop(errno: i32) -> bool {
 
 /// Discards everything queued on the socket's error queue (ICMP errors
 /// reported through `IP_RECVERR`). Never blocks.
-pub fn drain_error_queue(fd: RawFd) {
-    let mut scratch = [0u8; 512];
+/// Returns the errno of the last ICMP error it held: reading an error
+/// clears the socket's pending error, so this is the only place left to
+/// learn it.
+pub fn drain_error_queue(fd: RawFd) -> Option<i32> {
     let mut control = timestamping::ControlBuf::default();
-    let flags = libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT;
-    while timestamping::recvmsg(fd, &mut scratch, None, &mut control, flags).is_ok() {}
+    let mut errno = None;
+    loop {
+        match timestamping::read_error_queue(fd, &mut control, 0) {
+            Ok(timestamping::ErrQueue::Error(e)) => errno = Some(e),
+            Ok(timestamping::ErrQueue::Stamp { .. } | timestamping::ErrQueue::Other) => {}
+            Ok(timestamping::ErrQueue::Empty) | Err(_) => return errno,
+        }
+    }
+}
+
+/// What a wait on a socket saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// A datagram (or an error) can be received.
+    Readable,
+    /// Only the error queue has something (TX stamps or ICMP reports).
+    ErrorQueue,
+    /// The time ran out (or a signal came).
+    TimedOut,
+}
+
+/// Waits until `fd` has a datagram or an error, at most `timeout`, with a
+/// nanosecond timeout (`ppoll`), unlike `SO_RCVTIMEO`, which the kernel
+/// rounds up to whole ticks.
+pub fn wait_readable(fd: RawFd, timeout: std::time::Duration) -> io::Result<Readiness> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    };
+    // SAFETY: pfd and ts are live for the call; one pollfd is passed; a
+    // null signal mask leaves the thread's mask alone.
+    let n = unsafe { libc::ppoll(&raw mut pfd, 1, &raw const ts, std::ptr::null()) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EINTR) => Ok(Readiness::TimedOut),
+            _ => Err(e),
+        };
+    }
+    Ok(if n == 0 {
+        Readiness::TimedOut
+    } else if pfd.revents & libc::POLLIN != 0 {
+        Readiness::Readable
+    } else {
+        Readiness::ErrorQueue
+    })
+}
+
+/// Eight random bytes from the kernel (`getrandom`), for per-run tokens.
+pub fn random_u64() -> io::Result<u64> {
+    let mut buf = [0u8; 8];
+    // SAFETY: buf is writable for its 8 bytes; the kernel writes no further.
+    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n == 8 {
+        Ok(u64::from_ne_bytes(buf))
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Lowers the calling thread's timer slack to `ns` (the kernel's default
+/// lets a sleep end up to 50 µs late, to batch wake-ups).
+pub fn set_timer_slack(ns: u64) -> io::Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and changes only
+    // the calling thread.
+    let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Sets an integer socket option.

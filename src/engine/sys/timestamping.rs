@@ -272,7 +272,9 @@ pub enum ErrQueue {
         /// The stamps.
         stamps: Stamps,
     },
-    /// An ICMP error or another kind of report; nothing to time.
+    /// An ICMP error (port unreachable, no route, too big…): its errno.
+    Error(i32),
+    /// Another kind of report; nothing to time.
     Other,
     /// Nothing queued.
     Empty,
@@ -313,6 +315,7 @@ pub fn read_error_queue(
                 stamps: parsed.stamps,
             }
         }
+        Some(ee) if ee.ee_errno != 0 => ErrQueue::Error(ee.ee_errno as i32),
         _ => ErrQueue::Other,
     })
 }
@@ -379,7 +382,9 @@ mod tests {
                             TxPoint::Sent => sent = stamps.software,
                         }
                     }
-                    ErrQueue::Other => panic!("unexpected error-queue message"),
+                    ErrQueue::Other | ErrQueue::Error(_) => {
+                        panic!("unexpected error-queue message")
+                    }
                     ErrQueue::Empty if sched.is_some() && sent.is_some() => break,
                     ErrQueue::Empty => std::thread::sleep(std::time::Duration::from_millis(1)),
                 }

@@ -158,6 +158,9 @@ impl<T: TxEntry, const N: usize> TxMatcher<T, N> {
 pub struct TxStampReader {
     cmsg_type: i32,
     control: ControlBuf,
+    /// The errno of the last ICMP error read past (reading it cleared the
+    /// socket's pending error).
+    error: Option<i32>,
 }
 
 impl TxStampReader {
@@ -167,21 +170,28 @@ impl TxStampReader {
         Self {
             cmsg_type,
             control: ControlBuf::default(),
+            error: None,
         }
     }
 
-    /// The next TX stamp, skipping ICMP reports (their errno reaches the
-    /// receive call, which the kernel wakes first); `None` once the queue
-    /// is empty or cannot be read.
+    /// The next TX stamp, reading past ICMP reports (the last one's errno
+    /// is kept for [`TxStampReader::take_error`]); `None` once the queue is
+    /// empty or cannot be read.
     #[inline]
     pub fn next(&mut self, fd: RawFd) -> Option<(u32, TxPoint, Stamps)> {
         loop {
             match timestamping::read_error_queue(fd, &mut self.control, self.cmsg_type) {
                 Ok(ErrQueue::Stamp { id, point, stamps }) => return Some((id, point, stamps)),
+                Ok(ErrQueue::Error(errno)) => self.error = Some(errno),
                 Ok(ErrQueue::Other) => {}
                 Ok(ErrQueue::Empty) | Err(_) => return None,
             }
         }
+    }
+
+    /// The errno of an ICMP error read past since the last call, if any.
+    pub fn take_error(&mut self) -> Option<i32> {
+        self.error.take()
     }
 
     /// The receive side's control buffer, shared so one socket needs one.

@@ -1,10 +1,10 @@
 //! The live numbers: current RTT, percentiles, rate, packet fates.
 
 use crate::config::Baseline;
-use crate::stats::Summary;
+use crate::stats::{RttFigures, Summary};
 use crate::ui::app::{ClientView, ServerView};
 use crate::ui::theme::Theme;
-use crate::units::{count_of, format_ns, format_rate, group_thousands};
+use crate::units::{compact_count, count_of, format_ns, format_rate, group_thousands};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -28,20 +28,20 @@ pub fn render_client(
 ) {
     let live = &v.live;
     let s = Summary::from_stats(live.total(), Duration::ZERO);
-    let r = &s.rtt_ns;
     let p = &s.packets;
     let current = match live.last_rtt_ns {
         Some(ns) => Span::styled(format!("→ {}", format_ns(ns as f64)), t.rtt(ns)),
         None => Span::styled("→ waiting for replies", t.dim()),
     };
-    let have = p.received > 0;
-    let fig = |ns: f64| if have { format_ns(ns) } else { "—".into() };
-    let mean_style = if !have {
-        t.dim()
-    } else if r.mean < 1e6 {
-        t.good()
-    } else {
-        t.bad()
+    let fig = |get: fn(&RttFigures) -> f64| {
+        s.rtt_ns
+            .as_ref()
+            .map_or_else(|| "—".to_string(), |r| format_ns(get(r)))
+    };
+    let mean_style = match &s.rtt_ns {
+        None => t.dim(),
+        Some(r) if r.mean < 1e6 => t.good(),
+        Some(_) => t.bad(),
     };
     let loss_style = if p.lost > 0 { t.bad() } else { t.dim() };
     let warm = if live.warmed_up || v.info.warmup == 0 {
@@ -52,38 +52,59 @@ pub fn render_client(
             t.warn(),
         )
     };
+    let o = &s.outages;
+    let outages = match o.count {
+        0 => Span::styled("none", t.dim()),
+        n => Span::styled(
+            format!("{n}, longest {}", format_ns(o.longest_ms * 1e6)),
+            t.bad(),
+        ),
+    };
     let lines = vec![
         Line::from(vec![Span::raw(" "), current]),
         Line::from(vec![
             Span::styled(" Mean    ", t.dim()),
-            Span::styled(fig(r.mean), mean_style),
+            Span::styled(fig(|r| r.mean), mean_style),
         ]),
-        row(t, "P50", fig(r.p50 as f64)),
-        row(t, "P99", fig(r.p99 as f64)),
-        row(t, "P99.9", fig(r.p999 as f64)),
-        row(t, "Min", fig(r.min as f64)),
-        row(t, "Max", fig(r.max as f64)),
+        row(t, "P50", fig(|r| r.p50 as f64)),
+        row(t, "P99", fig(|r| r.p99 as f64)),
+        row(t, "P99.9", fig(|r| r.p999 as f64)),
+        row(
+            t,
+            "Min",
+            format!("{}  max {}", fig(|r| r.min as f64), fig(|r| r.max as f64)),
+        ),
         row(t, "Rate", format!("{} pkt/s", format_rate(live.rate_pps()))),
         Line::from(vec![
             Span::styled(" Lost    ", t.dim()),
             Span::styled(
-                format!("{} ({:.2}%)", group_thousands(p.lost), p.loss_percent()),
+                format!("{} ({:.2}%)", compact_count(p.lost), p.loss_percent()),
                 loss_style,
             ),
-            Span::styled(format!("  late {}", p.late), t.dim()),
         ]),
+        row(
+            t,
+            "Late",
+            format!(
+                "{}  dup {}",
+                compact_count(p.late),
+                compact_count(p.duplicate)
+            ),
+        ),
         Line::from(Span::styled(
             format!(
-                " dup {}  reord {}  stray {}",
-                p.duplicate, p.reordered, p.stray
+                " reord {}  stray {}",
+                compact_count(p.reordered),
+                compact_count(p.stray)
             ),
             t.dim(),
         )),
+        Line::from(vec![Span::styled(" Outages ", t.dim()), outages]),
         Line::from(vec![Span::styled(" Warm-up ", t.dim()), warm]),
     ];
     let mut block = Block::bordered().title(Span::styled(" Live RTT ", t.title()));
-    if let Some(b) = baseline.filter(|_| have) {
-        let c = b.compare(&s, None).change_percent;
+    if let Some(c) = baseline.and_then(|b| b.compare(&s, None)) {
+        let c = c.change_percent;
         let style = if c.p50.max(c.p99) > 10.0 {
             t.bad()
         } else {

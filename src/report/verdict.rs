@@ -1,0 +1,296 @@
+//! PASS or FAIL: every criterion a run is judged by, with its limit, the
+//! value measured and whether it held. A criterion that could not be
+//! checked (no replies, so no RTT) does not hold: a verdict never passes
+//! what it did not check.
+
+use crate::config::BaselineComparison;
+use crate::stats::{Stats, Summary};
+use crate::units::{duration_text, format_ns, format_ns_plain, millis};
+use serde::Serialize;
+use std::fmt;
+use std::time::Duration;
+
+/// An RTT figure a threshold can judge.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RttMetric {
+    /// The arithmetic mean (the seed's verdict).
+    Mean,
+    /// A percentile, 0 < p < 100.
+    Percentile(f64),
+    /// The slowest reply.
+    Max,
+}
+
+impl RttMetric {
+    /// The figure in `stats`; `None` without replies.
+    fn of(self, stats: &Stats) -> Option<f64> {
+        let h = stats.histogram();
+        (!h.is_empty()).then(|| match self {
+            RttMetric::Mean => h.mean(),
+            RttMetric::Max => h.max() as f64,
+            RttMetric::Percentile(p) => h.value_at_quantile(p / 100.0) as f64,
+        })
+    }
+}
+
+impl fmt::Display for RttMetric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RttMetric::Mean => f.write_str("mean"),
+            RttMetric::Max => f.write_str("max"),
+            RttMetric::Percentile(p) => write!(f, "p{p}"),
+        }
+    }
+}
+
+/// `--threshold`: an RTT figure that must stay below a limit. `1ms` means
+/// the mean (the seed's form); `p99=500us`, `mean=1ms`, `max=5ms` name it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Threshold {
+    /// What is judged.
+    pub metric: RttMetric,
+    /// It must be below this.
+    pub limit: Duration,
+}
+
+impl fmt::Display for Threshold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.metric, duration_text(self.limit))
+    }
+}
+
+impl std::str::FromStr for Threshold {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let Some((name, limit)) = s.split_once('=') else {
+            return Ok(Self {
+                metric: RttMetric::Mean,
+                limit: millis(s)?,
+            });
+        };
+        let metric = match name.trim() {
+            "mean" => RttMetric::Mean,
+            "max" => RttMetric::Max,
+            p => match p.strip_prefix('p').map(str::parse::<f64>) {
+                Some(Ok(q)) if q > 0.0 && q < 100.0 => RttMetric::Percentile(q),
+                _ => {
+                    return Err(format!(
+                        "'{name}' is not an RTT figure (mean, max, or a percentile such as p50, p99.9)"
+                    ));
+                }
+            },
+        };
+        Ok(Self {
+            metric,
+            limit: millis(limit)?,
+        })
+    }
+}
+
+/// One criterion of the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Criterion {
+    /// What was judged: `mean`, `p99`, `loss`, `p50 regression`, …
+    pub metric: String,
+    /// Its limit.
+    pub limit: f64,
+    /// What was measured; `None` when nothing could be.
+    pub value: Option<f64>,
+    /// `ns` or `percent`.
+    pub unit: &'static str,
+    /// Whether it held.
+    pub held: bool,
+}
+
+impl Criterion {
+    /// `p99 61.2 µs < 500 µs`, `loss 0.20 % ≤ 1 %`, with what was measured.
+    pub fn describe(&self) -> String {
+        let value = |v: f64| match self.unit {
+            "ns" => format_ns(v),
+            _ => format!("{v:.2} %"),
+        };
+        let limit = match self.unit {
+            "ns" => format_ns_plain(self.limit as u64),
+            _ => format!("{} %", self.limit),
+        };
+        let shown = self
+            .value
+            .map_or_else(|| "— (no replies)".to_string(), value);
+        let op = if self.unit == "ns" { "<" } else { "≤" };
+        format!("{} {shown} {op} {limit}", self.metric)
+    }
+}
+
+/// Pass or fail, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// Every criterion held.
+    pub pass: bool,
+    /// Each criterion with its limit, its value and whether it held.
+    pub criteria: Vec<Criterion>,
+    /// The mean's threshold held (and replies came back).
+    pub mean_ok: bool,
+    /// p50 or p99 regressed past `--fail-on-regression`.
+    pub regressed: bool,
+}
+
+impl Verdict {
+    /// Judges a run (its statistics and their summary) against the
+    /// thresholds, the loss limit (percent of requests lost or late) and the
+    /// baseline comparison, if any.
+    pub fn judge(
+        stats: &Stats,
+        summary: &Summary,
+        thresholds: &[Threshold],
+        max_loss: f64,
+        baseline: Option<&BaselineComparison>,
+    ) -> Self {
+        let mut criteria: Vec<Criterion> = thresholds
+            .iter()
+            .map(|t| {
+                let value = t.metric.of(stats);
+                let limit = t.limit.as_nanos() as f64;
+                Criterion {
+                    metric: t.metric.to_string(),
+                    limit,
+                    value,
+                    unit: "ns",
+                    held: value.is_some_and(|v| v < limit),
+                }
+            })
+            .collect();
+        let loss = summary.packets.unanswered_percent();
+        criteria.push(Criterion {
+            metric: "loss".into(),
+            limit: max_loss,
+            value: (summary.packets.sent > 0).then_some(loss),
+            unit: "percent",
+            held: summary.packets.sent > 0 && loss <= max_loss,
+        });
+        if let Some(b) = baseline
+            && let Some(limit) = b.limit_percent
+        {
+            for (name, change) in [("p50", b.change_percent.p50), ("p99", b.change_percent.p99)] {
+                criteria.push(Criterion {
+                    metric: format!("{name} regression"),
+                    limit,
+                    value: Some(change),
+                    unit: "percent",
+                    held: change <= limit,
+                });
+            }
+        }
+        let mean_ok = criteria
+            .iter()
+            .filter(|c| c.metric == "mean")
+            .all(|c| c.held)
+            && summary.packets.received > 0;
+        let regressed = criteria
+            .iter()
+            .any(|c| c.metric.ends_with("regression") && !c.held);
+        Self {
+            pass: criteria.iter().all(|c| c.held),
+            criteria,
+            mean_ok,
+            regressed,
+        }
+    }
+
+    /// The criteria that did not hold.
+    pub fn failed(&self) -> impl Iterator<Item = &Criterion> {
+        self.criteria.iter().filter(|c| !c.held)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{Record, RecordKind};
+
+    /// 100 replies of `rtt`, one of `slow`, then `lost` lost and `late` late.
+    fn run(rtt: u64, slow: u64, lost: u64, late: u64) -> (Stats, Summary) {
+        let mut stats = Stats::new();
+        let mut seq = 0;
+        for r in std::iter::repeat_n(rtt, 100).chain([slow]) {
+            stats.record(&Record::sample(seq, 0, r, false));
+            seq += 1;
+        }
+        for _ in 0..lost + late {
+            stats.record(&Record::event(RecordKind::Lost, seq, 0, false));
+            seq += 1;
+        }
+        for s in 0..late {
+            stats.record(&Record::event(
+                RecordKind::Late { reordered: false },
+                101 + s,
+                0,
+                false,
+            ));
+        }
+        let summary = Summary::from_stats(&stats, Duration::from_secs(1));
+        (stats, summary)
+    }
+
+    fn t(s: &str) -> Threshold {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn thresholds_read_the_seeds_form_and_named_figures() {
+        assert_eq!(
+            t("1ms"),
+            Threshold {
+                metric: RttMetric::Mean,
+                limit: Duration::from_millis(1)
+            }
+        );
+        assert_eq!(t("p99=500us").metric, RttMetric::Percentile(99.0));
+        assert_eq!(t("p99.9=5ms").limit, Duration::from_millis(5));
+        assert_eq!(
+            t("max=2").limit,
+            Duration::from_millis(2),
+            "bare numbers are ms"
+        );
+        assert_eq!(t("p99=500us").to_string(), "p99=500us");
+        assert_eq!(t("mean=1ms").to_string(), "mean=1ms");
+        for bad in ["p100=1ms", "q99=1ms", "p99=soon", "fast"] {
+            assert!(bad.parse::<Threshold>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn loss_counts_lost_and_late_of_sent() {
+        let (stats, s) = run(50_000, 90_000, 1, 1);
+        assert_eq!(s.packets.sent, 103);
+        let v = Verdict::judge(&stats, &s, &[t("1ms")], 1.0, None);
+        assert!(!v.pass, "2 of 103 unanswered is above 1 %");
+        let failed: Vec<_> = v.failed().map(|c| c.metric.as_str()).collect();
+        assert_eq!(failed, ["loss"]);
+        assert!(v.mean_ok);
+        assert!(Verdict::judge(&stats, &s, &[t("1ms")], 2.0, None).pass);
+    }
+
+    #[test]
+    fn a_percentile_threshold_fails_on_its_own_figure() {
+        let (stats, s) = run(50_000, 900_000, 0, 0);
+        let v = Verdict::judge(&stats, &s, &[t("1ms"), t("max=500us")], 1.0, None);
+        assert!(!v.pass);
+        let failed: Vec<_> = v.failed().map(Criterion::describe).collect();
+        assert_eq!(failed.len(), 1);
+        assert!(failed[0].starts_with("max 900."), "{failed:?}");
+        assert!(failed[0].ends_with("µs < 500 µs"), "{failed:?}");
+        assert!(Verdict::judge(&stats, &s, &[t("p99=100us")], 1.0, None).pass);
+    }
+
+    #[test]
+    fn no_replies_holds_no_rtt_criterion() {
+        let mut stats = Stats::new();
+        stats.record(&Record::event(RecordKind::Lost, 0, 0, false));
+        let s = Summary::from_stats(&stats, Duration::from_secs(1));
+        let v = Verdict::judge(&stats, &s, &[t("1ms")], 100.0, None);
+        assert!(!v.pass, "a verdict never passes what it did not check");
+        let mean = &v.criteria[0];
+        assert_eq!((mean.value, mean.held), (None, false));
+        assert_eq!(mean.describe(), "mean — (no replies) < 1 ms");
+    }
+}
