@@ -247,6 +247,13 @@ pub struct RunArgs {
     #[serde(rename = "max_loss_percent")]
     pub max_loss: f64,
 
+    /// FAIL when replies stopped for longer than this: the longest outage
+    /// (two or more requests in a row without a timely reply), from the
+    /// first of them leaving to the next timely reply.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = units::millis)]
+    #[serde(rename = "max_outage_ms", serialize_with = "units::serde_ms")]
+    pub max_outage: Duration,
+
     /// Live display frames per second.
     #[arg(long, value_name = "N", default_value = "30",
           value_parser = clap::value_parser!(u32).range(1..=120))]

@@ -90,11 +90,13 @@ where
     }
 }
 
-/// Ctrl-C and SIGTERM raise the stop flag; a second Ctrl-C exits at once.
+/// Ctrl-C, SIGTERM and SIGHUP (a closed terminal, or a service manager's
+/// reload) raise the stop flag, so what was measured is reported and logs
+/// are flushed; a second signal exits at once.
 fn install_signal_handlers(stop: &StopFlag) -> Result<(), AppError> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::flag;
-    for sig in [SIGINT, SIGTERM] {
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
         flag::register_conditional_shutdown(sig, 130, stop.as_atomic().clone())?;
         flag::register(sig, stop.as_atomic().clone())?;
     }

@@ -206,3 +206,29 @@ fn datagrams_from_service_ports_are_never_answered() {
         "{out}"
     );
 }
+
+/// An echo server that cuts datagrams short is named as such, not taken
+/// for one that does not answer.
+#[test]
+fn a_truncating_echo_server_is_named() {
+    let port = free_udp_port();
+    let socat = std::process::Command::new("socat")
+        .args([&format!("UDP4-LISTEN:{port},bind=127.0.0.1"), "PIPE"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("socat must be installed (.ci/run installs it)");
+    let _socat = Guard(socat);
+    wait_for_udp_bound(port);
+    let out = synapse()
+        .args(["client", &format!("127.0.0.1:{port}"), "--no-ui"])
+        .args(["--size", "9000", "--timeout", "200"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("were 8192 bytes, expected 9000 (the echo server truncates)"),
+        "{err}"
+    );
+}

@@ -132,7 +132,10 @@ impl Report {
                 &outcome.stats,
                 &summary,
                 &plan.run.threshold,
-                plan.run.max_loss,
+                verdict::Limits {
+                    loss_percent: plan.run.max_loss,
+                    outage: plan.run.max_outage,
+                },
                 baseline.as_ref(),
             ),
             baseline,

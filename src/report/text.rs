@@ -169,10 +169,10 @@ fn write_verdict(out: &mut impl Write, report: &Report, paint: &Paint) -> io::Re
         } else {
             paint.red("✗")
         };
-        let why = if c.metric == "loss" {
-            "  (lost + late, of sent; --max-loss)"
-        } else {
-            ""
+        let why = match c.metric.as_str() {
+            "loss" => "  (lost + late, of sent; --max-loss)",
+            "outage" => "  (the longest; --max-outage)",
+            _ => "",
         };
         writeln!(out, "  {mark} {}{why}", c.describe())?;
     }
@@ -207,6 +207,11 @@ fn failure(c: &Criterion) -> String {
         "loss" => format!(
             "{value:.2} % of requests got no timely reply, above the {} % limit (--max-loss)",
             c.limit
+        ),
+        "outage" => format!(
+            "replies stopped for {}, longer than the {} limit (--max-outage)",
+            format_ns(value),
+            format_ns_plain(c.limit as u64)
         ),
         m if m.ends_with(" regression") => format!(
             "{} is {value:.1} % worse than the baseline (limit {} %)",

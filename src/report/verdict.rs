@@ -87,6 +87,26 @@ impl std::str::FromStr for Threshold {
     }
 }
 
+/// How much loss a run may have and still pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Requests without a timely reply, percent of those sent.
+    pub loss_percent: f64,
+    /// The longest outage.
+    pub outage: Duration,
+}
+
+impl Limits {
+    /// Limits that nothing exceeds, for tests of the other criteria.
+    #[cfg(test)]
+    pub fn none() -> Self {
+        Self {
+            loss_percent: 100.0,
+            outage: Duration::MAX,
+        }
+    }
+}
+
 /// One criterion of the verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Criterion {
@@ -116,7 +136,11 @@ impl Criterion {
         let shown = self
             .value
             .map_or_else(|| "— (no replies)".to_string(), value);
-        let op = if self.unit == "ns" { "<" } else { "≤" };
+        let op = if self.unit == "ns" && self.metric != "outage" {
+            "<"
+        } else {
+            "≤"
+        };
         format!("{} {shown} {op} {limit}", self.metric)
     }
 }
@@ -142,9 +166,10 @@ impl Verdict {
         stats: &Stats,
         summary: &Summary,
         thresholds: &[Threshold],
-        max_loss: f64,
+        limits: Limits,
         baseline: Option<&BaselineComparison>,
     ) -> Self {
+        let max_loss = limits.loss_percent;
         let mut criteria: Vec<Criterion> = thresholds
             .iter()
             .map(|t| {
@@ -166,6 +191,15 @@ impl Verdict {
             value: (summary.packets.sent > 0).then_some(loss),
             unit: "percent",
             held: summary.packets.sent > 0 && loss <= max_loss,
+        });
+        let longest = summary.outages.longest_ms * 1e6;
+        let max_outage = limits.outage.as_nanos() as f64;
+        criteria.push(Criterion {
+            metric: "outage".into(),
+            limit: max_outage,
+            value: (summary.packets.sent > 0).then_some(longest),
+            unit: "ns",
+            held: summary.packets.sent > 0 && longest <= max_outage,
         });
         if let Some(b) = baseline
             && let Some(limit) = b.limit_percent
@@ -262,24 +296,48 @@ mod tests {
     fn loss_counts_lost_and_late_of_sent() {
         let (stats, s) = run(50_000, 90_000, 1, 1);
         assert_eq!(s.packets.sent, 103);
-        let v = Verdict::judge(&stats, &s, &[t("1ms")], 1.0, None);
+        let limits = |loss_percent| Limits {
+            loss_percent,
+            ..Limits::none()
+        };
+        let v = Verdict::judge(&stats, &s, &[t("1ms")], limits(1.0), None);
         assert!(!v.pass, "2 of 103 unanswered is above 1 %");
         let failed: Vec<_> = v.failed().map(|c| c.metric.as_str()).collect();
         assert_eq!(failed, ["loss"]);
         assert!(v.mean_ok);
-        assert!(Verdict::judge(&stats, &s, &[t("1ms")], 2.0, None).pass);
+        assert!(Verdict::judge(&stats, &s, &[t("1ms")], limits(2.0), None).pass);
     }
 
     #[test]
     fn a_percentile_threshold_fails_on_its_own_figure() {
         let (stats, s) = run(50_000, 900_000, 0, 0);
-        let v = Verdict::judge(&stats, &s, &[t("1ms"), t("max=500us")], 1.0, None);
+        let v = Verdict::judge(
+            &stats,
+            &s,
+            &[t("1ms"), t("max=500us")],
+            Limits::none(),
+            None,
+        );
         assert!(!v.pass);
         let failed: Vec<_> = v.failed().map(Criterion::describe).collect();
         assert_eq!(failed.len(), 1);
         assert!(failed[0].starts_with("max 900."), "{failed:?}");
         assert!(failed[0].ends_with("µs < 500 µs"), "{failed:?}");
-        assert!(Verdict::judge(&stats, &s, &[t("p99=100us")], 1.0, None).pass);
+        assert!(Verdict::judge(&stats, &s, &[t("p99=100us")], Limits::none(), None).pass);
+    }
+
+    #[test]
+    fn an_outage_longer_than_the_limit_fails_a_run_of_little_loss() {
+        let (mut stats, _) = run(50_000, 60_000, 0, 0);
+        stats.record(&Record::outage(101, 19, 0, 2_000_000_000));
+        let s = Summary::from_stats(&stats, Duration::from_secs(4));
+        let limits = Limits {
+            loss_percent: 100.0,
+            outage: Duration::from_secs(1),
+        };
+        let v = Verdict::judge(&stats, &s, &[t("1ms")], limits, None);
+        let failed: Vec<_> = v.failed().map(Criterion::describe).collect();
+        assert_eq!(failed, ["outage 2.00 s ≤ 1 s"]);
     }
 
     #[test]
@@ -287,7 +345,7 @@ mod tests {
         let mut stats = Stats::new();
         stats.record(&Record::event(RecordKind::Lost, 0, 0, false));
         let s = Summary::from_stats(&stats, Duration::from_secs(1));
-        let v = Verdict::judge(&stats, &s, &[t("1ms")], 100.0, None);
+        let v = Verdict::judge(&stats, &s, &[t("1ms")], Limits::none(), None);
         assert!(!v.pass, "a verdict never passes what it did not check");
         let mean = &v.criteria[0];
         assert_eq!((mean.value, mean.held), (None, false));

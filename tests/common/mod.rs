@@ -17,9 +17,94 @@ pub fn free_udp_port() -> u16 {
         .port()
 }
 
-/// The binary under test.
+/// The binary under test: this build's, or the one `SYNAPSE_TEST_BIN`
+/// names (to show that a test fails on an older build).
 pub fn synapse() -> Command {
-    Command::new(assert_cmd::cargo::cargo_bin!("synapse"))
+    match std::env::var_os("SYNAPSE_TEST_BIN") {
+        Some(bin) => Command::new(bin),
+        None => Command::new(assert_cmd::cargo::cargo_bin!("synapse")),
+    }
+}
+
+/// What a scripted peer does with one request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Answer {
+    /// Echo it at once.
+    Echo,
+    /// Never answer it.
+    Drop,
+    /// Echo it after this long (the peer answers nothing meanwhile).
+    After(Duration),
+}
+
+/// A scripted echo peer on 127.0.0.1: `script(seq)` decides each request's
+/// fate (the sequence number is a Synapse client's first 8 bytes). It
+/// stops when dropped. `on_request` lets a test act on the way.
+pub struct ScriptedPeer {
+    pub port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ScriptedPeer {
+    pub fn start(script: impl Fn(u64) -> Answer + Send + 'static) -> Self {
+        Self::start_with(script, |_, _| {})
+    }
+
+    pub fn start_with(
+        script: impl Fn(u64) -> Answer + Send + 'static,
+        on_request: impl Fn(u64, std::net::SocketAddr) + Send + 'static,
+    ) -> Self {
+        use std::sync::atomic::Ordering;
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let port = socket.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut buf = [0u8; 65_536];
+            while !flag.load(Ordering::Relaxed) {
+                let Ok((n, from)) = socket.recv_from(&mut buf) else {
+                    continue;
+                };
+                let seq = buf[..n.min(8)]
+                    .try_into()
+                    .map(u64::from_le_bytes)
+                    .unwrap_or(u64::MAX);
+                on_request(seq, from);
+                match script(seq) {
+                    Answer::Echo => {
+                        let _ = socket.send_to(&buf[..n], from);
+                    }
+                    Answer::Drop => {}
+                    Answer::After(d) => {
+                        std::thread::sleep(d);
+                        let _ = socket.send_to(&buf[..n], from);
+                    }
+                }
+            }
+        });
+        Self {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for ScriptedPeer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// A child process killed when dropped, so a failing test leaves nothing behind.
