@@ -11,6 +11,7 @@ use crate::engine::TimestampMode;
 use crate::engine::protocol::payload_size;
 use crate::engine::socket::address_text;
 use crate::report::Threshold;
+use crate::report::packet_log::Opening;
 use crate::units::{self, count, percent, seconds};
 use clap::{ArgAction, ArgGroup, Args, CommandFactory, Parser, Subcommand};
 use serde::Serialize;
@@ -124,13 +125,8 @@ pub struct ServerArgs {
     #[arg(long, value_name = "PORT", default_value_t = crate::engine::stamp::DEFAULT_PORT)]
     pub stamp_port: u16,
 
-    /// Write one CSV row per answered datagram to FILE: PROTO, PEER, SEQ,
-    /// the kernel's and user space's receive and send times (T2_HW T2_DRV
-    /// T2_SW T3_SW T3_SCHED T3_DRV T3_HW, as seconds.nanoseconds, empty
-    /// where absent) and RESPONSE = T3_DRV − T2_DRV in ns. Switches on the
-    /// reflector's kernel timestamps.
-    #[arg(long, value_name = "FILE")]
-    pub log: Option<PathBuf>,
+    #[command(flatten)]
+    pub log: LogArgs,
 
     /// A client silent for this long has ended its session (e.g. 1s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = seconds)]
@@ -292,15 +288,42 @@ pub struct ThreadArgs {
     pub rt: bool,
 }
 
+/// The per-packet CSV log, client and server alike.
+#[derive(Debug, Args, Clone, Default)]
+pub struct LogArgs {
+    /// Write one CSV row per packet to FILE (`-`: standard output): the
+    /// client's measured packets (SEQ, STATUS, every timestamp, RTT), or
+    /// the server's answers (PROTO, PEER, SEQ, receive and send times,
+    /// RESPONSE). Timestamps are seconds.nanoseconds, empty where absent.
+    /// An existing FILE is refused, unless --log-append or --force.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+
+    /// Add to an existing --log file (its header is kept).
+    #[arg(long, requires = "log", conflicts_with = "force")]
+    pub log_append: bool,
+
+    /// Replace an existing --log file.
+    #[arg(long, requires = "log")]
+    pub force: bool,
+}
+
+impl LogArgs {
+    /// How the file is to be opened.
+    pub fn opening(&self) -> Opening {
+        match (self.log_append, self.force) {
+            (true, _) => Opening::Append,
+            (_, true) => Opening::Replace,
+            _ => Opening::New,
+        }
+    }
+}
+
 /// How a measurement is shown and kept: not part of a profile.
 #[derive(Debug, Args, Clone)]
 pub struct OutputArgs {
-    /// Write one CSV row per measured packet to FILE: SEQ, every timestamp
-    /// (T1_SW T1_SCHED T1_DRV T1_HW T2_HW T2_SW T3_SW T3_HW T4_HW T4_DRV
-    /// T4_SW, as seconds.nanoseconds, empty where absent) and RTT in ns
-    /// (empty when lost).
-    #[arg(long, value_name = "FILE")]
-    pub log: Option<PathBuf>,
+    #[command(flatten)]
+    pub log: LogArgs,
 
     /// Print the text report instead of the live display.
     #[arg(long)]

@@ -46,8 +46,9 @@ impl From<crate::report::packet_log::LogError> for AppError {
     fn from(e: crate::report::packet_log::LogError) -> Self {
         use crate::report::packet_log::LogError;
         match e {
-            // A path that cannot be opened is the user's to fix.
-            LogError::Open { .. } => AppError::Usage(e.to_string()),
+            // A path that cannot be opened, or would be overwritten, is the
+            // user's to fix.
+            LogError::Open { .. } | LogError::Exists { .. } => AppError::Usage(e.to_string()),
             _ => AppError::Runtime(e.into()),
         }
     }

@@ -7,7 +7,7 @@ use crate::error::AppError;
 use crate::plan::{ClientPlan, ServerPlan};
 use crate::report::server_text::{self, session_line};
 use crate::report::{LogSummary, Progress, Report};
-use crate::session::{ClientSession, LogStart, ServerSession};
+use crate::session::{ClientSession, ServerSession};
 use crate::stats::RecordKind;
 use std::io::Write;
 use std::time::Duration;
@@ -17,7 +17,7 @@ const POLL: Duration = Duration::from_millis(100);
 /// Measures as planned and returns the report. Ctrl-C (via `stop`) ends the
 /// run early; what was measured is still reported.
 pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError> {
-    let mut session = ClientSession::start(plan, None, LogStart::Create, stop.clone())?;
+    let mut session = ClientSession::start(plan, None, plan.log_opening, stop.clone())?;
     let mut progress = Progress::new(plan.packets, plan.run.duration);
     let mut measured = 0u64;
     while !session.is_finished() {
@@ -28,6 +28,11 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
             measured += u64::from(resolved && !r.warmup);
         });
         progress.update(measured);
+        if session.log_failure().is_some() {
+            // A log that cannot be written ends the run: what it measured
+            // is reported, and the report says why it stopped.
+            session.stop();
+        }
     }
     progress.finish();
     let finish = session.finish(|_| {});
@@ -36,19 +41,7 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
         console::warning(why);
     }
     let mut report = Report::new(plan, finish.server, finish.local, &outcome);
-    if let Some(log) = finish.log {
-        match log.rows {
-            Ok(rows) => {
-                report.log = Some(LogSummary {
-                    path: log.path.display().to_string(),
-                    rows,
-                    dropped: log.dropped,
-                });
-            }
-            // What was measured is still reported; the log's failure is said.
-            Err(e) => console::error(&e.to_string()),
-        }
-    }
+    report.log = finish.log.as_ref().map(LogSummary::of);
     Ok(report)
 }
 
@@ -59,7 +52,7 @@ pub fn run_server(
     plan: &ServerPlan,
     stop: &StopFlag,
     out: &mut impl Write,
-) -> Result<(), AppError> {
+) -> Result<i32, AppError> {
     let mut session = ServerSession::start(plan, plan.bind, Protocol::Echo, stop)?;
     server_text::write_banner(out, plan, &session)?;
     if let Some(why) = &session.stamp_refused {
@@ -76,9 +69,14 @@ pub fn run_server(
     };
     // A reflector thread that dies (a system call failed) ends the server
     // too, with its error, instead of leaving a silent process behind.
+    let mut log_failed = false;
     while !stop.is_raised() && !session.failed() {
         std::thread::sleep(POLL);
         session.drain(&mut print);
+        if let Some(why) = session.log_failure().filter(|_| !log_failed) {
+            console::error(&format!("{why}; answering goes on without the log"));
+            log_failed = true;
+        }
     }
     let finish = session.finish(&mut print);
     result?;
@@ -93,12 +91,17 @@ pub fn run_server(
             console::warning(why);
         }
     }
-    if let Some(Err(e)) = finish.log.map(|l| l.rows) {
+    let log_error = finish.log.as_ref().and_then(|l| l.error.as_ref());
+    if let Some(e) = log_error.filter(|_| !log_failed) {
         console::error(&e.to_string());
     }
     finish.echo?;
     if let Some(stamp) = finish.stamp {
         stamp?;
     }
-    Ok(())
+    Ok(if log_error.is_some() {
+        crate::error::exit::RUNTIME
+    } else {
+        crate::error::exit::PASS
+    })
 }

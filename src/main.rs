@@ -145,18 +145,32 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
     match plan {
         Plan::Client(p) => {
             let report = headless::run_client(&p, &stop)?;
-            print_report(&report, p.output)?;
-            let code = if report.verdict.pass {
-                exit::PASS
-            } else {
-                exit::FAIL
-            };
+            print_report(&report, p.output, log_on_stdout(p.log.as_deref()))?;
+            let code = exit_code(&report);
             save_after_run(&p, Some(&report), code)
         }
-        Plan::Server(p) => {
-            headless::run_server(&p, &stop, &mut std::io::stdout())?;
-            Ok(exit::PASS)
+        // With the log on stdout, the server's own lines go to stderr.
+        Plan::Server(p) if log_on_stdout(p.log.as_deref()) => {
+            headless::run_server(&p, &stop, &mut std::io::stderr())
         }
+        Plan::Server(p) => headless::run_server(&p, &stop, &mut std::io::stdout()),
+    }
+}
+
+/// Whether `--log -` put the rows on stdout.
+fn log_on_stdout(log: Option<&std::path::Path>) -> bool {
+    log.is_some_and(|p| p.as_os_str() == synapse::report::packet_log::STDOUT)
+}
+
+/// 1 when the log could not be written (what was measured was reported),
+/// else the verdict's: 0 PASS, 3 FAIL.
+fn exit_code(report: &Report) -> i32 {
+    if report.log.as_ref().is_some_and(|l| l.error.is_some()) {
+        exit::RUNTIME
+    } else if report.verdict.pass {
+        exit::PASS
+    } else {
+        exit::FAIL
     }
 }
 
@@ -180,10 +194,8 @@ fn save_after_run(plan: &ClientPlan, report: Option<&Report>, code: i32) -> Resu
 fn finish_ui(finale: &Finale) -> Result<i32, AppError> {
     let mut code = exit::PASS;
     if let Some(report) = &finale.report {
-        print_report(report, Output::Text)?;
-        if !report.verdict.pass {
-            code = exit::FAIL;
-        }
+        print_report(report, Output::Text, false)?;
+        code = exit_code(report);
     }
     if let Some(t) = finale.server {
         println!(
@@ -194,13 +206,14 @@ fn finish_ui(finale: &Finale) -> Result<i32, AppError> {
         );
     }
     if let Some(log) = &finale.server_log {
-        match &log.rows {
-            Ok(rows) => println!(
-                "Server log: {} written to {}",
-                count_of(*rows, "answer"),
-                log.path.display()
-            ),
-            Err(e) => console::error(&e.to_string()),
+        println!(
+            "Server log: {} written to {}",
+            count_of(log.rows, "answer"),
+            log.path.display()
+        );
+        if let Some(e) = &log.error {
+            console::error(&e.to_string());
+            code = exit::RUNTIME;
         }
     }
     if finale.report.is_none() && finale.server.is_none() {
@@ -209,13 +222,20 @@ fn finish_ui(finale: &Finale) -> Result<i32, AppError> {
     Ok(code)
 }
 
-fn print_report(report: &Report, output: Output) -> Result<(), AppError> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+/// The report on stdout, or on stderr when stdout carries the log.
+fn print_report(report: &Report, output: Output, to_stderr: bool) -> Result<(), AppError> {
+    let (mut out, tty): (Box<dyn Write>, bool) = if to_stderr {
+        (Box::new(std::io::stderr()), std::io::stderr().is_terminal())
+    } else {
+        (
+            Box::new(std::io::stdout().lock()),
+            std::io::stdout().is_terminal(),
+        )
+    };
     match output {
         Output::Json => write_json(&mut out, report)?,
         Output::Text | Output::Ui => {
-            let color = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            let color = tty && std::env::var_os("NO_COLOR").is_none();
             write_text(&mut out, report, color)?;
         }
     }

@@ -3,7 +3,7 @@
 //! starts until this succeeds, so bad input fails fast with one clear line.
 
 use crate::cli::{
-    Cli, ClientArgs, Command, OutputArgs, RunArgs, ServerArgs, TargetArgs, settings_schema,
+    Cli, ClientArgs, Command, LogArgs, OutputArgs, RunArgs, ServerArgs, TargetArgs, settings_schema,
 };
 use crate::config::layering::{Named, layer};
 use crate::config::{self, Baseline, ConfigFile, Settings};
@@ -12,6 +12,7 @@ use crate::engine::{
     resolve, stamp,
 };
 use crate::error::AppError;
+use crate::report::packet_log::{Opening, STDOUT};
 use clap::ArgMatches;
 use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -63,8 +64,10 @@ pub struct ClientPlan {
     pub reflector_thread: ThreadPlacement,
     /// How to show results.
     pub output: Output,
-    /// Per-packet CSV log.
+    /// Per-packet CSV log (`-`: standard output).
     pub log: Option<PathBuf>,
+    /// How the log file is opened.
+    pub log_opening: Opening,
     /// The configuration file's part in this run.
     pub profile: ProfileUse,
 }
@@ -152,8 +155,10 @@ pub struct ServerPlan {
     pub fps: u32,
     /// Port for the STAMP reflector (`None`: not served).
     pub stamp_port: Option<u16>,
-    /// Per-answer CSV log.
+    /// Per-answer CSV log (`-`: standard output).
     pub log: Option<PathBuf>,
+    /// How the log file is opened.
+    pub log_opening: Opening,
 }
 
 /// What to do.
@@ -364,6 +369,7 @@ fn client_plan(
         )));
     }
     let shown = output_for(output.no_ui, output.json);
+    check_stdout_log(output.log.log.as_deref(), shown)?;
     let (cpu, cpu_auto) = choose_cpu(run.thread.cpu, Role::Client)?;
     let (mut rcpu, rauto) = choose_cpu(None, Role::Reflector)?;
     if rcpu == cpu {
@@ -400,10 +406,32 @@ fn client_plan(
         thread: placement(cpu, cpu_auto),
         reflector_thread: placement(rcpu, rauto),
         output: shown,
-        log: output.log.clone(),
+        log: output.log.log.clone(),
+        log_opening: output.log.opening(),
         run,
         profile: ProfileUse::default(),
     })
+}
+
+/// `--log -` puts the rows on stdout, which the JSON report and the live
+/// display need for themselves.
+fn check_stdout_log(log: Option<&std::path::Path>, shown: Output) -> Result<(), AppError> {
+    if log.is_some_and(|p| p.as_os_str() == STDOUT) {
+        match shown {
+            Output::Json => {
+                return Err(AppError::Usage(
+                    "--log - and --json both want stdout: write the log to a file".into(),
+                ));
+            }
+            Output::Ui => {
+                return Err(AppError::Usage(
+                    "--log - writes to stdout, which the live display uses: add --no-ui".into(),
+                ));
+            }
+            Output::Text => {}
+        }
+    }
+    Ok(())
 }
 
 fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
@@ -414,6 +442,8 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
             "--session-idle must be longer than zero".into(),
         ));
     }
+    let output = output_for(s.no_ui, false);
+    check_stdout_log(s.log.log.as_deref(), output)?;
     Ok(Plan::Server(ServerPlan {
         bind,
         session_idle: s.session_idle,
@@ -423,10 +453,11 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
             busy_poll: s.thread.busy_poll,
             rt: s.thread.rt,
         },
-        output: output_for(s.no_ui, false),
+        output,
         fps: s.fps,
         stamp_port: (s.stamp_port != 0).then_some(s.stamp_port),
-        log: s.log.clone(),
+        log: s.log.log.clone(),
+        log_opening: s.log.opening(),
     }))
 }
 
@@ -506,6 +537,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         // A client switching roles reflects plain echo only.
         stamp_port: None,
         log: None,
+        log_opening: Opening::New,
     }
 }
 
@@ -517,7 +549,7 @@ pub fn counterpart_client(s: &ServerPlan) -> Result<ClientPlan, AppError> {
     run.thread.busy_poll = s.thread.busy_poll;
     run.thread.rt = s.thread.rt;
     let output = OutputArgs {
-        log: None,
+        log: LogArgs::default(),
         no_ui: s.output != Output::Ui,
         json: false,
         config: None,

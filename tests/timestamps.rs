@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 const HEADER: &str =
-    "SEQ,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT";
+    "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT";
 
 /// The server's `--log` header.
 const SERVER_HEADER: &str =
@@ -78,6 +78,7 @@ fn check_log(rows: &[Row], packets: usize, stamp: bool) {
     assert_eq!(rows.len(), packets, "one row per measured packet");
     let mut off_by = Vec::new();
     for r in rows {
+        assert_eq!(r.text("STATUS"), "ok", "packet {:?}", r.get("SEQ"));
         let rtt = r.need("RTT");
         let t1 = r.need("T1_SW");
         let sched = r.need("T1_SCHED");

@@ -19,7 +19,7 @@ pub use affinity::{Placement, Role, ThreadPlacement, choose_cpu, pin_thread};
 pub use client::sequence;
 pub use client::{ClientConfig, ClientOutcome, ClientRun, StampingInfo, start_client};
 pub use error::EngineError;
-pub use points::Points;
+pub use points::{PacketStatus, Points};
 pub use protocol::stamp;
 pub use reflector::{
     AnswerPoints, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun,

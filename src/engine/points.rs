@@ -9,6 +9,32 @@
 
 use crate::stats::{Segment, Split};
 
+/// What became of a packet, as its log row says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PacketStatus {
+    /// Answered in time: a sample.
+    Ok,
+    /// No reply by its deadline (so far).
+    #[default]
+    Lost,
+    /// A reply after its deadline (the packet was logged lost before).
+    Late,
+    /// A second (or further) reply.
+    Duplicate,
+}
+
+impl PacketStatus {
+    /// The word in the log's `STATUS` column.
+    pub fn name(self) -> &'static str {
+        match self {
+            PacketStatus::Ok => "ok",
+            PacketStatus::Lost => "lost",
+            PacketStatus::Late => "late",
+            PacketStatus::Duplicate => "duplicate",
+        }
+    }
+}
+
 /// Every point in time known about one packet, nanoseconds. `None`: the
 /// kernel, the NIC or the reflector did not provide it (never filled in
 /// from another kind of stamp).
@@ -16,6 +42,8 @@ use crate::stats::{Segment, Split};
 pub struct Points {
     /// Sequence number.
     pub seq: u64,
+    /// What became of it.
+    pub status: PacketStatus,
     /// Client, just before `send` (`CLOCK_REALTIME`).
     pub t1_user: Option<u64>,
     /// Client, entering the packet scheduler (kernel software stamp).
@@ -64,6 +92,7 @@ mod tests {
     fn full() -> Points {
         Points {
             seq: 7,
+            status: PacketStatus::Ok,
             t1_user: Some(1_000),
             t1_sched: Some(1_400),
             t1_driver: Some(1_900),

@@ -109,8 +109,23 @@ pub struct LogSummary {
     pub path: String,
     /// Rows written (one per measured packet).
     pub rows: u64,
-    /// Packets the writer could not keep up with (not in the file).
+    /// Rows that are not in the file: the writer could not keep up, or
+    /// writing had failed.
     pub dropped: u64,
+    /// Why writing stopped, if it did (the run then ended, exit 1).
+    pub error: Option<String>,
+}
+
+impl LogSummary {
+    /// What a session's log came to.
+    pub fn of(log: &crate::session::LogOutcome) -> Self {
+        Self {
+            path: log.path.display().to_string(),
+            rows: log.rows,
+            dropped: log.dropped,
+            error: log.error.as_ref().map(ToString::to_string),
+        }
+    }
 }
 
 impl Report {

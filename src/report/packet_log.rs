@@ -2,19 +2,23 @@
 //! datagram (server), written by a thread of its own from bounded rings, so
 //! the measurement threads never touch the file. The writer drains the
 //! rings until their threads have finished and flushes, so a Ctrl-C loses
-//! no row.
+//! no row; it writes whole rows only, and when the disk says no it cuts
+//! the file back to its last whole row and says so at once.
 
 use crate::engine::Points;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// The client's header: the rant columns, T1 scheduler and the kernel's
-/// driver-level software stamps, then the RTT.
+/// The client's header: the sequence number and what became of the packet
+/// (`ok`, `lost`, `late`, `duplicate`; a late or duplicate reply gets a row
+/// of its own, with the times it arrived), the rant columns, T1 scheduler
+/// and the kernel's driver-level software stamps, then the RTT.
 pub const HEADER: &str =
-    "SEQ,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT";
+    "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT";
 
 /// What the writer can put in a log: one CSV row per item.
 pub trait LogRow: Send + 'static {
@@ -50,6 +54,15 @@ pub enum LogError {
         /// What the system said.
         source: io::Error,
     },
+    /// The file exists and would be replaced.
+    #[error(
+        "the log {} exists: --log-append adds to it, --force replaces it",
+        path.display()
+    )]
+    Exists {
+        /// The file.
+        path: PathBuf,
+    },
     /// The writer thread died.
     #[error("packet log {}: the writer thread panicked", path.display())]
     Panicked {
@@ -61,104 +74,271 @@ pub enum LogError {
 /// How long the writer sleeps when the ring is empty.
 const IDLE: Duration = Duration::from_millis(20);
 
+/// Rows are handed to the file in chunks of about this many bytes, always
+/// whole rows.
+const CHUNK: usize = 1 << 16;
+
+/// Where rows go: a file, or standard output (`--log -`).
+#[derive(Debug)]
+enum Sink {
+    File(File),
+    Stdout,
+}
+
+impl Sink {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Sink::File(f) => f.write_all(bytes),
+            Sink::Stdout => {
+                let mut out = io::stdout().lock();
+                out.write_all(bytes).and_then(|()| out.flush())
+            }
+        }
+    }
+
+    /// Cuts a file back to `len` bytes, so a failed write leaves no part
+    /// of a row behind. (A pipe keeps what it was given.)
+    fn cut_to(&mut self, len: u64) {
+        if let Sink::File(f) = self
+            && f.metadata().is_ok_and(|m| m.is_file())
+        {
+            let _ = f.set_len(len);
+        }
+    }
+
+    /// On disk before the report says so; pipes and devices have nothing
+    /// to sync.
+    fn sync(&mut self) -> io::Result<()> {
+        match self {
+            Sink::File(f) if f.metadata()?.is_file() => f.sync_data(),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// A log file, opened before the run so a bad path fails at once.
 #[derive(Debug)]
 pub struct PacketLog {
     path: PathBuf,
-    out: BufWriter<File>,
-    header: bool,
+    sink: Sink,
+    /// Bytes already in the file (rows of earlier runs, when appending).
+    start_len: u64,
+}
+
+/// What the writer did.
+#[derive(Debug)]
+struct Written {
+    rows: u64,
+    /// Rows it was handed but could not write (after a failure).
+    unwritten: u64,
+    error: Option<io::Error>,
 }
 
 /// A log being written.
 #[derive(Debug)]
 pub struct RunningLog {
     path: PathBuf,
-    handle: JoinHandle<io::Result<u64>>,
+    failure: Arc<Mutex<Option<String>>>,
+    handle: JoinHandle<Written>,
+}
+
+/// What a finished log holds.
+#[derive(Debug)]
+pub struct LogResult {
+    /// Whole rows in the file.
+    pub rows: u64,
+    /// Rows handed to the writer that are not in it (after a failure).
+    pub unwritten: u64,
+    /// Why writing stopped, if it did.
+    pub error: Option<LogError>,
+}
+
+/// The standard-output log's name.
+pub const STDOUT: &str = "-";
+
+/// How a log file is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    /// A new file; an existing one is refused (a measurement cannot be
+    /// repeated, so its rows must not vanish by a mistyped name).
+    New,
+    /// A new file, replacing an existing one (`--force`).
+    Replace,
+    /// After the rows already there (`--log-append`).
+    Append,
 }
 
 impl PacketLog {
     /// Creates (or truncates) the file.
     pub fn create(path: &Path) -> Result<Self, LogError> {
-        Self::open(path, false)
+        Self::open(path, Opening::Replace)
     }
 
     /// Opens the file to add rows after earlier runs' (the live display
     /// logs each run it starts into one file); the header is written only
     /// into an empty file.
     pub fn append(path: &Path) -> Result<Self, LogError> {
-        Self::open(path, true)
+        Self::open(path, Opening::Append)
     }
 
-    fn open(path: &Path, append: bool) -> Result<Self, LogError> {
+    /// Opens `path` as `how` says; `-` is standard output.
+    pub fn open(path: &Path, how: Opening) -> Result<Self, LogError> {
+        let failed = |source| LogError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        if path.as_os_str() == STDOUT {
+            return Ok(Self {
+                path: path.to_path_buf(),
+                sink: Sink::Stdout,
+                start_len: 0,
+            });
+        }
+        let exists = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0);
+        if how == Opening::New && exists {
+            return Err(LogError::Exists {
+                path: path.to_path_buf(),
+            });
+        }
+        let append = how == Opening::Append;
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .append(append)
             .truncate(!append)
             .open(path)
-            .map_err(|source| LogError::Open {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        let header = file.metadata().map(|m| m.len() == 0).unwrap_or(true);
+            .map_err(failed)?;
+        let start_len = file.metadata().map(|m| m.len()).unwrap_or(0);
         Ok(Self {
             path: path.to_path_buf(),
-            out: BufWriter::with_capacity(1 << 16, file),
-            header,
+            sink: Sink::File(file),
+            start_len,
         })
     }
 
     /// Starts the writer thread on the measurement threads' rings.
-    pub fn start<R: LogRow>(mut self, mut rings: Vec<rtrb::Consumer<R>>) -> io::Result<RunningLog> {
+    pub fn start<R: LogRow>(self, rings: Vec<rtrb::Consumer<R>>) -> io::Result<RunningLog> {
         let path = self.path.clone();
+        let failure = Arc::new(Mutex::new(None));
+        let told = Arc::clone(&failure);
         let handle = std::thread::Builder::new()
             .name("synapse-log".into())
-            .spawn(move || {
-                if self.header {
-                    writeln!(self.out, "{}", R::HEADER)?;
-                }
-                let mut rows = 0u64;
-                loop {
-                    let mut done = true;
-                    for ring in &mut rings {
-                        // Seen before draining: once abandoned, the ring
-                        // holds everything there will ever be.
-                        done &= ring.is_abandoned();
-                        while let Ok(item) = ring.pop() {
-                            item.write_row(&mut self.out)?;
-                            rows += 1;
-                        }
+            .spawn(move || self.write(rings, &told))?;
+        Ok(RunningLog {
+            path,
+            failure,
+            handle,
+        })
+    }
+
+    /// The writer: drains the rings until their threads have finished,
+    /// hands whole rows to the sink, and on a failure cuts the file back
+    /// to its last whole row, says so at once, and counts what it drops.
+    fn write<R: LogRow>(
+        mut self,
+        mut rings: Vec<rtrb::Consumer<R>>,
+        failure: &Mutex<Option<String>>,
+    ) -> Written {
+        let mut buf = Vec::with_capacity(CHUNK + 4096);
+        let mut pending = 0u64;
+        let mut done = Written {
+            rows: 0,
+            unwritten: 0,
+            error: None,
+        };
+        let mut good_len = self.start_len;
+        if self.start_len == 0 {
+            let _ = writeln!(buf, "{}", R::HEADER);
+        }
+        loop {
+            let mut finished = true;
+            for ring in &mut rings {
+                // Seen before draining: once abandoned, the ring holds
+                // everything there will ever be.
+                finished &= ring.is_abandoned();
+                while let Ok(item) = ring.pop() {
+                    if done.error.is_some() {
+                        done.unwritten += 1;
+                        continue;
                     }
-                    if done {
-                        break;
+                    let _ = item.write_row(&mut buf);
+                    pending += 1;
+                    if buf.len() >= CHUNK {
+                        self.flush(&mut buf, &mut pending, &mut good_len, &mut done, failure);
                     }
-                    std::thread::sleep(IDLE);
                 }
-                self.out.flush()?;
-                // On disk before the report says so; pipes and devices
-                // (`--log /dev/stdout`, `>(gzip …)`) have nothing to sync.
-                let file = self.out.get_ref();
-                if file.metadata()?.is_file() {
-                    file.sync_data()?;
+            }
+            // What came this round goes out now, so a failure is known
+            // within a round, and a Ctrl-C loses nothing.
+            self.flush(&mut buf, &mut pending, &mut good_len, &mut done, failure);
+            if finished {
+                break;
+            }
+            std::thread::sleep(IDLE);
+        }
+        if done.error.is_none()
+            && let Err(e) = self.sink.sync()
+        {
+            done.error = Some(e);
+        }
+        done
+    }
+
+    fn flush(
+        &mut self,
+        buf: &mut Vec<u8>,
+        pending: &mut u64,
+        good_len: &mut u64,
+        done: &mut Written,
+        failure: &Mutex<Option<String>>,
+    ) {
+        if done.error.is_some() || buf.is_empty() {
+            return;
+        }
+        match self.sink.write_all(buf) {
+            Ok(()) => {
+                *good_len += buf.len() as u64;
+                done.rows += *pending;
+            }
+            Err(e) => {
+                self.sink.cut_to(*good_len);
+                done.unwritten += *pending;
+                if let Ok(mut f) = failure.lock() {
+                    *f = Some(format!("packet log {}: {e}", self.path.display()));
                 }
-                Ok(rows)
-            })?;
-        Ok(RunningLog { path, handle })
+                done.error = Some(e);
+            }
+        }
+        buf.clear();
+        *pending = 0;
     }
 }
 
 impl RunningLog {
-    /// Waits for the writer (it ends once its threads have) and returns the
-    /// rows written.
-    pub fn finish(self) -> Result<u64, LogError> {
+    /// Waits for the writer (it ends once its threads have) and returns
+    /// what the file holds.
+    pub fn finish(self) -> LogResult {
         match self.handle.join() {
-            Ok(Ok(rows)) => Ok(rows),
-            Ok(Err(source)) => Err(LogError::Write {
-                path: self.path,
-                source,
-            }),
-            Err(_) => Err(LogError::Panicked { path: self.path }),
+            Ok(w) => LogResult {
+                rows: w.rows,
+                unwritten: w.unwritten,
+                error: w.error.map(|source| LogError::Write {
+                    path: self.path,
+                    source,
+                }),
+            },
+            Err(_) => LogResult {
+                rows: 0,
+                unwritten: 0,
+                error: Some(LogError::Panicked { path: self.path }),
+            },
         }
+    }
+
+    /// Why writing stopped, as soon as it has (the run goes on; the front
+    /// end decides what to do).
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().ok().and_then(|f| f.clone())
     }
 
     /// The file.
@@ -177,7 +357,7 @@ pub fn stamp(out: &mut impl Write, ns: Option<u64>) -> io::Result<()> {
 
 /// One packet as a CSV row.
 pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
-    write!(out, "{}", p.seq)?;
+    write!(out, "{},{}", p.seq, p.status.name())?;
     for ns in [
         p.t1_user,
         p.t1_sched,
@@ -202,6 +382,7 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::PacketStatus;
 
     #[test]
     fn rows_have_every_column_and_leave_absent_ones_empty() {
@@ -212,6 +393,7 @@ mod tests {
             t1_driver: Some(1_771_555_281_293_210_998),
             t4_user: Some(1_771_555_281_293_287_981),
             rtt_ns: Some(54_769),
+            status: PacketStatus::Ok,
             ..Points::default()
         };
         write_row(&mut out, &p).unwrap();
@@ -227,9 +409,9 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "3,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769"
+            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769"
         );
-        assert_eq!(lines[1], "4,,,,,,,,,,,,", "a lost packet has no RTT");
+        assert_eq!(lines[1], "4,lost,,,,,,,,,,,,", "a lost packet has no RTT");
         let columns = HEADER.split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == columns));
     }
@@ -251,7 +433,9 @@ mod tests {
             }
         }
         drop(tx);
-        assert_eq!(log.finish().unwrap(), 1000);
+        let done = log.finish();
+        assert_eq!((done.rows, done.unwritten), (1000, 0));
+        assert!(done.error.is_none());
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().next(), Some(HEADER));
         assert_eq!(text.lines().count(), 1001);
@@ -271,10 +455,65 @@ mod tests {
             })
             .unwrap();
             drop(tx);
-            assert_eq!(log.finish().unwrap(), 1);
+            assert_eq!(log.finish().rows, 1);
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text, format!("{HEADER}\n0,,,,,,,,,,,,\n1,,,,,,,,,,,,\n"));
+        assert_eq!(
+            text,
+            format!("{HEADER}\n0,lost,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,\n")
+        );
+    }
+
+    #[test]
+    fn an_existing_log_is_kept_unless_asked_to_add_or_replace() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.csv");
+        std::fs::write(&path, "SEQ\n1\n").unwrap();
+        let e = PacketLog::open(&path, Opening::New)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("exists: --log-append adds to it, --force replaces it"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "SEQ\n1\n");
+        assert!(PacketLog::open(&path, Opening::Append).is_ok());
+        assert!(PacketLog::open(&path, Opening::Replace).is_ok());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+        let empty = dir.path().join("empty.csv");
+        std::fs::write(&empty, "").unwrap();
+        assert!(
+            PacketLog::open(&empty, Opening::New).is_ok(),
+            "nothing to lose"
+        );
+    }
+
+    /// A full device: the writer says so at once, keeps nothing of a row
+    /// it could not finish, and counts what it could not write.
+    #[test]
+    fn a_full_device_is_said_at_once_and_rows_are_counted() {
+        let (mut tx, rx) = rtrb::RingBuffer::new(4096);
+        let log = PacketLog::create(Path::new("/dev/full"))
+            .unwrap()
+            .start(vec![rx])
+            .unwrap();
+        for seq in 0..3000u64 {
+            tx.push(Points {
+                seq,
+                ..Points::default()
+            })
+            .unwrap();
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while log.failure().is_none() {
+            assert!(std::time::Instant::now() < deadline, "no failure reported");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(log.failure().unwrap().contains("No space left on device"));
+        drop(tx);
+        let done = log.finish();
+        assert_eq!((done.rows, done.unwritten), (0, 3000));
+        assert!(done.error.is_some());
     }
 
     #[test]

@@ -107,7 +107,7 @@ mod tests {
         drop(echo_tx);
         stamp_tx.push(answer(Protocol::Stamp, Some(3))).unwrap();
         drop(stamp_tx);
-        assert_eq!(log.finish().unwrap(), 3);
+        assert_eq!(log.finish().rows, 3);
         let text = std::fs::read_to_string(&path).unwrap();
         let mut lines = text.lines();
         assert_eq!(lines.next(), Some(RESPONSE_HEADER));

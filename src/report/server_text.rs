@@ -94,9 +94,7 @@ pub fn write_totals(out: &mut impl Write, f: &ServerFinish) -> io::Result<()> {
         }
         writeln!(out, "{}", stamp_totals(&o.totals))?;
     }
-    if let Some(log) = &f.log
-        && let Ok(rows) = &log.rows
-    {
+    if let Some(log) = &f.log {
         let stale: u64 = [Some(&f.echo), f.stamp.as_ref()]
             .into_iter()
             .flatten()
@@ -106,10 +104,15 @@ pub fn write_totals(out: &mut impl Write, f: &ServerFinish) -> io::Result<()> {
         writeln!(
             out,
             "log: {} written to {}{}{}",
-            count_of(*rows, "answer"),
+            count_of(log.rows, "answer"),
             log.path.display(),
             if log.dropped > 0 {
-                format!(" ({} dropped: the writer fell behind)", log.dropped)
+                let why = if log.error.is_some() {
+                    "writing had failed"
+                } else {
+                    "the writer fell behind"
+                };
+                format!(" ({} dropped: {why})", log.dropped)
             } else {
                 String::new()
             },

@@ -1,6 +1,6 @@
 //! The text report, in the layout users of the original tool know.
 
-use super::{BreakdownReport, Criterion, Report};
+use super::{BreakdownReport, Criterion, LogSummary, Report};
 use crate::stats::{DistributionBucket, RttFigures, Summary};
 use crate::units::{count_of, format_ns, format_ns_plain, format_rate, group_thousands};
 use std::io::{self, Write};
@@ -48,27 +48,39 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     write_distribution(out, s, &paint)?;
     writeln!(out)?;
     if let Some(log) = &report.log {
-        writeln!(
-            out,
-            "Packet log: {} ({}{})",
-            log.path,
-            count_of(log.rows, "row"),
-            if log.dropped > 0 {
-                format!(
-                    "; {} the writer could not keep up with",
-                    count_of(log.dropped, "packet")
-                )
-            } else {
-                String::new()
-            }
-        )?;
-        writeln!(out)?;
+        write_log(out, log, &paint)?;
     }
     if let Some(b) = &report.baseline {
         write_baseline(out, report, b)?;
         writeln!(out)?;
     }
     write_verdict(out, report, &paint)
+}
+
+/// What `--log` wrote, and why it stopped if it did.
+fn write_log(out: &mut impl Write, log: &LogSummary, paint: &Paint) -> io::Result<()> {
+    let dropped = match (log.dropped, &log.error) {
+        (0, _) => String::new(),
+        (n, Some(_)) => format!("; {} not written", count_of(n, "packet")),
+        (n, None) => format!(
+            "; {} the writer could not keep up with",
+            count_of(n, "packet")
+        ),
+    };
+    writeln!(
+        out,
+        "Packet log: {} ({} whole{dropped})",
+        log.path,
+        count_of(log.rows, "row")
+    )?;
+    if let Some(e) = &log.error {
+        writeln!(
+            out,
+            "{}",
+            paint.red(&format!("  ✗ writing failed, so the run was ended: {e}"))
+        )?;
+    }
+    writeln!(out)
 }
 
 /// The title, and what was measured how.
@@ -498,6 +510,7 @@ mod tests {
             reflector_thread: thread,
             output: Output::Text,
             log: None,
+            log_opening: crate::report::packet_log::Opening::New,
             profile: ProfileUse::default(),
         };
         let outcome = ClientOutcome {

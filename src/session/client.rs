@@ -1,7 +1,7 @@
 //! A client session: the client thread, the in-process reflector it
 //! measures when the target is loopback, and the per-packet log.
 
-use super::{LogOutcome, LogStart, RING_CAPACITY, open_log};
+use super::{LogOutcome, Opening, RING_CAPACITY, open_log};
 use crate::engine::{
     ClientOutcome, ClientRun, EngineError, Protocol, ReflectorRun, StampingInfo, StopFlag,
     start_client, start_reflector,
@@ -42,7 +42,7 @@ impl ClientSession {
     pub fn start(
         plan: &ClientPlan,
         against: Option<SocketAddr>,
-        log: LogStart,
+        log: Opening,
         stop: StopFlag,
     ) -> Result<Self, AppError> {
         // Opened first: a bad path fails before anything runs.
@@ -109,6 +109,11 @@ impl ClientSession {
     /// Whether the run has ended (budget spent, stopped, or failed).
     pub fn is_finished(&self) -> bool {
         self.run.is_finished()
+    }
+
+    /// Why the per-packet log stopped being written, as soon as it has.
+    pub fn log_failure(&self) -> Option<String> {
+        self.log.as_ref().and_then(RunningLog::failure)
     }
 
     /// Asks the run to end after its current packet.

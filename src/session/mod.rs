@@ -12,6 +12,7 @@
 mod client;
 mod server;
 
+pub use crate::report::packet_log::Opening;
 pub use client::{ClientFinish, ClientSession};
 pub use server::{ServerFinish, ServerSession, Side};
 
@@ -23,42 +24,35 @@ use std::path::{Path, PathBuf};
 /// of 72-byte records, so memory stays flat.
 pub const RING_CAPACITY: usize = 1 << 16;
 
-/// How a log file is opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogStart {
-    /// A new file (an existing one is replaced).
-    Create,
-    /// After the rows of earlier runs (the live display logs each run it
-    /// starts into one file).
-    Append,
-}
-
 /// What became of a log.
 #[derive(Debug)]
 pub struct LogOutcome {
     /// The file.
     pub path: PathBuf,
-    /// Rows written, or why writing failed.
-    pub rows: Result<u64, LogError>,
-    /// Rows the writer could not keep up with.
+    /// Whole rows written.
+    pub rows: u64,
+    /// Rows that are not in the file: the writer fell behind, or writing
+    /// had failed.
     pub dropped: u64,
+    /// Why writing stopped, if it did.
+    pub error: Option<LogError>,
 }
 
 impl LogOutcome {
-    /// Waits for the writer of `log` to drain and flush.
-    fn of(log: RunningLog, dropped: u64) -> Self {
+    /// Waits for the writer of `log` to drain and flush; `overflow` rows
+    /// never reached it.
+    fn of(log: RunningLog, overflow: u64) -> Self {
+        let path = log.path().to_path_buf();
+        let done = log.finish();
         Self {
-            path: log.path().to_path_buf(),
-            rows: log.finish(),
-            dropped,
+            path,
+            rows: done.rows,
+            dropped: overflow + done.unwritten,
+            error: done.error,
         }
     }
 }
 
-fn open_log(path: Option<&Path>, how: LogStart) -> Result<Option<PacketLog>, LogError> {
-    path.map(|p| match how {
-        LogStart::Create => PacketLog::create(p),
-        LogStart::Append => PacketLog::append(p),
-    })
-    .transpose()
+fn open_log(path: Option<&Path>, how: Opening) -> Result<Option<PacketLog>, LogError> {
+    path.map(|p| PacketLog::open(p, how)).transpose()
 }

@@ -1,7 +1,7 @@
 //! A server session: the echo reflector, the STAMP reflector beside it, and
 //! the log of every answer they give.
 
-use super::{LogOutcome, LogStart, open_log};
+use super::{LogOutcome, open_log};
 use crate::engine::{
     EngineError, Protocol, ReflectorEvent, ReflectorOutcome, ReflectorRun, StopFlag,
     start_reflector,
@@ -52,7 +52,7 @@ impl ServerSession {
         stop: &StopFlag,
     ) -> Result<Self, AppError> {
         // Opened first: a bad path fails before anything binds.
-        let file = open_log(plan.log.as_deref(), LogStart::Create)?;
+        let file = open_log(plan.log.as_deref(), plan.log_opening)?;
         let mut echo = start_reflector(plan.reflector_config(bind, protocol), stop.clone())?;
         let (mut stamp, stamp_refused) = match plan.stamp_config() {
             None => (None, None),
@@ -94,6 +94,11 @@ impl ServerSession {
     /// The answer log's file, when there is one.
     pub fn log_path(&self) -> Option<&std::path::Path> {
         self.log.as_ref().map(RunningLog::path)
+    }
+
+    /// Why the answer log stopped being written, as soon as it has.
+    pub fn log_failure(&self) -> Option<String> {
+        self.log.as_ref().and_then(RunningLog::failure)
     }
 
     /// Hands every event since the last call to `each`.

@@ -16,7 +16,7 @@ use crate::engine::{
 };
 use crate::plan::{ClientPlan, ServerPlan, Target};
 use crate::report::{LogSummary, Report};
-use crate::session::{ClientSession, LogOutcome, LogStart, ServerSession, Side};
+use crate::session::{ClientSession, LogOutcome, Opening, ServerSession, Side};
 use crate::stats::{RecordKind, Stats, Summary, WINDOW};
 use crate::units::count_of;
 use std::net::SocketAddr;
@@ -48,6 +48,8 @@ struct ClientTotals {
     /// Rows the log holds and packets it missed, over all runs kept.
     log_rows: u64,
     log_dropped: u64,
+    /// Why the log stopped being written, if it did.
+    log_error: Option<String>,
     /// TX stamps that came after their packet, over all runs kept.
     stale_stamps: u64,
 }
@@ -104,6 +106,7 @@ impl Station {
                 log_started: false,
                 log_rows: 0,
                 log_dropped: 0,
+                log_error: None,
                 stale_stamps: 0,
             },
             served: ServerTotals::default(),
@@ -177,7 +180,7 @@ impl Station {
                 .for_each(|s| app.server.session_ended(*s));
         }
         if let Some(log) = finish.log {
-            if let Err(e) = &log.rows {
+            if let Some(e) = &log.error {
                 app.status = Some(e.to_string());
             }
             self.server_log = Some(log);
@@ -196,9 +199,9 @@ impl Station {
             None
         };
         let log = if self.totals.log_started {
-            LogStart::Append
+            Opening::Append
         } else {
-            LogStart::Create
+            self.client_plan.log_opening
         };
         let session = ClientSession::start(&self.client_plan, against, log, StopFlag::new())
             .map_err(|e| e.to_string())?;
@@ -230,10 +233,13 @@ impl Station {
         session.stop();
         // Whatever is still in the ring belongs to the live view too.
         let finish = session.finish(|r| app.client.live.ingest(r));
-        match finish.log.map(|l| (l.rows, l.dropped)) {
-            Some((Ok(rows), _)) => self.totals.log_rows += rows,
-            Some((Err(e), _)) => app.status = Some(e.to_string()),
-            None => {}
+        if let Some(log) = finish.log {
+            self.totals.log_rows += log.rows;
+            self.totals.log_dropped += log.dropped;
+            if let Some(e) = log.error {
+                app.status = Some(e.to_string());
+                self.totals.log_error = Some(e.to_string());
+            }
         }
         match finish.outcome {
             Ok(o) if keep => self.absorb(&o),
@@ -247,7 +253,6 @@ impl Station {
         t.stats.merge(&o.stats);
         t.measured += o.measured;
         t.placement = Some(o.placement.clone());
-        t.log_dropped += o.log_overflow;
         t.stale_stamps += o.stale_stamps;
     }
 
@@ -326,6 +331,10 @@ impl Station {
             });
             app.client.ring_overflow = session.ring_overflow();
             app.client.run_elapsed = now.duration_since(self.run_started);
+            if session.log_failure().is_some() {
+                // A log that cannot be written ends the run, as headless.
+                session.stop();
+            }
             if session.is_finished() {
                 self.end_client(app, true);
                 app.running = false;
@@ -438,6 +447,7 @@ impl Station {
                 path: path.display().to_string(),
                 rows: t.log_rows,
                 dropped: t.log_dropped,
+                error: t.log_error.clone(),
             });
             report
         });

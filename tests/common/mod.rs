@@ -35,6 +35,8 @@ pub enum Answer {
     Drop,
     /// Echo it after this long (the peer answers nothing meanwhile).
     After(Duration),
+    /// Echo it twice.
+    Twice,
 }
 
 /// A scripted echo peer on 127.0.0.1: `script(seq)` decides each request's
@@ -79,6 +81,10 @@ impl ScriptedPeer {
                         let _ = socket.send_to(&buf[..n], from);
                     }
                     Answer::Drop => {}
+                    Answer::Twice => {
+                        let _ = socket.send_to(&buf[..n], from);
+                        let _ = socket.send_to(&buf[..n], from);
+                    }
                     Answer::After(d) => {
                         std::thread::sleep(d);
                         let _ = socket.send_to(&buf[..n], from);

@@ -18,7 +18,7 @@ use super::sequence::{Reply, SequenceTracker};
 use super::stamps::ClientStamps;
 use super::{ClientConfig, ClientOutcome, StampingInfo};
 use crate::engine::affinity::Placement;
-use crate::engine::points::Points;
+use crate::engine::points::{PacketStatus, Points};
 use crate::engine::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use crate::engine::socket::ClientSockets;
 use crate::engine::sys::timestamping::{Stamps, realtime_ns};
@@ -446,6 +446,22 @@ impl<'a> Pinger<'a> {
             about < self.warmup
         };
         self.emit(Record::event(kind, about, at_ns, about_warmup));
+        let status = match kind {
+            RecordKind::Late { .. } => Some(PacketStatus::Late),
+            RecordKind::Duplicate => Some(PacketStatus::Duplicate),
+            _ => None,
+        };
+        if let Some(status) = status.filter(|_| !about_warmup) {
+            // Its own row, with when it came: the packet's row said lost.
+            self.log(Points {
+                seq: about,
+                status,
+                t4_driver: rx.software,
+                t4_hw: rx.hardware,
+                t4_user: self.realtime.then_some(t4_user),
+                ..Points::default()
+            });
+        }
         false
     }
 
@@ -525,17 +541,30 @@ impl<'a> Pinger<'a> {
         {
             stamps.collect(self.socket.as_raw_fd(), &mut self.points);
         }
-        if !warmup
-            && let Some(log) = &mut self.out.log
-            && log.push(self.points).is_err()
-        {
-            self.log_overflow += 1;
+        self.points.status = if self.points.rtt_ns.is_some() {
+            PacketStatus::Ok
+        } else {
+            PacketStatus::Lost
+        };
+        if !warmup {
+            self.log(self.points);
         }
         self.points.split()
     }
 
     /// Request `seq`, sent at `t1`, got no reply by its deadline: lost
     /// (until a late reply says otherwise).
+    /// A row for the per-packet log, if there is one. A full ring costs
+    /// the log that row (counted), never the measurement a wait.
+    #[inline]
+    fn log(&mut self, row: Points) {
+        if let Some(log) = &mut self.out.log
+            && log.push(row).is_err()
+        {
+            self.log_overflow += 1;
+        }
+    }
+
     fn time_out(&mut self, seq: u64, t1: Instant, warmup: bool) -> Wait {
         self.settle(warmup);
         self.tracker.timed_out(seq);
