@@ -120,10 +120,11 @@ pub struct ServerArgs {
     pub bind: String,
 
     /// Also answer STAMP (RFC 8762) session-senders on this UDP port, on the
-    /// same address (0: don't). Without privilege for a port below 1024,
-    /// the server says so once and serves plain echo.
-    #[arg(long, value_name = "PORT", default_value_t = crate::engine::stamp::DEFAULT_PORT)]
-    pub stamp_port: u16,
+    /// same address (0: don't) [default: 862]. When the default port cannot
+    /// be bound (it needs privilege), the server says so once and serves
+    /// plain echo; a port given here that cannot be bound is an error.
+    #[arg(long, value_name = "PORT")]
+    pub stamp_port: Option<u16>,
 
     #[command(flatten)]
     pub log: LogArgs,

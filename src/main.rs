@@ -127,6 +127,7 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
     }
     let plan = plan(cli, matches)?;
     if let Plan::Client(p) = &plan {
+        p.warnings.iter().for_each(|w| console::warning(w));
         p.profile.notes.iter().for_each(|n| console::note(n));
     }
     match plan {
@@ -190,8 +191,13 @@ fn save_after_run(plan: &ClientPlan, report: Option<&Report>, code: i32) -> Resu
     Ok(code)
 }
 
-/// After the live display closes: the summary on the normal screen.
+/// After the live display closes: the summary on the normal screen. When
+/// nothing was measured because the peer could not be reached, the exit
+/// status says so, as it does headless.
 fn finish_ui(finale: &Finale) -> Result<i32, AppError> {
+    for w in &finale.warnings {
+        console::warning(w);
+    }
     let mut code = exit::PASS;
     if let Some(report) = &finale.report {
         print_report(report, Output::Text, false)?;
@@ -218,6 +224,10 @@ fn finish_ui(finale: &Finale) -> Result<i32, AppError> {
     }
     if finale.report.is_none() && finale.server.is_none() {
         println!("Nothing was measured.");
+        if let Some((why, failed)) = &finale.failure {
+            console::error(why);
+            code = *failed;
+        }
     }
     Ok(code)
 }

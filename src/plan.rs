@@ -70,6 +70,8 @@ pub struct ClientPlan {
     pub log_opening: Opening,
     /// The configuration file's part in this run.
     pub profile: ProfileUse,
+    /// What the user should be warned of before the run.
+    pub warnings: Vec<String>,
 }
 
 /// How the run relates to the configuration file.
@@ -155,6 +157,9 @@ pub struct ServerPlan {
     pub fps: u32,
     /// Port for the STAMP reflector (`None`: not served).
     pub stamp_port: Option<u16>,
+    /// The STAMP port was asked for: failing to bind it is an error, not
+    /// a note.
+    pub stamp_required: bool,
     /// Per-answer CSV log (`-`: standard output).
     pub log: Option<PathBuf>,
     /// How the log file is opened.
@@ -196,12 +201,26 @@ pub fn plan(cli: Cli, matches: &ArgMatches) -> Result<Plan, AppError> {
     }
 }
 
+/// `--stamp` with a `--size` below STAMP's 44 octets sends 44: said, when
+/// someone chose the size (the default is the echo payload's).
+fn stamp_size_note(run: &RunArgs, chosen: &Settings) -> Option<String> {
+    (run.stamp && run.size < stamp::PACKET_LEN && chosen.get("size").is_some()).then(|| {
+        format!(
+            "--size {}: STAMP test packets are {} octets at least, so that is what is sent",
+            run.size,
+            stamp::PACKET_LEN
+        )
+    })
+}
+
 fn loopback_plan(output: &OutputArgs, typed: &Settings) -> Result<Plan, AppError> {
     let schema = settings_schema();
     let cfg = config::load(output.config.as_ref(), false, &schema)?;
     let l = layer(&schema, typed, None, &cfg.defaults);
     let run: RunArgs = l.parse(&schema).map_err(AppError::Usage)?;
+    let note = stamp_size_note(&run, &l.chosen);
     let mut p = client_plan(Target::Loopback, None, run, output)?;
+    p.profile.notes.extend(note);
     p.profile.config_path = cfg.path;
     p.profile.settings = l.chosen.with_defaults(&schema);
     p.profile.defaults = cfg.defaults;
@@ -321,11 +340,14 @@ fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Result<Plan, App
         .and_then(|n| cfg.profiles.get(n))
         .and_then(|p| p.baseline.clone());
     if args.fail_on_regression.is_some() && baseline.is_none() && !args.set_baseline {
-        notes.push(
-            "--fail-on-regression: the profile has no baseline yet, so there is nothing to compare"
-                .into(),
-        );
+        notes.push(match &name {
+            Some(n) => format!(
+                "--fail-on-regression: profile '{n}' has no baseline yet, so there is nothing to compare"
+            ),
+            None => "--fail-on-regression: no profile is in use, so there is no baseline to compare (--profile NAME)".into(),
+        });
     }
+    notes.extend(stamp_size_note(&run, &l.chosen));
     let mut p = client_plan(Target::Remote(server), bind, run, &args.output)?;
     let mut settings = l.chosen.with_defaults(&schema);
     if settings.get("server").is_none() {
@@ -378,6 +400,14 @@ fn client_plan(
             rcpu = other;
         }
     }
+    let mut warnings = Vec::new();
+    if target == Target::Loopback && run.thread.busy_poll && rcpu == cpu {
+        warnings.push(format!(
+            "--busy-poll with the client and the in-process reflector both on CPU {cpu}: \
+             each spins while the other waits for the CPU, so they starve each other \
+             (allow a second CPU, or drop --busy-poll)"
+        ));
+    }
     // The live display runs until stopped unless a count or time was given;
     // headless runs keep the seed's default of 10000 packets.
     let packets = match (run.packets, run.duration, shown) {
@@ -410,6 +440,7 @@ fn client_plan(
         log_opening: output.log.opening(),
         run,
         profile: ProfileUse::default(),
+        warnings,
     })
 }
 
@@ -455,7 +486,12 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
         },
         output,
         fps: s.fps,
-        stamp_port: (s.stamp_port != 0).then_some(s.stamp_port),
+        stamp_port: match s.stamp_port {
+            Some(0) => None,
+            Some(p) => Some(p),
+            None => Some(stamp::DEFAULT_PORT),
+        },
+        stamp_required: s.stamp_port.is_some_and(|p| p != 0),
         log: s.log.log.clone(),
         log_opening: s.log.opening(),
     }))
@@ -536,6 +572,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         fps: c.run.fps,
         // A client switching roles reflects plain echo only.
         stamp_port: None,
+        stamp_required: false,
         log: None,
         log_opening: Opening::New,
     }

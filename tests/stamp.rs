@@ -155,20 +155,16 @@ fn answers_stamp_session_senders_byte_for_byte() {
     );
 }
 
+/// The default STAMP port (862) unavailable, in use here or for want of
+/// privilege, is a note, and echo goes on. (A port given with --stamp-port
+/// that cannot be bound is an error: see tests/small.rs.)
 #[test]
-fn an_unavailable_stamp_port_is_noted_once_and_echo_goes_on() {
-    let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let port = taken.local_addr().unwrap().port();
+fn an_unavailable_default_stamp_port_is_noted_once_and_echo_goes_on() {
+    // Taken here when this runs as root; refused to a user anyway.
+    let _taken = UdpSocket::bind("127.0.0.1:862");
     let echo = free_udp_port();
     let child = synapse()
-        .args([
-            "server",
-            "--no-ui",
-            "--bind",
-            &format!("127.0.0.1:{echo}"),
-            "--stamp-port",
-            &port.to_string(),
-        ])
+        .args(["server", "--no-ui", "--bind", &format!("127.0.0.1:{echo}")])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -185,12 +181,12 @@ fn an_unavailable_stamp_port_is_noted_once_and_echo_goes_on() {
         .read_to_string(&mut err)
         .unwrap();
     assert_eq!(server.0.wait().unwrap().code(), Some(0));
-    assert_eq!(
-        err,
-        format!(
-            "synapse: note: STAMP not served (cannot bind UDP 127.0.0.1:{port}: address already in use); plain echo goes on\n"
-        )
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("synapse: note: STAMP not served (cannot bind UDP 127.0.0.1:862: "),
+        "{err}"
     );
+    assert!(err.ends_with("); plain echo goes on\n"), "{err}");
 }
 
 /// A session-reflector written from RFC 8762 figure 4, answering `count`

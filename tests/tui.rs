@@ -254,3 +254,33 @@ fn the_live_server_writes_its_answer_log() {
     assert_eq!(text.lines().count(), 321, "header and one row per answer");
     assert!(text.starts_with("PROTO,PEER,SEQ,"));
 }
+
+/// Item 13: a live display that could not reach its peer measured nothing
+/// and exits 2, as a headless run does, saying why.
+#[test]
+fn an_unreachable_peer_exits_2_from_the_live_display_too() {
+    let bin = assert_cmd::cargo::cargo_bin!("synapse");
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = format!(
+        "{} client 127.0.0.1:{port}; echo EXIT=$?; sleep 60",
+        bin.display()
+    );
+    let t = Tmux::start("unreachable", &script);
+    t.wait_for("the reason on the status line", |s| {
+        s.contains("refused the datagrams")
+    });
+    t.keys("q");
+    let after = t.wait_for("the exit status", |s| s.contains("EXIT="));
+    assert!(after.contains("EXIT=2"), "{after}");
+    assert!(after.contains("Nothing was measured."), "{after}");
+    assert!(
+        after.contains(&format!(
+            "synapse: error: 127.0.0.1:{port} refused the datagrams (ICMP port unreachable)"
+        )),
+        "{after}"
+    );
+}

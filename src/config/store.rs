@@ -77,14 +77,10 @@ fn edit(
     let io_err = |e: std::io::Error| ConfigError::io(path, &e);
     let real = real_path(path);
     std::fs::create_dir_all(parent_dir(&real)).map_err(io_err)?;
-    let mut lock_name = real.file_name().unwrap_or_default().to_os_string();
-    lock_name.push(".lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(parent_dir(&real).join(lock_name))
-        .map_err(io_err)?;
+    // The lock is taken on the directory, which is there anyway: nothing
+    // is left behind, and the file itself is replaced by rename, so a lock
+    // on it would not hold across writers.
+    let lock = std::fs::File::open(parent_dir(&real)).map_err(io_err)?;
     lock.lock().map_err(io_err)?;
     let mut doc = read_doc(&real)?;
     let changed = change(&mut doc)?;
@@ -366,6 +362,11 @@ duration = \"10s\"
             t.join().unwrap();
         }
         let f = parse(&path, &std::fs::read_to_string(&path).unwrap());
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["config.toml"], "no lock file left behind");
         assert_eq!(f.profiles.len(), 8, "{:?}", f.profiles.keys());
     }
 

@@ -63,6 +63,25 @@ pub fn address_text(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// Addresses a client elsewhere could send to, to reach a socket bound to
+/// `bind`: itself, or, for the wildcard, this host's own addresses of that
+/// family (loopback last, link-local IPv6 left out).
+pub fn reachable_at(bind: SocketAddr) -> Vec<SocketAddr> {
+    if !bind.ip().is_unspecified() {
+        return vec![bind];
+    }
+    let mut found: Vec<SocketAddr> = super::sys::interface_addresses()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(_, ip)| ip)
+        .filter(|ip| ip.is_ipv4() == bind.is_ipv4())
+        .filter(|ip| !matches!(ip, std::net::IpAddr::V6(v6) if v6.is_unicast_link_local()))
+        .map(|ip| SocketAddr::new(ip, bind.port()))
+        .collect();
+    found.sort_by_key(|a| a.ip().is_loopback());
+    found
+}
+
 /// Resolves `HOST:PORT`, `HOST` (then `default_port`), `[v6]:PORT` or a bare
 /// IPv6 address into one socket address (the first the resolver gives).
 pub fn resolve(text: &str, default_port: u16) -> Result<SocketAddr, EngineError> {
@@ -246,6 +265,20 @@ mod tests {
         ] {
             assert!(address_text(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_wildcard_is_reached_at_the_hosts_own_addresses() {
+        let all = reachable_at("0.0.0.0:8080".parse().unwrap());
+        assert!(!all.is_empty());
+        assert!(all.iter().all(|a| a.is_ipv4() && a.port() == 8080));
+        assert!(all.iter().all(|a| !a.ip().is_unspecified()));
+        assert!(
+            all.last().unwrap().ip().is_loopback(),
+            "loopback last: {all:?}"
+        );
+        let one: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        assert_eq!(reachable_at(one), [one]);
     }
 
     #[test]

@@ -65,8 +65,8 @@ pub struct EffectiveConfig {
     pub realtime: bool,
     /// The profile used, if any.
     pub profile: Option<String>,
-    /// The configuration file consulted.
-    pub config_file: String,
+    /// The configuration file read, `null` when there is none.
+    pub config_file: Option<String>,
 }
 
 impl EffectiveConfig {
@@ -186,7 +186,11 @@ impl EffectiveConfig {
             rt_requested: plan.thread.rt,
             realtime: p.realtime,
             profile: plan.profile.name.clone(),
-            config_file: plan.profile.config_path.display().to_string(),
+            config_file: plan
+                .profile
+                .config_path
+                .exists()
+                .then(|| plan.profile.config_path.display().to_string()),
         }
     }
 }

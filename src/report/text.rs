@@ -118,6 +118,14 @@ fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
             _ => "",
         }
     )?;
+    match (&c.profile, &c.config_file) {
+        (Some(p), Some(f)) => writeln!(out, "Config:   profile '{p}' from {f}")?,
+        (None, Some(f)) => writeln!(out, "Config:   {f} (no profile)")?,
+        _ => writeln!(
+            out,
+            "Config:   none (built-in defaults and the command line)"
+        )?,
+    }
     writeln!(out)
 }
 
@@ -512,6 +520,7 @@ mod tests {
             log: None,
             log_opening: crate::report::packet_log::Opening::New,
             profile: ProfileUse::default(),
+            warnings: Vec::new(),
         };
         let outcome = ClientOutcome {
             stats,

@@ -58,6 +58,12 @@ impl ServerSession {
             None => (None, None),
             Some(cfg) => match start_reflector(cfg, stop.clone()) {
                 Ok(run) => (Some(run), None),
+                // A port the user named must be had; the default is a bonus.
+                Err(e) if plan.stamp_required => {
+                    echo.stop();
+                    let _ = echo.join();
+                    return Err(AppError::Usage(format!("--stamp-port: {e}")));
+                }
                 Err(e) => (
                     None,
                     Some(format!("STAMP not served ({e}); plain echo goes on")),

@@ -21,6 +21,14 @@ pub enum Action {
     SaveProfile,
     /// Keep the current figures as the profile's baseline.
     SetBaseline,
+    /// Scroll the client table one row up (server view).
+    ScrollUp,
+    /// Scroll it one row down.
+    ScrollDown,
+    /// Scroll it a page up.
+    PageUp,
+    /// Scroll it a page down.
+    PageDown,
     /// Show or hide the key list.
     Help,
     /// Close the help overlay, or leave when it is not open.
@@ -50,6 +58,11 @@ pub const KEYS: &[(&str, &str, Action)] = &[
         "keep the figures so far as the profile's baseline",
         Action::SetBaseline,
     ),
+    (
+        "↑ ↓ PgUp PgDn",
+        "scroll the client table (server view)",
+        Action::ScrollDown,
+    ),
     ("?", "this help", Action::Help),
     ("q  Esc  Ctrl-C", "quit and print the summary", Action::Quit),
     ("Esc (in help)", "close this help", Action::Close),
@@ -74,6 +87,10 @@ pub fn action_for(key: KeyEvent) -> Option<Action> {
         KeyCode::Char('?' | 'h') => Action::Help,
         KeyCode::Char('q') => Action::Quit,
         KeyCode::Esc => Action::Close,
+        KeyCode::Up => Action::ScrollUp,
+        KeyCode::Down => Action::ScrollDown,
+        KeyCode::PageUp => Action::PageUp,
+        KeyCode::PageDown => Action::PageDown,
         _ => return None,
     })
 }

@@ -7,7 +7,8 @@ use super::theme::Theme;
 use crate::config::Baseline;
 use crate::engine::{ReflectorTotals, SessionInfo, StampingInfo};
 use crate::stats::LiveStats;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// Which side of the measurement this process is playing.
@@ -86,21 +87,58 @@ pub struct ServerView {
     pub stamp_totals: ReflectorTotals,
     /// The file every answer is logged to (`synapse server --log`).
     pub log: Option<String>,
+    /// Each session's counts at the last clear: the table shows what came
+    /// since, as the totals do.
+    pub base: HashMap<SocketAddr, (u64, u64)>,
+    /// First row of the client table shown (it scrolls).
+    pub scroll: usize,
+    /// Addresses a client can use to reach this reflector (the host's own,
+    /// when it listens on the wildcard).
+    pub reach: Vec<String>,
 }
 
 /// Ended sessions kept for display.
 pub const ENDED_KEPT: usize = 50;
 
 impl ServerView {
+    /// A session's counts since the last clear.
+    fn since_clear(&self, mut s: SessionInfo) -> SessionInfo {
+        if let Some((packets, bytes)) = self.base.get(&s.peer) {
+            s.packets = s.packets.saturating_sub(*packets);
+            s.bytes = s.bytes.saturating_sub(*bytes);
+        }
+        s
+    }
+
     /// Records a session that went idle.
     pub fn session_ended(&mut self, s: SessionInfo) {
+        let s = self.since_clear(s);
+        self.base.remove(&s.peer);
         self.active.retain(|a| a.peer != s.peer);
         self.ended.push_front(s);
         self.ended.truncate(ENDED_KEPT);
     }
 
+    /// Forgets what was shown: sessions still active count from now.
+    pub fn clear(&mut self) {
+        for s in self.active.drain(..) {
+            let (p, b) = self.base.get(&s.peer).copied().unwrap_or_default();
+            self.base.insert(s.peer, (p + s.packets, b + s.bytes));
+        }
+        self.ended.clear();
+        self.totals = ReflectorTotals::default();
+        self.scroll = 0;
+    }
+
+    /// Moves the client table by `rows` (negative: up), within its rows.
+    pub fn scroll_by(&mut self, rows: isize) {
+        let last = (self.active.len() + self.ended.len()).saturating_sub(1);
+        self.scroll = self.scroll.saturating_add_signed(rows).min(last);
+    }
+
     /// Records a live session's latest state.
     pub fn session_active(&mut self, s: SessionInfo) {
+        let s = self.since_clear(s);
         match self.active.iter_mut().find(|a| a.peer == s.peer) {
             Some(a) => *a = s,
             None => {
@@ -143,7 +181,65 @@ pub struct App {
     /// Its baseline, if it has one.
     pub baseline: Option<Baseline>,
     /// A profile name being typed after `s`.
-    pub prompt: Option<String>,
+    pub prompt: Option<Prompt>,
+    /// A question waiting for y or n.
+    pub confirm: Option<Confirm>,
+    /// The configuration file in use, when there is one.
+    pub config_file: Option<String>,
+}
+
+/// A name being typed. It starts with the profile's name, which the first
+/// key typed replaces (as a selected field would).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    /// The text so far.
+    pub text: String,
+    /// Nothing typed yet: the text is the suggestion.
+    pub fresh: bool,
+}
+
+impl Prompt {
+    /// A prompt suggesting `text`.
+    pub fn suggesting(text: String) -> Self {
+        Self { text, fresh: true }
+    }
+
+    /// One character typed.
+    pub fn push(&mut self, c: char) {
+        if std::mem::take(&mut self.fresh) {
+            self.text.clear();
+        }
+        self.text.push(c);
+    }
+
+    /// Backspace: takes one character (the suggestion stays editable).
+    pub fn pop(&mut self) {
+        self.fresh = false;
+        self.text.pop();
+    }
+}
+
+/// What a y/n question is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confirm {
+    /// `b` with a baseline already stored: replace it?
+    ReplaceBaseline {
+        /// The profile.
+        profile: String,
+        /// When the stored baseline was taken.
+        date: String,
+    },
+}
+
+impl Confirm {
+    /// The question, as the footer asks it.
+    pub fn question(&self) -> String {
+        match self {
+            Confirm::ReplaceBaseline { profile, date } => format!(
+                "replace the baseline of '{profile}' (taken {date}) with these figures? y / n"
+            ),
+        }
+    }
 }
 
 /// The widest zoom level.
@@ -182,6 +278,8 @@ impl App {
             profile: None,
             baseline: None,
             prompt: None,
+            confirm: None,
+            config_file: None,
         }
     }
 
@@ -221,12 +319,13 @@ impl App {
         };
     }
 
-    /// Forgets the client's live statistics and the server's totals.
+    /// Forgets the client's live statistics and the server's totals, and
+    /// the packet the path showed.
     pub fn clear(&mut self) {
         self.client.live = LiveStats::new();
         self.client.run_done = 0;
-        self.server.ended.clear();
-        self.server.totals = ReflectorTotals::default();
+        self.server.clear();
+        self.anim = Animation::default();
         self.frozen = None;
     }
 }

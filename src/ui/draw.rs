@@ -117,9 +117,7 @@ pub fn draw(f: &mut Frame, app: &App) {
             sessions::render(f, middle, v, t);
             let idle = format_ns_plain(v.session_idle.as_nanos() as u64);
             let note = Line::styled(
-                format!(
-                    " sessions end after {idle} of silence · totals since start or last clear · r: measure"
-                ),
+                format!(" sessions end after {idle} idle · figures since start or c · r: measure"),
                 t.dim(),
             );
             f.render_widget(Paragraph::new(note), bar);

@@ -7,6 +7,7 @@ pub mod action;
 pub mod animation;
 pub mod app;
 pub mod draw;
+mod keys;
 pub mod panes;
 pub mod station;
 pub mod theme;
@@ -15,8 +16,9 @@ pub mod theme;
 mod fixtures;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_fit;
 
-use action::{Action, action_for};
 use app::{App, ClientInfo, Role, ServerView};
 use crossterm::event::{Event, EventStream};
 use futures_util::{Stream, StreamExt};
@@ -76,8 +78,9 @@ pub fn run(start: Start) -> Result<Finale, AppError> {
         )
         .await;
         ratatui::restore();
-        let finale = station.finish(&mut app);
-        outcome.map(|()| finale)
+        let interrupted = matches!(outcome, Ok(Ended::Signal));
+        let finale = station.finish(&mut app, interrupted);
+        outcome.map(|_| finale)
     })
 }
 
@@ -130,6 +133,17 @@ fn quit_signal() -> Result<impl Future<Output = ()>, AppError> {
     })
 }
 
+/// How the display loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The user quit.
+    Quit,
+    /// A signal (SIGTERM, SIGHUP, SIGINT) ended it.
+    Signal,
+    /// The event source ran dry.
+    NoMoreEvents,
+}
+
 /// The display loop: a frame every `1/fps`, keys as they come, until the
 /// user quits, `events` ends or `quit` resolves. Generic over the terminal
 /// and everything from outside, so a test can drive the real loop with a
@@ -140,7 +154,7 @@ pub async fn drive<B, E>(
     quit: impl Future<Output = ()>,
     station: &mut Station,
     app: &mut App,
-) -> Result<(), AppError>
+) -> Result<Ended, AppError>
 where
     B: Backend,
     B::Error: Send + Sync + 'static,
@@ -157,24 +171,18 @@ where
                 true
             }
             ev = events.next() => match ev {
-                Some(Ok(Event::Key(key))) if app.prompt.is_some() => {
-                    if edit_prompt(key, app, station) {
-                        return Ok(());
-                    }
-                    true
-                }
-                Some(Ok(Event::Key(key))) => match action_for(key) {
-                    Some(action) if handle(action, app, station) => return Ok(()),
-                    // Answer keys at once rather than on the next tick.
-                    Some(_) => true,
-                    None => false,
+                // Answer keys at once rather than on the next tick.
+                Some(Ok(Event::Key(key))) => match keys::on_key(key, app, station) {
+                    keys::After::Quit => return Ok(Ended::Quit),
+                    keys::After::Redraw => true,
+                    keys::After::Nothing => false,
                 },
                 Some(Ok(Event::Resize(..))) => true,
                 Some(Ok(_)) => false,
                 Some(Err(e)) => return Err(e.into()),
-                None => return Ok(()),
+                None => return Ok(Ended::NoMoreEvents),
             },
-            () = &mut quit => return Ok(()),
+            () = &mut quit => return Ok(Ended::Signal),
         };
         if redraw {
             terminal
@@ -182,56 +190,4 @@ where
                 .map_err(|e| AppError::Runtime(anyhow::Error::new(e)))?;
         }
     }
-}
-
-/// Typing a profile name after `s`. Returns true for Ctrl-C, which quits
-/// here as everywhere.
-fn edit_prompt(key: crossterm::event::KeyEvent, app: &mut App, station: &mut Station) -> bool {
-    use crossterm::event::{KeyCode, KeyEventKind, KeyModifiers};
-    if key.kind == KeyEventKind::Release {
-        return false;
-    }
-    if key
-        .modifiers
-        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
-    {
-        return key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c');
-    }
-    let Some(name) = app.prompt.as_mut() else {
-        return false;
-    };
-    match key.code {
-        KeyCode::Char(c) if c.is_ascii_alphanumeric() || "-_.".contains(c) => name.push(c),
-        KeyCode::Backspace => {
-            name.pop();
-        }
-        KeyCode::Enter if !name.is_empty() => {
-            let name = name.clone();
-            app.prompt = None;
-            station.save_profile(app, &name);
-        }
-        KeyCode::Esc => app.prompt = None,
-        _ => {}
-    }
-    false
-}
-
-/// Applies one action. Returns true when it is time to quit.
-fn handle(action: Action, app: &mut App, station: &mut Station) -> bool {
-    match action {
-        Action::Quit => return true,
-        Action::Close if app.help => app.help = false,
-        Action::Close => return true,
-        Action::Help => app.help = !app.help,
-        Action::ToggleRun if app.running => station.stop(app),
-        Action::ToggleRun => station.start(app),
-        Action::SwitchRole => station.switch_role(app),
-        Action::Clear => station.clear(app),
-        Action::Freeze => app.toggle_freeze(),
-        Action::SaveProfile => app.prompt = Some(app.profile.clone().unwrap_or_default()),
-        Action::SetBaseline => station.set_baseline(app),
-        Action::ZoomIn => app.zoom_by(true),
-        Action::ZoomOut => app.zoom_by(false),
-    }
-    false
 }

@@ -8,12 +8,14 @@
 //! its address across restarts, so switching back and forth never moves
 //! the port.
 
-use super::app::{App, Role};
+use super::app::{App, Confirm, Role};
 use crate::cli::settings_schema;
 use crate::config::{Baseline, store};
+use crate::engine::socket::reachable_at;
 use crate::engine::{
     ClientOutcome, Placement, Protocol, ReflectorEvent, ReflectorTotals, StampingInfo, StopFlag,
 };
+use crate::error::exit;
 use crate::plan::{ClientPlan, ServerPlan, Target};
 use crate::report::{LogSummary, Report};
 use crate::session::{ClientSession, LogOutcome, Opening, ServerSession, Side};
@@ -31,6 +33,12 @@ pub struct Finale {
     pub server: Option<ReflectorTotals>,
     /// The server's answer log, if it wrote one.
     pub server_log: Option<LogOutcome>,
+    /// The last reason a run could not start or had to stop, with the exit
+    /// status it calls for: what to say when nothing was measured.
+    pub failure: Option<(String, i32)>,
+    /// What the engine threads could not do as asked (pinning, SCHED_FIFO),
+    /// each said once.
+    pub warnings: Vec<String>,
 }
 
 /// The client runs of one display, added up.
@@ -80,6 +88,8 @@ pub struct Station {
     totals: ClientTotals,
     served: ServerTotals,
     server_log: Option<LogOutcome>,
+    failure: Option<(String, i32)>,
+    warnings: Vec<String>,
 }
 
 impl Station {
@@ -111,6 +121,8 @@ impl Station {
             },
             served: ServerTotals::default(),
             server_log: None,
+            failure: None,
+            warnings: Vec::new(),
         }
     }
 
@@ -123,7 +135,7 @@ impl Station {
         }
     }
 
-    fn ensure_reflector(&mut self, app: &mut App) -> Result<SocketAddr, String> {
+    fn ensure_reflector(&mut self, app: &mut App) -> Result<SocketAddr, (String, i32)> {
         if let Some(s) = &self.server {
             return Ok(s.echo_addr());
         }
@@ -136,11 +148,12 @@ impl Station {
             Protocol::Echo
         };
         let bind = self.reflector_addr.unwrap_or(p.bind);
-        let session =
-            ServerSession::start(p, bind, protocol, &StopFlag::new()).map_err(|e| e.to_string())?;
+        let session = ServerSession::start(p, bind, protocol, &StopFlag::new())
+            .map_err(|e| (e.to_string(), e.exit_code()))?;
         let addr = session.echo_addr();
         self.reflector_addr = Some(addr);
         app.server.bind = addr.to_string();
+        app.server.reach = reachable_at(addr).iter().map(ToString::to_string).collect();
         app.server.stamp = match (session.stamp_addr(), &session.stamp_refused) {
             (Some(a), _) => Some(Ok(a.to_string())),
             (None, Some(why)) => {
@@ -188,7 +201,7 @@ impl Station {
         app.server.totals = self.served.since_clear();
     }
 
-    fn start_client(&mut self, app: &mut App) -> Result<(), String> {
+    fn start_client(&mut self, app: &mut App) -> Result<(), (String, i32)> {
         let against = if self.self_target {
             let own = self.ensure_reflector(app)?;
             Some(match self.client_plan.target {
@@ -204,7 +217,7 @@ impl Station {
             self.client_plan.log_opening
         };
         let session = ClientSession::start(&self.client_plan, against, log, StopFlag::new())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| (e.to_string(), e.exit_code()))?;
         self.totals.log_started |= self.client_plan.log.is_some();
         let stamping = session.stamping().clone();
         self.totals.local = Some(session.local());
@@ -244,11 +257,24 @@ impl Station {
         match finish.outcome {
             Ok(o) if keep => self.absorb(&o),
             Ok(_) => {}
-            Err(e) => app.status = Some(format!("measurement stopped: {e}")),
+            Err(e) => {
+                app.status = Some(format!("measurement stopped: {e}"));
+                let code = if e.is_usage() {
+                    exit::USAGE
+                } else {
+                    exit::RUNTIME
+                };
+                self.failure = Some((e.to_string(), code));
+            }
         }
     }
 
     fn absorb(&mut self, o: &ClientOutcome) {
+        if let Some(why) = &o.placement.refused
+            && !self.warnings.contains(why)
+        {
+            self.warnings.push(why.clone());
+        }
         let t = &mut self.totals;
         t.stats.merge(&o.stats);
         t.measured += o.measured;
@@ -269,9 +295,10 @@ impl Station {
         };
         match started {
             Ok(()) => app.running = true,
-            Err(e) => {
+            Err((why, code)) => {
                 app.running = false;
-                app.status = Some(format!("cannot start: {e}"));
+                app.status = Some(format!("cannot start: {why}"));
+                self.failure = Some((why, code));
             }
         }
     }
@@ -312,9 +339,10 @@ impl Station {
         self.totals.measured = Duration::ZERO;
         self.served.base = self.served.last;
         app.clear();
-        if restart && let Err(e) = self.start_client(app) {
+        if restart && let Err((why, code)) = self.start_client(app) {
             app.running = false;
-            app.status = Some(format!("cannot restart: {e}"));
+            app.status = Some(format!("cannot restart: {why}"));
+            self.failure = Some((why, code));
         }
     }
 
@@ -364,11 +392,19 @@ impl Station {
         }
     }
 
+    /// Why `s` and `b` cannot be used here, if they cannot: a profile
+    /// keeps a host pair, and the loopback measurement has none.
+    pub fn profiles_refused(&self) -> Option<String> {
+        (self.client_plan.target == Target::Loopback).then(|| {
+            "profiles keep a host pair, and loopback has none: save one from synapse client ADDR"
+                .into()
+        })
+    }
+
     /// Saves the client's settings as profile `name` (the `s` key).
     pub fn save_profile(&mut self, app: &mut App, name: &str) {
-        if self.client_plan.target == Target::Loopback {
-            app.status =
-                Some("profiles keep a host pair: save one from synapse client ADDR".into());
+        if let Some(why) = self.profiles_refused() {
+            app.status = Some(why);
             return;
         }
         let path = self.client_plan.profile.config_path.clone();
@@ -385,12 +421,35 @@ impl Station {
         );
     }
 
-    /// Keeps the figures so far as the profile's baseline (the `b` key).
+    /// Keeps the figures so far as the profile's baseline (the `b` key);
+    /// a baseline already stored is replaced only once the user says yes.
     pub fn set_baseline(&mut self, app: &mut App) {
+        if let Some(why) = self.profiles_refused() {
+            app.status = Some(why);
+            return;
+        }
         let Some(name) = self.client_plan.profile.name.clone() else {
             app.status = Some("no profile yet: press s to save one, then b".into());
             return;
         };
+        if let Some(old) = &self.client_plan.profile.baseline {
+            app.confirm = Some(Confirm::ReplaceBaseline {
+                profile: name,
+                date: old.date.clone(),
+            });
+            return;
+        }
+        self.store_baseline(app, &name);
+    }
+
+    /// The user answered yes.
+    pub fn answer(&mut self, app: &mut App, question: Confirm) {
+        match question {
+            Confirm::ReplaceBaseline { profile, .. } => self.store_baseline(app, &profile),
+        }
+    }
+
+    fn store_baseline(&mut self, app: &mut App, name: &str) {
         let summary = Summary::from_stats(app.client.live.total(), Duration::ZERO);
         let source = self
             .totals
@@ -402,7 +461,7 @@ impl Station {
             return;
         };
         let path = self.client_plan.profile.config_path.clone();
-        app.status = Some(match store::save_baseline(&path, &name, &b) {
+        app.status = Some(match store::save_baseline(&path, name, &b) {
             Ok(()) => {
                 self.client_plan.profile.baseline = Some(b.clone());
                 app.baseline = Some(b);
@@ -415,8 +474,9 @@ impl Station {
         });
     }
 
-    /// Stops everything and returns what was measured.
-    pub fn finish(mut self, app: &mut App) -> Finale {
+    /// Stops everything and returns what was measured; `interrupted`: a
+    /// signal ended the display.
+    pub fn finish(mut self, app: &mut App, interrupted: bool) -> Finale {
         self.end_client(app, true);
         self.stop_reflector(app);
         let t = &self.totals;
@@ -430,7 +490,7 @@ impl Station {
                     realtime: false,
                     refused: None,
                 }),
-                interrupted: false,
+                interrupted,
                 ring_overflow: 0,
                 log_overflow: t.log_dropped,
                 stale_stamps: t.stale_stamps,
@@ -455,6 +515,8 @@ impl Station {
             report,
             server: self.served.used.then(|| self.served.since_clear()),
             server_log: self.server_log,
+            failure: self.failure,
+            warnings: self.warnings,
         }
     }
 }

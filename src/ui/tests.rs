@@ -96,7 +96,10 @@ fn no_color_draws_no_colours() {
 #[test]
 fn the_save_prompt_and_the_baseline_change_are_drawn() {
     let mut app = client_app();
-    app.prompt = Some("lab-a".into());
+    app.prompt = Some(super::app::Prompt {
+        text: "lab-a".into(),
+        fresh: false,
+    });
     let text = rows(&frame(&app, 120, 36)).join("\n");
     assert!(
         text.contains(" save profile as: lab-a█   Enter saves · Esc cancels"),
@@ -211,7 +214,7 @@ fn the_real_loop_measures_stops_switches_and_quits_on_scripted_keys() {
             &mut app,
         ))
         .unwrap();
-    let finale = station.finish(&mut app);
+    let finale = station.finish(&mut app, false);
     let report = finale.report.expect("a report of what was measured");
     assert!(report.summary.packets.sent >= measured);
     let shown: Vec<String> = steps

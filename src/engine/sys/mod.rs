@@ -429,14 +429,22 @@ pub fn set_fifo(priority: i32) -> io::Result<()> {
 /// The name of the interface that holds `ip` (as `getifaddrs` reports it),
 /// or `None` when no interface does.
 pub fn interface_with_address(ip: std::net::IpAddr) -> io::Result<Option<String>> {
+    Ok(interface_addresses()?
+        .into_iter()
+        .find(|(_, a)| *a == ip)
+        .map(|(name, _)| name))
+}
+
+/// Every IPv4 and IPv6 address of this host, with its interface's name.
+pub fn interface_addresses() -> io::Result<Vec<(String, std::net::IpAddr)>> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs writes a list head into `head`; freed below.
     if unsafe { libc::getifaddrs(&raw mut head) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    let mut found = None;
+    let mut found = Vec::new();
     let mut at = head;
-    while !at.is_null() && found.is_none() {
+    while !at.is_null() {
         // SAFETY: `at` is a node of the list getifaddrs returned, still live.
         let ifa = unsafe { &*at };
         if !ifa.ifa_addr.is_null() {
@@ -460,10 +468,10 @@ pub fn interface_with_address(ip: std::net::IpAddr) -> io::Result<Option<String>
                     );
                 }
                 raw.set_len(len as libc::socklen_t);
-                if raw.to_socket_addr().is_some_and(|a| a.ip() == ip) {
+                if let Some(addr) = raw.to_socket_addr() {
                     // SAFETY: ifa_name is a NUL-terminated string in the list.
                     let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
-                    found = Some(name.to_string_lossy().into_owned());
+                    found.push((name.to_string_lossy().into_owned(), addr.ip()));
                 }
             }
         }

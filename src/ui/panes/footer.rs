@@ -9,12 +9,23 @@ use ratatui::widgets::Paragraph;
 /// Draws the footer.
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let t = app.theme;
-    if let Some(name) = &app.prompt {
+    if let Some(p) = &app.prompt {
+        let typed = if p.fresh {
+            Span::styled(p.text.clone(), t.dim())
+        } else {
+            Span::raw(p.text.clone())
+        };
         let line = Line::from(vec![
             Span::styled(" save profile as: ", t.key()),
-            Span::raw(format!("{name}█")),
+            typed,
+            Span::raw("█"),
             Span::styled("   Enter saves · Esc cancels", t.dim()),
         ]);
+        f.render_widget(Paragraph::new(line), area);
+        return;
+    }
+    if let Some(q) = &app.confirm {
+        let line = Line::styled(format!(" {}", q.question()), t.warn());
         f.render_widget(Paragraph::new(line), area);
         return;
     }

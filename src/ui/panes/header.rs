@@ -23,22 +23,33 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             (format!("server on {}", s.bind), s.cpu, s.busy_poll)
         }
     };
-    let mode = format!(
-        "  CPU {cpu} · {}",
-        if busy { "busy-poll" } else { "blocking" }
-    );
     let (state, style) = match (app.frozen.is_some(), app.running, app.role) {
         (true, _, _) => ("❄ FROZEN", t.warn()),
         (false, true, Role::Client) => ("● MEASURING", t.good()),
         (false, true, Role::Server) => ("● REFLECTING", t.good()),
         (false, false, _) => ("■ STOPPED", t.warn()),
     };
-    let left = Line::from(vec![
-        Span::styled(" SYNAPSE ", t.title()),
-        Span::raw(what),
-        Span::styled(mode, t.dim()),
-    ]);
-    f.render_widget(Paragraph::new(left), area);
+    // What fits, most important first: the pair, then how it runs, then
+    // the profile and the file it came from.
+    let room = usize::from(area.width).saturating_sub(state.chars().count() + 2 + 9);
+    let mut used = what.chars().count();
+    let mut spans = vec![Span::styled(" SYNAPSE ", t.title()), Span::raw(what)];
+    let extras = [
+        Some(format!(
+            "  CPU {cpu} · {}",
+            if busy { "busy-poll" } else { "blocking" }
+        )),
+        app.profile.as_ref().map(|p| format!("  profile {p}")),
+        app.config_file.as_ref().map(|c| format!("  {c}")),
+    ];
+    for extra in extras.into_iter().flatten() {
+        let n = extra.chars().count();
+        if used + n <= room {
+            used += n;
+            spans.push(Span::styled(extra, t.dim()));
+        }
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
     let right = Line::from(Span::styled(format!("{state} "), style)).right_aligned();
     f.render_widget(Paragraph::new(right), area);
 }

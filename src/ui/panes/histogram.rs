@@ -69,7 +69,11 @@ fn draw_bar(
 pub fn render(f: &mut Frame, area: Rect, live: &LiveStats, zoom: u8, t: Theme) {
     let (bins, lost) = live.recent_histogram();
     let label = ZOOM_RANGES[usize::from(zoom).min(ZOOM_RANGES.len() - 1)].2;
-    let title = format!(" RTT histogram · last 10 s · {label} · zoom {zoom} (+/-) ");
+    let title = if area.width >= 62 {
+        format!(" RTT histogram · last 10 s · {label} · zoom {zoom} (+/-) ")
+    } else {
+        format!(" RTT histogram · 10 s · {label} ")
+    };
     let block = Block::bordered().title(Span::styled(title, t.title()));
     let inner = block.inner(area);
     f.render_widget(block, area);
@@ -85,12 +89,12 @@ pub fn render(f: &mut Frame, area: Rect, live: &LiveStats, zoom: u8, t: Theme) {
         );
         return;
     }
-    // Columns spread over the whole plot (at most 6 cells each): column i
-    // covers cells [i·used/n, (i+1)·used/n). Narrow columns touch, so the
-    // odd one-cell difference in width disappears in a continuous area;
-    // wide ones keep a gap.
+    // Columns spread over the whole plot, however few (a zoomed range has
+    // few bins): column i covers cells [i·used/n, (i+1)·used/n). Narrow
+    // columns touch, so the odd one-cell difference in width disappears in
+    // a continuous area; wide ones keep a gap.
     let n = cols.len().max(1) as u32;
-    let used = u32::from(plot_width).min(n * 6) as u16;
+    let used = plot_width;
     let span = |i: usize| (u32::from(used) * i as u32 / n) as u16;
     let gap = u32::from(used) >= 3 * n;
     let plot_height = inner.height - 2;

@@ -20,8 +20,14 @@ pub fn render(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
         .iter()
         .map(|s| (s, Span::styled("active", t.good())));
     let ended = v.ended.iter().map(|s| (s, Span::styled("ended", t.dim())));
+    let total = v.active.len() + v.ended.len();
+    // Rows that fit under the header; the table scrolls through the rest.
+    let visible = usize::from(area.height.saturating_sub(3)).max(1);
+    let first = v.scroll.min(total.saturating_sub(visible));
     let rows: Vec<Row> = active
         .chain(ended)
+        .skip(first)
+        .take(visible)
         .map(|(s, state)| {
             Row::new(vec![
                 Span::raw(s.peer.to_string()),
@@ -41,7 +47,14 @@ pub fn render(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
         Constraint::Length(8),
     ];
     let title = if empty {
-        format!(" Clients · none yet: synapse client {} ", v.bind)
+        let reach = v.reach.first().cloned().unwrap_or_else(|| v.bind.clone());
+        format!(" Clients · none yet: synapse client {reach} ")
+    } else if total > visible {
+        format!(
+            " Clients · {}–{} of {total} (↑ ↓ PgUp PgDn) ",
+            first + 1,
+            (first + visible).min(total)
+        )
     } else {
         " Clients ".to_string()
     };

@@ -1,0 +1,248 @@
+//! The display at its smallest and in its corners: 80×24 keeps every pane
+//! readable, clearing agrees with the totals, the client table scrolls, and
+//! the keys that would touch a profile ask first or say why not.
+
+use super::app::{App, Role, ServerView};
+use super::fixtures::{client_app, frame, rows, server_app};
+use super::keys::{After, on_key};
+use super::station::Station;
+use crate::engine::SessionInfo;
+use crate::plan::{ClientPlan, Plan, counterpart_server, plan};
+use crate::stats::{Record, RecordKind};
+use clap::FromArgMatches;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::net::SocketAddr;
+
+fn press(c: char, app: &mut App, station: &mut Station) -> After {
+    on_key(
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE),
+        app,
+        station,
+    )
+}
+
+fn session(port: u16, packets: u64) -> SessionInfo {
+    SessionInfo {
+        peer: SocketAddr::from(([192, 0, 2, 7], port)),
+        packets,
+        bytes: packets * 8,
+        last_seen_ns: 0,
+    }
+}
+
+/// A client plan from a command line, with `config` as its file.
+fn client_plan(args: &[&str], config: &std::path::Path) -> ClientPlan {
+    let mut argv = vec!["synapse"];
+    argv.extend(args);
+    argv.extend(["--config", config.to_str().unwrap()]);
+    let m = crate::cli::command().try_get_matches_from(argv).unwrap();
+    let cli = crate::cli::Cli::from_arg_matches(&m).unwrap();
+    match plan(cli, &m).unwrap() {
+        Plan::Client(c) => c,
+        Plan::Server(_) => panic!("a client plan"),
+    }
+}
+
+/// Item 20: at 80×24 all three percentile rows have their sparkline, the
+/// titles are whole, and a large loss fits its line.
+#[test]
+fn the_smallest_frame_keeps_every_pane_readable() {
+    let mut app = client_app();
+    for seq in 0..227_000 {
+        app.client
+            .live
+            .ingest(&Record::event(RecordKind::Lost, 20_000 + seq, 0, false));
+    }
+    let screen = rows(&frame(&app, 80, 24));
+    let title = screen
+        .iter()
+        .position(|l| l.contains("Percentiles"))
+        .unwrap();
+    // The percentile pane: the right-hand part of the rows under its title.
+    let pane: Vec<String> = screen[title + 1..]
+        .iter()
+        .filter_map(|l| l.split("││").nth(1).map(str::to_string))
+        .collect();
+    for name in ["p50 ", "p99 ", "p99.9 "] {
+        let line = pane.iter().find(|l| l.starts_with(name)).unwrap();
+        assert!(
+            line.chars().any(|c| "▁▂▃▄▅▆▇█".contains(c)),
+            "{name} has no sparkline: {line}"
+        );
+    }
+    let titles = screen.iter().find(|l| l.contains("RTT histogram")).unwrap();
+    assert!(
+        titles.contains("┌ RTT histogram · 10 s · min–max ─"),
+        "{titles}"
+    );
+    assert!(titles.contains("┌ Percentiles per 250 ms ─"), "{titles}");
+    let lost = screen.iter().find(|l| l.contains(" Lost ")).unwrap();
+    assert!(lost.contains("│ Lost    227.0k (95."), "{lost}");
+}
+
+/// Item 20: zoomed in, the histogram still spreads over its whole width.
+#[test]
+fn a_zoomed_histogram_fills_its_width() {
+    let mut app = client_app();
+    app.zoom = 4;
+    let screen = rows(&frame(&app, 120, 36));
+    let title = screen
+        .iter()
+        .position(|l| l.contains("RTT histogram"))
+        .unwrap();
+    let plot: Vec<&String> = screen[title + 1..title + 6].iter().collect();
+    let widest = plot
+        .iter()
+        .map(|l| {
+            let left = l.split("││").next().unwrap();
+            let cells: Vec<char> = left.chars().collect();
+            cells
+                .iter()
+                .rposition(|c| "▁▂▃▄▅▆▇█".contains(*c))
+                .unwrap_or(0)
+        })
+        .max()
+        .unwrap();
+    assert!(widest > 45, "bars stop at column {widest} of about 58");
+}
+
+/// Item 18: after `c` the table counts from the clear, as the totals do.
+#[test]
+fn clearing_makes_the_client_table_count_from_zero() {
+    let mut v = ServerView::default();
+    v.session_active(session(1, 100));
+    v.session_ended(session(2, 40));
+    v.clear();
+    assert!(v.ended.is_empty() && v.active.is_empty());
+    v.session_active(session(1, 150));
+    assert_eq!(v.active[0].packets, 50, "what came since the clear");
+    v.session_ended(session(1, 170));
+    assert_eq!(v.ended[0].packets, 70);
+}
+
+/// Item 18: `c` also forgets the packet the path showed.
+#[test]
+fn clearing_forgets_the_last_packet_shown() {
+    let mut app = client_app();
+    assert!(app.anim.packet.is_some());
+    app.clear();
+    assert_eq!(app.anim.packet, None);
+    let text = rows(&frame(&app, 120, 36)).join("\n");
+    assert!(!text.contains("packet #10204"), "{text}");
+}
+
+/// Item 20: thousands of clients scroll.
+#[test]
+fn the_client_table_scrolls() {
+    let mut app = server_app();
+    for port in 0..100 {
+        app.server.session_active(session(10_000 + port, 1));
+    }
+    app.server.scroll_by(50);
+    let text = rows(&frame(&app, 120, 36)).join("\n");
+    let first = text.lines().find(|l| l.contains("192.0.2.7:")).unwrap();
+    // Active sessions sort by address: 10000…10099, then the fixture's two.
+    assert!(first.contains("192.0.2.7:10050"), "{first}");
+    assert!(text.contains(" Clients · 51–"), "{text}");
+    assert!(text.contains("of 103 (↑ ↓ PgUp PgDn)"), "{text}");
+    app.server.scroll_by(-1_000);
+    assert_eq!(app.server.scroll, 0);
+}
+
+/// Item 19: an idle server on the wildcard suggests an address a client can
+/// use, not 0.0.0.0.
+#[test]
+fn the_empty_table_suggests_a_reachable_address() {
+    let mut app = server_app();
+    app.server.active.clear();
+    app.server.ended.clear();
+    app.server.bind = "0.0.0.0:8080".into();
+    app.server.reach = vec!["192.0.2.1:8080".into(), "127.0.0.1:8080".into()];
+    let text = rows(&frame(&app, 120, 36)).join("\n");
+    assert!(
+        text.contains("none yet: synapse client 192.0.2.1:8080"),
+        "{text}"
+    );
+    assert!(!text.contains("synapse client 0.0.0.0"));
+}
+
+/// The header names the profile and the file it came from, when it has room.
+#[test]
+fn the_header_shows_the_profile_and_config_file() {
+    let mut app = client_app();
+    app.profile = Some("lab".into());
+    app.config_file = Some("/home/u/.config/synapse/config.toml".into());
+    let wide = rows(&frame(&app, 160, 36));
+    assert!(
+        wide[0].contains("profile lab  /home/u/.config/synapse/config.toml"),
+        "{}",
+        wide[0]
+    );
+    let narrow = rows(&frame(&app, 80, 24));
+    assert!(
+        narrow[0].contains("● MEASURING"),
+        "the state always fits: {}",
+        narrow[0]
+    );
+}
+
+/// Item 17: in loopback mode `s` and `b` say at once why they cannot work.
+#[test]
+fn loopback_refuses_profile_keys_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "").unwrap();
+    let c = client_plan(&[], &config);
+    let s = counterpart_server(&c);
+    let mut station = Station::new(c.clone(), s.clone(), false);
+    let mut app = super::initial_app(&c, &s, &station, Role::Client);
+    for key in ['s', 'b'] {
+        press(key, &mut app, &mut station);
+        assert!(app.prompt.is_none(), "{key}: no name asked for");
+        let status = app.status.take().unwrap();
+        assert!(status.contains("loopback has none"), "{key}: {status}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "",
+        "nothing written"
+    );
+}
+
+/// Item 17: `b` over a stored baseline asks first; only `y` replaces it.
+#[test]
+fn replacing_a_baseline_asks_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    let stored = "[profiles.lab]\nserver = \"192.0.2.10:8080\"\n\n[profiles.lab.baseline]\n\
+        date = \"2026-11-01T00:00:00Z\"\np50_ns = 1\np99_ns = 2\np999_ns = 3\n\
+        loss_percent = 0.0\ntimestamp_source = \"user\"\n";
+    std::fs::write(&config, stored).unwrap();
+    let c = client_plan(&["client", "--profile", "lab"], &config);
+    let s = counterpart_server(&c);
+    let mut station = Station::new(c.clone(), s.clone(), false);
+    let mut app = super::initial_app(&c, &s, &station, Role::Client);
+    for seq in 0..100 {
+        app.client
+            .live
+            .ingest(&Record::sample(seq, 0, 50_000, false));
+    }
+    press('b', &mut app, &mut station);
+    let question = app.confirm.as_ref().unwrap().question();
+    assert_eq!(
+        question,
+        "replace the baseline of 'lab' (taken 2026-11-01T00:00:00Z) with these figures? y / n"
+    );
+    press('n', &mut app, &mut station);
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        stored,
+        "n keeps it"
+    );
+    assert_eq!(app.status.as_deref(), Some("kept as it was"));
+    press('b', &mut app, &mut station);
+    press('y', &mut app, &mut station);
+    let after = std::fs::read_to_string(&config).unwrap();
+    assert!(after.contains("p50_ns = 50"), "{after}");
+    assert!(app.confirm.is_none());
+}
