@@ -184,12 +184,13 @@ pub fn group_thousands(n: u64) -> String {
 }
 
 /// A count that fits a narrow column: grouped up to 99,999, then `227.0k`,
-/// `12.35M`.
+/// `123.46M`, `9.88G`.
 pub fn compact_count(n: u64) -> String {
     match n {
         0..100_000 => group_thousands(n),
         100_000..100_000_000 => format!("{:.1}k", n as f64 / 1e3),
-        _ => format!("{:.2}M", n as f64 / 1e6),
+        100_000_000..1_000_000_000 => format!("{:.2}M", n as f64 / 1e6),
+        _ => format!("{:.2}G", n as f64 / 1e9),
     }
 }
 

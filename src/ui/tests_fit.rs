@@ -246,3 +246,26 @@ fn replacing_a_baseline_asks_first() {
     assert!(after.contains("p50_ns = 50"), "{after}");
     assert!(app.confirm.is_none());
 }
+
+/// Item 20: large server figures fit the pane at 80×24.
+#[test]
+fn large_server_figures_fit_their_pane() {
+    let mut app = server_app();
+    app.server.totals.sessions = 3_000;
+    app.server.totals.packets = 123_456_789;
+    app.server.totals.bytes = 9_876_543_210;
+    let screen = rows(&frame(&app, 80, 24));
+    // The Reflector pane: the first 32 cells of the rows under its title.
+    let pane: Vec<String> = screen[2..12]
+        .iter()
+        .map(|l| l.chars().take(32).collect())
+        .collect();
+    let text = pane.join("\n");
+    assert!(text.contains("│ Seen    3,000 since start"), "{text}");
+    assert!(text.contains("│ Echoed  123.46M packets"), "{text}");
+    assert!(text.contains("│ Bytes   9.88G"), "{text}");
+    assert!(
+        pane.iter().all(|l| l.ends_with('│')),
+        "a line ran over: {text}"
+    );
+}

@@ -134,12 +134,21 @@ pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
     let tot = &v.totals;
     let lines = vec![
         row(t, "Rate", format!("{} pkt/s", format_rate(v.pps))),
-        row(t, "Echoed", count_of(tot.packets, "packet")),
-        row(t, "Bytes", group_thousands(tot.bytes)),
+        row(
+            t,
+            "Echoed",
+            format!("{} packets", compact_count(tot.packets)),
+        ),
+        row(t, "Bytes", compact_count(tot.bytes)),
         row(
             t,
             "Clients",
-            format!("{} active, {} seen", v.active.len(), tot.sessions),
+            format!("{} active", compact_count(v.active.len() as u64)),
+        ),
+        row(
+            t,
+            "Seen",
+            format!("{} since start", compact_count(tot.sessions)),
         ),
         match &v.stamp {
             None => row(t, "STAMP", "off".into()),
@@ -177,9 +186,8 @@ pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
         ]),
         match &v.log {
             Some(path) => row(t, "Log", tail(path, 20)),
-            None => Line::from(Span::styled(" Every datagram goes back", t.dim())),
+            None => Line::from(Span::styled(" Echo: every datagram back", t.dim())),
         },
-        Line::from(Span::styled(" to its sender unchanged.", t.dim())),
     ];
     let block = Block::bordered().title(Span::styled(" Reflector ", t.title()));
     f.render_widget(Paragraph::new(lines).block(block), area);
