@@ -4,7 +4,7 @@ use crate::config::Baseline;
 use crate::stats::{RttFigures, Summary};
 use crate::ui::app::{ClientView, ServerView};
 use crate::ui::theme::Theme;
-use crate::units::{compact_count, count_of, format_ns, format_rate, group_thousands};
+use crate::units::{compact_count, format_ns, format_rate};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
