@@ -7,11 +7,12 @@
 //! Validation that needs more than one flag at a time lives in
 //! [`crate::plan`].
 
-use crate::engine::TimestampMode;
 use crate::engine::protocol::payload_size;
 use crate::engine::socket::address_text;
+use crate::engine::{Schedule, TimestampMode};
 use crate::report::Threshold;
 use crate::report::packet_log::Opening;
+use crate::stats::Pattern;
 use crate::units::{self, count, percent, seconds};
 use clap::{ArgAction, ArgGroup, Args, CommandFactory, Parser, Subcommand};
 use serde::Serialize;
@@ -197,6 +198,7 @@ pub struct TargetArgs {
 /// set these, and the JSON report's `config` shows each. One field each.
 #[derive(Debug, Args, Clone, Serialize)]
 #[command(group(ArgGroup::new("budget").args(["packets", "duration"])))]
+#[command(group(ArgGroup::new("pace").args(["interval", "rate"])))]
 pub struct RunArgs {
     /// Packets to measure after warm-up [default: 10000; the live display
     /// runs until stopped].
@@ -208,9 +210,29 @@ pub struct RunArgs {
     #[serde(rename = "duration_s", serialize_with = "units::serde_secs")]
     pub duration: Option<Duration>,
 
-    /// Packets sent first and left out of the statistics.
-    #[arg(long, value_name = "N", default_value = "200", value_parser = count)]
-    pub warmup: u64,
+    /// Packets sent first and left out of the statistics [default: 200;
+    /// paced, one second's worth, at most 200].
+    #[arg(long, value_name = "N", value_parser = count)]
+    pub warmup: Option<u64>,
+
+    /// Paced mode: send a request every DURATION (10ms, 1ms, 100us),
+    /// whatever the replies do, many in flight, instead of ping-pong's one
+    /// at a time. Reports the schedule kept, jitter and, with --stamp,
+    /// one-way delay and which way losses went.
+    #[arg(long, value_name = "DURATION", value_parser = units::interval)]
+    #[serde(rename = "interval_ns", serialize_with = "units::serde_opt_ns")]
+    pub interval: Option<Duration>,
+
+    /// Paced mode: this many requests per second (--interval 1/PPS).
+    #[arg(long, value_name = "PPS", value_parser = units::rate)]
+    #[serde(rename = "rate_pps")]
+    pub rate: Option<f64>,
+
+    /// Paced mode: exponential gaps with the --interval (or --rate) as
+    /// their mean (RFC 2330, RFC 3432), so the probes cannot fall into
+    /// step with a periodic effect on the path.
+    #[arg(long)]
+    pub poisson: bool,
 
     /// How long to wait for each reply before counting it lost (e.g. 100ms,
     /// 1s; a bare number is milliseconds).
@@ -339,7 +361,38 @@ pub struct OutputArgs {
     pub config: Option<PathBuf>,
 }
 
+/// Warm-up packets in ping-pong (the seed's), and at most in paced mode.
+pub const DEFAULT_WARMUP: u64 = 200;
+
 impl RunArgs {
+    /// The send schedule, when the run is paced (`--interval` or `--rate`).
+    pub fn schedule(&self) -> Option<Schedule> {
+        let interval = self
+            .interval
+            .or_else(|| self.rate.map(|r| Duration::from_secs_f64(1.0 / r)))?;
+        let pattern = if self.poisson {
+            Pattern::Poisson
+        } else {
+            Pattern::Periodic
+        };
+        Some(Schedule { pattern, interval })
+    }
+
+    /// How requests are sent: ping-pong, periodic or Poisson.
+    pub fn pattern(&self) -> Pattern {
+        self.schedule().map_or(Pattern::PingPong, |s| s.pattern)
+    }
+
+    /// The warm-up in effect: `--warmup`, else 200 packets in ping-pong and
+    /// one second's worth (1 to 200) when paced, so a slow schedule does
+    /// not spend minutes warming up.
+    pub fn warmup_packets(&self) -> u64 {
+        self.warmup.unwrap_or_else(|| match self.schedule() {
+            None => DEFAULT_WARMUP,
+            Some(s) => (1_000_000_000 / s.interval_ns()).clamp(1, DEFAULT_WARMUP),
+        })
+    }
+
     /// The defaults, exactly as the command line defines them.
     pub fn defaults() -> Self {
         match Cli::try_parse_from(["synapse"]) {
@@ -386,7 +439,8 @@ mod tests {
             panic!("expected client")
         };
         assert_eq!(c.run.packets, None);
-        assert_eq!(c.run.warmup, 200);
+        assert_eq!(c.run.warmup_packets(), 200);
+        assert_eq!(c.run.schedule(), None, "ping-pong is the default");
         assert_eq!(c.run.timeout_ms, Duration::from_millis(100));
         assert_eq!(c.run.update, 100);
         assert_eq!(c.run.size, 8);
@@ -424,6 +478,55 @@ mod tests {
             let text = sub.clone().term_width(100).render_long_help().to_string();
             insta::assert_snapshot!(format!("help_{}", sub.get_name()), text);
         }
+    }
+
+    #[test]
+    fn paced_options_make_a_schedule() {
+        let run = |args: &[&str]| {
+            let mut all = vec!["synapse"];
+            all.extend_from_slice(args);
+            Cli::try_parse_from(all)
+                .map(|c| c.run)
+                .map_err(|e| e.to_string())
+        };
+        let r = run(&["--interval", "100us"]).unwrap();
+        let s = r.schedule().unwrap();
+        assert_eq!(
+            (s.pattern, s.interval),
+            (Pattern::Periodic, Duration::from_micros(100))
+        );
+        assert_eq!(r.warmup_packets(), 200);
+        let r = run(&["--rate", "4", "--poisson"]).unwrap();
+        let s = r.schedule().unwrap();
+        assert_eq!(
+            (s.pattern, s.interval),
+            (Pattern::Poisson, Duration::from_millis(250))
+        );
+        assert_eq!(r.warmup_packets(), 4, "one second's worth");
+        assert_eq!(run(&["--interval", "1s"]).unwrap().warmup_packets(), 1);
+        assert_eq!(
+            run(&["--interval", "1s", "--warmup", "0"])
+                .unwrap()
+                .warmup_packets(),
+            0
+        );
+        assert!(
+            run(&["--interval", "1ms", "--rate", "5"])
+                .unwrap_err()
+                .contains("cannot be used with")
+        );
+        assert!(
+            run(&["--interval", "5"])
+                .unwrap_err()
+                .contains("needs a unit")
+        );
+        assert!(
+            run(&["--interval", "5us"])
+                .unwrap_err()
+                .contains("outside 10us..=1h")
+        );
+        assert!(run(&["--rate", "0"]).unwrap_err().contains("outside"));
+        assert!(run(&["--rate", "fast"]).unwrap_err().contains("not a rate"));
     }
 
     #[test]

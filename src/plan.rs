@@ -8,8 +8,8 @@ use crate::cli::{
 use crate::config::layering::{Named, layer};
 use crate::config::{self, Baseline, ConfigFile, Settings};
 use crate::engine::{
-    ClientConfig, EngineError, Protocol, ReflectorConfig, Role, ThreadPlacement, choose_cpu,
-    resolve, stamp,
+    ClientConfig, EngineError, MAX_IN_FLIGHT, Protocol, ReflectorConfig, Role, ThreadPlacement,
+    choose_cpu, in_flight_bound, resolve, stamp,
 };
 use crate::error::AppError;
 use crate::report::packet_log::{Opening, STDOUT};
@@ -107,7 +107,7 @@ impl ClientPlan {
             bind: self.bind,
             packets: self.packets,
             duration: r.duration,
-            warmup: r.warmup,
+            warmup: r.warmup_packets(),
             timeout: r.timeout_ms,
             size: r.size,
             thread: self.thread,
@@ -115,6 +115,7 @@ impl ClientPlan {
             timestamps: r.timestamps,
             stamp: r.stamp,
             log_capacity: if self.log.is_some() { LOG_RING } else { 0 },
+            schedule: r.schedule(),
         }
     }
 
@@ -377,6 +378,29 @@ fn output_for(no_ui: bool, json: bool) -> Output {
     }
 }
 
+/// Poisson gaps need a mean; a paced run keeps up to a timeout's worth of
+/// requests in flight, and the sequence tracker remembers 65 536.
+fn check_pacing(run: &RunArgs) -> Result<(), AppError> {
+    let Some(schedule) = run.schedule() else {
+        if run.poisson {
+            return Err(AppError::Usage(
+                "--poisson draws gaps around a mean: give it with --interval or --rate".into(),
+            ));
+        }
+        return Ok(());
+    };
+    let bound = in_flight_bound(&schedule, run.timeout_ms);
+    if bound > MAX_IN_FLIGHT {
+        return Err(AppError::Usage(format!(
+            "--timeout {} at {} every {} keeps up to {bound} requests in flight, more than the {MAX_IN_FLIGHT} Synapse tracks: shorten --timeout or lengthen the interval",
+            crate::units::duration_text(run.timeout_ms),
+            if run.poisson { "a mean of one" } else { "one" },
+            crate::units::duration_text(schedule.interval),
+        )));
+    }
+    Ok(())
+}
+
 fn client_plan(
     target: Target,
     bind: Option<SocketAddr>,
@@ -423,6 +447,7 @@ fn client_plan(
             "--duration must be longer than zero".into(),
         ));
     }
+    check_pacing(&run)?;
     let placement = |cpu, cpu_auto| ThreadPlacement {
         cpu,
         cpu_auto,

@@ -81,6 +81,49 @@ pub fn timeout(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// Shortest paced interval: 100 000 requests a second.
+pub const MIN_INTERVAL: Duration = Duration::from_micros(10);
+/// Longest paced interval.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// A paced interval: a unit is required (`10ms`, `100us`, `1s`), 10 µs to
+/// 1 hour.
+pub fn interval(s: &str) -> Result<Duration, String> {
+    if s.trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(format!("'{s}' needs a unit: 10ms, 100us, 1s"));
+    }
+    let d = millis(s)?;
+    if (MIN_INTERVAL..=MAX_INTERVAL).contains(&d) {
+        Ok(d)
+    } else {
+        Err(format!("'{s}' is outside 10us..=1h"))
+    }
+}
+
+/// A paced rate in requests per second: 1 every hour up to 100 000 a
+/// second (the same range as `--interval`).
+pub fn rate(s: &str) -> Result<f64, String> {
+    let max = 1.0 / MIN_INTERVAL.as_secs_f64();
+    let min = 1.0 / MAX_INTERVAL.as_secs_f64();
+    match s.trim().parse::<f64>() {
+        Ok(r) if (min..=max).contains(&r) => Ok(r),
+        Ok(_) => Err(format!(
+            "'{s}' is outside {min:.6}..={max} packets per second"
+        )),
+        Err(_) => Err(format!(
+            "'{s}' is not a rate in packets per second (e.g. 100, 0.5)"
+        )),
+    }
+}
+
+/// JSON: an optional duration as nanoseconds (null when absent).
+pub fn serde_opt_ns<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_u64(d.as_nanos() as u64),
+        None => s.serialize_none(),
+    }
+}
+
 /// JSON: an optional duration as seconds (null when absent).
 pub fn serde_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {

@@ -395,6 +395,7 @@ fn the_json_config_holds_every_option() {
             format!("{id}_s"),
             format!("{id}_ns"),
             format!("{id}_percent"),
+            format!("{id}_pps"),
         ]
         .iter()
         .any(|k| config.contains_key(k));

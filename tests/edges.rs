@@ -63,11 +63,12 @@ fn a_dead_reflector_paces_the_run_at_one_loss_per_timeout() {
 /// The deadline is exact: a reply 6.5 ms after its request, with a 5 ms
 /// timeout, is late, never a sample, in both wait modes.
 fn late_replies_are_late(extra: &[&str], delay: Duration, timeout_ms: u64, packets: u64) {
-    // Every tenth request answered late, none of them the run's last (whose
-    // late reply would come after the run has ended).
+    // Every tenth request answered late; the others at once, even while a
+    // late one is pending (so no scheduling hiccup of the peer's makes a
+    // second reply late).
     let peer = ScriptedPeer::start(move |seq| {
         if seq % 10 == 5 {
-            Answer::After(delay)
+            Answer::Later(delay)
         } else {
             Answer::Echo
         }
@@ -79,8 +80,11 @@ fn late_replies_are_late(extra: &[&str], delay: Duration, timeout_ms: u64, packe
     args.extend(["--timeout", &timeout, "--threshold", "1s"]);
     args.extend(extra);
     let j = json(&client(&args));
-    assert_eq!(counter(&j, "late"), packets / 10, "{j}");
-    assert_eq!(counter(&j, "lost"), 0, "{j}");
+    // Each slow reply is late; only the last one may come after the run has
+    // ended, and then it is lost. Never a sample.
+    let (late, lost) = (counter(&j, "late"), counter(&j, "lost"));
+    assert_eq!(late + lost, packets / 10, "{j}");
+    assert!(late >= packets / 10 - 1, "{j}");
     assert_eq!(counter(&j, "received"), packets - packets / 10, "{j}");
     let max = j["rtt_ns"]["max"].as_u64().unwrap();
     assert!(
@@ -89,14 +93,17 @@ fn late_replies_are_late(extra: &[&str], delay: Duration, timeout_ms: u64, packe
     );
 }
 
+// 2 ms past a 20 ms timeout: inside the tick SO_RCVTIMEO rounds up to,
+// and far enough from the other replies that a scheduling hiccup of this
+// machine's (several ms, now and then) makes none of them late.
 #[test]
-fn a_reply_after_a_5ms_timeout_is_late_blocking() {
-    late_replies_are_late(&[], Duration::from_micros(6_500), 5, 200);
+fn a_reply_2ms_after_a_20ms_timeout_is_late_blocking() {
+    late_replies_are_late(&[], Duration::from_millis(22), 20, 200);
 }
 
 #[test]
-fn a_reply_after_a_5ms_timeout_is_late_busy_polling() {
-    late_replies_are_late(&["--busy-poll"], Duration::from_micros(6_500), 5, 200);
+fn a_reply_2ms_after_a_20ms_timeout_is_late_busy_polling() {
+    late_replies_are_late(&["--busy-poll"], Duration::from_millis(22), 20, 200);
 }
 
 #[test]

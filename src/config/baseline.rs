@@ -225,6 +225,11 @@ mod tests {
             duration_s: 1.0,
             rate_pps: 100.0,
             outages: Default::default(),
+            schedule: None,
+            rtt_from_schedule_ns: None,
+            jitter_ns: None,
+            one_way_ns: None,
+            loss_direction: None,
             distribution: Default::default(),
         }
     }

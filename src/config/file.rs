@@ -182,7 +182,7 @@ stamp = true
         let l = layer(&schema, &Settings::default(), Some(("lab", p)), &f.defaults);
         let run: RunArgs = l.parse(&schema).unwrap();
         let target: TargetArgs = l.parse(&schema).unwrap();
-        assert_eq!(run.warmup, 50);
+        assert_eq!(run.warmup, Some(50));
         let thresholds: Vec<String> = run.threshold.iter().map(ToString::to_string).collect();
         assert_eq!(
             thresholds,
@@ -217,7 +217,7 @@ stamp = true
         assert_eq!(
             error("[profiles.lab]\nserver = \"10.0.0.2\"\nwramup = 5\n"),
             "/cfg/config.toml:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, \
-             duration, warmup, timeout_ms, update, size, cpu, busy_poll, rt, threshold, max_loss, max_outage, fps, timestamps, stamp, baseline)"
+             duration, warmup, interval, rate, poisson, timeout_ms, update, size, cpu, busy_poll, rt, threshold, max_loss, max_outage, fps, timestamps, stamp, baseline)"
         );
         assert_eq!(
             error("[defaults]\nwarmup = \"many\"\n"),

@@ -162,7 +162,7 @@ mod tests {
         let p = profile();
         let (run, l) = run_of(&cli, Some(("lab", &p)), &defaults);
         assert_eq!(run.size, 64, "command line");
-        assert_eq!(run.warmup, 10, "profile over defaults");
+        assert_eq!(run.warmup, Some(10), "profile over defaults");
         assert_eq!(
             run.timeout_ms,
             Duration::from_millis(250),

@@ -16,6 +16,8 @@ pub(crate) mod sys;
 pub mod timestamping;
 
 pub use affinity::{Placement, Role, ThreadPlacement, choose_cpu, pin_thread};
+pub use client::paced::schedule::Schedule;
+pub use client::paced::{MAX_IN_FLIGHT, in_flight_bound};
 pub use client::sequence;
 pub use client::{ClientConfig, ClientOutcome, ClientRun, StampingInfo, start_client};
 pub use error::EngineError;

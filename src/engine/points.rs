@@ -7,7 +7,7 @@
 //! (PHC), used only as T4 hw − T1 hw. The RTT itself stays on the monotonic
 //! clock; the segments add up to it within the cost of a clock read.
 
-use crate::stats::{Segment, Split};
+use crate::stats::{FarSide, Segment, Split};
 
 /// What became of a packet, as its log row says.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -64,9 +64,30 @@ pub struct Points {
     pub t4_user: Option<u64>,
     /// Round-trip time on the monotonic clock; `None` for a lost packet.
     pub rtt_ns: Option<u64>,
+    /// Paced mode: when the request was scheduled to leave
+    /// (`CLOCK_REALTIME`, as the run's start maps the monotonic schedule).
+    pub sched: Option<u64>,
+    /// STAMP: the reflector's own sequence number for the reply.
+    pub reflector_seq: Option<u32>,
 }
 
 impl Points {
+    /// The one-way delays (T2 − T1, T4 − T3, from the user-space T1 the
+    /// request carries and the user-space T4, so they are delays between
+    /// the two applications) and the reflector's number, when the reply
+    /// was a STAMP reply. `synced`: its error estimate's S bit.
+    pub fn far_side(&self, synced: bool) -> FarSide {
+        let diff = |a: Option<u64>, b: Option<u64>| Some(b? as i64 - a? as i64);
+        match (
+            diff(self.t1_user, self.t2),
+            diff(self.t3, self.t4_user),
+            self.reflector_seq,
+        ) {
+            (Some(f), Some(b), Some(seq)) => FarSide::new(f, b, seq, synced),
+            _ => FarSide::NONE,
+        }
+    }
+
     /// The segments the points allow. A segment whose end points are out of
     /// order (a clock step mid-packet) is missing, not negative.
     pub fn split(&self) -> Split {
@@ -103,7 +124,26 @@ mod tests {
             t4_driver: Some(9_900),
             t4_user: Some(12_000),
             rtt_ns: Some(11_000),
+            sched: None,
+            reflector_seq: Some(3),
         }
+    }
+
+    #[test]
+    fn far_side_needs_a_stamp_reply() {
+        let f = full().far_side(true);
+        assert_eq!(f.forward_ns(), Some(49_000));
+        assert_eq!(
+            f.backward_ns(),
+            Some(12_000 - 53_000),
+            "another clock: negative"
+        );
+        assert_eq!((f.reflector_seq(), f.reflector_synced()), (Some(3), true));
+        let echo = Points {
+            reflector_seq: None,
+            ..full()
+        };
+        assert_eq!(echo.far_side(true), FarSide::NONE);
     }
 
     #[test]

@@ -164,6 +164,43 @@ pub fn client_sockets(bind: SocketAddr, peer: SocketAddr) -> Result<ClientSocket
     })
 }
 
+/// The paced client's socket: one, unconnected (it may serve many peers),
+/// non-blocking, with the local address the route to `peer` would use.
+pub fn paced_socket(
+    bind: SocketAddr,
+    peer: SocketAddr,
+) -> Result<(Socket, SocketAddr), EngineError> {
+    let socket = bind_udp_with(bind, false)?;
+    socket
+        .set_nonblocking(true)
+        .map_err(EngineError::io("cannot configure socket"))?;
+    let mut local = socket
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .unwrap_or(bind);
+    if local.ip().is_unspecified() {
+        // Connecting a throwaway UDP socket sends nothing, but it asks the
+        // kernel which source address the route picks.
+        if let Ok(probe) = std::net::UdpSocket::bind(wildcard_for(peer))
+            && probe.connect(peer).is_ok()
+            && let Ok(a) = probe.local_addr()
+        {
+            local.set_ip(a.ip());
+        }
+    }
+    Ok((socket, local))
+}
+
+/// Whether `ip` belongs to this host (loopback, or one of its interfaces):
+/// a reflector there reads the same clock as the client.
+pub fn is_this_host(ip: std::net::IpAddr) -> bool {
+    ip.is_loopback()
+        || super::sys::interface_addresses()
+            .map(|all| all.iter().any(|(_, a)| *a == ip))
+            .unwrap_or(false)
+}
+
 fn bind_udp_with(addr: SocketAddr, reuse_port: bool) -> Result<Socket, EngineError> {
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
         .map_err(EngineError::io("cannot create UDP socket"))?;

@@ -11,6 +11,7 @@ mod progress;
 pub mod response_log;
 pub mod server_text;
 mod text;
+mod timing_text;
 pub mod verdict;
 
 pub use breakdown::{BreakdownReport, PointSource, point_sources};
@@ -59,6 +60,12 @@ pub struct EffectiveConfig {
     pub timestamps_note: Option<String>,
     /// `echo` or `stamp`.
     pub protocol: &'static str,
+    /// `ping-pong`, `periodic` or `poisson`.
+    pub pattern: &'static str,
+    /// The paced interval (or mean gap) in effect, ns; `null` in ping-pong.
+    pub interval_ns: Option<u64>,
+    /// Warm-up packets in effect.
+    pub warmup: u64,
     /// `--rt` was asked for.
     pub rt_requested: bool,
     /// SCHED_FIFO was actually in effect.
@@ -183,6 +190,9 @@ impl EffectiveConfig {
             timestamps: o.stamping.source.name(),
             timestamps_note: o.stamping.note.clone(),
             protocol: if plan.run.stamp { "stamp" } else { "echo" },
+            pattern: plan.run.pattern().name(),
+            interval_ns: plan.run.schedule().map(|s| s.interval_ns()),
+            warmup: plan.run.warmup_packets(),
             rt_requested: plan.thread.rt,
             realtime: p.realtime,
             profile: plan.profile.name.clone(),

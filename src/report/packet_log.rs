@@ -16,9 +16,10 @@ use std::time::Duration;
 /// The client's header: the sequence number and what became of the packet
 /// (`ok`, `lost`, `late`, `duplicate`; a late or duplicate reply gets a row
 /// of its own, with the times it arrived), the rant columns, T1 scheduler
-/// and the kernel's driver-level software stamps, then the RTT.
-pub const HEADER: &str =
-    "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT";
+/// and the kernel's driver-level software stamps, the RTT, then (paced
+/// runs) the time the request was scheduled to leave and (STAMP) the
+/// reflector's own sequence number.
+pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ";
 
 /// What the writer can put in a log: one CSV row per item.
 pub trait LogRow: Send + 'static {
@@ -374,7 +375,12 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
         stamp(out, ns)?;
     }
     match p.rtt_ns {
-        Some(rtt) => writeln!(out, ",{rtt}"),
+        Some(rtt) => write!(out, ",{rtt}")?,
+        None => write!(out, ",")?,
+    }
+    stamp(out, p.sched)?;
+    match p.reflector_seq {
+        Some(r) => writeln!(out, ",{r}"),
         None => writeln!(out, ","),
     }
 }
@@ -394,6 +400,8 @@ mod tests {
             t4_user: Some(1_771_555_281_293_287_981),
             rtt_ns: Some(54_769),
             status: PacketStatus::Ok,
+            sched: Some(1_771_555_281_293_180_000),
+            reflector_seq: Some(2),
             ..Points::default()
         };
         write_row(&mut out, &p).unwrap();
@@ -409,9 +417,9 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769"
+            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2"
         );
-        assert_eq!(lines[1], "4,lost,,,,,,,,,,,,", "a lost packet has no RTT");
+        assert_eq!(lines[1], "4,lost,,,,,,,,,,,,,,", "a lost packet has no RTT");
         let columns = HEADER.split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == columns));
     }
@@ -439,7 +447,10 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().next(), Some(HEADER));
         assert_eq!(text.lines().count(), 1001);
-        assert!(text.ends_with(",999\n"));
+        assert!(
+            text.ends_with(",999,,\n"),
+            "RTT, then no SCHED nor REFLECTOR_SEQ"
+        );
     }
 
     #[test]
@@ -460,7 +471,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             text,
-            format!("{HEADER}\n0,lost,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,\n")
+            format!("{HEADER}\n0,lost,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,\n")
         );
     }
 

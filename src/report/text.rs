@@ -38,6 +38,7 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     write_packets(out, s)?;
     write_latency(out, s)?;
     writeln!(out)?;
+    super::timing_text::write_timing(out, s)?;
     if let Some(b) = &report.breakdown {
         write_breakdown(out, b, s.packets.received)?;
         writeln!(out)?;
@@ -102,6 +103,7 @@ fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
         "Target:   {} ({}) from {}, {}-byte payload",
         c.server, c.mode, c.local, c.size
     )?;
+    writeln!(out, "Mode:     {}", super::timing_text::mode_line(c))?;
     writeln!(
         out,
         "Thread:   CPU {}{}, {}{}",

@@ -9,7 +9,7 @@ use crate::engine::{
 use crate::error::AppError;
 use crate::plan::{ClientPlan, Target, counterpart_server};
 use crate::report::packet_log::RunningLog;
-use crate::stats::Record;
+use crate::stats::{Record, Shape};
 use std::net::SocketAddr;
 
 /// A running client and what it brought along.
@@ -92,6 +92,11 @@ impl ClientSession {
     /// How the run stamps its packets.
     pub fn stamping(&self) -> &StampingInfo {
         &self.run.stamping
+    }
+
+    /// What the run's statistics hold.
+    pub fn shape(&self) -> Shape {
+        self.run.shape
     }
 
     /// Hands every record that arrived since the last call to `each`.

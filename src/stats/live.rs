@@ -7,7 +7,7 @@
 //! spike.
 
 use super::Stats;
-use super::{Record, RecordKind, SegmentSet};
+use super::{Record, RecordKind, Shape};
 use hdrhistogram::Histogram;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -205,9 +205,9 @@ impl LiveStats {
         self.window_lost = 0;
     }
 
-    /// Splits round trips into `segments` from now on.
-    pub fn use_segments(&mut self, segments: SegmentSet) {
-        self.total.use_segments(segments);
+    /// Takes the engine's shape (segments, schedule, one-way) from now on.
+    pub fn use_shape(&mut self, shape: Shape) {
+        self.total.use_shape(shape);
     }
 
     /// Totals since the last clear (what the live view received).

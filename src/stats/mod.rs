@@ -3,17 +3,26 @@
 //! depends on nothing else in Synapse, and the engine records into it.
 
 mod breakdown;
+mod direction;
+mod jitter;
 mod live;
+mod one_way;
 pub mod outages;
 mod record;
+mod schedule;
 mod segment;
 mod summary;
 
 pub use breakdown::{Breakdown, SegmentFigures};
+pub use direction::{DirectionStats, LossDirection};
+pub use jitter::{Jitter, JitterFigures};
 pub use live::{BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, WINDOW, WindowPoint};
+pub use one_way::{DelayFigures, OneWay, OneWayFigures};
 pub use outages::{Outage, OutageDetector, Outages};
-pub use record::{Record, RecordKind};
+pub use record::{FarSide, Record, RecordKind};
+pub use schedule::{Pattern, ScheduleFigures, ScheduleStats};
 pub use segment::{Segment, SegmentSet, Split};
+// `Shape` is defined below.
 pub use summary::{Distribution, DistributionBucket, RttFigures, Summary};
 
 use hdrhistogram::Histogram;
@@ -74,6 +83,19 @@ impl Counters {
     }
 }
 
+/// What a run's statistics hold besides the RTT and the counters: the
+/// segments it splits, its schedule, and one-way delays. A consumer builds
+/// its own statistics in the engine's shape.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// The round-trip segments the run measures.
+    pub segments: SegmentSet,
+    /// Paced: the pattern and (mean) interval, ns.
+    pub schedule: Option<(Pattern, u64)>,
+    /// STAMP: one-way delays, with (same clock, client synchronised).
+    pub one_way: Option<(bool, bool)>,
+}
+
 /// An RTT histogram plus packet counters.
 #[derive(Debug, Clone)]
 pub struct Stats {
@@ -83,6 +105,14 @@ pub struct Stats {
     breakdown: Option<Breakdown>,
     /// Runs of requests without a timely reply.
     outages: Outages,
+    /// Round-trip jitter.
+    jitter: Jitter,
+    /// Paced runs: how the schedule was kept.
+    schedule: Option<ScheduleStats>,
+    /// STAMP runs: one-way delays.
+    one_way: Option<OneWay>,
+    /// STAMP runs: which way losses went.
+    direction: DirectionStats,
 }
 
 impl Default for Stats {
@@ -103,7 +133,26 @@ impl Stats {
             counters: Counters::default(),
             breakdown: None,
             outages: Outages::default(),
+            jitter: Jitter::new(),
+            schedule: None,
+            one_way: None,
+            direction: DirectionStats::default(),
         }
+    }
+
+    /// The same statistics, for a run sending on a schedule.
+    #[must_use]
+    pub fn paced(mut self, pattern: Pattern, interval_ns: u64) -> Self {
+        self.schedule = Some(ScheduleStats::new(pattern, interval_ns));
+        self
+    }
+
+    /// The same statistics, for a STAMP run: one-way delays too (see
+    /// [`OneWay::new`] for the two flags).
+    #[must_use]
+    pub fn with_one_way(mut self, same_clock: bool, client_synced: bool) -> Self {
+        self.one_way = Some(OneWay::new(same_clock, client_synced));
+        self
     }
 
     /// Empty statistics that also split each reply's round trip into the
@@ -116,17 +165,47 @@ impl Stats {
         s
     }
 
-    /// Measures `segments` from now on; a different set starts the split
-    /// afresh (the RTT figures are kept).
-    pub fn use_segments(&mut self, segments: SegmentSet) {
-        if self
-            .breakdown
-            .as_ref()
-            .map(Breakdown::segments)
-            .unwrap_or_default()
-            != segments
-        {
-            self.breakdown = (!segments.is_empty()).then(|| Breakdown::new(segments));
+    /// Empty statistics of the given shape.
+    pub fn shaped(shape: Shape) -> Self {
+        let mut s = Self::with_segments(shape.segments);
+        if let Some((pattern, interval_ns)) = shape.schedule {
+            s = s.paced(pattern, interval_ns);
+        }
+        if let Some((same_clock, synced)) = shape.one_way {
+            s = s.with_one_way(same_clock, synced);
+        }
+        s
+    }
+
+    /// The shape of these statistics.
+    pub fn shape(&self) -> Shape {
+        Shape {
+            segments: self
+                .breakdown
+                .as_ref()
+                .map(Breakdown::segments)
+                .unwrap_or_default(),
+            schedule: self.schedule.as_ref().map(ScheduleStats::setup),
+            one_way: self.one_way.as_ref().map(OneWay::setup),
+        }
+    }
+
+    /// Takes `shape` from now on: a part whose setup changes starts afresh
+    /// (the RTT figures and counters are kept).
+    pub fn use_shape(&mut self, shape: Shape) {
+        let mine = self.shape();
+        if mine.segments != shape.segments {
+            self.breakdown = (!shape.segments.is_empty()).then(|| Breakdown::new(shape.segments));
+        }
+        if mine.schedule != shape.schedule {
+            self.schedule = shape
+                .schedule
+                .map(|(pattern, interval_ns)| ScheduleStats::new(pattern, interval_ns));
+        }
+        if mine.one_way != shape.one_way {
+            self.one_way = shape
+                .one_way
+                .map(|(same_clock, synced)| OneWay::new(same_clock, synced));
         }
     }
 
@@ -141,14 +220,22 @@ impl Stats {
         if r.warmup {
             return;
         }
+        if let Some(s) = &mut self.schedule {
+            s.record(r);
+        }
+        self.direction.record(r);
         let c = &mut self.counters;
         match r.kind {
             RecordKind::Sample => {
                 c.sent += 1;
                 c.received += 1;
                 self.hist.saturating_record(r.rtt_ns.max(1));
+                self.jitter.add(r.rtt_ns as i64);
                 if let Some(b) = &mut self.breakdown {
                     b.record(&r.split);
+                }
+                if let Some(w) = &mut self.one_way {
+                    w.record(r);
                 }
             }
             RecordKind::Lost => {
@@ -166,6 +253,7 @@ impl Stats {
             RecordKind::Duplicate => c.duplicate += 1,
             RecordKind::Stray => c.stray += 1,
             RecordKind::Outage { packets } => self.outages.add(u64::from(packets), r.rtt_ns),
+            RecordKind::Missed => {}
         }
     }
 
@@ -180,6 +268,22 @@ impl Stats {
             (None, Some(b)) => self.breakdown = Some(b.clone()),
             _ => {}
         }
+        self.jitter.merge(&other.jitter);
+        match (&mut self.schedule, &other.schedule) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.schedule = Some(b.clone()),
+            _ => {}
+        }
+        match (&mut self.one_way, &other.one_way) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.one_way = Some(b.clone()),
+            _ => {}
+        }
+        // Direction is a walk along one run's sequence numbers: the later
+        // run's walk is the one kept.
+        if other.direction.figures(0).is_some() {
+            self.direction = other.direction;
+        }
     }
 
     /// Forgets everything.
@@ -190,6 +294,35 @@ impl Stats {
         if let Some(b) = &mut self.breakdown {
             b.clear();
         }
+        let fresh = Stats::new();
+        self.jitter = fresh.jitter;
+        self.direction = fresh.direction;
+        if let Some(s) = &mut self.schedule {
+            *s = s.emptied();
+        }
+        if let Some(w) = &mut self.one_way {
+            *w = w.emptied();
+        }
+    }
+
+    /// Round-trip jitter.
+    pub fn jitter(&self) -> &Jitter {
+        &self.jitter
+    }
+
+    /// How a paced run kept its schedule (`None`: ping-pong).
+    pub fn schedule(&self) -> Option<&ScheduleStats> {
+        self.schedule.as_ref()
+    }
+
+    /// One-way delays (`None`: not a STAMP run).
+    pub fn one_way(&self) -> Option<&OneWay> {
+        self.one_way.as_ref()
+    }
+
+    /// Loss by direction (figures only once STAMP replies came).
+    pub fn direction(&self) -> &DirectionStats {
+        &self.direction
     }
 
     /// Runs of requests without a timely reply.

@@ -27,6 +27,69 @@ pub enum RecordKind {
         /// Requests in a row without a timely reply.
         packets: u32,
     },
+    /// Paced mode: a send slot that could not be met in time (more than
+    /// half an interval late) and was skipped, never made up for.
+    Missed,
+}
+
+/// What a STAMP reflector's stamps say about one round trip, beyond its
+/// dwell: the one-way delays, which mix the two hosts' clocks, and the
+/// reflector's own sequence number. Absent fields hold sentinels so the
+/// record stays small and `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FarSide {
+    forward_ns: i64,
+    backward_ns: i64,
+    reflector_seq: u32,
+    reflector_synced: bool,
+}
+
+impl FarSide {
+    /// Nothing known (plain echo, or a lost packet).
+    pub const NONE: Self = Self {
+        forward_ns: i64::MIN,
+        backward_ns: i64::MIN,
+        reflector_seq: u32::MAX,
+        reflector_synced: false,
+    };
+
+    /// T2 − T1 and T4 − T3 (each across the two clocks, so signed), the
+    /// reflector's sequence number, and whether its error estimate says its
+    /// clock is synchronised.
+    pub fn new(forward_ns: i64, backward_ns: i64, reflector_seq: u32, synced: bool) -> Self {
+        Self {
+            forward_ns: forward_ns.max(i64::MIN + 1),
+            backward_ns: backward_ns.max(i64::MIN + 1),
+            reflector_seq: reflector_seq.min(u32::MAX - 1),
+            reflector_synced: synced,
+        }
+    }
+
+    /// Request's one-way delay, client clock to reflector clock.
+    pub fn forward_ns(&self) -> Option<i64> {
+        (self.forward_ns != i64::MIN).then_some(self.forward_ns)
+    }
+
+    /// Reply's one-way delay, reflector clock to client clock.
+    pub fn backward_ns(&self) -> Option<i64> {
+        (self.backward_ns != i64::MIN).then_some(self.backward_ns)
+    }
+
+    /// The reflector's sequence number for this reply.
+    pub fn reflector_seq(&self) -> Option<u32> {
+        (self.reflector_seq != u32::MAX).then_some(self.reflector_seq)
+    }
+
+    /// The reflector says its clock is synchronised.
+    pub fn reflector_synced(&self) -> bool {
+        self.reflector_synced
+    }
+}
+
+impl Default for FarSide {
+    fn default() -> Self {
+        Self::NONE
+    }
 }
 
 /// One event from the measurement thread. Small and `Copy`, so it moves
@@ -45,6 +108,11 @@ pub struct Record {
     pub warmup: bool,
     /// Where the round trip's time went (samples with kernel stamps only).
     pub split: Split,
+    /// Paced mode: how long after its scheduled time the request left, ns
+    /// (samples and losses; 0 in ping-pong).
+    pub send_lag_ns: u64,
+    /// STAMP: one-way delays and the reflector's sequence number (samples).
+    pub far: FarSide,
 }
 
 impl Record {
@@ -57,7 +125,23 @@ impl Record {
             kind: RecordKind::Sample,
             warmup,
             split: Split::NONE,
+            send_lag_ns: 0,
+            far: FarSide::NONE,
         }
+    }
+
+    /// The same record, for a request that left `lag_ns` after its slot.
+    #[must_use]
+    pub fn with_send_lag(mut self, lag_ns: u64) -> Self {
+        self.send_lag_ns = lag_ns;
+        self
+    }
+
+    /// The same record with what the reflector's stamps say.
+    #[must_use]
+    pub fn with_far(mut self, far: FarSide) -> Self {
+        self.far = far;
+        self
     }
 
     /// The same record with its round trip split.
@@ -76,6 +160,8 @@ impl Record {
             kind,
             warmup,
             split: Split::NONE,
+            send_lag_ns: 0,
+            far: FarSide::NONE,
         }
     }
 
@@ -88,9 +174,11 @@ impl Record {
             kind: RecordKind::Outage { packets },
             warmup: false,
             split: Split::NONE,
+            send_lag_ns: 0,
+            far: FarSide::NONE,
         }
     }
 }
 
 // The README quotes the size; a ring slot per packet.
-const _: () = assert!(std::mem::size_of::<Record>() == 80);
+const _: () = assert!(std::mem::size_of::<Record>() == 112);

@@ -1,6 +1,7 @@
 //! The numbers a finished (or running) measurement reduces to.
 
-use super::{Counters, Stats};
+use super::{Counters, JitterFigures, LossDirection, OneWayFigures, ScheduleFigures, Stats};
+use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -25,6 +26,23 @@ pub struct RttFigures {
     pub p9999: u64,
     /// Slowest reply.
     pub max: u64,
+}
+
+impl RttFigures {
+    /// The figures of a histogram of nanoseconds; `None` when it is empty.
+    pub fn of(h: &Histogram<u64>) -> Option<Self> {
+        (!h.is_empty()).then(|| Self {
+            min: h.min(),
+            mean: h.mean(),
+            stddev: h.stdev(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            p9999: h.value_at_quantile(0.9999),
+            max: h.max(),
+        })
+    }
 }
 
 /// One bar of the distribution: `[low, high)` nanoseconds, or an open-ended
@@ -61,6 +79,20 @@ pub struct Summary {
     pub rate_pps: f64,
     /// Runs of two or more requests without a timely reply.
     pub outages: super::Outages,
+    /// Paced runs: the send schedule and how it was kept (`null` in
+    /// ping-pong).
+    pub schedule: Option<ScheduleFigures>,
+    /// Paced runs: latency from each request's scheduled send time, so a
+    /// sender's own stalls count against it.
+    pub rtt_from_schedule_ns: Option<RttFigures>,
+    /// Round-trip jitter: |IPDV| between consecutive replies, and the
+    /// RFC 3550 estimator, over RTTs.
+    pub jitter_ns: Option<JitterFigures>,
+    /// STAMP: one-way delays (each with its own one-way jitter) and the
+    /// clocks they were read on.
+    pub one_way_ns: Option<OneWayFigures>,
+    /// STAMP: the lost requests split by direction.
+    pub loss_direction: Option<LossDirection>,
     /// Histogram shape.
     #[serde(skip)]
     pub distribution: Distribution,
@@ -71,18 +103,7 @@ const MAX_BUCKETS: u64 = 10;
 impl Summary {
     /// Reduces statistics measured over `duration`.
     pub fn from_stats(stats: &Stats, duration: Duration) -> Self {
-        let h = stats.histogram();
-        let rtt_ns = (!h.is_empty()).then(|| RttFigures {
-            min: h.min(),
-            mean: h.mean(),
-            stddev: h.stdev(),
-            p50: h.value_at_quantile(0.5),
-            p90: h.value_at_quantile(0.9),
-            p99: h.value_at_quantile(0.99),
-            p999: h.value_at_quantile(0.999),
-            p9999: h.value_at_quantile(0.9999),
-            max: h.max(),
-        });
+        let rtt_ns = RttFigures::of(stats.histogram());
         let packets = *stats.counters();
         let duration_s = duration.as_secs_f64();
         let rate_pps = if duration_s > 0.0 {
@@ -96,6 +117,13 @@ impl Summary {
             duration_s,
             rate_pps,
             outages: *stats.outages(),
+            schedule: stats.schedule().and_then(|s| s.figures()),
+            rtt_from_schedule_ns: stats.schedule().and_then(|s| s.from_schedule()),
+            jitter_ns: stats.jitter().figures(),
+            one_way_ns: stats
+                .one_way()
+                .and_then(|w| w.figures(rtt_ns.map_or(0, |r| r.p50))),
+            loss_direction: stats.direction().figures(packets.lost),
             distribution: Distribution::from_stats(stats),
         }
     }

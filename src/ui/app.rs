@@ -41,6 +41,8 @@ pub struct ClientInfo {
     pub duration: Option<Duration>,
     /// Payload bytes.
     pub size: usize,
+    /// Paced: the send schedule (`None`: ping-pong).
+    pub pace: Option<crate::engine::Schedule>,
 }
 
 /// What the client view shows.

@@ -5,7 +5,7 @@ use super::app::{App, ClientInfo, Role, ServerView};
 use super::theme::Theme;
 use crate::engine::capabilities::Source;
 use crate::engine::{Points, ReflectorTotals, SessionInfo, StampingInfo};
-use crate::stats::{Record, RecordKind, SegmentSet, Split};
+use crate::stats::{Record, RecordKind, SegmentSet, Shape, Split};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::time::Duration;
@@ -23,6 +23,7 @@ pub fn client_app() -> App {
         packets: Some(100_000),
         duration: None,
         size: 8,
+        pace: None,
     };
     let server = ServerView {
         bind: "127.0.0.1:8080".into(),
@@ -38,7 +39,10 @@ pub fn client_app() -> App {
         segments: SegmentSet::for_run(true, true, false),
         ..StampingInfo::default()
     };
-    app.client.live.use_segments(stamping.segments);
+    app.client.live.use_shape(Shape {
+        segments: stamping.segments,
+        ..Shape::default()
+    });
     app.client.stamping = Some(stamping);
     let live = &mut app.client.live;
     let mut seq = 0u64;

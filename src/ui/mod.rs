@@ -94,10 +94,11 @@ pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, rol
         },
         cpu: c.thread.cpu,
         busy_poll: c.thread.busy_poll,
-        warmup: c.run.warmup,
+        warmup: c.run.warmup_packets(),
         packets: c.packets,
         duration: c.run.duration,
         size: c.run.size,
+        pace: c.run.schedule(),
     };
     let server = ServerView {
         bind: s.bind.to_string(),

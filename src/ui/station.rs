@@ -222,10 +222,10 @@ impl Station {
         let stamping = session.stamping().clone();
         self.totals.local = Some(session.local());
         self.totals.target = Some(session.server());
-        app.client.live.use_segments(stamping.segments);
+        app.client.live.use_shape(session.shape());
         // Another split (a role switch to another peer) starts the split
         // afresh; the RTT figures are kept.
-        self.totals.stats.use_segments(stamping.segments);
+        self.totals.stats.use_shape(session.shape());
         app.client.info.local = session.local().to_string();
         app.client.info.target = session.server().to_string();
         app.client.stamping = Some(stamping.clone());

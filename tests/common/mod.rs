@@ -35,6 +35,9 @@ pub enum Answer {
     Drop,
     /// Echo it after this long (the peer answers nothing meanwhile).
     After(Duration),
+    /// Echo it after this long, from a thread of its own: the peer keeps
+    /// answering the others meanwhile, so one slow reply delays no other.
+    Later(Duration),
     /// Echo it twice.
     Twice,
 }
@@ -88,6 +91,13 @@ impl ScriptedPeer {
                     Answer::After(d) => {
                         std::thread::sleep(d);
                         let _ = socket.send_to(&buf[..n], from);
+                    }
+                    Answer::Later(d) => {
+                        let (late, reply) = (socket.try_clone().unwrap(), buf[..n].to_vec());
+                        std::thread::spawn(move || {
+                            std::thread::sleep(d);
+                            let _ = late.send_to(&reply, from);
+                        });
                     }
                 }
             }

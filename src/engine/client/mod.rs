@@ -6,16 +6,23 @@
 //! the [`ClientOutcome`] the thread returns, whose statistics are
 //! authoritative: a consumer that falls behind loses nothing from them.
 
+mod output;
+pub mod paced;
 mod pingpong;
+mod seen;
 pub mod sequence;
 mod stamps;
 
 use super::affinity::{Placement, Role, ThreadPlacement, place_current_thread};
 use super::points::Points;
-use super::socket::{client_sockets, wildcard_for};
+use super::protocol::stamp::ErrorEstimate;
+use super::socket::{ClientSockets, client_sockets, is_this_host, paced_socket, wildcard_for};
 use super::timestamping::{self, TimestampMode, capabilities::Source};
 use super::{EngineError, StopFlag};
-use crate::stats::{Record, SegmentSet, Stats};
+use crate::stats::{Record, SegmentSet, Shape, Stats};
+use output::{ClientSink, Output};
+use paced::schedule::Schedule;
+use paced::{Budget, PacedStamps, Pacer, PacerConfig, ProbeConfig};
 use pingpong::Pinger;
 use stamps::ClientStamps;
 use std::net::SocketAddr;
@@ -53,6 +60,8 @@ pub struct ClientConfig {
     pub stamp: bool,
     /// Capacity of the per-packet log ring, in packets (0: no log).
     pub log_capacity: usize,
+    /// Send on this schedule (paced) instead of ping-pong.
+    pub schedule: Option<Schedule>,
 }
 
 impl ClientConfig {
@@ -72,6 +81,7 @@ impl ClientConfig {
             timestamps: TimestampMode::User,
             stamp: false,
             log_capacity: 0,
+            schedule: None,
         }
     }
 }
@@ -140,6 +150,8 @@ pub struct ClientRun {
     pub local: SocketAddr,
     /// How packets are stamped.
     pub stamping: StampingInfo,
+    /// What its statistics hold, for consumers that keep their own.
+    pub shape: Shape,
     stop: StopFlag,
     overflow: Arc<AtomicU64>,
     handle: Option<JoinHandle<Result<ClientOutcome, EngineError>>>,
@@ -172,24 +184,32 @@ impl ClientRun {
 }
 
 /// Binds the socket (so a bad address fails here, synchronously) and starts
-/// the pinned measurement thread.
+/// the pinned measurement thread: ping-pong, or paced when the config has
+/// a schedule.
 pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, EngineError> {
-    let sockets = client_sockets(
-        cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server)),
-        cfg.server,
-    )?;
-    // Never blocks: the loop spins on it, or waits in ppoll, whose
-    // timeout is exact where SO_RCVTIMEO's is rounded up to ticks.
-    sockets
-        .fast
-        .set_nonblocking(true)
-        .map_err(EngineError::io("cannot configure socket"))?;
-    let local = sockets.local;
+    let bind = cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server));
+    let (work, local): (Work, SocketAddr) = match cfg.schedule {
+        None => {
+            let sockets = client_sockets(bind, cfg.server)?;
+            // Never blocks: the loop spins on it, or waits in ppoll, whose
+            // timeout is exact where SO_RCVTIMEO's is rounded up to ticks.
+            sockets
+                .fast
+                .set_nonblocking(true)
+                .map_err(EngineError::io("cannot configure socket"))?;
+            let local = sockets.local;
+            (Work::PingPong(sockets), local)
+        }
+        Some(schedule) => {
+            let (socket, local) = paced_socket(bind, cfg.server)?;
+            (Work::Paced(socket, schedule), local)
+        }
+    };
     let chosen = timestamping::choose(cfg.timestamps, local.ip())?;
     let kernel = chosen.source != Source::User;
     let hardware = chosen.source == Source::Hardware;
     let stamps = kernel
-        .then(|| ClientStamps::enable(sockets.fast.as_raw_fd(), hardware))
+        .then(|| work.enable_stamps(hardware))
         .transpose()
         .map_err(EngineError::io("cannot enable SO_TIMESTAMPING"))?;
     let stamping = StampingInfo {
@@ -207,24 +227,42 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
             (Some(p), Some(c))
         }
     };
-    let thread_info = stamping.clone();
     let (producer, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
     let overflow = Arc::new(AtomicU64::new(0));
-    let thread_stop = stop.clone();
-    let thread_overflow = Arc::clone(&overflow);
+    let output = Output {
+        ring: producer,
+        overflow: Arc::clone(&overflow),
+        log,
+    };
+    let shape = shape_of(&cfg, stamping.segments);
+    let stats = Stats::shaped(shape);
+    let (thread_info, thread_stop) = (stamping.clone(), stop.clone());
     let handle = std::thread::Builder::new()
         .name("synapse-client".into())
         .spawn(move || {
             // Hardware stamping stays on until this thread is done.
             let _hardware = chosen.hardware;
             let placement = place_current_thread(cfg.thread);
-            let output = pingpong::Output {
-                ring: producer,
-                overflow: thread_overflow,
-                log,
+            let outcome = match (work, stamps) {
+                (Work::PingPong(sockets), stamps) => {
+                    let stamps = stamps.map(Stamping::into_ping_pong);
+                    Pinger::new(&cfg, &sockets, output, stamps.flatten(), stats).run(
+                        &cfg,
+                        &thread_stop,
+                        placement,
+                    )
+                }
+                (Work::Paced(socket, schedule), stamps) => {
+                    let stamps = stamps.and_then(Stamping::into_paced);
+                    let run = PacedRun {
+                        cfg: &cfg,
+                        schedule,
+                        socket: &socket,
+                        stop: &thread_stop,
+                    };
+                    run.run(output, stats, stamps, placement)
+                }
             };
-            let mut pinger = Pinger::new(&cfg, &sockets, output, stamps, thread_info.segments);
-            let outcome = pinger.run(&cfg, &thread_stop, placement);
             outcome.map(|o| ClientOutcome {
                 stamping: thread_info,
                 ..o
@@ -235,9 +273,120 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         records,
         points,
         local,
+        shape,
         stamping,
         stop,
         overflow,
         handle: Some(handle),
     })
+}
+
+/// What a run's statistics hold: the segments it can measure, a schedule
+/// when paced, one-way delays with STAMP.
+fn shape_of(cfg: &ClientConfig, segments: SegmentSet) -> Shape {
+    Shape {
+        segments,
+        schedule: cfg.schedule.map(|s| (s.pattern, s.interval_ns())),
+        one_way: cfg.stamp.then(|| {
+            let synced = ErrorEstimate::of_this_host().synchronized;
+            (is_this_host(cfg.server.ip()), synced)
+        }),
+    }
+}
+
+/// The sockets of one kind of run.
+enum Work {
+    PingPong(ClientSockets),
+    Paced(socket2::Socket, Schedule),
+}
+
+/// Kernel stamping, switched on for one kind of run. Built once per run.
+#[allow(clippy::large_enum_variant)]
+enum Stamping {
+    PingPong(ClientStamps),
+    Paced(PacedStamps),
+}
+
+impl Stamping {
+    fn into_ping_pong(self) -> Option<ClientStamps> {
+        match self {
+            Stamping::PingPong(s) => Some(s),
+            Stamping::Paced(_) => None,
+        }
+    }
+
+    fn into_paced(self) -> Option<PacedStamps> {
+        match self {
+            Stamping::Paced(s) => Some(s),
+            Stamping::PingPong(_) => None,
+        }
+    }
+}
+
+impl Work {
+    fn enable_stamps(&self, hardware: bool) -> std::io::Result<Stamping> {
+        Ok(match self {
+            Work::PingPong(s) => {
+                Stamping::PingPong(ClientStamps::enable(s.fast.as_raw_fd(), hardware)?)
+            }
+            Work::Paced(s, _) => Stamping::Paced(PacedStamps::enable(s.as_raw_fd(), hardware)?),
+        })
+    }
+}
+
+/// A paced client run on its thread.
+struct PacedRun<'a> {
+    cfg: &'a ClientConfig,
+    schedule: Schedule,
+    socket: &'a socket2::Socket,
+    stop: &'a StopFlag,
+}
+
+impl PacedRun<'_> {
+    fn run(
+        self,
+        output: Output,
+        stats: Stats,
+        stamps: Option<PacedStamps>,
+        placement: Placement,
+    ) -> Result<ClientOutcome, EngineError> {
+        let cfg = self.cfg;
+        let budget = match (cfg.packets, cfg.duration) {
+            (Some(n), _) => Budget::Packets(n),
+            (None, Some(d)) => Budget::Duration(d),
+            (None, None) => Budget::Unbounded,
+        };
+        let peer = ProbeConfig {
+            addr: cfg.server,
+            schedule: self.schedule,
+            phase: Duration::ZERO,
+            warmup: cfg.warmup,
+            budget,
+            size: cfg.size,
+            stamp: cfg.stamp,
+        };
+        let pacer_cfg = PacerConfig {
+            timeout: cfg.timeout,
+            busy_poll: cfg.thread.busy_poll,
+            give_up: true,
+        };
+        let sink = ClientSink {
+            out: output,
+            stats,
+            log_overflow: 0,
+        };
+        let mut pacer = Pacer::new(self.socket, vec![peer], pacer_cfg, stamps, sink);
+        let ended = pacer.run(self.stop)?;
+        let sink = pacer.into_sink();
+        Ok(ClientOutcome {
+            ring_overflow: sink.out.overflow.load(Ordering::Relaxed),
+            stats: sink.stats,
+            measured: ended.measured,
+            placement,
+            interrupted: ended.interrupted,
+            log_overflow: sink.log_overflow,
+            stale_stamps: ended.stale_stamps,
+            stamping: StampingInfo::default(),
+        })
+    }
 }

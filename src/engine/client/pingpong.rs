@@ -14,9 +14,10 @@
 //! each timeout. Anything else (a late reply, a timeout) is rare and may
 //! cost a syscall more.
 
+use super::seen::{GIVE_UP_AFTER, Seen};
 use super::sequence::{Reply, SequenceTracker};
 use super::stamps::ClientStamps;
-use super::{ClientConfig, ClientOutcome, StampingInfo};
+use super::{ClientConfig, ClientOutcome, Output, StampingInfo};
 use crate::engine::affinity::Placement;
 use crate::engine::points::{PacketStatus, Points};
 use crate::engine::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
@@ -24,17 +25,13 @@ use crate::engine::socket::ClientSockets;
 use crate::engine::sys::timestamping::{Stamps, realtime_ns};
 use crate::engine::sys::{self, RawAddr, Readiness, is_network_error, is_send_drop};
 use crate::engine::{EngineError, StopFlag};
-use crate::stats::{Outage, OutageDetector, Record, RecordKind, SegmentSet, Split, Stats};
+use crate::stats::{Outage, OutageDetector, Record, RecordKind, Split, Stats};
 use socket2::Socket;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// After this many unanswered requests with not a single reply, the peer is
-/// declared unreachable instead of waiting out the whole run.
-const GIVE_UP_AFTER: u64 = 10;
 /// How often (in packets) the catch-all socket is checked for strays.
 const STRAY_DRAIN_EVERY: u64 = 1024;
 
@@ -50,29 +47,6 @@ enum Wait {
     Unreachable(i32),
     /// The stop flag was raised while waiting; the packet is not counted.
     Stopped,
-}
-
-/// Where the loop's results go.
-pub(super) struct Output {
-    /// Every record, for a live consumer.
-    pub ring: rtrb::Producer<Record>,
-    /// Records the ring had no room for.
-    pub overflow: Arc<AtomicU64>,
-    /// Every settled packet's points, for the per-packet log.
-    pub log: Option<rtrb::Producer<Points>>,
-}
-
-/// What the peer has shown of itself so far, for the give-up message.
-#[derive(Default)]
-struct Seen {
-    /// Fresh replies.
-    replies: u64,
-    /// Late or duplicate replies: proof the peer answers, slowly.
-    late: u64,
-    /// STAMP requests that came back unchanged: a plain echo server.
-    echoed_requests: u64,
-    /// Our echo requests, cut short: (bytes that came back, bytes sent).
-    truncated: Option<(usize, usize)>,
 }
 
 /// Sleeps until `deadline` in slices, so `stop` is still noticed. Returns
@@ -136,7 +110,7 @@ impl<'a> Pinger<'a> {
         sockets: &'a ClientSockets,
         out: Output,
         stamps: Option<ClientStamps>,
-        segments: SegmentSet,
+        stats: Stats,
     ) -> Self {
         let epoch = Instant::now();
         let token = run_token(epoch);
@@ -159,7 +133,7 @@ impl<'a> Pinger<'a> {
             out,
             log_overflow: 0,
             tracker: SequenceTracker::new(),
-            stats: Stats::with_segments(segments),
+            stats,
             outages: OutageDetector::default(),
             epoch,
             timeout: cfg.timeout,
@@ -300,27 +274,7 @@ impl<'a> Pinger<'a> {
                 source: io::Error::from_raw_os_error(errno),
             }),
             Wait::TimedOut if seq + 1 >= GIVE_UP_AFTER => {
-                let timeout_ms = cfg.timeout.as_millis() as u64;
-                Err(if let Some((got, expected)) = self.seen.truncated {
-                    EngineError::Truncated {
-                        addr: cfg.server,
-                        got,
-                        expected,
-                    }
-                } else if self.seen.echoed_requests > 0 {
-                    EngineError::NotStamp(cfg.server)
-                } else if self.seen.late > 0 {
-                    EngineError::TooSlow {
-                        addr: cfg.server,
-                        timeout_ms,
-                    }
-                } else {
-                    EngineError::NoReply {
-                        addr: cfg.server,
-                        packets: seq + 1,
-                        timeout_ms,
-                    }
-                })
+                Err(self.seen.silence(cfg.server, seq + 1, cfg.timeout))
             }
             _ => Ok(()),
         }
@@ -417,8 +371,14 @@ impl<'a> Pinger<'a> {
                 p.t4_driver = rx.software;
                 p.t4_hw = rx.hardware;
                 p.t4_user = self.realtime.then_some(t4_user);
+                p.reflector_seq = reply.reflector_seq;
+                let far = p.far_side(reply.reflector_synced);
                 let split = self.settle(warmup);
-                self.emit(Record::sample(seq, at_ns, rtt, warmup).with_split(split));
+                self.emit(
+                    Record::sample(seq, at_ns, rtt, warmup)
+                        .with_split(split)
+                        .with_far(far),
+                );
                 if !warmup && let Some(o) = self.outages.answered(at_ns) {
                     self.emit_outage(o);
                 }

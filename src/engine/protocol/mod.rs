@@ -38,6 +38,10 @@ pub struct Reply {
     pub t2: Option<u64>,
     /// STAMP: the reflector's send time.
     pub t3: Option<u64>,
+    /// STAMP: the reflector's own sequence number.
+    pub reflector_seq: Option<u32>,
+    /// STAMP: the reflector's error estimate says its clock is synchronised.
+    pub reflector_synced: bool,
 }
 
 /// The client's codec for the chosen protocol.
@@ -69,6 +73,8 @@ impl Codec {
                 seq,
                 t2: None,
                 t3: None,
+                reflector_seq: None,
+                reflector_synced: false,
             }),
             Codec::Stamp(c) => c.decode(reply, newest),
         }
@@ -103,13 +109,20 @@ mod tests {
         let req = c.encode(5, t1).to_vec();
         assert_eq!(req.len(), 44, "never shorter than STAMP's 44 octets");
         let sent = SenderPacket::decode(&req).unwrap();
-        assert_eq!(sent.seq, 5);
+        assert_eq!(sent.seq, 6, "numbered from 1 on the wire");
         assert!(sent.timestamp.to_unix_ns().abs_diff(t1) <= 1);
         let mut reply = req.clone();
         let t2 = NtpTime::from_unix_ns(t1 + 10_000);
-        stamp::reflect_in_place(&mut reply, t2, 64, || NtpTime::from_unix_ns(t1 + 13_000)).unwrap();
+        let how = stamp::Reflection {
+            t2,
+            ttl: 64,
+            seq: Some(4),
+            error: stamp::ErrorEstimate::LOCAL,
+        };
+        stamp::reflect_in_place(&mut reply, how, || NtpTime::from_unix_ns(t1 + 13_000)).unwrap();
         let got = c.decode(&reply, 5).unwrap();
         assert_eq!(got.seq, 5);
+        assert_eq!((got.reflector_seq, got.reflector_synced), (Some(4), false));
         assert_eq!(got.t3.unwrap() - got.t2.unwrap(), 3_000);
         assert_eq!(
             c.decode(&reply[..43], 5),

@@ -6,9 +6,15 @@ use super::stamp::{self, ErrorEstimate, NtpTime, ReflectorPacket, SenderPacket};
 
 /// STAMP session-sender packets: 44 octets (more with `--size`, as
 /// zero padding), sequence number and T1 in NTP format.
+///
+/// Request `seq` goes out numbered `seq + 1`. A stateful reflector's own
+/// number for it counts the requests that reached it before, so it is at
+/// most `seq`; a stateless one copies ours, `seq + 1`. One reply tells
+/// them apart, which loss direction needs.
 #[derive(Debug)]
 pub struct StampSender {
     pub(super) packet: Vec<u8>,
+    error: ErrorEstimate,
 }
 
 impl StampSender {
@@ -16,7 +22,13 @@ impl StampSender {
     pub fn new(size: usize) -> Self {
         Self {
             packet: vec![0; size.max(stamp::PACKET_LEN)],
+            error: ErrorEstimate::of_this_host(),
         }
+    }
+
+    /// Whether this host says its clock is synchronised (the S bit sent).
+    pub fn synchronized(&self) -> bool {
+        self.error.synchronized
     }
 
     /// The packet length on the wire.
@@ -27,9 +39,9 @@ impl StampSender {
     #[inline]
     pub(super) fn encode(&mut self, seq: u64, t1_unix_ns: u64) -> &[u8] {
         SenderPacket {
-            seq: seq as u32,
+            seq: (seq as u32).wrapping_add(1),
             timestamp: NtpTime::from_unix_ns(t1_unix_ns),
-            error: ErrorEstimate::LOCAL,
+            error: self.error,
         }
         .encode(&mut self.packet);
         &self.packet
@@ -44,9 +56,11 @@ impl StampSender {
             return None;
         }
         Some(Reply {
-            seq: widen(r.sender_seq, newest),
+            seq: widen(r.sender_seq.wrapping_sub(1), newest),
             t2: Some(r.receive_timestamp.to_unix_ns()),
             t3: Some(r.timestamp.to_unix_ns()),
+            reflector_seq: Some(r.seq),
+            reflector_synced: r.error.synchronized,
         })
     }
 }

@@ -94,6 +94,36 @@ impl ErrorEstimate {
         multiplier: 1,
     };
 
+    /// This host's estimate, from what the kernel says of its clock: S set
+    /// and the kernel's maximum error when a time daemon keeps the clock
+    /// synchronised, else [`ErrorEstimate::LOCAL`]. Asked once per run.
+    pub fn of_this_host() -> Self {
+        match crate::engine::sys::clock_sync() {
+            Some((true, max_error_us)) => Self::synchronized_within(max_error_us),
+            _ => Self::LOCAL,
+        }
+    }
+
+    /// S set, with the smallest scale whose multiplier holds `error_us`.
+    pub fn synchronized_within(error_us: u64) -> Self {
+        let seconds = (error_us.max(1) as f64) / 1e6;
+        for scale in 0u8..=63 {
+            let multiplier = (seconds * 2f64.powi(32 - i32::from(scale))).ceil();
+            if multiplier <= 255.0 {
+                return Self {
+                    synchronized: true,
+                    ptp: false,
+                    scale,
+                    multiplier: multiplier.max(1.0) as u8,
+                };
+            }
+        }
+        Self {
+            synchronized: true,
+            ..Self::LOCAL
+        }
+    }
+
     /// Packs into the 16-bit wire form.
     pub fn to_bits(self) -> u16 {
         (u16::from(self.synchronized) << 15)
@@ -246,23 +276,35 @@ pub fn sequence_of(packet: &[u8]) -> Option<u32> {
     Some(u32::from_be_bytes(packet.get(..4)?.try_into().ok()?))
 }
 
+/// What the reflector knows of a request as it answers it.
+#[derive(Debug, Clone, Copy)]
+pub struct Reflection {
+    /// When it arrived (T2).
+    pub t2: NtpTime,
+    /// Its TTL or hop limit on arrival.
+    pub ttl: u8,
+    /// The reflector's own sequence number for the session (stateful,
+    /// RFC 8762 §4.2.1); `None` copies the sender's (stateless, §4.2.2).
+    pub seq: Option<u32>,
+    /// How good the reflector's clock is.
+    pub error: ErrorEstimate,
+}
+
 /// The reflector's answer to `request`, written over it in place: the
 /// reply has the request's length (RFC 8762 symmetric size), octets past 44
 /// come back unchanged, and a malformed request gets no answer at all.
 /// `t3` is read as late as possible, just before the caller sends.
 pub fn reflect_in_place(
     request: &mut [u8],
-    t2: NtpTime,
-    ttl: u8,
+    how: Reflection,
     t3: impl FnOnce() -> NtpTime,
 ) -> Result<(), StampError> {
     let sender = SenderPacket::decode(request)?;
+    let (t2, ttl) = (how.t2, how.ttl);
     let reply = ReflectorPacket {
-        // Stateless reflector (RFC 8762 section 4.3.1): the sequence
-        // number is the sender's.
-        seq: sender.seq,
+        seq: how.seq.unwrap_or(sender.seq),
         timestamp: t3(),
-        error: ErrorEstimate::LOCAL,
+        error: how.error,
         receive_timestamp: t2,
         sender_seq: sender.seq,
         sender_timestamp: sender.timestamp,
@@ -307,6 +349,41 @@ mod tests {
         0x00, 0x00, 0x00, // MBZ
     ];
 
+    fn stateless(t2: NtpTime, ttl: u8) -> Reflection {
+        Reflection {
+            t2,
+            ttl,
+            seq: None,
+            error: ErrorEstimate::LOCAL,
+        }
+    }
+
+    #[test]
+    fn a_stateful_reflector_writes_its_own_number_and_keeps_the_senders() {
+        let mut buf = SENDER;
+        let how = Reflection {
+            seq: Some(3),
+            ..stateless(t(0xA000_0000), 64)
+        };
+        reflect_in_place(&mut buf, how, || t(0xC000_0000)).unwrap();
+        let p = ReflectorPacket::decode(&buf).unwrap();
+        assert_eq!((p.seq, p.sender_seq), (3, 7));
+    }
+
+    #[test]
+    fn synchronised_estimates_hold_the_error_they_are_given() {
+        for us in [1u64, 16, 1_000, 16_000_000] {
+            let e = ErrorEstimate::synchronized_within(us);
+            assert!(e.synchronized && e.multiplier > 0);
+            let ns = e.nanos();
+            assert!(
+                ns >= us as f64 * 1e3 && ns < us as f64 * 1e3 * 1.01 + 1.0,
+                "{us} µs → {ns} ns"
+            );
+            assert_eq!(ErrorEstimate::from_bits(e.to_bits()), e);
+        }
+    }
+
     fn t(frac: u32) -> NtpTime {
         NtpTime {
             secs: 0xEB0A_1B2C,
@@ -350,7 +427,7 @@ mod tests {
     #[test]
     fn reflecting_the_rfc_sender_packet_gives_the_rfc_reflector_packet() {
         let mut buf = SENDER;
-        reflect_in_place(&mut buf, t(0xA000_0000), 64, || t(0xC000_0000)).unwrap();
+        reflect_in_place(&mut buf, stateless(t(0xA000_0000), 64), || t(0xC000_0000)).unwrap();
         assert_eq!(buf, REFLECTOR);
     }
 
@@ -359,7 +436,7 @@ mod tests {
         let mut buf = [0u8; 60];
         buf[..44].copy_from_slice(&SENDER);
         buf[44..].copy_from_slice(&[0xAB; 16]);
-        reflect_in_place(&mut buf, t(0xA000_0000), 64, || t(0xC000_0000)).unwrap();
+        reflect_in_place(&mut buf, stateless(t(0xA000_0000), 64), || t(0xC000_0000)).unwrap();
         assert_eq!(buf[..44], REFLECTOR);
         assert_eq!(buf[44..], [0xAB; 16]);
     }
@@ -368,14 +445,14 @@ mod tests {
     fn malformed_packets_are_refused_and_left_untouched() {
         let mut short = [1u8; 43];
         assert_eq!(
-            reflect_in_place(&mut short, t(0), 0, || t(0)),
+            reflect_in_place(&mut short, stateless(t(0), 0), || t(0)),
             Err(StampError::TooShort(43))
         );
         assert_eq!(short, [1u8; 43]);
         let mut zero = SENDER;
         zero[13] = 0; // multiplier 0
         assert_eq!(
-            reflect_in_place(&mut zero, t(0), 0, || t(0)),
+            reflect_in_place(&mut zero, stateless(t(0), 0), || t(0)),
             Err(StampError::ZeroMultiplier)
         );
         assert_eq!(SenderPacket::decode(&[]), Err(StampError::TooShort(0)));

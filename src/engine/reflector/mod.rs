@@ -14,6 +14,7 @@
 mod answer_log;
 mod serve;
 mod sessions;
+mod stamp_counters;
 
 pub use answer_log::AnswerPoints;
 

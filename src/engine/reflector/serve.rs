@@ -8,9 +8,10 @@
 
 use super::answer_log::{AnswerLog, AnswerPoints};
 use super::sessions::Sessions;
+use super::stamp_counters::StampCounters;
 use super::{Protocol, ReflectorEvent, ReflectorOutcome};
 use crate::engine::affinity::Placement;
-use crate::engine::protocol::stamp::{self, NtpTime};
+use crate::engine::protocol::stamp::{self, ErrorEstimate, NtpTime, Reflection};
 use crate::engine::protocol::{self, RECV_BUFFER};
 use crate::engine::sys::timestamping::{self, ControlBuf, Stamps};
 use crate::engine::sys::{self, RawAddr, Received, is_network_error};
@@ -46,6 +47,10 @@ pub struct Reflector {
     wire: Wire,
     log: Option<AnswerLog>,
     sessions: Sessions,
+    /// STAMP: each sender's sequence numbers.
+    counters: StampCounters,
+    /// STAMP: how good this host's clock is, as the replies say.
+    error: ErrorEstimate,
     buf: Vec<u8>,
     from: RawAddr,
     control: ControlBuf,
@@ -65,6 +70,8 @@ impl Reflector {
             wire,
             log,
             sessions: Sessions::new(idle),
+            counters: StampCounters::default(),
+            error: ErrorEstimate::of_this_host(),
             buf: vec![0u8; RECV_BUFFER],
             from: RawAddr::empty(),
             control: ControlBuf::default(),
@@ -106,6 +113,7 @@ impl Reflector {
                     log.collect(self.fd);
                 }
                 self.sessions.tick(now_ns, events);
+                self.counters.prune(now_ns);
                 if stop.is_raised() {
                     break;
                 }
@@ -164,11 +172,17 @@ impl Reflector {
     #[inline]
     fn answer(&mut self, d: &Datagram, now_ns: u64) {
         let logging = self.log.is_some();
+        let mut logged_seq = None;
         let t2_user = logging.then(timestamping::realtime_ns);
         // Answered: Some(the user-space T3, if one was read).
         let answered = match self.wire.protocol {
             Protocol::Echo => Some(logging.then(timestamping::realtime_ns)),
-            Protocol::Stamp => self.stamp_reply(d.got.len, d.rx.software, d.ttl).map(Some),
+            Protocol::Stamp => {
+                // Logged as the sender numbered it, like an echo's.
+                logged_seq = stamp::sequence_of(&self.buf[..d.got.len]).map(u64::from);
+                self.stamp_reply(d.got.len, d.rx.software, d.ttl, now_ns)
+                    .map(Some)
+            }
         };
         let Some(t3_user) = answered else {
             return;
@@ -183,7 +197,7 @@ impl Reflector {
             let p = AnswerPoints {
                 seq: match self.wire.protocol {
                     Protocol::Echo => protocol::echo_seq(packet),
-                    Protocol::Stamp => stamp::sequence_of(packet).map(u64::from),
+                    Protocol::Stamp => logged_seq,
                 },
                 t2_user,
                 t3_user,
@@ -199,7 +213,18 @@ impl Reflector {
     /// Turns the STAMP request in the buffer into its answer in place and
     /// returns the T3 it carries. `None` for a malformed request, which is
     /// counted and not answered.
-    fn stamp_reply(&mut self, len: usize, t2: Option<u64>, ttl: Option<u8>) -> Option<u64> {
+    fn stamp_reply(
+        &mut self,
+        len: usize,
+        t2: Option<u64>,
+        ttl: Option<u8>,
+        now_ns: u64,
+    ) -> Option<u64> {
+        // A malformed request gets no answer, so it takes no number.
+        let valid = stamp::SenderPacket::decode(&self.buf[..len]).is_ok();
+        let seq = valid
+            .then(|| self.counters.next(&self.from, now_ns))
+            .flatten();
         let totals = &mut self.sessions.totals;
         let t2 = t2.unwrap_or_else(|| {
             totals.t2_from_user += 1;
@@ -211,9 +236,13 @@ impl Reflector {
             NtpTime::from_unix_ns(t3)
         };
         let packet = &mut self.buf[..len];
-        let ok =
-            stamp::reflect_in_place(packet, NtpTime::from_unix_ns(t2), ttl.unwrap_or(0), read_t3)
-                .is_ok();
+        let how = Reflection {
+            t2: NtpTime::from_unix_ns(t2),
+            ttl: ttl.unwrap_or(0),
+            seq,
+            error: self.error,
+        };
+        let ok = stamp::reflect_in_place(packet, how, read_t3).is_ok();
         totals.malformed += u64::from(!ok);
         ok.then_some(t3)
     }

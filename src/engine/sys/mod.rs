@@ -29,7 +29,6 @@ impl std::fmt::Debug for RawAddr {
 
 impl RawAddr {
     /// Converts a standard address into the kernel layout.
-    #[cfg(test)]
     pub fn from_socket_addr(addr: SocketAddr) -> Self {
         // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
         let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
@@ -320,6 +319,21 @@ pub fn random_u64() -> io::Result<u64> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// What the kernel says of the system clock's synchronisation: whether it
+/// is synchronised (NTP/PTP daemons clear `STA_UNSYNC`), and its maximum
+/// error, µs. `None` when it cannot be asked.
+pub fn clock_sync() -> Option<(bool, u64)> {
+    // SAFETY: timex is plain data; all zeroes (modes 0) asks without setting.
+    let mut tx: libc::timex = unsafe { std::mem::zeroed() };
+    // SAFETY: tx is a live, writable timex; modes 0 only reads.
+    let state = unsafe { libc::adjtimex(&mut tx) };
+    if state < 0 {
+        return None;
+    }
+    let synced = state != libc::TIME_ERROR && tx.status & libc::STA_UNSYNC == 0;
+    Some((synced, tx.maxerror.max(0) as u64))
 }
 
 /// Lowers the calling thread's timer slack to `ns` (the kernel's default

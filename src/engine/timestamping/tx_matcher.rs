@@ -133,6 +133,14 @@ impl<T: TxEntry, const N: usize> TxMatcher<T, N> {
         None
     }
 
+    /// The entry waiting under `id`, if it still is.
+    pub fn peek(&self, id: u32) -> Option<&T> {
+        match &self.pending[Self::slot(id)] {
+            Some((want, entry)) if *want == id => Some(entry),
+            _ => None,
+        }
+    }
+
     /// Takes the entry of `id` out of the table, complete or not.
     pub fn take(&mut self, id: u32) -> Option<T> {
         let slot = &mut self.pending[Self::slot(id)];

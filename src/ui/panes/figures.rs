@@ -1,7 +1,8 @@
 //! The live numbers: current RTT, percentiles, rate, packet fates.
 
 use crate::config::Baseline;
-use crate::stats::{RttFigures, Summary};
+use crate::engine::Schedule;
+use crate::stats::{Pattern, RttFigures, Summary};
 use crate::ui::app::{ClientView, ServerView};
 use crate::ui::theme::Theme;
 use crate::units::{compact_count, format_ns, format_rate};
@@ -18,7 +19,86 @@ fn row<'a>(t: Theme, label: &'a str, value: String) -> Line<'a> {
     ])
 }
 
-/// The client's figures.
+/// What a mode's figures are built from.
+struct Parts<'a> {
+    s: Summary,
+    t: Theme,
+    live: &'a crate::stats::LiveStats,
+}
+
+impl Parts<'_> {
+    fn fig(&self, get: fn(&RttFigures) -> f64) -> String {
+        self.s
+            .rtt_ns
+            .as_ref()
+            .map_or_else(|| "—".to_string(), |r| format_ns(get(r)))
+    }
+
+    fn current(&self) -> Span<'static> {
+        match self.live.last_rtt_ns {
+            Some(ns) => Span::styled(format!("→ {}", format_ns(ns as f64)), self.t.rtt(ns)),
+            None => Span::styled("→ waiting for replies", self.t.dim()),
+        }
+    }
+
+    fn mean(&self) -> Span<'static> {
+        let style = match &self.s.rtt_ns {
+            None => self.t.dim(),
+            Some(r) if r.mean < 1e6 => self.t.good(),
+            Some(_) => self.t.bad(),
+        };
+        Span::styled(self.fig(|r| r.mean), style)
+    }
+
+    fn lost(&self) -> Line<'static> {
+        let p = &self.s.packets;
+        let style = if p.lost > 0 {
+            self.t.bad()
+        } else {
+            self.t.dim()
+        };
+        Line::from(vec![
+            Span::styled(" Lost    ", self.t.dim()),
+            Span::styled(
+                format!("{} ({:.2}%)", compact_count(p.lost), p.loss_percent()),
+                style,
+            ),
+        ])
+    }
+
+    fn outages(&self) -> Line<'static> {
+        let o = &self.s.outages;
+        let shown = match o.count {
+            0 => Span::styled("none", self.t.dim()),
+            n => Span::styled(
+                format!("{n}, longest {}", format_ns(o.longest_ms * 1e6)),
+                self.t.bad(),
+            ),
+        };
+        Line::from(vec![Span::styled(" Outages ", self.t.dim()), shown])
+    }
+
+    fn warmup(&self, warmup: u64) -> Line<'static> {
+        let t = self.t;
+        let shown = if self.live.warmed_up || warmup == 0 {
+            Span::styled(format!("✓ {warmup}/{warmup}"), t.good())
+        } else {
+            Span::styled(format!("… {}/{warmup}", self.live.warmup_seen), t.warn())
+        };
+        Line::from(vec![Span::styled(" Warm-up ", t.dim()), shown])
+    }
+
+    fn rate(&self) -> Line<'static> {
+        row(
+            self.t,
+            "Rate",
+            format!("{} pkt/s", format_rate(self.live.rate_pps())),
+        )
+    }
+}
+
+/// The client's figures: the RTT, the fates of the packets and, paced,
+/// the schedule, jitter, one-way delays and loss by direction.
 pub fn render_client(
     f: &mut Frame,
     area: Rect,
@@ -26,84 +106,18 @@ pub fn render_client(
     baseline: Option<&Baseline>,
     t: Theme,
 ) {
-    let live = &v.live;
-    let s = Summary::from_stats(live.total(), Duration::ZERO);
-    let p = &s.packets;
-    let current = match live.last_rtt_ns {
-        Some(ns) => Span::styled(format!("→ {}", format_ns(ns as f64)), t.rtt(ns)),
-        None => Span::styled("→ waiting for replies", t.dim()),
+    let parts = Parts {
+        s: Summary::from_stats(v.live.total(), Duration::ZERO),
+        t,
+        live: &v.live,
     };
-    let fig = |get: fn(&RttFigures) -> f64| {
-        s.rtt_ns
-            .as_ref()
-            .map_or_else(|| "—".to_string(), |r| format_ns(get(r)))
+    let lines = match v.info.pace {
+        None => ping_pong_lines(&parts, v.info.warmup),
+        Some(_) => paced_lines(&parts, v.info.warmup),
     };
-    let mean_style = match &s.rtt_ns {
-        None => t.dim(),
-        Some(r) if r.mean < 1e6 => t.good(),
-        Some(_) => t.bad(),
-    };
-    let loss_style = if p.lost > 0 { t.bad() } else { t.dim() };
-    let warm = if live.warmed_up || v.info.warmup == 0 {
-        Span::styled(format!("✓ {}/{}", v.info.warmup, v.info.warmup), t.good())
-    } else {
-        Span::styled(
-            format!("… {}/{}", live.warmup_seen, v.info.warmup),
-            t.warn(),
-        )
-    };
-    let o = &s.outages;
-    let outages = match o.count {
-        0 => Span::styled("none", t.dim()),
-        n => Span::styled(
-            format!("{n}, longest {}", format_ns(o.longest_ms * 1e6)),
-            t.bad(),
-        ),
-    };
-    let lines = vec![
-        Line::from(vec![Span::raw(" "), current]),
-        Line::from(vec![
-            Span::styled(" Mean    ", t.dim()),
-            Span::styled(fig(|r| r.mean), mean_style),
-        ]),
-        row(t, "P50", fig(|r| r.p50 as f64)),
-        row(t, "P99", fig(|r| r.p99 as f64)),
-        row(t, "P99.9", fig(|r| r.p999 as f64)),
-        row(
-            t,
-            "Min",
-            format!("{}  max {}", fig(|r| r.min as f64), fig(|r| r.max as f64)),
-        ),
-        row(t, "Rate", format!("{} pkt/s", format_rate(live.rate_pps()))),
-        Line::from(vec![
-            Span::styled(" Lost    ", t.dim()),
-            Span::styled(
-                format!("{} ({:.2}%)", compact_count(p.lost), p.loss_percent()),
-                loss_style,
-            ),
-        ]),
-        row(
-            t,
-            "Late",
-            format!(
-                "{}  dup {}",
-                compact_count(p.late),
-                compact_count(p.duplicate)
-            ),
-        ),
-        Line::from(Span::styled(
-            format!(
-                " reord {}  stray {}",
-                compact_count(p.reordered),
-                compact_count(p.stray)
-            ),
-            t.dim(),
-        )),
-        Line::from(vec![Span::styled(" Outages ", t.dim()), outages]),
-        Line::from(vec![Span::styled(" Warm-up ", t.dim()), warm]),
-    ];
-    let mut block = Block::bordered().title(Span::styled(" Live RTT ", t.title()));
-    if let Some(c) = baseline.and_then(|b| b.compare(&s, None)) {
+    let title = format!(" RTT · {} ", pace_label(v.info.pace));
+    let mut block = Block::bordered().title(Span::styled(title, t.title()));
+    if let Some(c) = baseline.and_then(|b| b.compare(&parts.s, None)) {
         let c = c.change_percent;
         let style = if c.p50.max(c.p99) > 10.0 {
             t.bad()
@@ -116,6 +130,165 @@ pub fn render_client(
         ));
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// `ping-pong`, `every 1.00 ms`, `poisson ~1.00 ms`.
+pub fn pace_label(pace: Option<Schedule>) -> String {
+    match pace {
+        None => "ping-pong".into(),
+        Some(s) if s.pattern == Pattern::Poisson => {
+            format!("poisson ~{}", format_ns(s.interval_ns() as f64))
+        }
+        Some(s) => format!("every {}", format_ns(s.interval_ns() as f64)),
+    }
+}
+
+fn ping_pong_lines(p: &Parts, warmup: u64) -> Vec<Line<'static>> {
+    let (t, c) = (p.t, &p.s.packets);
+    vec![
+        Line::from(vec![Span::raw(" "), p.current()]),
+        Line::from(vec![Span::styled(" Mean    ", t.dim()), p.mean()]),
+        row(t, "P50", p.fig(|r| r.p50 as f64)),
+        row(t, "P99", p.fig(|r| r.p99 as f64)),
+        row(t, "P99.9", p.fig(|r| r.p999 as f64)),
+        row(
+            t,
+            "Min",
+            format!(
+                "{}  max {}",
+                p.fig(|r| r.min as f64),
+                p.fig(|r| r.max as f64)
+            ),
+        ),
+        p.rate(),
+        p.lost(),
+        row(
+            t,
+            "Late",
+            format!(
+                "{}  dup {}",
+                compact_count(c.late),
+                compact_count(c.duplicate)
+            ),
+        ),
+        Line::from(Span::styled(
+            format!(
+                " reord {}  stray {}",
+                compact_count(c.reordered),
+                compact_count(c.stray)
+            ),
+            t.dim(),
+        )),
+        p.outages(),
+        p.warmup(warmup),
+    ]
+}
+
+/// Paced: two percentiles a row, to make room for the schedule, jitter
+/// and (STAMP) one-way delays and loss by direction.
+fn paced_lines(p: &Parts, warmup: u64) -> Vec<Line<'static>> {
+    let (t, s) = (p.t, &p.s);
+    let c = &s.packets;
+    let mut lines = vec![
+        Line::from(vec![
+            Span::raw(" "),
+            p.current(),
+            Span::styled("  mean ", t.dim()),
+            p.mean(),
+        ]),
+        row(
+            t,
+            "P50",
+            format!(
+                "{}  p99 {}",
+                p.fig(|r| r.p50 as f64),
+                p.fig(|r| r.p99 as f64)
+            ),
+        ),
+        row(
+            t,
+            "P99.9",
+            format!(
+                "{}  max {}",
+                p.fig(|r| r.p999 as f64),
+                p.fig(|r| r.max as f64)
+            ),
+        ),
+        p.rate(),
+    ];
+    let dash = || "—".to_string();
+    lines.push(row(
+        t,
+        "|IPDV|",
+        s.jitter_ns.as_ref().map_or_else(dash, |j| {
+            format!(
+                "{}  p99 {}",
+                format_ns(j.ipdv_p50 as f64),
+                format_ns(j.ipdv_p99 as f64)
+            )
+        }),
+    ));
+    lines.push(match &s.schedule {
+        Some(sch) => Line::from(vec![
+            Span::styled(" Sched   ", t.dim()),
+            Span::raw(format!("p99 +{}", format_ns(sch.error_p99_ns as f64))),
+            Span::styled(
+                format!(" · {} missed", compact_count(sch.misses)),
+                if sch.misses > 0 { t.warn() } else { t.dim() },
+            ),
+        ]),
+        None => row(t, "Sched", dash()),
+    });
+    if let Some(w) = &s.one_way_ns {
+        let mark = if w.trusted { "" } else { " ?" };
+        lines.push(row(
+            t,
+            "1-way",
+            format!(
+                "→{} ←{}{mark}",
+                signed(w.forward.p50),
+                signed(w.backward.p50)
+            ),
+        ));
+    }
+    lines.push(p.lost());
+    if let Some(d) = &s.loss_direction {
+        lines.push(Line::from(Span::styled(
+            format!(
+                "  ↳ →{} ←{} ?{}",
+                compact_count(d.forward),
+                compact_count(d.backward),
+                compact_count(d.unknown)
+            ),
+            if d.forward + d.backward > 0 {
+                t.bad()
+            } else {
+                t.dim()
+            },
+        )));
+    }
+    lines.push(row(
+        t,
+        "Late",
+        format!(
+            "{} dup {} reo {} str {}",
+            compact_count(c.late),
+            compact_count(c.duplicate),
+            compact_count(c.reordered),
+            compact_count(c.stray)
+        ),
+    ));
+    lines.push(p.outages());
+    lines.push(p.warmup(warmup));
+    lines
+}
+
+fn signed(ns: i64) -> String {
+    if ns < 0 {
+        format!("−{}", format_ns(ns.unsigned_abs() as f64))
+    } else {
+        format_ns(ns as f64)
+    }
 }
 
 /// The reflector's figures.

@@ -1,6 +1,7 @@
 //! The top line: who is measuring whom, where the thread runs, and state.
 
 use crate::ui::app::{App, Role};
+use crate::ui::panes::figures;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -9,18 +10,19 @@ use ratatui::widgets::Paragraph;
 /// Draws the header line.
 pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let t = app.theme;
-    let (what, cpu, busy) = match app.role {
+    let (what, cpu, busy, pace) = match app.role {
         Role::Client => {
             let c = &app.client.info;
             (
                 format!("client → {}  from {}  ({})", c.target, c.local, c.mode),
                 c.cpu,
                 c.busy_poll,
+                Some(format!("  {}", figures::pace_label(c.pace))),
             )
         }
         Role::Server => {
             let s = &app.server;
-            (format!("server on {}", s.bind), s.cpu, s.busy_poll)
+            (format!("server on {}", s.bind), s.cpu, s.busy_poll, None)
         }
     };
     let (state, style) = match (app.frozen.is_some(), app.running, app.role) {
@@ -35,6 +37,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
     let mut used = what.chars().count();
     let mut spans = vec![Span::styled(" SYNAPSE ", t.title()), Span::raw(what)];
     let extras = [
+        pace,
         Some(format!(
             "  CPU {cpu} · {}",
             if busy { "busy-poll" } else { "blocking" }

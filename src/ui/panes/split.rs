@@ -111,7 +111,7 @@ mod tests {
     use super::*;
     use crate::engine::Points;
     use crate::engine::capabilities::Source;
-    use crate::stats::{Record, SegmentSet};
+    use crate::stats::{Record, SegmentSet, Shape};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
@@ -147,7 +147,10 @@ mod tests {
     fn measured_segments_show_p50_and_p99_and_gaps_are_counted() {
         let info = info(Source::Software);
         let mut live = LiveStats::new();
-        live.use_segments(info.segments);
+        live.use_shape(Shape {
+            segments: info.segments,
+            ..Shape::default()
+        });
         let split = |recv: Option<u64>| {
             Points {
                 t1_user: Some(0),

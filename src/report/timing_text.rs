@@ -1,0 +1,154 @@
+//! The text report's timing sections beyond the RTT: how the send schedule
+//! was kept (paced runs), jitter (labelled by what it is the jitter of),
+//! one-way delays with the clocks they were read on, and loss by direction.
+
+use super::EffectiveConfig;
+use crate::stats::{DelayFigures, JitterFigures, OneWayFigures, Summary};
+use crate::units::{format_ns, group_thousands};
+use std::io::{self, Write};
+
+/// `ping-pong (one request in flight)` or `paced, periodic, every 1 ms`.
+pub fn mode_line(c: &EffectiveConfig) -> String {
+    match c.interval_ns {
+        None => {
+            "ping-pong (one request in flight; the next when its reply or timeout comes)".into()
+        }
+        Some(ns) => format!(
+            "paced, {} {} (requests leave on schedule, many in flight)",
+            c.pattern,
+            if c.pattern == "poisson" {
+                format!("gaps with a mean of {}", format_ns(ns as f64))
+            } else {
+                format!("every {}", format_ns(ns as f64))
+            }
+        ),
+    }
+}
+
+/// Every section that has something to say.
+pub fn write_timing(out: &mut impl Write, s: &Summary) -> io::Result<()> {
+    write_schedule(out, s)?;
+    if let Some(j) = &s.jitter_ns {
+        writeln!(out, "Jitter of the RTT (consecutive replies):")?;
+        writeln!(out, "  {}", jitter_line(j))?;
+        writeln!(out)?;
+    }
+    if let Some(w) = &s.one_way_ns {
+        write_one_way(out, w)?;
+    }
+    if let Some(d) = &s.loss_direction {
+        writeln!(
+            out,
+            "Loss by direction ({} reflector): {} forward (never reached it), {} backward (reply lost), {} unknown",
+            d.reflector,
+            group_thousands(d.forward),
+            group_thousands(d.backward),
+            group_thousands(d.unknown)
+        )?;
+        if d.reflector == "stateless" && d.unknown > 0 {
+            writeln!(
+                out,
+                "  └─ a stateless reflector copies the sender's numbers, so losses cannot be placed"
+            )?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+fn jitter_line(j: &JitterFigures) -> String {
+    format!(
+        "|IPDV| P50 {}, P99 {}; mean IPDV {}{}; RFC 3550 jitter {}",
+        format_ns(j.ipdv_p50 as f64),
+        format_ns(j.ipdv_p99 as f64),
+        if j.ipdv_mean < 0.0 { "−" } else { "+" },
+        format_ns(j.ipdv_mean.abs()),
+        format_ns(j.rfc3550)
+    )
+}
+
+fn write_schedule(out: &mut impl Write, s: &Summary) -> io::Result<()> {
+    let Some(sch) = &s.schedule else {
+        return Ok(());
+    };
+    let slots = s.packets.sent + sch.misses;
+    writeln!(
+        out,
+        "Schedule ({}, {} {}):",
+        sch.pattern.name(),
+        if sch.pattern.name() == "poisson" {
+            "mean gap"
+        } else {
+            "every"
+        },
+        format_ns(sch.interval_ns as f64)
+    )?;
+    let share = if slots == 0 {
+        0.0
+    } else {
+        100.0 * sch.misses as f64 / slots as f64
+    };
+    writeln!(
+        out,
+        "  Missed slots:   {} of {} ({share:.2} %), skipped, never made up for",
+        group_thousands(sch.misses),
+        group_thousands(slots)
+    )?;
+    writeln!(
+        out,
+        "  Send error:     P50 {}, P99 {}, max {}  (sent − scheduled)",
+        format_ns(sch.error_p50_ns as f64),
+        format_ns(sch.error_p99_ns as f64),
+        format_ns(sch.error_max_ns as f64)
+    )?;
+    if let Some(r) = &s.rtt_from_schedule_ns {
+        writeln!(
+            out,
+            "  From schedule:  P50 {}, P99 {}, max {}  (reply − scheduled send: a stalled sender shows here)",
+            format_ns(r.p50 as f64),
+            format_ns(r.p99 as f64),
+            format_ns(r.max as f64)
+        )?;
+    }
+    writeln!(out)
+}
+
+fn write_one_way(out: &mut impl Write, w: &OneWayFigures) -> io::Result<()> {
+    let trust = match &w.untrusted_reason {
+        None => "trusted".to_string(),
+        Some(why) => format!("UNTRUSTED: {why}"),
+    };
+    writeln!(
+        out,
+        "One-way delay (STAMP: T2 − T1 out, T4 − T3 back; {trust}):"
+    )?;
+    let line = |d: &DelayFigures| {
+        let jitter = d
+            .jitter
+            .as_ref()
+            .map(|j| format!("; jitter {}", jitter_line(j)))
+            .unwrap_or_default();
+        format!("P50 {}, P99 {}{jitter}", signed_ns(d.p50), signed_ns(d.p99))
+    };
+    writeln!(out, "  Forward:   {}", line(&w.forward))?;
+    writeln!(out, "  Backward:  {}", line(&w.backward))?;
+    writeln!(
+        out,
+        "  Clocks:    reflector {} the client (fastest round trip), drifting {:+.2} ppm",
+        match w.clock_offset_ns {
+            0 => "level with".to_string(),
+            o if o > 0 => format!("{} ahead of", format_ns(o as f64)),
+            o => format!("{} behind", format_ns(o.unsigned_abs() as f64)),
+        },
+        w.clock_drift_ppm
+    )?;
+    writeln!(out)
+}
+
+fn signed_ns(ns: i64) -> String {
+    if ns < 0 {
+        format!("−{}", format_ns(ns.unsigned_abs() as f64))
+    } else {
+        format_ns(ns as f64)
+    }
+}

@@ -1,0 +1,160 @@
+//! How well a paced run kept its send schedule, and latency counted from
+//! the schedule rather than from the send (so a sender that stalls cannot
+//! hide its stall: coordinated omission).
+
+use super::summary::RttFigures;
+use super::{MAX_TRACKABLE_NS, Record, RecordKind};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// How the send times are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pattern {
+    /// One request in flight; the next when the reply (or its timeout)
+    /// comes. Not a schedule.
+    PingPong,
+    /// `start + k·interval`.
+    Periodic,
+    /// Exponential gaps of mean `interval` (RFC 2330 / RFC 3432).
+    Poisson,
+}
+
+impl Pattern {
+    /// The name reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::PingPong => "ping-pong",
+            Pattern::Periodic => "periodic",
+            Pattern::Poisson => "poisson",
+        }
+    }
+}
+
+/// The schedule's figures (JSON `schedule`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ScheduleFigures {
+    /// `periodic` or `poisson`.
+    pub pattern: Pattern,
+    /// The (mean) interval, ns.
+    pub interval_ns: u64,
+    /// Slots skipped because the sender could not make them.
+    pub misses: u64,
+    /// Send time minus scheduled time, median, ns.
+    pub error_p50_ns: u64,
+    /// … 99th percentile.
+    pub error_p99_ns: u64,
+    /// … largest.
+    pub error_max_ns: u64,
+}
+
+/// Accumulates a paced run's schedule. Allocates once, in `new`.
+#[derive(Debug, Clone)]
+pub struct ScheduleStats {
+    pattern: Pattern,
+    interval_ns: u64,
+    misses: u64,
+    /// Send-time error of every request sent (2 significant digits).
+    error: Histogram<u64>,
+    /// RTT plus send-time error of every answered request.
+    from_schedule: Histogram<u64>,
+}
+
+impl ScheduleStats {
+    /// Empty, for a run sending on `pattern` every `interval_ns` (mean).
+    pub fn new(pattern: Pattern, interval_ns: u64) -> Self {
+        #[allow(clippy::expect_used)]
+        let h = |digits| {
+            Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, digits)
+                .expect("constant histogram bounds are valid")
+        };
+        Self {
+            pattern,
+            interval_ns,
+            misses: 0,
+            error: h(2),
+            from_schedule: h(3),
+        }
+    }
+
+    /// The pattern and interval.
+    pub fn setup(&self) -> (Pattern, u64) {
+        (self.pattern, self.interval_ns)
+    }
+
+    /// The same schedule, with nothing recorded.
+    pub fn emptied(&self) -> Self {
+        Self::new(self.pattern, self.interval_ns)
+    }
+
+    /// Accounts for one (post-warm-up) record.
+    #[inline]
+    pub fn record(&mut self, r: &Record) {
+        match r.kind {
+            RecordKind::Sample => {
+                self.error.saturating_record(r.send_lag_ns);
+                self.from_schedule
+                    .saturating_record(r.rtt_ns.saturating_add(r.send_lag_ns).max(1));
+            }
+            RecordKind::Lost => self.error.saturating_record(r.send_lag_ns),
+            RecordKind::Missed => self.misses += 1,
+            _ => {}
+        }
+    }
+
+    /// Adds another run's figures.
+    pub fn merge(&mut self, other: &ScheduleStats) {
+        self.misses += other.misses;
+        let _ = self.error.add(&other.error);
+        let _ = self.from_schedule.add(&other.from_schedule);
+    }
+
+    /// The schedule's figures, once anything was sent.
+    pub fn figures(&self) -> Option<ScheduleFigures> {
+        let e = &self.error;
+        (!e.is_empty() || self.misses > 0).then(|| ScheduleFigures {
+            pattern: self.pattern,
+            interval_ns: self.interval_ns,
+            misses: self.misses,
+            error_p50_ns: e.value_at_quantile(0.5),
+            error_p99_ns: e.value_at_quantile(0.99),
+            error_max_ns: e.max(),
+        })
+    }
+
+    /// Latency from the scheduled send time, when any reply came.
+    pub fn from_schedule(&self) -> Option<RttFigures> {
+        RttFigures::of(&self.from_schedule)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lags_misses_and_latency_from_the_schedule() {
+        let mut s = ScheduleStats::new(Pattern::Periodic, 1_000_000);
+        assert_eq!(s.figures(), None);
+        for i in 0..100u64 {
+            let r = Record::sample(i, 0, 50_000, false).with_send_lag(if i == 99 {
+                400_000
+            } else {
+                2_000
+            });
+            s.record(&r);
+        }
+        s.record(&Record::event(RecordKind::Missed, 100, 0, false));
+        s.record(&Record::event(RecordKind::Lost, 101, 0, false).with_send_lag(3_000));
+        let f = s.figures().unwrap();
+        assert_eq!(f.misses, 1);
+        assert!(
+            f.error_p50_ns.abs_diff(2_000) <= 20,
+            "two significant digits: {f:?}"
+        );
+        assert!(f.error_max_ns.abs_diff(400_000) < 4_000, "{f:?}");
+        let late = s.from_schedule().unwrap();
+        assert!(late.max.abs_diff(450_000) < 500, "{late:?}");
+        assert_eq!(late.min, 52_000);
+    }
+}
