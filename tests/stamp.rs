@@ -65,7 +65,8 @@ fn answers_stamp_session_senders_byte_for_byte() {
     let (mut server, _, port) = start(&[]);
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    for seq in [1u32, 2, 0xFFFF_FFFF] {
+    let synced = synapse::engine::stamp::ErrorEstimate::of_this_host().synchronized;
+    for (reflector_seq, seq) in [(0u32, 1u32), (1, 2), (2, 0xFFFF_FFFF)] {
         let t1 = ntp_now();
         let request = sender_packet(seq, t1);
         s.send_to(&request, ("127.0.0.1", port)).unwrap();
@@ -75,14 +76,14 @@ fn answers_stamp_session_senders_byte_for_byte() {
         assert_eq!(n, 44, "symmetric size");
         assert_eq!(
             &r[0..4],
-            &seq.to_be_bytes(),
-            "stateless reflector: sender's sequence"
+            &reflector_seq.to_be_bytes(),
+            "stateful reflector: its own count for this sender, from 0"
         );
-        assert_eq!(
-            &r[12..14],
-            &[0x0C, 0x01],
-            "error estimate: unsynchronised, NTP, ~1 µs"
-        );
+        // The error estimate: S as the kernel says of this host's clock,
+        // Z = 0 (NTP format), a multiplier that is never 0.
+        assert_eq!(r[12] & 0x80 != 0, synced, "S bit");
+        assert_eq!(r[12] & 0x40, 0, "Z bit");
+        assert_ne!(r[13], 0, "multiplier");
         assert_eq!(&r[14..16], &[0, 0], "MBZ");
         assert_eq!(
             &r[24..28],

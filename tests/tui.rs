@@ -112,7 +112,7 @@ fn live_display_measures_stops_switches_role_and_restores_the_terminal() {
 
     // Live figures appear and the count moves.
     let first = tmux.wait_for("live figures", |s| {
-        s.contains("Live RTT") && packet_count(s).is_some_and(|n| n > 0)
+        s.contains("RTT · ping-pong") && packet_count(s).is_some_and(|n| n > 0)
     });
     assert!(first.contains("MEASURING"), "{first}");
     assert!(
@@ -165,6 +165,51 @@ fn live_display_measures_stops_switches_role_and_restores_the_terminal() {
     assert!(
         mode.lines().any(|l| l == "icanon"),
         "raw mode left on:\n{mode}"
+    );
+}
+
+/// Paced, with STAMP: the display says the mode and shows the schedule,
+/// jitter, one-way delays and loss by direction; the summary has them too.
+#[test]
+fn the_paced_live_display_shows_the_schedule_jitter_and_one_way_delay() {
+    let bin = assert_cmd::cargo::cargo_bin!("synapse");
+    let script = format!(
+        "{} --interval 1ms --stamp --threshold 1s; echo EXIT=$?; sleep 60",
+        bin.display()
+    );
+    let tmux = Tmux::start("paced", &script);
+    let screen = tmux.wait_for("paced figures", |s| {
+        s.contains("RTT · every 1.00 ms") && s.contains("1-way   →") && s.contains("↳ →0 ←0")
+    });
+    assert!(
+        screen.contains("every 1.00 ms  CPU"),
+        "header says the mode: {screen}"
+    );
+    let row = |label: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(label))
+            .unwrap_or_else(|| panic!("no {label} row: {screen}"))
+            .to_string()
+    };
+    assert!(row("|IPDV|").contains(" µs"), "{screen}");
+    assert!(row("Sched   p99 +").contains("miss "), "{screen}");
+    tmux.keys("q");
+    tmux.wait_for("the program to exit", |s| s.contains("EXIT="));
+    let after = tmux.screen_and_scrollback();
+    assert!(after.contains("EXIT=0"), "{after}");
+    assert!(
+        after.contains("Mode:     paced, periodic every 1.00 ms"),
+        "{after}"
+    );
+    assert!(
+        after.contains("Schedule (periodic, every 1.00 ms):"),
+        "{after}"
+    );
+    assert!(after.contains("One-way delay (STAMP"), "{after}");
+    assert!(
+        after.contains("Loss by direction (stateful reflector)"),
+        "{after}"
     );
 }
 

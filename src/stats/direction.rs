@@ -35,7 +35,8 @@ pub struct LossDirection {
 /// A span of replies over which the reflector's count ran unbroken.
 #[derive(Debug, Clone, Copy)]
 struct Epoch {
-    /// `F` at its first reply.
+    /// Its first reply's request number and `F`.
+    first_k: u64,
     first_f: u64,
     /// The highest request number answered, its `F` and its `R`.
     top_k: u64,
@@ -67,7 +68,15 @@ impl DirectionStats {
                     self.reply(r.seq, reflector_seq);
                 }
             }
-            RecordKind::Lost => self.tail += 1,
+            // A loss past the highest request answered waits in the tail;
+            // one before the span's first reply cannot be placed; one the
+            // replies already bracket (its deadline passed after a later
+            // request was answered) is placed by the count.
+            RecordKind::Lost => match self.epoch {
+                Some(e) if r.seq < e.first_k => self.unknown += 1,
+                Some(e) if r.seq <= e.top_k => {}
+                _ => self.tail += 1,
+            },
             // A late reply was a loss that turned out not to be one; it is
             // in the tail when no later request has been answered yet.
             RecordKind::Late { .. }
@@ -87,6 +96,7 @@ impl DirectionStats {
         }
         let f = k - u64::from(reflector_seq);
         let fresh = Epoch {
+            first_k: k,
             first_f: f,
             top_k: k,
             top_f: f,
@@ -156,18 +166,20 @@ mod tests {
 
     /// Feeds requests 0..n: `fate(k)` is 'f' (lost forward), 'b' (lost
     /// backward) or 'o' (answered); a stateful reflector counts arrivals.
-    fn run(n: u64, fate: impl Fn(u64) -> char) -> (DirectionStats, u64) {
+    /// A loss is declared `delay` requests later, as a paced run's timeout
+    /// does (0: at once, as in ping-pong).
+    fn run_with(n: u64, delay: u64, fate: impl Fn(u64) -> char) -> (DirectionStats, u64) {
         let mut d = DirectionStats::default();
         let (mut arrived, mut lost_count) = (0u32, 0);
+        let mut pending = std::collections::VecDeque::new();
         for k in 0..n {
+            while pending.front().is_some_and(|&l| l + delay <= k) {
+                d.record(&lost(pending.pop_front().unwrap()));
+            }
             match fate(k) {
-                'f' => {
-                    d.record(&lost(k));
-                    lost_count += 1;
-                }
-                'b' => {
-                    arrived += 1;
-                    d.record(&lost(k));
+                'f' | 'b' => {
+                    arrived += u32::from(fate(k) == 'b');
+                    pending.push_back(k);
                     lost_count += 1;
                 }
                 _ => {
@@ -176,7 +188,14 @@ mod tests {
                 }
             }
         }
+        for l in pending {
+            d.record(&lost(l));
+        }
         (d, lost_count)
+    }
+
+    fn run(n: u64, fate: impl Fn(u64) -> char) -> (DirectionStats, u64) {
+        run_with(n, 0, fate)
     }
 
     #[test]
@@ -189,6 +208,24 @@ mod tests {
         let f = d.figures(lost).unwrap();
         assert_eq!((f.forward, f.backward, f.unknown), (100, 50, 0), "{f:?}");
         assert_eq!(f.reflector, "stateful");
+    }
+
+    #[test]
+    fn losses_declared_after_later_replies_are_still_placed() {
+        // Paced: a loss is declared a timeout (here 50 requests) later.
+        for delay in [0, 1, 50] {
+            let (d, lost) = run_with(1_000, delay, |k| match k % 20 {
+                0 => 'f',
+                10 if k % 40 == 10 => 'b',
+                _ => 'o',
+            });
+            let f = d.figures(lost).unwrap();
+            assert_eq!(
+                (f.forward, f.backward, f.unknown),
+                (49, 25, 1),
+                "delay {delay}: {f:?}"
+            );
+        }
     }
 
     #[test]

@@ -86,6 +86,50 @@ pub fn client_app() -> App {
     app
 }
 
+/// A paced STAMP client, every 1 ms: send errors of a few µs with one
+/// missed slot, one-way delays read on one clock, one loss forward (the
+/// reflector's count skips it) and one backward.
+pub fn paced_client_app() -> App {
+    let mut app = client_app();
+    let pace = crate::engine::Schedule {
+        pattern: crate::stats::Pattern::Periodic,
+        interval: Duration::from_millis(1),
+    };
+    app.client.info.pace = Some(pace);
+    app.client.live = crate::stats::LiveStats::new();
+    app.client.live.use_shape(Shape {
+        segments: SegmentSet::for_run(true, true, false),
+        schedule: Some((pace.pattern, pace.interval_ns())),
+        one_way: Some((true, false)),
+    });
+    let live = &mut app.client.live;
+    let mut reflector_seq = 0u32;
+    for seq in 0..2_000u64 {
+        let far_lost = seq == 700;
+        let back_lost = seq == 1_400;
+        if far_lost || back_lost {
+            reflector_seq += u32::from(back_lost);
+            live.ingest(&Record::event(RecordKind::Lost, seq, 0, false).with_send_lag(2_000));
+            continue;
+        }
+        let rtt = 60_000 + (seq * 7919 % 40) * 1_000;
+        let forward = 25_000 + (seq * 31 % 7) as i64 * 1_000;
+        let far =
+            crate::stats::FarSide::new(forward, rtt as i64 - forward - 3_000, reflector_seq, false);
+        reflector_seq += 1;
+        let r = Record::sample(seq, seq * 1_000_000, rtt, false)
+            .with_split(split_of(rtt))
+            .with_send_lag(1_000 + seq % 5 * 500)
+            .with_far(far);
+        live.ingest(&r);
+        if seq % 250 == 0 {
+            live.close_window();
+        }
+    }
+    live.ingest(&Record::event(RecordKind::Missed, 2_000, 0, false));
+    app
+}
+
 /// A round trip of `rtt` ns split as a loopback STAMP run would: fixed
 /// send path and dwell, a receive path of a fifth, the network the rest.
 fn split_of(rtt: u64) -> Split {

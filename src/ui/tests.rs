@@ -1,12 +1,34 @@
 //! Whole-frame snapshots and frame-level behaviour, from deterministic
 //! states (see `fixtures`).
 
-use super::fixtures::{client_app, frame, rows, server_app};
+use super::fixtures::{client_app, frame, paced_client_app, rows, server_app};
 use super::theme::Theme;
 
 #[test]
 fn client_frame_snapshot() {
     insta::assert_snapshot!(frame(&client_app(), 120, 36).backend());
+}
+
+#[test]
+fn paced_client_frame_snapshot() {
+    insta::assert_snapshot!(frame(&paced_client_app(), 120, 36).backend());
+}
+
+#[test]
+fn paced_client_smallest_frame_snapshot() {
+    let text = rows(&frame(&paced_client_app(), 80, 24)).join("\n");
+    // Every paced row fits the figures pane whole.
+    for row in [
+        "RTT · every 1.00 ms",
+        "|IPDV|",
+        "Sched   p99 +",
+        "1-way   →",
+        "↳ →1 ←1 ?0",
+        "Warm-up",
+    ] {
+        assert!(text.contains(row), "{row}: {text}");
+    }
+    insta::assert_snapshot!(frame(&paced_client_app(), 80, 24).backend());
 }
 
 #[test]

@@ -233,7 +233,7 @@ fn paced_lines(p: &Parts, warmup: u64) -> Vec<Line<'static>> {
             Span::styled(" Sched   ", t.dim()),
             Span::raw(format!("p99 +{}", format_ns(sch.error_p99_ns as f64))),
             Span::styled(
-                format!(" · {} missed", compact_count(sch.misses)),
+                format!(" miss {}", compact_count(sch.misses)),
                 if sch.misses > 0 { t.warn() } else { t.dim() },
             ),
         ]),

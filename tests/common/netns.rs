@@ -1,0 +1,107 @@
+//! Two network namespaces joined by a veth pair, for tests that need a
+//! real link between two hosts (root, as CI has). Created and removed by
+//! the test itself; nothing outside them is touched.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Whether namespaces can be made here (root, with `ip` and `iptables`);
+/// the reason when not, for the test to print as it skips.
+pub fn unavailable() -> Option<String> {
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        });
+    if uid.as_deref() != Some("0") {
+        return Some("needs root to create network namespaces".into());
+    }
+    for tool in ["ip", "iptables"] {
+        let found = Command::new(tool).arg("--version").output().is_ok();
+        if !found {
+            return Some(format!("needs {tool} (apt-get install iproute2 iptables)"));
+        }
+    }
+    None
+}
+
+/// Two network namespaces joined by a veth pair, removed on drop (also when
+/// the test fails).
+pub struct Namespaces {
+    pub a: String,
+    pub b: String,
+}
+
+pub const A_ADDR: &str = "10.231.0.1";
+pub const B_ADDR: &str = "10.231.0.2";
+
+pub fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Namespaces {
+    pub fn new() -> Self {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let id = format!(
+            "{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let ns = Self {
+            a: format!("syn-a-{id}"),
+            b: format!("syn-b-{id}"),
+        };
+        ip(&["netns", "add", &ns.a]);
+        ip(&["netns", "add", &ns.b]);
+        ip(&[
+            "link", "add", "vsyn0", "netns", &ns.a, "type", "veth", "peer", "name", "vsyn1",
+            "netns", &ns.b,
+        ]);
+        for (name, dev, addr) in [(&ns.a, "vsyn0", A_ADDR), (&ns.b, "vsyn1", B_ADDR)] {
+            ip(&["-n", name, "addr", "add", &format!("{addr}/24"), "dev", dev]);
+            ip(&["-n", name, "link", "set", dev, "up"]);
+            ip(&["-n", name, "link", "set", "lo", "up"]);
+        }
+        ns
+    }
+
+    /// The binary under test, run in namespace `ns`.
+    pub fn synapse_in(&self, ns: &str) -> Command {
+        let bin = super::synapse().get_program().to_owned();
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns]).arg(bin);
+        c
+    }
+
+    /// `iptables ARGS` in namespace `ns`.
+    pub fn iptables(&self, ns: &str, args: &[&str]) {
+        let out = Command::new("ip")
+            .args(["netns", "exec", ns, "iptables"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "iptables {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        // Deleting a namespace deletes its end of the veth, and so both.
+        for ns in [&self.a, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
