@@ -282,6 +282,15 @@ fn the_log_has_scheduled_times_and_the_reflectors_numbers() {
             );
         }
         last = Some(t);
+        // Each left after its slot, never before it (the wall clock and the
+        // schedule's monotonic clock are paired at the start), and within
+        // a few ms even when this machine stalls.
+        let t1: f64 = r[col("T1_SW")].parse().unwrap();
+        assert!(
+            (-2e-6..5e-3).contains(&(t1 - t)),
+            "sent {} s after its slot: {r:?}",
+            t1 - t
+        );
     }
 }
 

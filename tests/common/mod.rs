@@ -276,3 +276,25 @@ pub fn json_of(stdout: &[u8]) -> serde_json::Value {
     );
     serde_json::from_str(text).unwrap()
 }
+
+/// A third-party tool the interop tests drive: on `PATH`, or where
+/// `.ci/run` installs the ones that come from crates.io
+/// (`$XDG_CACHE_HOME/synapse-ci/NAME/bin`, or `~/.cache/…`). `None`, with
+/// the reason printed, when it is not there: the test then skips.
+pub fn tool(name: &str, test: &str) -> Option<std::path::PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    });
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))
+        .map(|c| c.join("synapse-ci").join(name).join("bin").join(name))
+        .filter(|p| p.is_file());
+    let found = on_path.or(cache);
+    if found.is_none() {
+        println!("SKIPPED {test}: {name} is not installed (.ci/run installs it)");
+    }
+    found
+}

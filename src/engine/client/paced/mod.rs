@@ -115,7 +115,10 @@ impl<'a, S: Sink> Pacer<'a, S> {
     ) -> Self {
         let fd = socket.as_raw_fd();
         let token = sys::random_u64().unwrap_or_else(|_| realtime_ns());
+        // The two clocks back to back: slots are monotonic times, and the
+        // log writes them as wall-clock ones through this pair.
         let epoch = Instant::now();
+        let realtime_epoch = realtime_ns();
         // The first slots leave a little after the start, so setting up
         // is not counted as lateness.
         let start_ns = 1_000_000;
@@ -153,7 +156,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             stamps,
             buf: vec![0; crate::engine::protocol::RECV_BUFFER],
             from: RawAddr::empty(),
-            realtime_epoch: realtime_ns(),
+            realtime_epoch,
             epoch,
             timeout_ns: cfg.timeout.as_nanos() as u64,
             busy_poll: cfg.busy_poll,

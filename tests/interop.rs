@@ -1,0 +1,90 @@
+//! Synapse against independent STAMP implementations (stamp-suite, from
+//! crates.io): its sender against their reflector, stateless and stateful,
+//! and their sender against its reflector.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use std::process::{Command, Stdio};
+
+/// A stamp-suite reflector on 127.0.0.1, killed when dropped.
+fn stamp_suite_reflector(bin: &std::path::Path, extra: &[&str]) -> (Guard, u16) {
+    let port = free_udp_port();
+    let child = Command::new(bin)
+        .args(["-i", "-S", "127.0.0.1", "-o", &port.to_string()])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_udp_bound(port);
+    (Guard(child), port)
+}
+
+fn paced_stamp_run(port: u16) -> serde_json::Value {
+    success_json(
+        &synapse()
+            .args(["client", &format!("127.0.0.1:{port}"), "--stamp", "--json"])
+            .args([
+                "--interval",
+                "1ms",
+                "--packets",
+                "1000",
+                "--threshold",
+                "1s",
+            ])
+            .output()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn paced_stamp_against_stamp_suite_tells_stateless_from_stateful() {
+    let Some(bin) = tool("stamp-suite", "paced_stamp_against_stamp_suite") else {
+        return;
+    };
+    let (_stateless, port) = stamp_suite_reflector(&bin, &[]);
+    let j = paced_stamp_run(port);
+    assert_eq!(j["packets"]["received"], 1000, "{j}");
+    assert_eq!(j["loss_direction"]["reflector"], "stateless", "{j}");
+    assert!(j["one_way_ns"]["forward"]["p50"].is_i64(), "{j}");
+    let (_stateful, port) = stamp_suite_reflector(&bin, &["--stateful-reflector"]);
+    let j = paced_stamp_run(port);
+    assert_eq!(j["packets"]["received"], 1000, "{j}");
+    assert_eq!(j["loss_direction"]["reflector"], "stateful", "{j}");
+}
+
+#[test]
+fn stamp_suite_measures_the_stateful_synapse_reflector() {
+    let Some(bin) = tool("stamp-suite", "stamp_suite_measures_the_synapse_reflector") else {
+        return;
+    };
+    let (echo, stamp) = (free_udp_port(), free_udp_port());
+    let server = synapse()
+        .args(["server", "--no-ui", "--bind", &format!("127.0.0.1:{echo}")])
+        .args(["--stamp-port", &stamp.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_server, _out, _) = wait_until_ready(server);
+    let out = Command::new(&bin)
+        .args(["-r", "127.0.0.1", "-p", &stamp.to_string()])
+        .args(["-c", "100", "-d", "5", "--output-format", "json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let summary = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "summary")
+        .unwrap_or_else(|| panic!("no summary from stamp-suite: {text}"));
+    assert_eq!(summary["packets_sent"], 100, "{summary}");
+    assert_eq!(summary["packets_received"], 100, "{summary}");
+    // Our own count for its session, 0..=99: a stateful reflector.
+    assert_eq!(
+        summary["measurements"]["last_reflector_sequence"], 99,
+        "{summary}"
+    );
+}
