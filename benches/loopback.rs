@@ -93,6 +93,7 @@ fn synapse(
         cpu_auto: false,
         busy_poll: busy,
         rt: false,
+        keep_awake: false,
     };
     let mut reflector = start_reflector(
         ReflectorConfig {

@@ -309,6 +309,14 @@ pub struct ThreadArgs {
     /// carries on without it).
     #[arg(long)]
     pub rt: bool,
+
+    /// Keep the CPUs out of idle states while measuring (/dev/cpu_dma_latency
+    /// 0, as cyclictest does): a wake-up then takes microseconds, not the
+    /// tens to hundreds a halted CPU needs to resume (virtual ones most).
+    /// Costs power; needs root (warns and carries on without); released
+    /// when Synapse exits, however it exits.
+    #[arg(long)]
+    pub keep_awake: bool,
 }
 
 /// The per-packet CSV log, client and server alike.

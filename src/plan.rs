@@ -453,6 +453,7 @@ fn client_plan(
         cpu_auto,
         busy_poll: run.thread.busy_poll,
         rt: run.thread.rt,
+        keep_awake: run.thread.keep_awake,
     };
     Ok(ClientPlan {
         target,
@@ -508,6 +509,7 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
             cpu_auto,
             busy_poll: s.thread.busy_poll,
             rt: s.thread.rt,
+            keep_awake: s.thread.keep_awake,
         },
         output,
         fps: s.fps,
@@ -557,6 +559,7 @@ impl ServerPlan {
                 cpu_auto: true,
                 busy_poll: false,
                 rt: false,
+                keep_awake: self.thread.keep_awake,
             },
             ..self.reflector_config(SocketAddr::new(self.bind.ip(), port), Protocol::Stamp)
         })

@@ -272,7 +272,7 @@ fn bad_configuration_is_exit_2_with_file_line_column_and_key() {
     assert_usage_error(
         &env.run(&["client", "--no-ui"]),
         &format!(
-            "{c}:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, duration, warmup, interval, rate, poisson, timeout_ms, update, size, cpu, busy_poll, rt, threshold, max_loss, max_outage, fps, timestamps, stamp, baseline)"
+            "{c}:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, duration, warmup, interval, rate, poisson, timeout_ms, update, size, cpu, busy_poll, rt, keep_awake, threshold, max_loss, max_outage, fps, timestamps, stamp, baseline)"
         ),
     );
     env.write("[defaults]\nsize = \"big\"\n");

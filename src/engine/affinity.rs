@@ -25,6 +25,8 @@ pub struct ThreadPlacement {
     pub busy_poll: bool,
     /// Ask for `SCHED_FIFO`.
     pub rt: bool,
+    /// Keep CPUs out of idle states while the thread runs.
+    pub keep_awake: bool,
 }
 
 impl ThreadPlacement {
@@ -36,6 +38,7 @@ impl ThreadPlacement {
             cpu_auto,
             busy_poll: false,
             rt: false,
+            keep_awake: false,
         }
     }
 }
@@ -49,6 +52,8 @@ pub struct Placement {
     pub cpu_auto: bool,
     /// `SCHED_FIFO` is in effect.
     pub realtime: bool,
+    /// CPUs are kept out of idle states (`--keep-awake` in effect).
+    pub kept_awake: bool,
     /// Why the thread runs where or how it was not asked to (pinning or
     /// `SCHED_FIFO` refused): for the front end to say once.
     #[serde(skip)]
@@ -84,10 +89,18 @@ pub fn pin_thread(cpu: usize) -> std::io::Result<()> {
     sys::pin_current_thread(cpu)
 }
 
-/// Pins the calling thread and, when asked, raises it to `SCHED_FIFO`.
-/// Neither failing is fatal: the thread carries on, and the placement says
-/// what was refused.
-pub(crate) fn place_current_thread(want: ThreadPlacement) -> Placement {
+/// A placed thread: where it is, and the idle-state request it holds
+/// (released when this is dropped, at the thread's end).
+#[derive(Debug)]
+pub(crate) struct Placed {
+    pub placement: Placement,
+    _awake: Option<sys::NoIdle>,
+}
+
+/// Pins the calling thread and, when asked, raises it to `SCHED_FIFO` and
+/// keeps the CPUs out of idle states. None of it failing is fatal: the
+/// thread carries on, and the placement says what was refused.
+pub(crate) fn place_current_thread(want: ThreadPlacement) -> Placed {
     let mut refused = Vec::new();
     // Deadlines are kept to the microsecond: no batching of this thread's
     // wake-ups. (Harmless if refused: waits just end a little later.)
@@ -105,11 +118,27 @@ pub(crate) fn place_current_thread(want: ThreadPlacement) -> Placement {
                 false
             }
         };
-    Placement {
-        cpu: want.cpu,
-        cpu_auto: want.cpu_auto,
-        realtime,
-        refused: (!refused.is_empty()).then(|| refused.join("; ")),
+    let awake = want
+        .keep_awake
+        .then(|| {
+            sys::NoIdle::request()
+                .map_err(|e| {
+                    refused.push(format!(
+                        "--keep-awake: cannot write /dev/cpu_dma_latency ({e}); CPUs may idle"
+                    ));
+                })
+                .ok()
+        })
+        .flatten();
+    Placed {
+        placement: Placement {
+            cpu: want.cpu,
+            cpu_auto: want.cpu_auto,
+            realtime,
+            kept_awake: awake.is_some(),
+            refused: (!refused.is_empty()).then(|| refused.join("; ")),
+        },
+        _awake: awake,
     }
 }
 

@@ -70,6 +70,8 @@ pub struct EffectiveConfig {
     pub rt_requested: bool,
     /// SCHED_FIFO was actually in effect.
     pub realtime: bool,
+    /// CPUs were kept out of idle states (`--keep-awake` in effect).
+    pub kept_awake: bool,
     /// The profile used, if any.
     pub profile: Option<String>,
     /// The configuration file read, `null` when there is none.
@@ -195,6 +197,7 @@ impl EffectiveConfig {
             warmup: plan.run.warmup_packets(),
             rt_requested: plan.thread.rt,
             realtime: p.realtime,
+            kept_awake: p.kept_awake,
             profile: plan.profile.name.clone(),
             config_file: plan
                 .profile

@@ -106,7 +106,7 @@ fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
     writeln!(out, "Mode:     {}", super::timing_text::mode_line(c))?;
     writeln!(
         out,
-        "Thread:   CPU {}{}, {}{}",
+        "Thread:   CPU {}{}, {}{}{}",
         c.cpu,
         if c.cpu_auto {
             " (auto; --cpu to choose)"
@@ -117,6 +117,11 @@ fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
         match (c.rt_requested, c.realtime) {
             (true, true) => ", SCHED_FIFO",
             (true, false) => ", SCHED_FIFO refused",
+            _ => "",
+        },
+        match (c.options.thread.keep_awake, c.kept_awake) {
+            (true, true) => ", CPUs kept awake",
+            (true, false) => ", --keep-awake refused",
             _ => "",
         }
     )?;
@@ -510,6 +515,7 @@ mod tests {
             cpu_auto: true,
             busy_poll: false,
             rt: false,
+            keep_awake: false,
         };
         let plan = ClientPlan {
             target: Target::Remote("192.0.2.10:8080".parse().unwrap()),
@@ -531,6 +537,7 @@ mod tests {
                 cpu: 1,
                 cpu_auto: true,
                 realtime: false,
+                kept_awake: false,
                 refused: None,
             },
             interrupted: false,

@@ -488,6 +488,7 @@ impl Station {
                     cpu: self.client_plan.thread.cpu,
                     cpu_auto: self.client_plan.thread.cpu_auto,
                     realtime: false,
+                    kept_awake: false,
                     refused: None,
                 }),
                 interrupted,

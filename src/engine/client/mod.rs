@@ -242,7 +242,8 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         .spawn(move || {
             // Hardware stamping stays on until this thread is done.
             let _hardware = chosen.hardware;
-            let placement = place_current_thread(cfg.thread);
+            let placed = place_current_thread(cfg.thread);
+            let placement = placed.placement.clone();
             let outcome = match (work, stamps) {
                 (Work::PingPong(sockets), stamps) => {
                     let stamps = stamps.map(Stamping::into_ping_pong);

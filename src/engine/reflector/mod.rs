@@ -187,7 +187,8 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
     let handle = std::thread::Builder::new()
         .name("synapse-reflector".into())
         .spawn(move || {
-            let placement = place_current_thread(cfg.thread);
+            let placed = place_current_thread(cfg.thread);
+            let placement = placed.placement.clone();
             let wire = serve::Wire {
                 protocol: cfg.protocol,
                 rx_cmsg,

@@ -336,6 +336,25 @@ pub fn clock_sync() -> Option<(bool, u64)> {
     Some((synced, tx.maxerror.max(0) as u64))
 }
 
+/// A request that no CPU enter an idle state it takes longer than 0 µs to
+/// leave (`/dev/cpu_dma_latency`, as cyclictest makes): idle CPUs poll
+/// instead of halting, so a wake-up costs microseconds. The kernel drops
+/// the request when the file closes, however the process ends.
+#[derive(Debug)]
+pub struct NoIdle(#[allow(dead_code)] std::fs::File);
+
+impl NoIdle {
+    /// Makes the request (root only, usually).
+    pub fn request() -> io::Result<Self> {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/cpu_dma_latency")?;
+        f.write_all(&0i32.to_ne_bytes())?;
+        Ok(Self(f))
+    }
+}
+
 /// Lowers the calling thread's timer slack to `ns` (the kernel's default
 /// lets a sleep end up to 50 µs late, to batch wake-ups).
 pub fn set_timer_slack(ns: u64) -> io::Result<()> {

@@ -89,6 +89,8 @@ pub struct Pacer<'a, S: Sink> {
     give_up: bool,
     /// Poll the socket on the next turn: something may be waiting.
     poll: bool,
+    /// The run slept since the last slot (else the margin ages).
+    slept: bool,
     sink: S,
 }
 
@@ -162,6 +164,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             busy_poll: cfg.busy_poll,
             give_up: cfg.give_up,
             poll: false,
+            slept: false,
             sink,
         }
     }
@@ -198,6 +201,12 @@ impl<'a, S: Sink> Pacer<'a, S> {
             }
             self.wait()?;
         }
+        tracing::debug!(
+            sleeps = self.waiter.sleeps,
+            mean_overshoot_ns = self.waiter.overshoot_total_ns / self.waiter.sleeps.max(1),
+            margin_ns = self.waiter.margin_ns(),
+            "paced timer"
+        );
         Ok(self.close(stop.is_raised()))
     }
 
@@ -226,6 +235,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             Readiness::TimedOut => {
                 let late = self.now_ns().saturating_sub(now + sleep.as_nanos() as u64);
                 self.waiter.woke(late);
+                self.slept = true;
             }
             Readiness::Readable => self.poll = true,
             Readiness::ErrorQueue => {
@@ -240,6 +250,9 @@ impl<'a, S: Sink> Pacer<'a, S> {
     /// retires the probe when its budget is spent.
     fn fire(&mut self, p: usize, now: u64) -> Result<(), EngineError> {
         self.slots.pop();
+        if !std::mem::take(&mut self.slept) && !self.busy_poll {
+            self.waiter.stayed_awake();
+        }
         let probe = &mut self.probes[p];
         let due = probe.slots.due_ns();
         let result = if now - due > probe.cfg.schedule.tolerance_ns() {

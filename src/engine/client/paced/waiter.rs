@@ -6,36 +6,54 @@
 //! the timer slack lowered to 1 ns, while a clock read costs ~20 ns. So the
 //! run sleeps until `slot − margin` and spends the margin awake, polling
 //! the socket (a reply that comes meanwhile is read at once, so its
-//! timestamp is not delayed by the spin). The margin follows the wake-ups
-//! actually seen: it rises to an overshoot at once and comes back down
-//! slowly, so a noisy spell costs CPU, not missed slots. Below the margin
-//! (intervals of ~100 µs) the run never sleeps before a slot.
-//! `--busy-poll` never sleeps at all.
+//! timestamp is not delayed by the spin). The margin is the 99th
+//! percentile of the last [`WINDOW`] wake-ups' lateness, plus a guard: it
+//! follows the machine, so a noisy spell costs CPU, not missed slots, and
+//! one rare stall does not keep it high. Below the margin (intervals of
+//! ~100 µs) the run never sleeps before a slot. `--busy-poll` never
+//! sleeps at all.
 
 use std::time::Duration;
 
-/// The margin never goes below this (the cost of a wake-up on a quiet
-/// machine plus a guard).
-const MIN_MARGIN_NS: u64 = 30_000;
-/// Nor above this: a rare multi-millisecond stall is not worth a
-/// millisecond of spinning before every slot.
-const MAX_MARGIN_NS: u64 = 1_000_000;
-/// Added to the overshoot seen.
-const GUARD_NS: u64 = 15_000;
-/// How slowly the margin comes down after an overshoot (1/64 per wake-up).
-const DECAY: u64 = 64;
+/// Wake-ups the margin is computed over.
+pub const WINDOW: usize = 512;
+/// Lateness is kept in buckets of this many ns…
+const BUCKET_NS: u64 = 4_000;
+/// … up to this many buckets (1 ms); later wake-ups land in the last.
+const BUCKETS: usize = 250;
+/// The margin never goes below this.
+const MIN_MARGIN_NS: u64 = 20_000;
+/// Added to the lateness quantile.
+const GUARD_NS: u64 = 10_000;
+/// The quantile of lateness the margin covers.
+const QUANTILE: f64 = 0.99;
 
-/// The adaptive margin. Allocation-free.
-#[derive(Debug, Clone, Copy)]
+/// The adaptive margin. Allocation-free after `new`.
+#[derive(Debug, Clone)]
 pub struct Waiter {
-    /// Recent wake-up overshoot, ns, rising fast, decaying slowly.
-    overshoot_ns: u64,
+    /// The last `WINDOW` wake-ups' buckets, as a ring.
+    recent: Box<[u8; WINDOW]>,
+    next: usize,
+    seen: usize,
+    counts: [u16; BUCKETS],
+    margin_ns: u64,
+    /// Sleeps that ended by themselves, and their total lateness (for the
+    /// debug log).
+    pub sleeps: u64,
+    pub overshoot_total_ns: u64,
 }
 
 impl Default for Waiter {
     fn default() -> Self {
         Self {
-            overshoot_ns: 50_000,
+            recent: Box::new([0; WINDOW]),
+            next: 0,
+            seen: 0,
+            counts: [0; BUCKETS],
+            // Until the machine has been seen: a typical wake-up's lateness.
+            margin_ns: 80_000,
+            sleeps: 0,
+            overshoot_total_ns: 0,
         }
     }
 }
@@ -44,14 +62,14 @@ impl Waiter {
     /// How long to stay awake before a slot.
     #[inline]
     pub fn margin_ns(&self) -> u64 {
-        (self.overshoot_ns + GUARD_NS).clamp(MIN_MARGIN_NS, MAX_MARGIN_NS)
+        self.margin_ns
     }
 
     /// How long to sleep when the next slot is `to_slot_ns` away (and the
     /// next deadline `to_deadline_ns`): `None` to stay awake.
     #[inline]
     pub fn sleep_for(&self, to_slot_ns: u64, to_deadline_ns: u64) -> Option<Duration> {
-        let for_slot = to_slot_ns.checked_sub(self.margin_ns())?;
+        let for_slot = to_slot_ns.checked_sub(self.margin_ns)?;
         let ns = for_slot.min(to_deadline_ns);
         (ns > 0).then(|| Duration::from_nanos(ns))
     }
@@ -59,11 +77,51 @@ impl Waiter {
     /// A sleep meant to end at some time ended `late_ns` after it.
     #[inline]
     pub fn woke(&mut self, late_ns: u64) {
-        if late_ns > self.overshoot_ns {
-            self.overshoot_ns = late_ns.min(MAX_MARGIN_NS);
+        self.sleeps += 1;
+        self.overshoot_total_ns += late_ns;
+        let bucket = ((late_ns / BUCKET_NS) as usize).min(BUCKETS - 1);
+        if self.seen == WINDOW {
+            let old = self.recent[self.next] as usize;
+            self.counts[old] -= 1;
         } else {
-            self.overshoot_ns -= (self.overshoot_ns - late_ns) / DECAY;
+            self.seen += 1;
         }
+        self.recent[self.next] = bucket as u8;
+        self.counts[bucket] += 1;
+        self.next = (self.next + 1) % WINDOW;
+        self.margin_ns = self.quantile_ns() + GUARD_NS;
+        self.margin_ns = self.margin_ns.max(MIN_MARGIN_NS);
+    }
+
+    /// A slot came and went without a sleep before it (the margin was
+    /// longer than the gap): the oldest wake-up is forgotten, so a margin
+    /// that keeps the run awake cannot keep itself up for want of new
+    /// wake-ups; with none left it falls back to the first guess.
+    pub fn stayed_awake(&mut self) {
+        if self.seen == 0 {
+            return;
+        }
+        let oldest = (self.next + WINDOW - self.seen) % WINDOW;
+        self.counts[self.recent[oldest] as usize] -= 1;
+        self.seen -= 1;
+        self.margin_ns = if self.seen == 0 {
+            Self::default().margin_ns
+        } else {
+            (self.quantile_ns() + GUARD_NS).max(MIN_MARGIN_NS)
+        };
+    }
+
+    /// The upper edge of the bucket holding the quantile of the window.
+    fn quantile_ns(&self) -> u64 {
+        let beyond = ((1.0 - QUANTILE) * self.seen as f64).floor() as usize;
+        let mut above = 0;
+        for b in (0..BUCKETS).rev() {
+            above += usize::from(self.counts[b]);
+            if above > beyond {
+                return (b as u64 + 1) * BUCKET_NS;
+            }
+        }
+        0
     }
 }
 
@@ -88,17 +146,61 @@ mod tests {
     }
 
     #[test]
-    fn the_margin_rises_at_once_and_falls_slowly_within_bounds() {
+    fn the_margin_covers_the_99th_percentile_of_recent_wake_ups() {
         let mut w = Waiter::default();
-        w.woke(400_000);
-        assert_eq!(w.margin_ns(), 415_000);
-        w.woke(10_000);
-        assert!(w.margin_ns() > 400_000, "one quiet wake-up changes little");
-        for _ in 0..2_000 {
-            w.woke(5_000);
+        // 99 % of wake-ups 30 µs late, 1 % 200 µs.
+        for i in 0..WINDOW {
+            w.woke(if i % 100 == 0 { 200_000 } else { 30_000 });
         }
-        assert_eq!(w.margin_ns(), MIN_MARGIN_NS);
+        // 6 of 512 at 200 µs: more than 1 %, so the margin covers them.
+        assert_eq!(w.margin_ns(), 200_000 + BUCKET_NS + GUARD_NS);
+        // A quiet spell: once the late ones leave the window, it comes down.
+        for _ in 0..WINDOW {
+            w.woke(30_000);
+        }
+        assert_eq!(w.margin_ns(), 32_000 + GUARD_NS);
+    }
+
+    #[test]
+    fn one_stall_does_not_raise_it_and_it_stays_within_bounds() {
+        let mut w = Waiter::default();
+        for _ in 0..WINDOW - 1 {
+            w.woke(1_000);
+        }
         w.woke(50_000_000);
-        assert_eq!(w.margin_ns(), MAX_MARGIN_NS);
+        assert_eq!(w.margin_ns(), MIN_MARGIN_NS, "one in 512 is under 1 %");
+        for _ in 0..WINDOW {
+            w.woke(50_000_000);
+        }
+        assert_eq!(
+            w.margin_ns(),
+            BUCKETS as u64 * BUCKET_NS + GUARD_NS,
+            "capped"
+        );
+    }
+
+    #[test]
+    fn slots_spent_awake_age_the_window_until_it_sleeps_again() {
+        let mut w = Waiter::default();
+        for _ in 0..WINDOW {
+            w.woke(990_000);
+        }
+        assert!(w.sleep_for(1_000_000, u64::MAX).is_none(), "awake at 1 ms");
+        for _ in 0..WINDOW - 1 {
+            w.stayed_awake();
+        }
+        assert_eq!(w.margin_ns(), 992_000 + GUARD_NS, "one left");
+        w.stayed_awake();
+        assert_eq!(w.margin_ns(), Waiter::default().margin_ns());
+        assert!(
+            w.sleep_for(1_000_000, u64::MAX).is_some(),
+            "it sleeps and relearns"
+        );
+        w.stayed_awake();
+        assert_eq!(
+            w.margin_ns(),
+            Waiter::default().margin_ns(),
+            "nothing left to forget"
+        );
     }
 }
