@@ -2,7 +2,10 @@
 //! socket calls. Synapse's path (engine-side `Stats::record` + ring push, then
 //! consumer-side pop + `Stats::record`, on two pinned threads) side by side
 //! with a bare reference (one thread recording straight into a histogram),
-//! alternating A B A B.
+//! alternating A B A B. Then, on one thread, in the same run: what the
+//! engine's `Stats::record` costs per sample, for a ping-pong run and for a
+//! paced STAMP run (schedule, jitter, one-way delays, loss direction), next
+//! to the bare histogram record.
 //!
 //! Run: cargo bench --bench sample_path
 
@@ -10,8 +13,7 @@
 
 use std::time::Instant;
 use synapse::engine::{Role, choose_cpu, pin_thread};
-use synapse::stats::Record;
-use synapse::stats::Stats;
+use synapse::stats::{FarSide, Pattern, Record, Shape, Stats};
 
 const N: u64 = 20_000_000;
 const ROUNDS: usize = 5;
@@ -75,6 +77,34 @@ fn bare_reference(cpu: usize) -> f64 {
     N as f64 / secs
 }
 
+/// One thread: the engine's own `Stats::record` per sample, in ns, for
+/// statistics of the given shape.
+fn stats_record(cpu: usize, shape: Shape) -> f64 {
+    pin_thread(cpu).unwrap();
+    let mut s = Stats::shaped(shape);
+    let start = Instant::now();
+    for i in 0..N {
+        let far = FarSide::new(
+            30_000 + (i % 7) as i64,
+            40_000 - (i % 5) as i64,
+            i as u32,
+            true,
+        );
+        let r = Record::sample(i, i * 1_000, rtt(i), false)
+            .with_send_lag(i % 3_000)
+            .with_far(far);
+        s.record(std::hint::black_box(&r));
+    }
+    let ns = start.elapsed().as_nanos() as f64 / N as f64;
+    assert_eq!(s.counters().received, N);
+    ns
+}
+
+/// One thread: the bare histogram record, in ns per sample.
+fn bare_ns(cpu: usize) -> f64 {
+    1e9 / bare_reference(cpu)
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -105,4 +135,24 @@ fn main() {
         r / 1e6,
         r / s
     );
+    let paced = Shape {
+        schedule: Some((Pattern::Periodic, 1_000_000)),
+        one_way: Some((false, true)),
+        ..Shape::default()
+    };
+    println!("\nStats::record on one thread, CPU {a}, ns per sample");
+    let (mut pp, mut pc, mut br) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 1..=ROUNDS {
+        let (x, y, z) = (
+            stats_record(a, Shape::default()),
+            stats_record(a, paced),
+            bare_ns(a),
+        );
+        println!("round {round}: ping-pong {x:5.1}   paced STAMP {y:5.1}   bare histogram {z:5.1}");
+        pp.push(x);
+        pc.push(y);
+        br.push(z);
+    }
+    let (x, y, z) = (median(&mut pp), median(&mut pc), median(&mut br));
+    println!("median:  ping-pong {x:.1} ns, paced STAMP {y:.1} ns, bare {z:.1} ns");
 }

@@ -233,8 +233,9 @@ impl<'a, S: Sink> Pacer<'a, S> {
             .map_err(EngineError::io("cannot wait for the socket"))?;
         match readiness {
             Readiness::TimedOut => {
-                let late = self.now_ns().saturating_sub(now + sleep.as_nanos() as u64);
-                self.waiter.woke(late);
+                let woke = self.now_ns();
+                let late = woke.saturating_sub(now + sleep.as_nanos() as u64);
+                self.waiter.woke(late, woke);
                 self.slept = true;
             }
             Readiness::Readable => self.poll = true,
@@ -251,7 +252,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
     fn fire(&mut self, p: usize, now: u64) -> Result<(), EngineError> {
         self.slots.pop();
         if !std::mem::take(&mut self.slept) && !self.busy_poll {
-            self.waiter.stayed_awake();
+            self.waiter.stayed_awake(now);
         }
         let probe = &mut self.probes[p];
         let due = probe.slots.due_ns();

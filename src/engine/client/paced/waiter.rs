@@ -27,6 +27,9 @@ const MIN_MARGIN_NS: u64 = 20_000;
 const GUARD_NS: u64 = 10_000;
 /// The quantile of lateness the margin covers.
 const QUANTILE: f64 = 0.99;
+/// While the run stays awake, one wake-up is forgotten this often: a
+/// window's worth in about 10 s, whatever the interval.
+const AGE_NS: u64 = 20_000_000;
 
 /// The adaptive margin. Allocation-free after `new`.
 #[derive(Debug, Clone)]
@@ -37,6 +40,8 @@ pub struct Waiter {
     seen: usize,
     counts: [u16; BUCKETS],
     margin_ns: u64,
+    /// When a wake-up was last forgotten (or last seen), ns.
+    aged_at_ns: u64,
     /// Sleeps that ended by themselves, and their total lateness (for the
     /// debug log).
     pub sleeps: u64,
@@ -52,6 +57,7 @@ impl Default for Waiter {
             counts: [0; BUCKETS],
             // Until the machine has been seen: a typical wake-up's lateness.
             margin_ns: 80_000,
+            aged_at_ns: 0,
             sleeps: 0,
             overshoot_total_ns: 0,
         }
@@ -74,9 +80,11 @@ impl Waiter {
         (ns > 0).then(|| Duration::from_nanos(ns))
     }
 
-    /// A sleep meant to end at some time ended `late_ns` after it.
+    /// A sleep meant to end at some time ended `late_ns` after it, at
+    /// `now_ns`.
     #[inline]
-    pub fn woke(&mut self, late_ns: u64) {
+    pub fn woke(&mut self, late_ns: u64, now_ns: u64) {
+        self.aged_at_ns = now_ns;
         self.sleeps += 1;
         self.overshoot_total_ns += late_ns;
         let bucket = ((late_ns / BUCKET_NS) as usize).min(BUCKETS - 1);
@@ -93,14 +101,16 @@ impl Waiter {
         self.margin_ns = self.margin_ns.max(MIN_MARGIN_NS);
     }
 
-    /// A slot came and went without a sleep before it (the margin was
-    /// longer than the gap): the oldest wake-up is forgotten, so a margin
-    /// that keeps the run awake cannot keep itself up for want of new
-    /// wake-ups; with none left it falls back to the first guess.
-    pub fn stayed_awake(&mut self) {
-        if self.seen == 0 {
+    /// A slot came at `now_ns` without a sleep before it (the margin was
+    /// longer than the gap). Every `AGE_NS` of that, the oldest wake-up is
+    /// forgotten, so a margin that keeps the run awake cannot keep itself
+    /// up for want of new wake-ups; with none left it falls back to the
+    /// first guess, and the run sleeps and measures again.
+    pub fn stayed_awake(&mut self, now_ns: u64) {
+        if self.seen == 0 || now_ns.saturating_sub(self.aged_at_ns) < AGE_NS {
             return;
         }
+        self.aged_at_ns = now_ns;
         let oldest = (self.next + WINDOW - self.seen) % WINDOW;
         self.counts[self.recent[oldest] as usize] -= 1;
         self.seen -= 1;
@@ -150,13 +160,13 @@ mod tests {
         let mut w = Waiter::default();
         // 99 % of wake-ups 30 µs late, 1 % 200 µs.
         for i in 0..WINDOW {
-            w.woke(if i % 100 == 0 { 200_000 } else { 30_000 });
+            w.woke(if i % 100 == 0 { 200_000 } else { 30_000 }, 0);
         }
         // 6 of 512 at 200 µs: more than 1 %, so the margin covers them.
         assert_eq!(w.margin_ns(), 200_000 + BUCKET_NS + GUARD_NS);
         // A quiet spell: once the late ones leave the window, it comes down.
         for _ in 0..WINDOW {
-            w.woke(30_000);
+            w.woke(30_000, 0);
         }
         assert_eq!(w.margin_ns(), 32_000 + GUARD_NS);
     }
@@ -165,12 +175,12 @@ mod tests {
     fn one_stall_does_not_raise_it_and_it_stays_within_bounds() {
         let mut w = Waiter::default();
         for _ in 0..WINDOW - 1 {
-            w.woke(1_000);
+            w.woke(1_000, 0);
         }
-        w.woke(50_000_000);
+        w.woke(50_000_000, 0);
         assert_eq!(w.margin_ns(), MIN_MARGIN_NS, "one in 512 is under 1 %");
         for _ in 0..WINDOW {
-            w.woke(50_000_000);
+            w.woke(50_000_000, 0);
         }
         assert_eq!(
             w.margin_ns(),
@@ -183,20 +193,27 @@ mod tests {
     fn slots_spent_awake_age_the_window_until_it_sleeps_again() {
         let mut w = Waiter::default();
         for _ in 0..WINDOW {
-            w.woke(990_000);
+            w.woke(990_000, 0);
         }
         assert!(w.sleep_for(1_000_000, u64::MAX).is_none(), "awake at 1 ms");
-        for _ in 0..WINDOW - 1 {
-            w.stayed_awake();
+        // Slots every 1 ms: one wake-up forgotten every 20 of them.
+        let mut now = 0;
+        for _ in 0..(WINDOW as u64 - 1) * 20 {
+            now += 1_000_000;
+            w.stayed_awake(now);
         }
-        assert_eq!(w.margin_ns(), 992_000 + GUARD_NS, "one left");
-        w.stayed_awake();
+        assert_eq!(w.margin_ns(), 992_000 + GUARD_NS, "one left after {now} ns");
+        now += 19_000_000;
+        w.stayed_awake(now);
+        assert_eq!(w.margin_ns(), 992_000 + GUARD_NS, "not yet");
+        now += 1_000_000;
+        w.stayed_awake(now);
         assert_eq!(w.margin_ns(), Waiter::default().margin_ns());
         assert!(
             w.sleep_for(1_000_000, u64::MAX).is_some(),
             "it sleeps and relearns"
         );
-        w.stayed_awake();
+        w.stayed_awake(now + AGE_NS);
         assert_eq!(
             w.margin_ns(),
             Waiter::default().margin_ns(),
