@@ -10,7 +10,6 @@ mod common;
 
 use common::netns::{B_ADDR, Namespaces};
 use common::*;
-use std::io::BufRead;
 use std::process::{Command, Stdio};
 
 const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ";
@@ -244,25 +243,10 @@ fn auto_on_loopback_falls_back_to_software_and_says_so() {
     assert!(text.contains("Missing stamps: none"), "{text}");
 }
 
-/// `synapse server` in namespace B, echo on 7007 and STAMP on 8862.
-fn server_in(ns: &Namespaces) -> Guard {
-    let child = ns
-        .synapse_in(&ns.b)
-        .args(["server", "--no-ui", "--bind", &format!("{B_ADDR}:7007")])
-        .args(["--stamp-port", "8862"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (guard, out, _) = wait_until_ready(child);
-    // Keep reading its output so it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in out.lines() {});
-    guard
-}
-
 #[test]
 fn across_a_veth_pair_both_protocols_split_the_round_trip() {
     let ns = Namespaces::new();
-    let _server = server_in(&ns);
+    let _server = ns.server_in_b();
     let dir = tempfile::tempdir().unwrap();
     for (stamp, port) in [(false, 7007), (true, 8862)] {
         let log = dir.path().join(format!("veth-{stamp}.csv"));
@@ -297,7 +281,7 @@ fn across_a_veth_pair_both_protocols_split_the_round_trip() {
 #[test]
 fn across_a_veth_pair_hardware_is_detected_absent() {
     let ns = Namespaces::new();
-    let _server = server_in(&ns);
+    let _server = ns.server_in_b();
     let out = ns
         .synapse_in(&ns.a)
         .args([

@@ -72,6 +72,25 @@ pub struct Points {
 }
 
 impl Points {
+    /// Fills in what a fresh reply brings: its round trip, the reflector's
+    /// T2/T3 and number (STAMP), and when it arrived.
+    #[inline]
+    pub(crate) fn answered(
+        &mut self,
+        rtt_ns: u64,
+        reply: &crate::engine::protocol::Reply,
+        rx: crate::engine::sys::timestamping::Stamps,
+        t4_user: Option<u64>,
+    ) {
+        self.rtt_ns = Some(rtt_ns);
+        self.t2 = reply.t2;
+        self.t3 = reply.t3;
+        self.t4_driver = rx.software;
+        self.t4_hw = rx.hardware;
+        self.t4_user = t4_user;
+        self.reflector_seq = reply.reflector_seq;
+    }
+
     /// The one-way delays (T2 − T1, T4 − T3, from the user-space T1 the
     /// request carries and the user-space T4, so they are delays between
     /// the two applications) and the reflector's number, when the reply

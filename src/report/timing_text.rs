@@ -94,20 +94,22 @@ fn write_schedule(out: &mut impl Write, s: &Summary) -> io::Result<()> {
         group_thousands(sch.misses),
         group_thousands(slots)
     )?;
-    writeln!(
-        out,
-        "  Send error:     P50 {}, P99 {}, max {}  (sent − scheduled)",
-        format_ns(sch.error_p50_ns as f64),
-        format_ns(sch.error_p99_ns as f64),
-        format_ns(sch.error_max_ns as f64)
-    )?;
+    let three = |label: &str, [p50, p99, max]: [u64; 3], why: &str| {
+        format!(
+            "  {label:<16}P50 {}, P99 {}, max {}  ({why})",
+            format_ns(p50 as f64),
+            format_ns(p99 as f64),
+            format_ns(max as f64)
+        )
+    };
+    let error = [sch.error_p50_ns, sch.error_p99_ns, sch.error_max_ns];
+    writeln!(out, "{}", three("Send error:", error, "sent − scheduled"))?;
     if let Some(r) = &s.rtt_from_schedule_ns {
+        let why = "reply − scheduled send: a stalled sender shows here";
         writeln!(
             out,
-            "  From schedule:  P50 {}, P99 {}, max {}  (reply − scheduled send: a stalled sender shows here)",
-            format_ns(r.p50 as f64),
-            format_ns(r.p99 as f64),
-            format_ns(r.max as f64)
+            "{}",
+            three("From schedule:", [r.p50, r.p99, r.max], why)
         )?;
     }
     writeln!(out)

@@ -81,6 +81,24 @@ impl Namespaces {
         c
     }
 
+    /// `synapse server` in namespace B, echo on 7007 and STAMP on 8862.
+    pub fn server_in_b(&self) -> super::Guard {
+        let child = self
+            .synapse_in(&self.b)
+            .args(["server", "--no-ui", "--bind", &format!("{B_ADDR}:7007")])
+            .args(["--stamp-port", "8862"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (guard, out, _) = super::wait_until_ready(child);
+        // Keep reading its output so it never blocks on a full pipe.
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for _ in out.lines() {}
+        });
+        guard
+    }
+
     /// `iptables ARGS` in namespace `ns`.
     pub fn iptables(&self, ns: &str, args: &[&str]) {
         let out = Command::new("ip")

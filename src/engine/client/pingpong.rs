@@ -364,15 +364,9 @@ impl<'a> Pinger<'a> {
             Some((reply, Reply::Fresh)) => {
                 self.seen.replies += 1;
                 let rtt = now.duration_since(t1).as_nanos() as u64;
-                let p = &mut self.points;
-                p.rtt_ns = Some(rtt);
-                p.t2 = reply.t2;
-                p.t3 = reply.t3;
-                p.t4_driver = rx.software;
-                p.t4_hw = rx.hardware;
-                p.t4_user = self.realtime.then_some(t4_user);
-                p.reflector_seq = reply.reflector_seq;
-                let far = p.far_side(reply.reflector_synced);
+                let t4_user = self.realtime.then_some(t4_user);
+                self.points.answered(rtt, &reply, rx, t4_user);
+                let far = self.points.far_side(reply.reflector_synced);
                 let split = self.settle(warmup);
                 self.emit(
                     Record::sample(seq, at_ns, rtt, warmup)

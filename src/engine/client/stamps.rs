@@ -3,7 +3,7 @@
 //! the packet in flight fetched from the error queue once it is settled.
 
 use crate::engine::points::Points;
-use crate::engine::sys::timestamping::{self, RecvMeta, flags};
+use crate::engine::sys::timestamping::{self, RecvMeta};
 use crate::engine::timestamping::tx_matcher::{TxMatcher, TxPoints, TxStampReader};
 use std::io;
 use std::os::fd::RawFd;
@@ -28,18 +28,8 @@ impl ClientStamps {
     /// Switches stamping on for `fd`: TX SCHED and SOFTWARE, RX SOFTWARE,
     /// numbered and payload-free, plus both hardware directions when asked.
     pub fn enable(fd: RawFd, hardware: bool) -> io::Result<Self> {
-        let mut wanted =
-            flags::TX_SOFTWARE | flags::RX_SOFTWARE | flags::REPORT_SOFTWARE | flags::OPTIONS;
-        if hardware {
-            wanted |= flags::HARDWARE;
-        }
-        let cmsg_type = timestamping::enable(fd, wanted)?;
-        // Not a substitute for counting misses: it only keeps the first
-        // packets from going unstamped while the kernel switches RX
-        // stamping on. If it never comes, the misses are reported.
-        timestamping::wait_for_rx_stamping(std::time::Duration::from_millis(500));
         Ok(Self {
-            reader: TxStampReader::new(cmsg_type),
+            reader: TxStampReader::enable_client(fd, hardware)?,
             matcher: TxMatcher::new(),
             hardware,
             done: None,

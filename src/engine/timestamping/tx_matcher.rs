@@ -172,6 +172,24 @@ pub struct TxStampReader {
 }
 
 impl TxStampReader {
+    /// Switches a client socket's stamping on (TX SCHED and SOFTWARE, RX
+    /// SOFTWARE, numbered and payload-free, plus both hardware directions
+    /// when asked) and returns the reader of its TX stamps.
+    pub fn enable_client(fd: RawFd, hardware: bool) -> std::io::Result<Self> {
+        use timestamping::flags;
+        let mut wanted =
+            flags::TX_SOFTWARE | flags::RX_SOFTWARE | flags::REPORT_SOFTWARE | flags::OPTIONS;
+        if hardware {
+            wanted |= flags::HARDWARE;
+        }
+        let cmsg_type = timestamping::enable(fd, wanted)?;
+        // Not a substitute for counting misses: it only keeps the first
+        // packets from going unstamped while the kernel switches RX
+        // stamping on. If it never comes, the misses are reported.
+        timestamping::wait_for_rx_stamping(std::time::Duration::from_millis(500));
+        Ok(Self::new(cmsg_type))
+    }
+
     /// A reader for stamps of control-message type `cmsg_type` (what
     /// [`timestamping::enable`] returned).
     pub fn new(cmsg_type: i32) -> Self {

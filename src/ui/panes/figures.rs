@@ -34,6 +34,21 @@ impl Parts<'_> {
             .map_or_else(|| "—".to_string(), |r| format_ns(get(r)))
     }
 
+    /// `label  a  b_label b`: two RTT figures on one row.
+    fn two(
+        &self,
+        label: &'static str,
+        a: fn(&RttFigures) -> f64,
+        b_label: &str,
+        b: fn(&RttFigures) -> f64,
+    ) -> Line<'static> {
+        row(
+            self.t,
+            label,
+            format!("{}  {b_label} {}", self.fig(a), self.fig(b)),
+        )
+    }
+
     fn current(&self) -> Span<'static> {
         match self.live.last_rtt_ns {
             Some(ns) => Span::styled(format!("→ {}", format_ns(ns as f64)), self.t.rtt(ns)),
@@ -151,15 +166,7 @@ fn ping_pong_lines(p: &Parts, warmup: u64) -> Vec<Line<'static>> {
         row(t, "P50", p.fig(|r| r.p50 as f64)),
         row(t, "P99", p.fig(|r| r.p99 as f64)),
         row(t, "P99.9", p.fig(|r| r.p999 as f64)),
-        row(
-            t,
-            "Min",
-            format!(
-                "{}  max {}",
-                p.fig(|r| r.min as f64),
-                p.fig(|r| r.max as f64)
-            ),
-        ),
+        p.two("Min", |r| r.min as f64, "max", |r| r.max as f64),
         p.rate(),
         p.lost(),
         row(
@@ -196,24 +203,8 @@ fn paced_lines(p: &Parts, warmup: u64) -> Vec<Line<'static>> {
             Span::styled("  mean ", t.dim()),
             p.mean(),
         ]),
-        row(
-            t,
-            "P50",
-            format!(
-                "{}  p99 {}",
-                p.fig(|r| r.p50 as f64),
-                p.fig(|r| r.p99 as f64)
-            ),
-        ),
-        row(
-            t,
-            "P99.9",
-            format!(
-                "{}  max {}",
-                p.fig(|r| r.p999 as f64),
-                p.fig(|r| r.max as f64)
-            ),
-        ),
+        p.two("P50", |r| r.p50 as f64, "p99", |r| r.p99 as f64),
+        p.two("P99.9", |r| r.p999 as f64, "max", |r| r.max as f64),
         p.rate(),
     ];
     let dash = || "—".to_string();

@@ -173,13 +173,7 @@ impl<S: Sink> Pacer<'_, S> {
         e.state = State::Answered;
         e.answered_ns = now;
         let pts = &mut e.points;
-        pts.rtt_ns = Some(rtt);
-        pts.t2 = reply.t2;
-        pts.t3 = reply.t3;
-        pts.t4_driver = rx.software;
-        pts.t4_hw = rx.hardware;
-        pts.t4_user = Some(t4_user);
-        pts.reflector_seq = reply.reflector_seq;
+        pts.answered(rtt, &reply, rx, Some(t4_user));
         let record = Record::sample(reply.seq, now, rtt, e.warmup)
             .with_split(pts.split())
             .with_far(pts.far_side(reply.reflector_synced))

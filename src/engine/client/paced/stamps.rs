@@ -3,7 +3,7 @@
 //! request gets it whenever it comes, until its deadline settles it.
 
 use crate::engine::sys::RawAddr;
-use crate::engine::sys::timestamping::{self, RecvMeta, Stamps, TxPoint, flags};
+use crate::engine::sys::timestamping::{self, RecvMeta, Stamps, TxPoint};
 use crate::engine::timestamping::tx_matcher::{TxEntry, TxMatcher, TxPoints, TxStampReader};
 use std::io;
 use std::os::fd::RawFd;
@@ -44,15 +44,8 @@ pub struct PacedStamps {
 impl PacedStamps {
     /// Switches stamping on for `fd` (as the ping-pong client does).
     pub fn enable(fd: RawFd, hardware: bool) -> io::Result<Self> {
-        let mut wanted =
-            flags::TX_SOFTWARE | flags::RX_SOFTWARE | flags::REPORT_SOFTWARE | flags::OPTIONS;
-        if hardware {
-            wanted |= flags::HARDWARE;
-        }
-        let cmsg_type = timestamping::enable(fd, wanted)?;
-        timestamping::wait_for_rx_stamping(std::time::Duration::from_millis(500));
         Ok(Self {
-            reader: TxStampReader::new(cmsg_type),
+            reader: TxStampReader::enable_client(fd, hardware)?,
             matcher: TxMatcher::new(),
             hardware,
         })
