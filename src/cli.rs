@@ -195,10 +195,11 @@ pub struct TargetArgs {
 }
 
 /// Options of a measurement: the command line, `[defaults]` and profiles all
-/// set these, and the JSON report's `config` shows each. One field each.
+/// set these, and the JSON report's `config` shows each. One field each; the
+/// groups a fleet agent shares (pacing, the packet, the clock) are declared
+/// once, in their own structs.
 #[derive(Debug, Args, Clone, Serialize)]
 #[command(group(ArgGroup::new("budget").args(["packets", "duration"])))]
-#[command(group(ArgGroup::new("pace").args(["interval", "rate"])))]
 pub struct RunArgs {
     /// Packets to measure after warm-up [default: 10000; the live display
     /// runs until stopped].
@@ -215,39 +216,22 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = count)]
     pub warmup: Option<u64>,
 
-    /// Paced mode: send a request every DURATION (10ms, 1ms, 100us),
-    /// whatever the replies do, many in flight, instead of ping-pong's one
-    /// at a time. Reports the schedule kept, jitter and, with --stamp,
-    /// one-way delay and which way losses went.
-    #[arg(long, value_name = "DURATION", value_parser = units::interval)]
-    #[serde(rename = "interval_ns", serialize_with = "units::serde_opt_ns")]
-    pub interval: Option<Duration>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub pace: PaceArgs,
 
-    /// Paced mode: this many requests per second (--interval 1/PPS).
-    #[arg(long, value_name = "PPS", value_parser = units::rate)]
-    #[serde(rename = "rate_pps")]
-    pub rate: Option<f64>,
-
-    /// Paced mode: exponential gaps with the --interval (or --rate) as
-    /// their mean (RFC 2330, RFC 3432), so the probes cannot fall into
-    /// step with a periodic effect on the path.
-    #[arg(long)]
-    pub poisson: bool,
-
-    /// How long to wait for each reply before counting it lost (e.g. 100ms,
-    /// 1s; a bare number is milliseconds).
-    #[arg(long = "timeout", value_name = "DURATION", default_value = "100", value_parser = units::timeout)]
-    #[serde(serialize_with = "units::serde_ms")]
-    pub timeout_ms: Duration,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub clock: ClockArgs,
 
     /// Live display: advance the packet animation every N packets.
     #[arg(long, value_name = "N", default_value = "100",
           value_parser = clap::value_parser!(u64).range(1..=units::MAX_COUNT))]
     pub update: u64,
 
-    /// UDP payload size in bytes (8..=65507; STAMP packets are at least 44).
-    #[arg(long, value_name = "BYTES", default_value = "8", value_parser = payload_size)]
-    pub size: usize,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub packet: PacketArgs,
 
     #[command(flatten)]
     #[serde(flatten)]
@@ -277,6 +261,54 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value = "30",
           value_parser = clap::value_parser!(u32).range(1..=120))]
     pub fps: u32,
+}
+
+/// How requests are paced: ping-pong when none is given.
+#[derive(Debug, Args, Clone, Default, Serialize)]
+#[command(group(ArgGroup::new("pace").args(["interval", "rate"])))]
+pub struct PaceArgs {
+    /// Paced mode: send a request every DURATION (10ms, 1ms, 100us),
+    /// whatever the replies do, many in flight, instead of ping-pong's one
+    /// at a time. Reports the schedule kept, jitter and, with --stamp,
+    /// one-way delay and which way losses went.
+    #[arg(long, value_name = "DURATION", value_parser = units::interval)]
+    #[serde(rename = "interval_ns", serialize_with = "units::serde_opt_ns")]
+    pub interval: Option<Duration>,
+
+    /// Paced mode: this many requests per second (--interval 1/PPS).
+    #[arg(long, value_name = "PPS", value_parser = units::rate)]
+    #[serde(rename = "rate_pps")]
+    pub rate: Option<f64>,
+
+    /// Paced mode: exponential gaps with the --interval (or --rate) as
+    /// their mean (RFC 2330, RFC 3432), so the probes cannot fall into
+    /// step with a periodic effect on the path.
+    #[arg(long)]
+    pub poisson: bool,
+}
+
+/// What each request is.
+#[derive(Debug, Args, Clone, Serialize)]
+pub struct PacketArgs {
+    /// UDP payload size in bytes (8..=65507; STAMP packets are at least 44).
+    #[arg(long, value_name = "BYTES", default_value = "8", value_parser = payload_size)]
+    pub size: usize,
+
+    /// Speak STAMP (RFC 8762, unauthenticated) to a session-reflector
+    /// (default port 862) instead of plain echo: the reflector's own
+    /// receive and send times give the server dwell.
+    #[arg(long)]
+    pub stamp: bool,
+}
+
+/// How replies are timed: their deadline and the clock that stamps them.
+#[derive(Debug, Args, Clone, Serialize)]
+pub struct ClockArgs {
+    /// How long to wait for each reply before counting it lost (e.g. 100ms,
+    /// 1s; a bare number is milliseconds).
+    #[arg(long = "timeout", value_name = "DURATION", default_value = "100", value_parser = units::timeout)]
+    #[serde(serialize_with = "units::serde_ms")]
+    pub timeout_ms: Duration,
 
     /// Timestamp source: auto (NIC clock if the interface has one and it
     /// can be enabled, else kernel software, else user space), user,
@@ -285,12 +317,6 @@ pub struct RunArgs {
     #[arg(long, value_name = "SOURCE", default_value = "auto", value_parser = timestamp_mode)]
     #[serde(serialize_with = "units::serde_display")]
     pub timestamps: TimestampMode,
-
-    /// Speak STAMP (RFC 8762, unauthenticated) to a session-reflector
-    /// (default port 862) instead of plain echo: the reflector's own
-    /// receive and send times give the server dwell.
-    #[arg(long)]
-    pub stamp: bool,
 }
 
 /// Where and how a measurement thread runs.
@@ -372,8 +398,8 @@ pub struct OutputArgs {
 /// Warm-up packets in ping-pong (the seed's), and at most in paced mode.
 pub const DEFAULT_WARMUP: u64 = 200;
 
-impl RunArgs {
-    /// The send schedule, when the run is paced (`--interval` or `--rate`).
+impl PaceArgs {
+    /// The send schedule, when one is given (`--interval` or `--rate`).
     pub fn schedule(&self) -> Option<Schedule> {
         let interval = self
             .interval
@@ -384,6 +410,13 @@ impl RunArgs {
             Pattern::Periodic
         };
         Some(Schedule { pattern, interval })
+    }
+}
+
+impl RunArgs {
+    /// The send schedule, when the run is paced (`--interval` or `--rate`).
+    pub fn schedule(&self) -> Option<Schedule> {
+        self.pace.schedule()
     }
 
     /// How requests are sent: ping-pong, periodic or Poisson.
@@ -449,9 +482,9 @@ mod tests {
         assert_eq!(c.run.packets, None);
         assert_eq!(c.run.warmup_packets(), 200);
         assert_eq!(c.run.schedule(), None, "ping-pong is the default");
-        assert_eq!(c.run.timeout_ms, Duration::from_millis(100));
+        assert_eq!(c.run.clock.timeout_ms, Duration::from_millis(100));
         assert_eq!(c.run.update, 100);
-        assert_eq!(c.run.size, 8);
+        assert_eq!(c.run.packet.size, 8);
         assert_eq!(c.run.threshold, ["1ms".parse::<Threshold>().unwrap()]);
         assert_eq!(c.run.max_loss, 1.0);
     }
@@ -541,7 +574,7 @@ mod tests {
     fn timeouts_take_units_and_bare_milliseconds() {
         let t = |s: &str| {
             Cli::try_parse_from(["synapse", "--timeout", s])
-                .map(|c| c.run.timeout_ms)
+                .map(|c| c.run.clock.timeout_ms)
                 .map_err(|e| e.to_string())
         };
         assert_eq!(t("100ms"), Ok(Duration::from_millis(100)));

@@ -108,12 +108,12 @@ impl ClientPlan {
             packets: self.packets,
             duration: r.duration,
             warmup: r.warmup_packets(),
-            timeout: r.timeout_ms,
-            size: r.size,
+            timeout: r.clock.timeout_ms,
+            size: r.packet.size,
             thread: self.thread,
             ring_capacity,
-            timestamps: r.timestamps,
-            stamp: r.stamp,
+            timestamps: r.clock.timestamps,
+            stamp: r.packet.stamp,
             log_capacity: if self.log.is_some() { LOG_RING } else { 0 },
             schedule: r.schedule(),
         }
@@ -122,10 +122,10 @@ impl ClientPlan {
     /// The payload size on the wire: STAMP packets are never shorter than
     /// 44 octets.
     pub fn wire_size(&self) -> usize {
-        if self.run.stamp {
-            self.run.size.max(stamp::PACKET_LEN)
+        if self.run.packet.stamp {
+            self.run.packet.size.max(stamp::PACKET_LEN)
         } else {
-            self.run.size
+            self.run.packet.size
         }
     }
 
@@ -205,13 +205,15 @@ pub fn plan(cli: Cli, matches: &ArgMatches) -> Result<Plan, AppError> {
 /// `--stamp` with a `--size` below STAMP's 44 octets sends 44: said, when
 /// someone chose the size (the default is the echo payload's).
 fn stamp_size_note(run: &RunArgs, chosen: &Settings) -> Option<String> {
-    (run.stamp && run.size < stamp::PACKET_LEN && chosen.get("size").is_some()).then(|| {
-        format!(
-            "--size {}: STAMP test packets are {} octets at least, so that is what is sent",
-            run.size,
-            stamp::PACKET_LEN
-        )
-    })
+    (run.packet.stamp && run.packet.size < stamp::PACKET_LEN && chosen.get("size").is_some()).then(
+        || {
+            format!(
+                "--size {}: STAMP test packets are {} octets at least, so that is what is sent",
+                run.packet.size,
+                stamp::PACKET_LEN
+            )
+        },
+    )
 }
 
 fn loopback_plan(output: &OutputArgs, typed: &Settings) -> Result<Plan, AppError> {
@@ -314,7 +316,7 @@ fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Result<Plan, App
         }
     };
     // A STAMP session-reflector listens on STAMP's port unless told.
-    let port = if run.stamp {
+    let port = if run.packet.stamp {
         stamp::DEFAULT_PORT
     } else {
         DEFAULT_PORT
@@ -382,19 +384,23 @@ fn output_for(no_ui: bool, json: bool) -> Output {
 /// requests in flight, and the sequence tracker remembers 65 536.
 fn check_pacing(run: &RunArgs) -> Result<(), AppError> {
     let Some(schedule) = run.schedule() else {
-        if run.poisson {
+        if run.pace.poisson {
             return Err(AppError::Usage(
                 "--poisson draws gaps around a mean: give it with --interval or --rate".into(),
             ));
         }
         return Ok(());
     };
-    let bound = in_flight_bound(&schedule, run.timeout_ms);
+    let bound = in_flight_bound(&schedule, run.clock.timeout_ms);
     if bound > MAX_IN_FLIGHT {
         return Err(AppError::Usage(format!(
             "--timeout {} at {} every {} keeps up to {bound} requests in flight, more than the {MAX_IN_FLIGHT} Synapse tracks: shorten --timeout or lengthen the interval",
-            crate::units::duration_text(run.timeout_ms),
-            if run.poisson { "a mean of one" } else { "one" },
+            crate::units::duration_text(run.clock.timeout_ms),
+            if run.pace.poisson {
+                "a mean of one"
+            } else {
+                "one"
+            },
             crate::units::duration_text(schedule.interval),
         )));
     }

@@ -116,8 +116,7 @@ fn nobody_listening_is_reported_quickly_as_unreachable() {
 
 #[test]
 fn a_port_in_use_is_exit_2() {
-    let port = free_udp_port();
-    let _server = start_server(port, &[]);
+    let (_server, port) = start_server(&[]);
     rejects(
         &["server", "--no-ui", "--bind", &format!("127.0.0.1:{port}")],
         &format!("cannot bind UDP 127.0.0.1:{port}: address already in use"),

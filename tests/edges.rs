@@ -40,8 +40,7 @@ fn counter(j: &serde_json::Value, key: &str) -> u64 {
 /// timeout, as on a real link, instead of flooding on ICMP errors.
 #[test]
 fn a_dead_reflector_paces_the_run_at_one_loss_per_timeout() {
-    let port = free_udp_port();
-    let server = start_server(port, &[]);
+    let (server, port) = start_server(&[]);
     let run = synapse()
         .args(["client", &format!("127.0.0.1:{port}"), "--json"])
         .args(["--duration", "3", "--timeout", "100", "--warmup", "10"])
@@ -289,8 +288,7 @@ fn a_blackhole_is_reported_as_an_outage() {
 /// outage is about 2 s long, and the verdict fails on loss.
 #[test]
 fn a_stopped_reflector_is_an_outage_of_late_replies() {
-    let port = free_udp_port();
-    let server = start_server(port, &[]);
+    let (server, port) = start_server(&[]);
     let pid = server.guard.0.id();
     let run = synapse()
         .args(["client", &format!("127.0.0.1:{port}"), "--json"])
@@ -426,8 +424,7 @@ fn sighup_ends_a_headless_run_with_its_report() {
     assert_eq!(j["interrupted"], true);
     assert!(counter(&j, "received") > 0);
 
-    let port = free_udp_port();
-    let server = start_server(port, &[]);
+    let (server, port) = start_server(&[]);
     let j = json(&client(&[
         &format!("127.0.0.1:{port}"),
         "--json",

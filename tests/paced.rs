@@ -189,8 +189,7 @@ fn ipdv_of_a_known_delay_pattern_is_exact() {
 fn a_stopped_reflector_shows_in_latency_from_the_schedule() {
     let _one = one_at_a_time();
     let measure = |args: &[&str]| {
-        let port = free_udp_port();
-        let server = start_server(port, &[]);
+        let (server, port) = start_server(&[]);
         let child = synapse()
             .args(["client", &format!("127.0.0.1:{port}"), "--json"])
             .args(["--duration", "5", "--warmup", "10", "--threshold", "10s"])
@@ -331,8 +330,7 @@ fn profiles_keep_the_schedule() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("c.toml");
     let c = config.to_str().unwrap();
-    let port = free_udp_port();
-    let _server = start_server(port, &[]);
+    let (_server, port) = start_server(&[]);
     let addr = format!("127.0.0.1:{port}");
     let args = ["client", &addr, "--packets", "100", "--json", "--config", c];
     let saved = run(&[

@@ -54,8 +54,7 @@ fn addr(port: u16) -> String {
 #[test]
 fn save_list_show_run_baseline_and_regression_round_trip() {
     let env = Env::new();
-    let port = free_udp_port();
-    let _server = start_server(port, &[]);
+    let (_server, port) = start_server(&[]);
     let a = addr(port);
 
     // Save a profile from a run, with a baseline.
@@ -186,8 +185,7 @@ fn regex_free_replace(s: &str, start: &str, end: &str, with: &str) -> String {
 #[test]
 fn saving_over_a_profile_keeps_the_users_comments() {
     let env = Env::new();
-    let port = free_udp_port();
-    let _server = start_server(port, &[]);
+    let (_server, port) = start_server(&[]);
     let a = addr(port);
     env.write(&format!(
         "# Synapse profiles, hand-kept.\n\n[defaults]\nwarmup = 20 # short warm-up on this box\n\n\
@@ -223,8 +221,7 @@ fn saving_over_a_profile_keeps_the_users_comments() {
 #[test]
 fn defaults_table_applies_and_the_command_line_wins_with_a_note() {
     let env = Env::new();
-    let port = free_udp_port();
-    let _server = start_server(port, &[]);
+    let (_server, port) = start_server(&[]);
     let a = addr(port);
     env.write(&format!("[defaults]\nwarmup = 7\nsize = 24\n\n[profiles.p]\nserver = \"{a}\"\npackets = 200\nsize = 40\n"));
     let out = env.run(&["--json", "--packets", "100", "--threshold", "1s"]);
@@ -272,7 +269,7 @@ fn bad_configuration_is_exit_2_with_file_line_column_and_key() {
     assert_usage_error(
         &env.run(&["client", "--no-ui"]),
         &format!(
-            "{c}:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, duration, warmup, interval, rate, poisson, timeout_ms, update, size, cpu, busy_poll, rt, keep_awake, threshold, max_loss, max_outage, fps, timestamps, stamp, baseline)"
+            "{c}:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, duration, warmup, interval, rate, poisson, timeout_ms, timestamps, update, size, stamp, cpu, busy_poll, rt, keep_awake, threshold, max_loss, max_outage, fps, baseline)"
         ),
     );
     env.write("[defaults]\nsize = \"big\"\n");
@@ -342,8 +339,7 @@ fn other_mistakes_are_exit_2_too() {
 #[test]
 fn an_explicit_config_path_is_used_and_created_on_save() {
     let env = Env::new();
-    let port = free_udp_port();
-    let _server = start_server(port, &[]);
+    let (_server, port) = start_server(&[]);
     let path = env.dir.path().join("elsewhere").join("synapse.toml");
     let p = path.to_str().unwrap();
     let out = env.run(&[

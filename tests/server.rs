@@ -39,8 +39,7 @@ fn assert_clean(j: &serde_json::Value, packets: u64) {
 
 #[test]
 fn two_clients_at_once_are_both_clean() {
-    let port = free_udp_port();
-    let _server = start_server(port, &[]);
+    let (_server, port) = start_server(&[]);
     let a = std::thread::spawn(move || client_json(port, 20_000));
     let b = std::thread::spawn(move || client_json(port, 20_000));
     assert_clean(&a.join().unwrap(), 20_000);
@@ -49,8 +48,7 @@ fn two_clients_at_once_are_both_clean() {
 
 #[test]
 fn a_client_can_start_again_immediately() {
-    let port = free_udp_port();
-    let _server = start_server(port, &[]);
+    let (_server, port) = start_server(&[]);
     for _ in 0..3 {
         assert_clean(&client_json(port, 500), 500);
     }
@@ -58,8 +56,7 @@ fn a_client_can_start_again_immediately() {
 
 #[test]
 fn sessions_are_reported_as_they_end_and_totals_on_ctrl_c() {
-    let port = free_udp_port();
-    let server = start_server(port, &["--session-idle", "200ms"]);
+    let (server, port) = start_server(&["--session-idle", "200ms"]);
     assert_clean(&client_json(port, 1000), 1000);
     // Idle long enough for the session to end while the server runs on.
     std::thread::sleep(Duration::from_millis(600));
@@ -83,8 +80,7 @@ fn sessions_are_reported_as_they_end_and_totals_on_ctrl_c() {
 
 #[test]
 fn the_reflector_echoes_anything_exactly_and_survives() {
-    let port = free_udp_port();
-    let _server = start_server(port, &[]);
+    let (_server, port) = start_server(&[]);
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     let mut buf = vec![0u8; 70_000];
@@ -184,8 +180,7 @@ fn ipv6_loopback_works() {
 
 #[test]
 fn datagrams_from_service_ports_are_never_answered() {
-    let port = free_udp_port();
-    let server = start_server(port, &[]);
+    let (server, port) = start_server(&[]);
     // A spoofed "reply" from another reflector's port (here: port 999) must
     // not start two reflectors bouncing it forever. Binding below 1024
     // needs root, as CI has.

@@ -194,15 +194,20 @@ stamp = true
         assert_eq!(target.server.as_deref(), Some("10.0.0.2:9000"));
         assert_eq!(run.duration, Some(Duration::from_secs(30)));
         assert_eq!(
-            (run.timeout_ms, run.update, run.size, run.thread.cpu),
+            (
+                run.clock.timeout_ms,
+                run.update,
+                run.packet.size,
+                run.thread.cpu
+            ),
             (Duration::from_millis(200), 10, 1400, Some(1))
         );
         assert_eq!(
             (run.thread.busy_poll, run.thread.rt, run.fps),
             (true, false, 20)
         );
-        assert_eq!(run.timestamps, TimestampMode::Software);
-        assert!(run.stamp);
+        assert_eq!(run.clock.timestamps, TimestampMode::Software);
+        assert!(run.packet.stamp);
         assert_eq!(
             p.get("size").unwrap().loc,
             Loc {
@@ -217,7 +222,7 @@ stamp = true
         assert_eq!(
             error("[profiles.lab]\nserver = \"10.0.0.2\"\nwramup = 5\n"),
             "/cfg/config.toml:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, \
-             duration, warmup, interval, rate, poisson, timeout_ms, update, size, cpu, busy_poll, rt, keep_awake, threshold, max_loss, max_outage, fps, timestamps, stamp, baseline)"
+             duration, warmup, interval, rate, poisson, timeout_ms, timestamps, update, size, stamp, cpu, busy_poll, rt, keep_awake, threshold, max_loss, max_outage, fps, baseline)"
         );
         assert_eq!(
             error("[defaults]\nwarmup = \"many\"\n"),

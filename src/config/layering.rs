@@ -161,10 +161,10 @@ mod tests {
         let defaults = settings(&[("size", "256"), ("timeout_ms", "250"), ("warmup", "99")]);
         let p = profile();
         let (run, l) = run_of(&cli, Some(("lab", &p)), &defaults);
-        assert_eq!(run.size, 64, "command line");
+        assert_eq!(run.packet.size, 64, "command line");
         assert_eq!(run.warmup, Some(10), "profile over defaults");
         assert_eq!(
-            run.timeout_ms,
+            run.clock.timeout_ms,
             Duration::from_millis(250),
             "defaults over built-in"
         );

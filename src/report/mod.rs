@@ -191,7 +191,11 @@ impl EffectiveConfig {
             busy_poll: plan.thread.busy_poll,
             timestamps: o.stamping.source.name(),
             timestamps_note: o.stamping.note.clone(),
-            protocol: if plan.run.stamp { "stamp" } else { "echo" },
+            protocol: if plan.run.packet.stamp {
+                "stamp"
+            } else {
+                "echo"
+            },
             pattern: plan.run.pattern().name(),
             interval_ns: plan.run.schedule().map(|s| s.interval_ns()),
             warmup: plan.run.warmup_packets(),

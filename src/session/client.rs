@@ -149,7 +149,7 @@ impl ClientSession {
 /// The in-process reflector a loopback plan measures: it speaks what the
 /// client speaks.
 fn start_loopback(plan: &ClientPlan) -> Result<ReflectorRun, AppError> {
-    let protocol = if plan.run.stamp {
+    let protocol = if plan.run.packet.stamp {
         Protocol::Stamp
     } else {
         Protocol::Echo

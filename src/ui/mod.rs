@@ -97,7 +97,7 @@ pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, rol
         warmup: c.run.warmup_packets(),
         packets: c.packets,
         duration: c.run.duration,
-        size: c.run.size,
+        size: c.run.packet.size,
         pace: c.run.schedule(),
     };
     let server = ServerView {

@@ -141,12 +141,12 @@ impl Station {
         }
         let p = &self.server_plan;
         // The in-process reflector speaks what a loopback client speaks.
-        let protocol = if self.client_plan.run.stamp && self.client_plan.target == Target::Loopback
-        {
-            Protocol::Stamp
-        } else {
-            Protocol::Echo
-        };
+        let protocol =
+            if self.client_plan.run.packet.stamp && self.client_plan.target == Target::Loopback {
+                Protocol::Stamp
+            } else {
+                Protocol::Echo
+            };
         let bind = self.reflector_addr.unwrap_or(p.bind);
         let session = ServerSession::start(p, bind, protocol, &StopFlag::new())
             .map_err(|e| (e.to_string(), e.exit_code()))?;

@@ -10,13 +10,27 @@ use std::net::UdpSocket;
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// A UDP port on 127.0.0.1 that was free a moment ago.
+/// A UDP port on 127.0.0.1 that was free a moment ago, for peers that need
+/// their port chosen before they start. It is drawn below the kernel's
+/// ephemeral range, so no client socket bound to port 0 by a test running
+/// alongside can take it in between (a port from `bind(0)` could be).
 pub fn free_udp_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    let (first, span) = (10_000, low.saturating_sub(10_000).max(1));
+    // Test binaries run in parallel: start each at a different place.
+    let seed = std::process::id().wrapping_mul(2_654_435_761) % span;
+    loop {
+        let n = NEXT.fetch_add(7919, Ordering::Relaxed);
+        let port = (first + (seed + n) % span) as u16;
+        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// The binary under test: this build's, or the one `SYNAPSE_TEST_BIN`
@@ -178,7 +192,10 @@ pub fn unsafe_free_kill(pid: u32, sig: &str) {
 /// Starts `synapse server --no-ui` on 127.0.0.1:`port` (plain echo only:
 /// these tests are about echo, and concurrent servers would compete for the
 /// STAMP port) and waits until it says it is ready, sending it nothing.
-pub fn start_server(port: u16, extra: &[&str]) -> Server {
+/// The reflector binds a port the kernel picks and the test reads it from
+/// the banner: a port probed free beforehand can be taken by another test's
+/// client in between.
+pub fn start_server(extra: &[&str]) -> (Server, u16) {
     let child = synapse()
         .args([
             "server",
@@ -186,18 +203,20 @@ pub fn start_server(port: u16, extra: &[&str]) -> Server {
             "--stamp-port",
             "0",
             "--bind",
-            &format!("127.0.0.1:{port}"),
+            "127.0.0.1:0",
         ])
         .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let (guard, stdout, banner) = wait_until_ready(child);
-    assert!(
-        banner.contains(&format!("listening on 127.0.0.1:{port}")),
-        "{banner}"
-    );
-    Server { guard, stdout }
+    let port = banner
+        .split("listening on 127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in the banner: {banner}"));
+    (Server { guard, stdout }, port)
 }
 
 /// Polls until something on 127.0.0.1:`port` echoes a datagram.

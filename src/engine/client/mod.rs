@@ -9,6 +9,7 @@
 mod output;
 pub mod paced;
 mod pingpong;
+pub mod prober;
 mod seen;
 pub mod sequence;
 mod stamps;

@@ -39,6 +39,8 @@ pub enum Reply {
 #[derive(Debug)]
 pub struct SequenceTracker {
     fates: Box<[Fate]>,
+    /// How many sequence numbers are remembered (a power of two).
+    window: u64,
     next: u64,
     highest_answered: Option<u64>,
 }
@@ -50,39 +52,48 @@ impl Default for SequenceTracker {
 }
 
 impl SequenceTracker {
-    /// An empty tracker; allocates its window once.
+    /// An empty tracker remembering [`WINDOW`] requests; allocates once.
     pub fn new() -> Self {
+        Self::with_window(WINDOW)
+    }
+
+    /// An empty tracker remembering at least `window` requests (rounded up
+    /// to a power of two, at most [`WINDOW`]): a slow peer of a fleet
+    /// agent needs far fewer than a fast ping-pong.
+    pub fn with_window(window: u64) -> Self {
+        let window = window.clamp(2, WINDOW).next_power_of_two();
         Self {
-            fates: vec![Fate::Unsent; WINDOW as usize].into_boxed_slice(),
+            fates: vec![Fate::Unsent; window as usize].into_boxed_slice(),
+            window,
             next: 0,
             highest_answered: None,
         }
     }
 
     #[inline]
-    fn slot(seq: u64) -> usize {
-        (seq % WINDOW) as usize
+    fn slot(&self, seq: u64) -> usize {
+        (seq & (self.window - 1)) as usize
     }
 
     /// Records that `seq` was sent. Sequence numbers must be sent in order.
     #[inline]
     pub fn sent(&mut self, seq: u64) {
         debug_assert_eq!(seq, self.next);
-        self.fates[Self::slot(seq)] = Fate::Pending;
+        self.fates[self.slot(seq)] = Fate::Pending;
         self.next = seq + 1;
     }
 
     /// Records that `seq` got no reply within its timeout.
     #[inline]
     pub fn timed_out(&mut self, seq: u64) {
-        if self.in_window(seq) && self.fates[Self::slot(seq)] == Fate::Pending {
-            self.fates[Self::slot(seq)] = Fate::TimedOut;
+        if self.in_window(seq) && self.fates[self.slot(seq)] == Fate::Pending {
+            self.fates[self.slot(seq)] = Fate::TimedOut;
         }
     }
 
     #[inline]
     fn in_window(&self, seq: u64) -> bool {
-        seq < self.next && self.next - seq <= WINDOW
+        seq < self.next && self.next - seq <= self.window
     }
 
     /// Classifies a reply carrying `seq`.
@@ -91,7 +102,7 @@ impl SequenceTracker {
         if !self.in_window(seq) {
             return Reply::Stray;
         }
-        let slot = Self::slot(seq);
+        let slot = self.slot(seq);
         let reply = match self.fates[slot] {
             Fate::Pending => {
                 self.fates[slot] = Fate::Answered;
@@ -152,6 +163,16 @@ mod tests {
         assert_eq!(t.on_reply(WINDOW + 1), Reply::Stray, "not sent yet");
         assert_eq!(t.on_reply(0), Reply::Stray, "fell out of the window");
         assert_eq!(t.on_reply(1), Reply::Fresh, "oldest remembered");
+    }
+
+    #[test]
+    fn a_small_window_forgets_sooner() {
+        let mut t = SequenceTracker::with_window(1000);
+        for s in 0..=1024 {
+            t.sent(s);
+        }
+        assert_eq!(t.on_reply(0), Reply::Stray, "1024 remembered: 0 is gone");
+        assert_eq!(t.on_reply(1), Reply::Fresh);
     }
 
     #[test]

@@ -85,11 +85,14 @@ impl Probe {
             Codec::Echo(EchoCodec::new(cfg.size, token))
         };
         let bound = in_flight_bound(&cfg.schedule, timeout).min(MAX_IN_FLIGHT);
+        // Late and duplicate replies are told apart for a while after their
+        // deadline: sixteen timeouts' worth, and never fewer than 1,024.
+        let remembered = (bound * 16).max(1_024);
         let first = start_ns + cfg.phase.as_nanos() as u64;
         Self {
             raw: RawAddr::from_socket_addr(cfg.addr),
             codec,
-            tracker: SequenceTracker::new(),
+            tracker: SequenceTracker::with_window(remembered),
             in_flight: InFlight::new(bound as usize),
             slots: Slots::new(cfg.schedule, first, seed),
             next_seq: 0,
