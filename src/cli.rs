@@ -7,6 +7,10 @@
 //! Validation that needs more than one flag at a time lives in
 //! [`crate::plan`].
 
+pub mod agent;
+
+pub use agent::{AgentArgs, AgentOptions, PeerOptions};
+
 use crate::engine::protocol::payload_size;
 use crate::engine::socket::address_text;
 use crate::engine::{Schedule, TimestampMode};
@@ -79,6 +83,8 @@ pub enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Measure many peers continuously and serve the results to Prometheus.
+    Agent(AgentArgs),
     /// Print the manual page (roff), e.g. `synapse man | man -l -`.
     Man,
 }
@@ -447,11 +453,15 @@ impl RunArgs {
 /// pair and every run option, as one command the file's values are checked
 /// and layered against.
 pub fn settings_schema() -> clap::Command {
-    let c = clap::Command::new("settings")
+    RunArgs::augment_args(TargetArgs::augment_args(table_schema("settings")))
+}
+
+/// An empty command that options are added to, to read a table's keys.
+fn table_schema(name: &'static str) -> clap::Command {
+    clap::Command::new(name)
         .no_binary_name(true)
         .disable_help_flag(true)
-        .disable_version_flag(true);
-    RunArgs::augment_args(TargetArgs::augment_args(c))
+        .disable_version_flag(true)
 }
 
 /// The whole command line, for completions and the manual page.

@@ -10,8 +10,9 @@
 //! - [`session`]: starting, watching and ending measurements; every front
 //!   end drives these.
 //! - Front ends: [`headless`] (reports), [`ui`] (the live display, ratatui +
-//!   tokio).
+//!   tokio), [`agent`] (many peers, all the time, served to Prometheus).
 
+pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod console;

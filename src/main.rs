@@ -113,7 +113,7 @@ fn run_tool(command: &Command) -> Result<bool, AppError> {
             clap_complete::generate(*shell, &mut synapse::cli::command(), "synapse", &mut out);
         }
         Command::Man => clap_mangen::Man::new(synapse::cli::command()).render(&mut out)?,
-        Command::Server(_) | Command::Client(_) => return Ok(false),
+        Command::Server(_) | Command::Client(_) | Command::Agent(_) => return Ok(false),
     }
     out.flush()?;
     Ok(true)
@@ -124,6 +124,9 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
         && run_tool(command)?
     {
         return Ok(exit::PASS);
+    }
+    if let Some(Command::Agent(args)) = cli.command {
+        return synapse::agent::run(args, matches);
     }
     let plan = plan(cli, matches)?;
     if let Plan::Client(p) = &plan {

@@ -99,6 +99,8 @@ impl ConfigFile {
                             .insert(pname.to_string(), Profile { settings, baseline });
                     }
                 }
+                // The agent's tables, read against its own options.
+                "agent" => {}
                 other => {
                     let loc = Loc::of(
                         text,
@@ -108,7 +110,7 @@ impl ConfigFile {
                         &path,
                         loc,
                         other,
-                        format!("unknown key '{other}' (known: defaults, profiles)"),
+                        format!("unknown key '{other}' (known: defaults, profiles, agent)"),
                     ));
                 }
             }
@@ -250,7 +252,7 @@ stamp = true
         );
         assert_eq!(
             error("colour = 1\n"),
-            "/cfg/config.toml:1:1: colour: unknown key 'colour' (known: defaults, profiles)"
+            "/cfg/config.toml:1:1: colour: unknown key 'colour' (known: defaults, profiles, agent)"
         );
         assert!(
             error("[defaults\n").starts_with("/cfg/config.toml:1:10: not valid TOML"),

@@ -247,8 +247,7 @@ impl Settings {
         out
     }
 
-    /// Settings from `(id, text)` pairs, as a test writes them.
-    #[cfg(test)]
+    /// Settings from `(id, text)` pairs, as the command line sets them.
     pub fn of(pairs: &[(&str, &str)]) -> Self {
         let mut s = Self::default();
         for (id, text) in pairs {

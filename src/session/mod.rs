@@ -5,14 +5,18 @@
 //!   (loopback), and its per-packet log.
 //! - [`ServerSession`]: the echo reflector, the STAMP reflector beside it
 //!   (when its port can be bound), and their answer log.
+//! - [`AgentSession`]: a reflector like the server's, and one prober
+//!   thread pacing all of an agent's peers.
 //!
 //! A session opens its log before anything binds, so a bad path fails
 //! first; it drains everything at the end, so nothing measured is lost.
 
+mod agent;
 mod client;
 mod server;
 
 pub use crate::report::packet_log::Opening;
+pub use agent::AgentSession;
 pub use client::{ClientFinish, ClientSession};
 pub use server::{ServerFinish, ServerSession, Side};
 

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod http;
 pub mod netns;
 
 use std::io::{BufRead, BufReader, Read};
@@ -217,6 +218,19 @@ pub fn start_server(extra: &[&str]) -> (Server, u16) {
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no port in the banner: {banner}"));
     (Server { guard, stdout }, port)
+}
+
+/// A reflector on a port chosen beforehand (see [`free_udp_port`]), for
+/// peers that must know it before it starts.
+pub fn start_server_on(port: u16) -> Server {
+    let child = synapse()
+        .args(["server", "--no-ui", "--stamp-port", "0", "--bind"])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (guard, stdout, _) = wait_until_ready(child);
+    Server { guard, stdout }
 }
 
 /// Polls until something on 127.0.0.1:`port` echoes a datagram.

@@ -1,0 +1,549 @@
+//! The agent's configuration: the command line over the `[agent]` table,
+//! and the peers from `--peer`, `[agent.peers.NAME]` tables and a
+//! `peers_file`, each peer layered over its profile and the agent's own
+//! options. Every table is read against the options' declaration
+//! ([`crate::cli::agent`]), so a key means what its flag means. Loaded at
+//! start and again on SIGHUP: an error names file, line and key.
+
+use super::spread::{check_rate, phase_of};
+use crate::cli::agent::{DEFAULT_INTERVAL, agent_schema, peer_schema, split_peer};
+use crate::cli::{AgentOptions, PeerOptions, settings_schema};
+use crate::config::layering::layer;
+use crate::config::settings::TableReader;
+use crate::config::{self, ConfigError, ConfigFile, Loc, Settings};
+use crate::engine::socket::resolve;
+use crate::engine::{Schedule, TimestampMode, protocol::stamp};
+use crate::error::AppError;
+use crate::plan::DEFAULT_PORT;
+use crate::stats::Pattern;
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml_edit::{Document, Table};
+
+/// One peer, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerConfig {
+    /// Its name (the `peer` label).
+    pub name: String,
+    /// Its address as written (the `address` label of `synapse_peer_info`).
+    pub address: String,
+    /// Where its reflector is.
+    pub addr: SocketAddr,
+    /// How often it is probed.
+    pub schedule: Schedule,
+    /// Its first probe's offset into the schedule (spread per host pair).
+    pub phase: Duration,
+    /// Payload bytes.
+    pub size: usize,
+    /// STAMP instead of plain echo.
+    pub stamp: bool,
+}
+
+impl PeerConfig {
+    /// The protocol spoken, for labels and the table.
+    pub fn protocol(&self) -> &'static str {
+        if self.stamp { "stamp" } else { "echo" }
+    }
+}
+
+/// The whole agent, resolved.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The `source` label.
+    pub name: String,
+    /// Where the reflector answers (`None`: it does not).
+    pub reflect: Option<SocketAddr>,
+    /// The reflector's STAMP port (`None`: none).
+    pub stamp_port: Option<u16>,
+    /// The STAMP port was asked for, so failing to bind it is an error.
+    pub stamp_required: bool,
+    /// Where `/metrics` is served.
+    pub metrics_listen: SocketAddr,
+    /// How often the window turns over.
+    pub report_every: Duration,
+    /// The most probes per second all peers may send together.
+    pub max_pps: f64,
+    /// Where probes leave from.
+    pub bind: Option<SocketAddr>,
+    /// How long a probe waits for its reply.
+    pub timeout: Duration,
+    /// Which clock stamps the probes.
+    pub timestamps: TimestampMode,
+    /// The measurement thread's placement, as asked.
+    pub thread: crate::cli::ThreadArgs,
+    /// The peers, in the order they were given.
+    pub peers: Vec<PeerConfig>,
+}
+
+/// Where the configuration comes from: what was typed, and which file.
+#[derive(Debug, Clone)]
+pub struct Sources {
+    /// The agent options typed on the command line.
+    pub typed: Settings,
+    /// `--config`, if given.
+    pub config: Option<PathBuf>,
+}
+
+/// One peer's settings before layering, and where they were written.
+struct PeerEntry {
+    name: String,
+    settings: Settings,
+    /// The file, dotted key and place of its table (`None`: the command
+    /// line).
+    origin: Option<(PathBuf, String, Loc)>,
+}
+
+/// Reads everything and resolves it: what the agent runs on.
+pub fn load(src: &Sources) -> Result<AgentConfig, AppError> {
+    let file = read_file(src.config.as_ref())?;
+    let schema = agent_schema();
+    let layered = layer(&schema, &src.typed, None, &file.agent);
+    let opts: AgentOptions = layered.parse(&schema).map_err(AppError::Usage)?;
+    let mut entries = file.peers;
+    if let Some(path) = &opts.peers_file {
+        entries.extend(read_peers_file(path)?);
+    }
+    entries.extend(opts.peer.iter().map(|spec| {
+        let (name, addr) = split_peer(spec);
+        PeerEntry {
+            name: name.to_string(),
+            settings: Settings::of(&[("address", addr)]),
+            origin: None,
+        }
+    }));
+    let name = opts.name.clone().unwrap_or_else(host_name);
+    let peers = resolve_peers(&name, &layered.chosen, entries, &file.profiles)?;
+    check_rate(&peers, opts.max_pps)?;
+    finish(name, opts, peers)
+}
+
+fn finish(
+    name: String,
+    opts: AgentOptions,
+    peers: Vec<PeerConfig>,
+) -> Result<AgentConfig, AppError> {
+    let reflect = match opts.reflect.as_str() {
+        "none" => None,
+        text => Some(resolve(text, DEFAULT_PORT)?),
+    };
+    let metrics_listen = resolve(&opts.metrics_listen, 9862)
+        .map_err(|e| AppError::Usage(format!("--metrics-listen: {e}")))?;
+    let bind = opts.bind.as_deref().map(|b| resolve(b, 0)).transpose()?;
+    if let (Some(b), Some(p)) = (bind, peers.first())
+        && b.is_ipv4() != p.addr.is_ipv4()
+    {
+        return Err(AppError::Usage(format!(
+            "--bind {b} and peer '{}' ({}) are of different IP families",
+            p.name, p.addr
+        )));
+    }
+    Ok(AgentConfig {
+        name,
+        reflect,
+        stamp_port: match opts.stamp_port {
+            Some(0) => None,
+            Some(p) => Some(p),
+            None => Some(stamp::DEFAULT_PORT),
+        },
+        stamp_required: opts.stamp_port.is_some_and(|p| p != 0),
+        metrics_listen,
+        report_every: opts.report_every,
+        max_pps: opts.max_pps,
+        bind,
+        timeout: opts.clock.timeout_ms,
+        timestamps: opts.clock.timestamps,
+        thread: opts.thread,
+        peers,
+    })
+}
+
+/// What the main file holds for the agent.
+struct FileParts {
+    agent: Settings,
+    peers: Vec<PeerEntry>,
+    profiles: ConfigFile,
+}
+
+/// The main configuration file: its `[agent]` table, its peers, and its
+/// profiles (checked as the client checks them).
+fn read_file(explicit: Option<&PathBuf>) -> Result<FileParts, AppError> {
+    let Some(path) = config::config_path(explicit) else {
+        return Ok(FileParts {
+            agent: Settings::default(),
+            peers: Vec::new(),
+            profiles: ConfigFile::empty(PathBuf::from("config.toml")),
+        });
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && explicit.is_none() => String::new(),
+        Err(e) => return Err(ConfigError::io(&path, &e).into()),
+    };
+    let profiles = ConfigFile::parse(path.clone(), &text, &settings_schema())?;
+    let doc = parse_toml(&path, &text)?;
+    let (mut agent, mut peers) = (Settings::default(), Vec::new());
+    if let Some(item) = doc.as_table().get("agent") {
+        let t = table_at(&path, &text, item, "agent")?;
+        let schema = agent_schema();
+        let reader = TableReader {
+            path: &path,
+            text: &text,
+            schema: &schema,
+        };
+        agent = reader.read(t, "agent", &["peers"])?;
+        if let Some(all) = t.get("peers") {
+            let all = table_at(&path, &text, all, "agent.peers")?;
+            peers = read_peer_tables(&path, &text, all, "agent.peers")?;
+        }
+    }
+    Ok(FileParts {
+        agent,
+        peers,
+        profiles,
+    })
+}
+
+/// A `peers_file`: `[peers.NAME]` tables and nothing else.
+fn read_peers_file(path: &Path) -> Result<Vec<PeerEntry>, AppError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::io(path, &e))?;
+    let doc = parse_toml(path, &text)?;
+    let mut peers = Vec::new();
+    for (key, item) in doc.as_table().iter() {
+        if key != "peers" {
+            let span = doc.as_table().key(key).and_then(toml_edit::Key::span);
+            let msg = format!("unknown key '{key}' (known: peers)");
+            return Err(ConfigError::at(path, Loc::of(&text, span), key, msg).into());
+        }
+        let all = table_at(path, &text, item, "peers")?;
+        peers = read_peer_tables(path, &text, all, "peers")?;
+    }
+    Ok(peers)
+}
+
+fn parse_toml(path: &Path, text: &str) -> Result<Document<String>, ConfigError> {
+    Document::parse(text.to_string()).map_err(|e| {
+        let msg = format!("not valid TOML: {}", e.message().trim());
+        ConfigError::at(path, Loc::of(text, e.span()), "", msg)
+    })
+}
+
+fn table_at<'t>(
+    path: &Path,
+    text: &str,
+    item: &'t toml_edit::Item,
+    key: &str,
+) -> Result<&'t Table, ConfigError> {
+    item.as_table()
+        .ok_or_else(|| ConfigError::at(path, Loc::of(text, item.span()), key, "expected a table"))
+}
+
+fn read_peer_tables(
+    path: &Path,
+    text: &str,
+    all: &Table,
+    prefix: &str,
+) -> Result<Vec<PeerEntry>, ConfigError> {
+    let schema = peer_schema();
+    let reader = TableReader {
+        path,
+        text,
+        schema: &schema,
+    };
+    let mut out = Vec::new();
+    for (name, item) in all.iter() {
+        let key = format!("{prefix}.{name}");
+        let t = table_at(path, text, item, &key)?;
+        let span = all.key(name).and_then(toml_edit::Key::span);
+        let at = Loc::of(text, span);
+        crate::cli::agent::label_value(name).map_err(|m| ConfigError::at(path, at, &key, m))?;
+        out.push(PeerEntry {
+            name: name.to_string(),
+            settings: reader.read(t, &key, &[])?,
+            origin: Some((path.to_path_buf(), key, at)),
+        });
+    }
+    Ok(out)
+}
+
+/// Layers every peer over its profile and the agent's options, resolves
+/// its address and spreads its phase; refuses duplicates and a mix of IP
+/// families (all probes leave from one socket).
+fn resolve_peers(
+    source: &str,
+    agent_chosen: &Settings,
+    entries: Vec<PeerEntry>,
+    profiles: &ConfigFile,
+) -> Result<Vec<PeerConfig>, AppError> {
+    let schema = peer_schema();
+    let inherited = inherited_settings(agent_chosen, &schema);
+    let mut names = BTreeSet::new();
+    let mut peers: Vec<PeerConfig> = Vec::new();
+    for e in entries {
+        let fail = |key: &str, msg: String| -> AppError { located(&e, key, msg) };
+        if !names.insert(e.name.clone()) {
+            return Err(fail("", format!("peer '{}' is named twice", e.name)));
+        }
+        let profile = match e.settings.text("profile") {
+            Some(p) => Some(profile_settings(profiles, p).map_err(|m| fail("profile", m))?),
+            None => None,
+        };
+        let named = profile.as_ref().map(|s| (e.name.as_str(), s));
+        let l = layer(&schema, &e.settings, named, &inherited);
+        let p: PeerOptions = l.parse(&schema).map_err(|m| fail("", m))?;
+        let text = p.address.ok_or_else(|| {
+            fail(
+                "",
+                "no address (set address, or a profile with a server)".into(),
+            )
+        })?;
+        let port = if p.packet.stamp {
+            stamp::DEFAULT_PORT
+        } else {
+            DEFAULT_PORT
+        };
+        let addr = resolve(&text, port).map_err(|err| fail("address", err.to_string()))?;
+        if let Some(other) = peers.iter().find(|o| o.addr == addr) {
+            let msg = format!("{addr} is peer '{}' already", other.name);
+            return Err(fail("address", msg));
+        }
+        if let Some(first) = peers.first().filter(|f| f.addr.is_ipv4() != addr.is_ipv4()) {
+            let msg = format!(
+                "{addr}: all peers must be of one IP family, as '{}' ({})",
+                first.name, first.addr
+            );
+            return Err(fail("address", msg));
+        }
+        let schedule = p.pace.schedule().unwrap_or(Schedule {
+            pattern: Pattern::Periodic,
+            interval: DEFAULT_INTERVAL,
+        });
+        peers.push(PeerConfig {
+            phase: phase_of(source, &e.name, schedule.interval),
+            name: e.name,
+            address: text,
+            addr,
+            schedule,
+            size: p.packet.size,
+            stamp: p.packet.stamp,
+        });
+    }
+    Ok(peers)
+}
+
+/// The agent's own settings a peer inherits: those a peer's table can set.
+fn inherited_settings(agent_chosen: &Settings, peer: &clap::Command) -> Settings {
+    let mut out = Settings::default();
+    for arg in config::settings::options(peer) {
+        let id = arg.get_id().as_str();
+        if let Some(s) = agent_chosen.get(id) {
+            out.set(id, s.values.clone());
+        }
+    }
+    out
+}
+
+/// A profile's settings as a peer's: its server is the address.
+fn profile_settings(file: &ConfigFile, name: &str) -> Result<Settings, String> {
+    let p = file
+        .profile(name)
+        .map_err(|e| format!("'{name}': {}", e.message))?;
+    let peer = peer_schema();
+    let mut out = Settings::default();
+    for (id, s) in p.settings.iter() {
+        let id = if id == "server" { "address" } else { id };
+        if config::settings::options(&peer).any(|a| a.get_id() == id) && id != "profile" {
+            out.set(id, s.values.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// An error about a peer: at its table's key in the file, or on the
+/// command line.
+fn located(e: &PeerEntry, key: &str, msg: String) -> AppError {
+    match &e.origin {
+        Some((path, table, at)) => {
+            let loc = e.settings.get(key).map_or(*at, |s| s.loc);
+            let dotted = if key.is_empty() {
+                table.clone()
+            } else {
+                format!("{table}.{key}")
+            };
+            ConfigError::at(path, loc, &dotted, msg).into()
+        }
+        None => AppError::Usage(format!("--peer {}: {msg}", e.name)),
+    }
+}
+
+/// This host's name, for the `source` label.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Loads `main` (and `peers`, as `peers.toml` beside it) with `cli`
+    /// typed on the command line.
+    fn load_with(
+        main: &str,
+        peers: Option<&str>,
+        cli: &[(&str, &str)],
+    ) -> Result<AgentConfig, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let peers_path = dir.path().join("peers.toml");
+        let main = main.replace("PEERS", &peers_path.display().to_string());
+        std::fs::write(&path, main).unwrap();
+        if let Some(p) = peers {
+            std::fs::write(&peers_path, p).unwrap();
+        }
+        let src = Sources {
+            typed: Settings::of(cli),
+            config: Some(path),
+        };
+        load(&src).map_err(|e| {
+            e.to_string()
+                .replace(&dir.path().display().to_string(), "DIR")
+        })
+    }
+
+    const MAIN: &str = r#"
+[profiles.lab]
+server = "127.0.0.3:9000"
+interval = "5ms"
+size = 64
+
+[agent]
+name = "alpha"
+interval = "20ms"
+reflect = "none"
+peers_file = "PEERS"
+
+[agent.peers.beta]
+address = "127.0.0.2"
+stamp = true
+
+[agent.peers.lab]
+profile = "lab"
+"#;
+
+    #[test]
+    fn peers_come_from_tables_profiles_the_peers_file_and_the_command_line() {
+        let cfg = load_with(
+            MAIN,
+            Some("[peers.gamma]\naddress = \"127.0.0.4:7\"\nrate = 2\n"),
+            &[("peer", "delta=127.0.0.5")],
+        )
+        .unwrap();
+        assert_eq!(cfg.name, "alpha");
+        assert_eq!(cfg.reflect, None);
+        let got: Vec<(&str, String, u64, usize, bool)> = cfg
+            .peers
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.addr.to_string(),
+                    p.schedule.interval_ns(),
+                    p.size,
+                    p.stamp,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                // The agent's interval; STAMP's port when none is given.
+                ("beta", "127.0.0.2:862".into(), 20_000_000, 8, true),
+                // The profile's server, interval and size.
+                ("lab", "127.0.0.3:9000".into(), 5_000_000, 64, false),
+                ("gamma", "127.0.0.4:7".into(), 500_000_000, 8, false),
+                ("delta", "127.0.0.5:8080".into(), 20_000_000, 8, false),
+            ]
+        );
+        assert!(cfg.peers.iter().all(|p| p.phase < p.schedule.interval));
+    }
+
+    #[test]
+    fn the_command_line_wins_over_the_agent_table() {
+        let cfg = load_with(MAIN, Some(""), &[("interval", "50ms"), ("name", "cli")]).unwrap();
+        assert_eq!(cfg.name, "cli");
+        assert_eq!(cfg.peers[0].schedule.interval_ns(), 50_000_000);
+        // A peer's own table and its profile still win over the agent's.
+        assert_eq!(cfg.peers[1].schedule.interval_ns(), 5_000_000);
+    }
+
+    #[test]
+    fn errors_name_the_file_line_and_key() {
+        let e = load_with("[agent.peers.b]\nadress = \"127.0.0.2\"\n", None, &[]).unwrap_err();
+        assert!(
+            e.starts_with("DIR/config.toml:2:1: agent.peers.b.adress: unknown key 'adress' (known: address, profile,"),
+            "{e}"
+        );
+        let e = load_with("[agent]\ninterval = 5\n", None, &[]).unwrap_err();
+        assert_eq!(
+            e,
+            "DIR/config.toml:2:12: agent.interval: '5' needs a unit: 10ms, 100us, 1s"
+        );
+        let e = load_with("[agent.peers.b]\nsize = 1\naddress = \"h\"\n", None, &[]).unwrap_err();
+        assert!(
+            e.starts_with("DIR/config.toml:2:8: agent.peers.b.size: "),
+            "{e}"
+        );
+        let e = load_with("[agent.peers.b]\nprofile = \"nope\"\n", None, &[]).unwrap_err();
+        assert_eq!(
+            e,
+            "DIR/config.toml:2:1: agent.peers.b.profile: 'nope': no such profile (there are none)"
+        );
+        let e = load_with("[agent.peers.b]\ninterval = \"1s\"\n", None, &[]).unwrap_err();
+        assert_eq!(
+            e,
+            "DIR/config.toml:1:14: agent.peers.b: no address (set address, or a profile with a server)"
+        );
+        let e = load_with(
+            "[agent]\npeers_file = \"PEERS\"\n",
+            Some("[peers.c]\naddress = \"127.0.0.1\"\nstamp = 1\n"),
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "DIR/peers.toml:3:9: peers.c.stamp: expected true or false, found an integer"
+        );
+    }
+
+    #[test]
+    fn duplicates_mixed_families_and_an_excess_rate_are_refused() {
+        let two = "[agent.peers.b]\naddress = \"127.0.0.2\"\n[agent.peers.c]\naddress = \"127.0.0.2:8080\"\n";
+        let e = load_with(two, None, &[]).unwrap_err();
+        assert_eq!(
+            e,
+            "DIR/config.toml:4:1: agent.peers.c.address: 127.0.0.2:8080 is peer 'b' already"
+        );
+        let e = load_with(
+            "[agent.peers.b]\naddress = \"127.0.0.2\"\n",
+            None,
+            &[("peer", "b=127.0.0.3")],
+        )
+        .unwrap_err();
+        assert_eq!(e, "--peer b: peer 'b' is named twice");
+        let mixed =
+            "[agent.peers.b]\naddress = \"127.0.0.2\"\n[agent.peers.c]\naddress = \"[::1]:9\"\n";
+        let e = load_with(mixed, None, &[]).unwrap_err();
+        assert!(e.contains("all peers must be of one IP family"), "{e}");
+        let fast = "[agent]\nmax_pps = 150\ninterval = \"10ms\"\n[agent.peers.b]\naddress = \"127.0.0.2\"\n[agent.peers.c]\naddress = \"127.0.0.3\"\n";
+        let e = load_with(fast, None, &[]).unwrap_err();
+        assert!(
+            e.starts_with("2 peers would send 200 probes/s, over max_pps 150"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,590 @@
+//! The agent's Prometheus metrics: names, labels, buckets, and what each
+//! record from the prober adds to them.
+//!
+//! Each histogram is classic and native at once (`prometheus-client`
+//! 0.25): a text scrape gets the fixed buckets, a protobuf scrape gets the
+//! sparse ones as well. Base unit seconds. A peer's handles are looked up
+//! once, when the peer is added, so recording a result hashes no labels.
+
+use super::config::PeerConfig;
+use crate::engine::ReflectorTotals;
+use crate::stats::{Record, RecordKind, Segment};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, NativeHistogramConfig};
+use prometheus_client::registry::{Registry, Unit};
+
+/// The classic buckets' upper bounds, seconds: the microsecond range at
+/// about five per decade (where a host pair's RTT lives), then about three
+/// per decade to one second.
+pub const CLASSIC_BUCKETS: [f64; 31] = [
+    1e-6, 2e-6, 3e-6, 5e-6, 7e-6, 10e-6, 15e-6, 20e-6, 30e-6, 50e-6, 70e-6, 100e-6, 150e-6, 200e-6,
+    300e-6, 500e-6, 700e-6, 1e-3, 2e-3, 3e-3, 5e-3, 7e-3, 10e-3, 20e-3, 30e-3, 50e-3, 100e-3,
+    200e-3, 300e-3, 500e-3, 1.0,
+];
+
+/// Native resolution: schema 3, buckets 2^(1/8) ≈ 9 % wide; a 1 ns zero
+/// bucket (only an |IPDV| of 0 falls in it); at most 160 buckets a series.
+pub fn native_config() -> NativeHistogramConfig {
+    NativeHistogramConfig::with_schema(3)
+        .zero_threshold(1e-9)
+        .max_buckets(160)
+        .max_zero_threshold(1e-6)
+}
+
+fn histogram() -> Histogram {
+    Histogram::new_classic_and_native(CLASSIC_BUCKETS, native_config())
+}
+
+/// `source` and `peer`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Pair {
+    /// This agent.
+    pub source: String,
+    /// The peer measured.
+    pub peer: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PairSegment {
+    source: String,
+    peer: String,
+    segment: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PeerInfo {
+    source: String,
+    peer: String,
+    address: String,
+    protocol: &'static str,
+    timestamps: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Reflected {
+    source: String,
+    protocol: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Build {
+    version: &'static str,
+}
+
+type Hist = Family<Pair, Histogram, fn() -> Histogram>;
+type SegHist = Family<PairSegment, Histogram, fn() -> Histogram>;
+
+/// Every family, registered once.
+#[derive(Debug, Clone)]
+struct Families {
+    rtt: Hist,
+    segment: SegHist,
+    ipdv: Hist,
+    sent: Family<Pair, Counter>,
+    lost: Family<Pair, Counter>,
+    late: Family<Pair, Counter>,
+    duplicate: Family<Pair, Counter>,
+    reordered: Family<Pair, Counter>,
+    stray: Family<Pair, Counter>,
+    misses: Family<Pair, Counter>,
+    reflected: Family<Reflected, Counter>,
+    info: Family<PeerInfo, Gauge>,
+}
+
+/// One peer's series, looked up once.
+#[derive(Debug)]
+struct PeerSeries {
+    labels: Pair,
+    info: PeerInfo,
+    rtt: Histogram,
+    ipdv: Histogram,
+    segments: [Option<Histogram>; 5],
+    sent: Counter,
+    lost: Counter,
+    late: Counter,
+    duplicate: Counter,
+    reordered: Counter,
+    stray: Counter,
+    misses: Counter,
+    /// The last fresh RTT, for |IPDV| (arrival order, losses skipped).
+    previous_rtt_ns: Option<u64>,
+}
+
+/// The agent's metrics, and the registry `/metrics` encodes.
+#[derive(Debug)]
+pub struct Metrics {
+    source: String,
+    families: Families,
+    peers: Vec<PeerSeries>,
+    /// Strays from addresses that are no peer's.
+    unknown_stray: Counter,
+    reflected: [Counter; 2],
+    reflected_seen: [u64; 2],
+}
+
+/// The `peer` label of strays from no peer's address.
+pub const UNKNOWN_PEER: &str = "unknown";
+
+impl Metrics {
+    /// Registers every family in `registry` for agent `source`.
+    pub fn new(registry: &mut Registry, source: &str) -> Self {
+        let f = Families {
+            rtt: Family::new_with_constructor(histogram),
+            segment: Family::new_with_constructor(histogram),
+            ipdv: Family::new_with_constructor(histogram),
+            sent: Family::default(),
+            lost: Family::default(),
+            late: Family::default(),
+            duplicate: Family::default(),
+            reordered: Family::default(),
+            stray: Family::default(),
+            misses: Family::default(),
+            reflected: Family::default(),
+            info: Family::default(),
+        };
+        register(registry, &f);
+        let build = Family::<Build, Gauge>::default();
+        build
+            .get_or_create(&Build {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
+        registry.register(
+            "synapse_build_info",
+            "Synapse's version, as a label",
+            build.clone(),
+        );
+        let unknown_stray = f
+            .stray
+            .get_or_create(&Pair {
+                source: source.into(),
+                peer: UNKNOWN_PEER.into(),
+            })
+            .clone();
+        let reflected = ["echo", "stamp"].map(|protocol| {
+            f.reflected
+                .get_or_create(&Reflected {
+                    source: source.into(),
+                    protocol,
+                })
+                .clone()
+        });
+        Self {
+            source: source.into(),
+            families: f,
+            peers: Vec::new(),
+            unknown_stray,
+            reflected,
+            reflected_seen: [0; 2],
+        }
+    }
+
+    /// Replaces the peers (at start and on reload): a peer that is gone
+    /// loses its series, one that stays keeps its counts.
+    pub fn set_peers(&mut self, peers: &[PeerConfig], timestamps: &str) {
+        let mut old: Vec<PeerSeries> = std::mem::take(&mut self.peers);
+        for p in peers {
+            let info = self.info_of(p, timestamps);
+            let kept = old.iter().position(|s| s.labels.peer == p.name);
+            let series = match kept {
+                Some(i) => old.swap_remove(i),
+                None => self.series_of(info.clone()),
+            };
+            if series.info != info {
+                self.families.info.remove(&series.info);
+            }
+            self.families.info.get_or_create(&info).set(1);
+            self.peers.push(PeerSeries { info, ..series });
+        }
+        for gone in old {
+            self.forget(&gone);
+        }
+    }
+
+    fn info_of(&self, p: &PeerConfig, timestamps: &str) -> PeerInfo {
+        PeerInfo {
+            source: self.source.clone(),
+            peer: p.name.clone(),
+            address: p.address.clone(),
+            protocol: p.protocol(),
+            timestamps: timestamps.into(),
+        }
+    }
+
+    fn series_of(&self, info: PeerInfo) -> PeerSeries {
+        let f = &self.families;
+        let labels = Pair {
+            source: self.source.clone(),
+            peer: info.peer.clone(),
+        };
+        let counter = |fam: &Family<Pair, Counter>| fam.get_or_create(&labels).clone();
+        PeerSeries {
+            rtt: f.rtt.get_or_create(&labels).clone(),
+            ipdv: f.ipdv.get_or_create(&labels).clone(),
+            segments: Default::default(),
+            sent: counter(&f.sent),
+            lost: counter(&f.lost),
+            late: counter(&f.late),
+            duplicate: counter(&f.duplicate),
+            reordered: counter(&f.reordered),
+            stray: counter(&f.stray),
+            misses: counter(&f.misses),
+            previous_rtt_ns: None,
+            info,
+            labels,
+        }
+    }
+
+    fn forget(&self, s: &PeerSeries) {
+        let f = &self.families;
+        let l = &s.labels;
+        f.rtt.remove(l);
+        f.ipdv.remove(l);
+        for fam in [
+            &f.sent,
+            &f.lost,
+            &f.late,
+            &f.duplicate,
+            &f.reordered,
+            &f.stray,
+            &f.misses,
+        ] {
+            fam.remove(l);
+        }
+        for seg in Segment::ALL {
+            f.segment.remove(&PairSegment {
+                source: l.source.clone(),
+                peer: l.peer.clone(),
+                segment: seg.key(),
+            });
+        }
+        f.info.remove(&s.info);
+    }
+
+    /// Adds one record about peer `peer` (an index into the peers set
+    /// last; anything else is a stray from no peer).
+    pub fn record(&mut self, peer: usize, r: &Record) {
+        let Some(s) = self.peers.get_mut(peer) else {
+            if r.kind == RecordKind::Stray {
+                self.unknown_stray.inc();
+            }
+            return;
+        };
+        if r.warmup {
+            return;
+        }
+        match r.kind {
+            RecordKind::Sample => {
+                s.sent.inc();
+                s.rtt.observe(seconds(r.rtt_ns));
+                if let Some(prev) = s.previous_rtt_ns.replace(r.rtt_ns) {
+                    s.ipdv.observe(seconds(prev.abs_diff(r.rtt_ns)));
+                }
+                for seg in Segment::ALL {
+                    if let Some(v) = r.split.get(seg) {
+                        segment_series(&self.families.segment, s, seg).observe(seconds(v));
+                    }
+                }
+            }
+            RecordKind::Lost => {
+                s.sent.inc();
+                s.lost.inc();
+            }
+            RecordKind::Late { reordered } => {
+                s.late.inc();
+                if reordered {
+                    s.reordered.inc();
+                }
+            }
+            RecordKind::Duplicate => {
+                s.duplicate.inc();
+            }
+            RecordKind::Stray => {
+                s.stray.inc();
+            }
+            RecordKind::Missed => {
+                s.misses.inc();
+            }
+            RecordKind::Outage { .. } => {}
+        }
+    }
+
+    /// The reflectors' totals since they started (echo, STAMP).
+    pub fn reflected(&mut self, stamp: bool, totals: &ReflectorTotals) {
+        let i = usize::from(stamp);
+        let new = totals.packets.saturating_sub(self.reflected_seen[i]);
+        self.reflected[i].inc_by(new);
+        self.reflected_seen[i] = self.reflected_seen[i].max(totals.packets);
+    }
+}
+
+/// A segment's series for `s`, created when the segment is first measured
+/// (so a run without kernel stamps shows no empty segment series).
+fn segment_series<'s>(fam: &SegHist, s: &'s mut PeerSeries, seg: Segment) -> &'s Histogram {
+    s.segments[seg.index()].get_or_insert_with(|| {
+        fam.get_or_create(&PairSegment {
+            source: s.labels.source.clone(),
+            peer: s.labels.peer.clone(),
+            segment: seg.key(),
+        })
+        .clone()
+    })
+}
+
+/// Nanoseconds as seconds. Divided, not multiplied by 1e-9: 1,000 ns is
+/// then exactly the bound 1e-6 and falls in its bucket (`le` includes it).
+fn seconds(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn register(r: &mut Registry, f: &Families) {
+    let s = Unit::Seconds;
+    r.register_with_unit(
+        "synapse_rtt",
+        "Round-trip time, application to application",
+        s.clone(),
+        f.rtt.clone(),
+    );
+    r.register_with_unit(
+        "synapse_rtt_segment",
+        "Round-trip time by segment (kernel and NIC timestamps)",
+        s.clone(),
+        f.segment.clone(),
+    );
+    r.register_with_unit(
+        "synapse_ipdv",
+        "|IPDV|: the RTT's change from one reply to the next (RFC 3393)",
+        s,
+        f.ipdv.clone(),
+    );
+    let counters = [
+        (
+            "synapse_probes_sent",
+            "Probes whose fate is known (answered in time, or not)",
+            &f.sent,
+        ),
+        (
+            "synapse_probes_lost",
+            "Probes without a timely reply",
+            &f.lost,
+        ),
+        (
+            "synapse_probes_late",
+            "Replies that came after the timeout (counted lost too)",
+            &f.late,
+        ),
+        (
+            "synapse_replies_duplicate",
+            "Replies received more than once",
+            &f.duplicate,
+        ),
+        (
+            "synapse_replies_reordered",
+            "Late replies that came after a later one's",
+            &f.reordered,
+        ),
+        (
+            "synapse_stray_datagrams",
+            "Datagrams that answer no probe of this agent",
+            &f.stray,
+        ),
+        (
+            "synapse_schedule_misses",
+            "Probe slots skipped because the sender was late",
+            &f.misses,
+        ),
+    ];
+    for (name, help, fam) in counters {
+        r.register(name, help, fam.clone());
+    }
+    r.register(
+        "synapse_reflected",
+        "Datagrams this agent's reflector answered",
+        f.reflected.clone(),
+    );
+    r.register(
+        "synapse_peer_info",
+        "Each peer measured, as labels",
+        f.info.clone(),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Schedule;
+    use crate::stats::{Pattern, Split};
+    use std::time::Duration;
+
+    fn peer(name: &str, stamp: bool) -> PeerConfig {
+        PeerConfig {
+            name: name.into(),
+            address: format!("{name}.example:8080"),
+            addr: "127.0.0.1:8080".parse().unwrap(),
+            schedule: Schedule {
+                pattern: Pattern::Periodic,
+                interval: Duration::from_millis(100),
+            },
+            phase: Duration::ZERO,
+            size: 8,
+            stamp,
+        }
+    }
+
+    fn sample(rtt_ns: u64, split: Split) -> Record {
+        Record {
+            split,
+            ..Record::sample(1, 0, rtt_ns, false)
+        }
+    }
+
+    /// The exposition with each family's series in label order (a family
+    /// keeps them in a hash map, so their order differs from run to run);
+    /// a series' own lines (sum, count, buckets) keep theirs.
+    fn in_label_order(text: &str) -> String {
+        let key = |line: &str| -> String {
+            let labels = line.split_once('{').map_or("", |(_, rest)| rest);
+            let mut k = labels.split('}').next().unwrap_or("").to_string();
+            if let Some(start) = k.find("le=\"") {
+                let end = k[start + 4..]
+                    .find('"')
+                    .map_or(k.len(), |e| start + 4 + e + 2);
+                k.replace_range(start..end.min(k.len()), "");
+            }
+            k
+        };
+        let mut out = Vec::new();
+        let mut series: Vec<&str> = Vec::new();
+        for line in text.lines() {
+            if line.starts_with('#') {
+                series.sort_by_key(|l| key(l));
+                out.append(&mut series);
+                out.push(line);
+            } else {
+                series.push(line);
+            }
+        }
+        series.sort_by_key(|l| key(l));
+        out.append(&mut series);
+        out.join("\n")
+    }
+
+    fn text(r: &Registry) -> String {
+        let mut s = String::new();
+        prometheus_client::encoding::text::encode(&mut s, r).unwrap();
+        s
+    }
+
+    /// The whole text exposition of one peer with a few results: names,
+    /// help, units, labels, every bucket, the counters and the info.
+    #[test]
+    fn the_text_exposition() {
+        let mut reg = Registry::default();
+        let mut m = Metrics::new(&mut reg, "alpha");
+        m.set_peers(&[peer("beta", true)], "software");
+        let split = Split::from_parts([Some(2_000), Some(15_000), Some(3_000), Some(1_000), None]);
+        m.record(0, &sample(21_000, split));
+        m.record(0, &sample(25_000, Split::NONE));
+        m.record(0, &Record::event(RecordKind::Lost, 2, 0, false));
+        m.record(
+            0,
+            &Record::event(RecordKind::Late { reordered: true }, 2, 0, false),
+        );
+        m.record(0, &Record::event(RecordKind::Missed, 3, 0, false));
+        m.record(0, &Record::event(RecordKind::Lost, 0, 0, true)); // warm-up
+        m.record(usize::MAX, &Record::event(RecordKind::Stray, 0, 0, false));
+        let totals = ReflectorTotals {
+            packets: 7,
+            ..ReflectorTotals::default()
+        };
+        m.reflected(false, &totals);
+        m.reflected(false, &totals); // the same totals again add nothing
+        let exposition = text(&reg).replace(env!("CARGO_PKG_VERSION"), "VERSION");
+        insta::assert_snapshot!(in_label_order(&exposition));
+    }
+
+    /// A bucket holds values up to and including its bound (`le`).
+    #[test]
+    fn bucket_bounds_are_inclusive_and_cover_a_microsecond_to_a_second() {
+        assert_eq!(CLASSIC_BUCKETS.first(), Some(&1e-6));
+        assert_eq!(CLASSIC_BUCKETS.last(), Some(&1.0));
+        assert!(CLASSIC_BUCKETS.windows(2).all(|w| w[0] < w[1]));
+        let per_decade = |lo: f64, hi: f64| {
+            CLASSIC_BUCKETS
+                .iter()
+                .filter(|&&b| b > lo && b <= hi)
+                .count()
+        };
+        assert_eq!(per_decade(1e-5, 1e-4), 6, "the µs range is finer");
+        assert!((3..=5).contains(&per_decade(1e-2, 1e-1)));
+        let mut reg = Registry::default();
+        let mut m = Metrics::new(&mut reg, "a");
+        m.set_peers(&[peer("b", false)], "user");
+        m.record(0, &sample(100_000, Split::NONE)); // exactly 100 µs
+        let t = text(&reg);
+        assert!(
+            t.contains(r#"synapse_rtt_seconds_bucket{le="0.0001",source="a",peer="b"} 1"#),
+            "{t}"
+        );
+        assert!(
+            t.contains(r#"synapse_rtt_seconds_bucket{le="0.00007",source="a",peer="b"} 0"#),
+            "{t}"
+        );
+        // Without kernel stamps no segment series appears at all.
+        assert!(!t.contains("synapse_rtt_segment_seconds_bucket{"), "{t}");
+    }
+
+    #[test]
+    fn a_reload_keeps_a_staying_peers_counts_and_drops_a_gone_ones_series() {
+        let mut reg = Registry::default();
+        let mut m = Metrics::new(&mut reg, "a");
+        m.set_peers(&[peer("b", false), peer("c", false)], "user");
+        m.record(0, &Record::event(RecordKind::Lost, 0, 0, false));
+        m.set_peers(&[peer("b", false), peer("d", true)], "software");
+        let t = text(&reg);
+        assert!(
+            t.contains(r#"synapse_probes_lost_total{source="a",peer="b"} 1"#),
+            "{t}"
+        );
+        assert!(!t.contains(r#"peer="c""#), "{t}");
+        assert!(t.contains(r#"synapse_peer_info{source="a",peer="d",address="d.example:8080",protocol="stamp",timestamps="software"} 1"#), "{t}");
+        assert!(
+            !t.contains(r#"timestamps="user""#),
+            "the old info series is gone: {t}"
+        );
+    }
+
+    #[test]
+    fn the_protobuf_form_carries_native_buckets() {
+        use prometheus_client::encoding::prometheus_protobuf::encode;
+        let mut reg = Registry::default();
+        let mut m = Metrics::new(&mut reg, "a");
+        m.set_peers(&[peer("b", false)], "user");
+        for rtt in [20_000, 21_000, 40_000] {
+            m.record(0, &sample(rtt, Split::NONE));
+        }
+        let families = encode(&reg).unwrap();
+        let rtt = families
+            .iter()
+            .find(|f| f.name == "synapse_rtt_seconds")
+            .unwrap();
+        let h = rtt.metric[0].histogram.as_ref().unwrap();
+        assert_eq!((h.schema, h.sample_count), (3, 3));
+        // Native buckets are deltas of counts: their running sums add up
+        // to every observation.
+        let counts = h.positive_delta.iter().scan(0, |c, d| {
+            *c += d;
+            Some(*c)
+        });
+        assert_eq!(counts.sum::<i64>(), 3, "{h:?}");
+        assert!(!h.positive_span.is_empty(), "{h:?}");
+        assert_eq!(
+            h.bucket.len(),
+            CLASSIC_BUCKETS.len() + 1,
+            "classic buckets ride along"
+        );
+    }
+}

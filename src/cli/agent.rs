@@ -1,0 +1,230 @@
+//! `synapse agent`: its options, declared once. The flags here are also the
+//! keys of the configuration file's `[agent]` table, and [`PeerOptions`]
+//! the keys of each `[agent.peers.NAME]` table (and of a `peers_file`'s
+//! `[peers.NAME]`): the file is read against these declarations, as the
+//! profiles are read against the client's.
+
+use super::{ClockArgs, PaceArgs, PacketArgs, ThreadArgs};
+use crate::engine::socket::address_text;
+use crate::units::seconds;
+use clap::{ArgAction, Args};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `synapse agent`.
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    pub options: AgentOptions,
+
+    /// Configuration file: an `[agent]` table with these options and
+    /// `[agent.peers.NAME]` tables [default: $XDG_CONFIG_HOME/synapse/config.toml].
+    /// SIGHUP reads it again.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// Headless even on a terminal (the live table is shown otherwise).
+    #[arg(long)]
+    pub no_ui: bool,
+
+    /// Print one JSON object per peer every --report-every on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What the agent does: flags, and keys of the `[agent]` table.
+#[derive(Debug, Args, Clone)]
+pub struct AgentOptions {
+    /// This host's name in the metrics' `source` label [default: the host
+    /// name].
+    #[arg(long, value_name = "NAME", value_parser = label_value)]
+    pub name: Option<String>,
+
+    /// Also answer the peers' probes: plain echo on ADDR, STAMP on
+    /// --stamp-port of the same address; `none` answers nothing.
+    #[arg(long, value_name = "ADDR|none", default_value = "0.0.0.0:8080", value_parser = reflect_text)]
+    pub reflect: String,
+
+    /// The reflector's STAMP port (0: no STAMP) [default: 862, or plain
+    /// echo alone when it cannot be bound].
+    #[arg(long, value_name = "PORT")]
+    pub stamp_port: Option<u16>,
+
+    /// A peer to measure, NAME=HOST[:PORT] (port 8080, or 862 with
+    /// --stamp). Repeat for several.
+    #[arg(long, value_name = "NAME=HOST[:PORT]", action = ArgAction::Append, value_parser = peer_text)]
+    pub peer: Vec<String>,
+
+    /// A second TOML file of `[peers.NAME]` tables, for tooling to render
+    /// (Kubernetes, Consul templates); read again on SIGHUP.
+    #[arg(long, value_name = "PATH")]
+    pub peers_file: Option<PathBuf>,
+
+    /// Local address the probes leave from [default: any].
+    #[arg(long, value_name = "ADDR", value_parser = address_text)]
+    pub bind: Option<String>,
+
+    /// Serve Prometheus metrics at http://ADDR/metrics (port 0: any free
+    /// one, printed on stderr).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9862")]
+    pub metrics_listen: String,
+
+    /// How often the live table's window and the --json lines turn over.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = report_every)]
+    pub report_every: Duration,
+
+    /// Refuse a configuration whose peers together would send more probes
+    /// per second than this.
+    #[arg(long, value_name = "PPS", default_value = "10000", value_parser = max_pps)]
+    pub max_pps: f64,
+
+    #[command(flatten)]
+    pub pace: PaceArgs,
+
+    #[command(flatten)]
+    pub packet: PacketArgs,
+
+    #[command(flatten)]
+    pub clock: ClockArgs,
+
+    #[command(flatten)]
+    pub thread: ThreadArgs,
+}
+
+/// One peer's table: `[agent.peers.NAME]`, or `[peers.NAME]` in a
+/// `peers_file`. What it leaves out comes from its profile, then from the
+/// agent's own options.
+#[derive(Debug, Args, Clone)]
+pub struct PeerOptions {
+    /// The peer's reflector, HOST[:PORT].
+    #[arg(long, value_name = "HOST[:PORT]", value_parser = address_text)]
+    pub address: Option<String>,
+
+    /// A saved profile whose server (as the address), pacing and packet
+    /// this peer reuses.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+
+    #[command(flatten)]
+    pub pace: PaceArgs,
+
+    #[command(flatten)]
+    pub packet: PacketArgs,
+}
+
+/// The peer interval when none is given: ten probes a second.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The schema of an `[agent]` table.
+pub fn agent_schema() -> clap::Command {
+    AgentOptions::augment_args(super::table_schema("agent"))
+}
+
+/// The schema of a peer's table.
+pub fn peer_schema() -> clap::Command {
+    PeerOptions::augment_args(super::table_schema("peer"))
+}
+
+/// `--reflect`: an address, or `none`.
+fn reflect_text(s: &str) -> Result<String, String> {
+    if s == "none" {
+        Ok(s.into())
+    } else {
+        address_text(s)
+    }
+}
+
+/// A Prometheus label value a person can read: no control characters.
+pub fn label_value(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.len() > 128 {
+        return Err(format!("'{s}': a name is 1 to 128 characters"));
+    }
+    if s.chars().any(char::is_control) {
+        return Err("a name cannot hold control characters".into());
+    }
+    Ok(s.into())
+}
+
+/// `--peer NAME=HOST[:PORT]`.
+fn peer_text(s: &str) -> Result<String, String> {
+    let (name, addr) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not NAME=HOST[:PORT]"))?;
+    label_value(name)?;
+    address_text(addr)?;
+    Ok(s.into())
+}
+
+/// Splits a checked `--peer` value into its name and address.
+pub fn split_peer(s: &str) -> (&str, &str) {
+    s.split_once('=').unwrap_or((s, ""))
+}
+
+fn report_every(s: &str) -> Result<Duration, String> {
+    let d = seconds(s)?;
+    if d < Duration::from_secs(1) {
+        return Err(format!("'{s}': at least 1s"));
+    }
+    Ok(d)
+}
+
+fn max_pps(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a positive number of packets per second"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_are_name_equals_address() {
+        assert_eq!(peer_text("b=10.0.0.2:9000").unwrap(), "b=10.0.0.2:9000");
+        assert_eq!(split_peer("b=10.0.0.2:9000"), ("b", "10.0.0.2:9000"));
+        assert!(peer_text("10.0.0.2").unwrap_err().contains("NAME=HOST"));
+        assert!(peer_text("=10.0.0.2").is_err());
+        assert!(peer_text("b=not an address").is_err());
+    }
+
+    #[test]
+    fn report_every_and_max_pps_refuse_nonsense() {
+        assert!(report_every("100ms").is_err());
+        assert_eq!(report_every("10").unwrap(), Duration::from_secs(10));
+        assert!(max_pps("0").is_err());
+        assert!(max_pps("NaN").is_err());
+        assert_eq!(max_pps("500").unwrap(), 500.0);
+    }
+
+    #[test]
+    fn the_tables_take_the_flags_ids() {
+        let ids = |c: clap::Command| -> Vec<String> {
+            crate::config::settings::options(&c)
+                .map(|a| a.get_id().to_string())
+                .collect()
+        };
+        let agent = ids(agent_schema());
+        for k in [
+            "name",
+            "reflect",
+            "peer",
+            "peers_file",
+            "metrics_listen",
+            "interval",
+            "size",
+            "timeout_ms",
+            "cpu",
+        ] {
+            assert!(agent.iter().any(|a| a == k), "{k} in {agent:?}");
+        }
+        assert_eq!(
+            ids(peer_schema()),
+            [
+                "address", "profile", "interval", "rate", "poisson", "size", "stamp"
+            ]
+        );
+    }
+}

@@ -1,0 +1,192 @@
+//! The agent's session: its reflector (echo, and STAMP beside it) and one
+//! prober thread for all its peers. A reload replaces the prober; the
+//! reflector keeps answering throughout.
+
+use super::ServerSession;
+use crate::agent::config::AgentConfig;
+use crate::engine::{
+    Budget, EngineError, NO_PEER, Placement, ProbeConfig, ProberConfig, ProberRun, Protocol,
+    ReflectorEvent, Role, StampingInfo, StopFlag, ThreadPlacement, choose_cpu, start_prober,
+};
+use crate::error::AppError;
+use crate::plan::{Output, ServerPlan};
+use crate::session::{Opening, Side};
+use crate::stats::Record;
+use std::time::Duration;
+
+/// Records the prober can queue for the exporter: 6.5 s of 10,000
+/// probes/s (the default `max_pps`) in 7 MiB, read every 50 ms.
+const PROBER_RING: usize = 1 << 16;
+
+/// Probes each peer sends before its figures count: the first one warms
+/// ARP and route caches.
+const WARMUP: u64 = 1;
+
+/// A running agent's measurement side.
+#[derive(Debug)]
+pub struct AgentSession {
+    reflector: Option<ServerSession>,
+    prober: Option<ProberRun>,
+}
+
+impl AgentSession {
+    /// Starts the reflector (if asked for) and the prober (if there are
+    /// peers).
+    pub fn start(cfg: &AgentConfig, stop: &StopFlag) -> Result<Self, AppError> {
+        let reflector = match cfg.reflect {
+            Some(bind) => Some(ServerSession::start(
+                &reflector_plan(cfg, bind)?,
+                bind,
+                Protocol::Echo,
+                stop,
+            )?),
+            None => None,
+        };
+        let mut s = Self {
+            reflector,
+            prober: None,
+        };
+        s.restart_prober(cfg)?;
+        Ok(s)
+    }
+
+    /// Replaces the prober with one for `cfg`'s peers. On failure there is
+    /// none, and the error says why.
+    pub fn restart_prober(&mut self, cfg: &AgentConfig) -> Result<(), AppError> {
+        if let Some(mut old) = self.prober.take() {
+            old.stop();
+            old.join()?;
+        }
+        if cfg.peers.is_empty() {
+            return Ok(());
+        }
+        let (cpu, cpu_auto) = choose_cpu(cfg.thread.cpu, Role::Client)?;
+        let prober = ProberConfig {
+            bind: cfg.bind,
+            peers: cfg.peers.iter().map(probe_of).collect(),
+            timeout: cfg.timeout,
+            thread: ThreadPlacement {
+                cpu,
+                cpu_auto,
+                busy_poll: cfg.thread.busy_poll,
+                rt: cfg.thread.rt,
+                keep_awake: cfg.thread.keep_awake,
+            },
+            timestamps: cfg.timestamps,
+            ring_capacity: PROBER_RING,
+        };
+        self.prober = Some(start_prober(prober, StopFlag::new())?);
+        Ok(())
+    }
+
+    /// How the probes are stamped (`None`: no prober).
+    pub fn stamping(&self) -> Option<&StampingInfo> {
+        self.prober.as_ref().map(|p| &p.stamping)
+    }
+
+    /// Where the echo reflector and the STAMP one answer.
+    pub fn reflector_addrs(&self) -> (Option<std::net::SocketAddr>, Option<std::net::SocketAddr>) {
+        match &self.reflector {
+            Some(r) => (Some(r.echo_addr()), r.stamp_addr()),
+            None => (None, None),
+        }
+    }
+
+    /// Why STAMP is not being answered, when its default port was refused.
+    pub fn stamp_refused(&self) -> Option<&str> {
+        self.reflector
+            .as_ref()
+            .and_then(|r| r.stamp_refused.as_deref())
+    }
+
+    /// Hands every prober record since the last call to `each`, with its
+    /// peer's index (`None`: a datagram from no peer).
+    pub fn drain(&mut self, mut each: impl FnMut(Option<usize>, &Record)) {
+        if let Some(p) = self.prober.as_mut() {
+            while let Ok(r) = p.records.pop() {
+                let peer = (r.peer != NO_PEER).then_some(r.peer as usize);
+                each(peer, &r.record);
+            }
+        }
+    }
+
+    /// Hands the reflectors' events since the last call to `each`.
+    pub fn drain_reflector(&mut self, each: impl FnMut(Side, ReflectorEvent)) {
+        if let Some(r) = self.reflector.as_mut() {
+            r.drain(each);
+        }
+    }
+
+    /// Records the exporter missed (its ring was full).
+    pub fn ring_overflow(&self) -> u64 {
+        self.prober.as_ref().map_or(0, ProberRun::ring_overflow)
+    }
+
+    /// Why the agent cannot go on: a measurement thread ended by itself.
+    pub fn failure(&mut self) -> Option<String> {
+        if let Some(p) = self.prober.as_mut().filter(|p| p.is_finished()) {
+            let why = match p.join() {
+                Err(e) => e.to_string(),
+                Ok(_) => "the prober stopped".into(),
+            };
+            self.prober = None;
+            return Some(why);
+        }
+        self.reflector
+            .as_ref()
+            .filter(|r| r.failed())
+            .map(|_| "the reflector stopped".into())
+    }
+
+    /// Stops everything; `each` gets the last records. Where the prober ran.
+    pub fn finish(
+        mut self,
+        each: impl FnMut(Option<usize>, &Record),
+    ) -> Option<Result<Placement, EngineError>> {
+        let placed = self.prober.as_mut().map(|p| {
+            p.stop();
+            p.join()
+        });
+        self.drain(each);
+        if let Some(r) = self.reflector.take() {
+            r.finish(|_, _| {});
+        }
+        placed
+    }
+}
+
+/// The engine's request for one peer: probed until stopped.
+fn probe_of(p: &crate::agent::config::PeerConfig) -> ProbeConfig {
+    ProbeConfig {
+        addr: p.addr,
+        schedule: p.schedule,
+        phase: p.phase,
+        warmup: WARMUP,
+        budget: Budget::Unbounded,
+        size: p.size,
+        stamp: p.stamp,
+    }
+}
+
+/// The reflector side as a server run: blocking, on a CPU of its own
+/// choosing (the prober has the one asked for), no log.
+fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<ServerPlan, AppError> {
+    let (cpu, cpu_auto) = choose_cpu(None, Role::Reflector)?;
+    Ok(ServerPlan {
+        bind,
+        session_idle: Duration::from_secs(1),
+        thread: ThreadPlacement {
+            cpu,
+            cpu_auto,
+            busy_poll: false,
+            rt: false,
+            keep_awake: false,
+        },
+        output: Output::Text,
+        fps: 1,
+        stamp_port: cfg.stamp_port,
+        stamp_required: cfg.stamp_required,
+        log: None,
+        log_opening: Opening::New,
+    })
+}
