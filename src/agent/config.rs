@@ -547,3 +547,35 @@ profile = "lab"
         );
     }
 }
+
+#[cfg(test)]
+mod example {
+    use super::*;
+
+    /// `config.example.toml` loads as an agent's configuration, and its
+    /// `[agent]` section documents every agent option, its peer table every
+    /// peer option.
+    #[test]
+    fn the_example_documents_every_agent_and_peer_option() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("config.example.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let cfg = load(&Sources {
+            typed: Settings::default(),
+            config: Some(path),
+        })
+        .unwrap();
+        assert_eq!(cfg.peers.len(), 1);
+        assert!(cfg.peers[0].stamp);
+        let agent = &text[text.find("\n[agent]").unwrap()..text.find("\n[agent.peers.").unwrap()];
+        let peers = &text[text.find("\n[agent.peers.").unwrap()..];
+        for (section, schema) in [(agent, agent_schema()), (peers, peer_schema())] {
+            for arg in config::settings::options(&schema) {
+                let key = arg.get_id().as_str();
+                let documented = section
+                    .lines()
+                    .any(|l| l.trim_start_matches("# ").starts_with(&format!("{key} = ")));
+                assert!(documented, "config.example.toml's agent part does not document '{key}'");
+            }
+        }
+    }
+}

@@ -172,9 +172,8 @@ pub fn render(view: &TableView, area: Rect, buf: &mut Buffer, theme: Theme) {
     ]);
     let note = Line::styled(
         format!(
-            " figures over the last {0}–{1} s; sparkline: median per {0} s window, last {2}",
+            " figures over the last whole {0} s window (the first as it fills); history: median per window, last {1}",
             view.window_s,
-            view.window_s * 2,
             HISTORY.min(24)
         ),
         theme.dim(),

@@ -90,29 +90,15 @@ impl Window {
         }
     }
 
-    fn add(&mut self, other: &Window) {
-        let _ = self.rtt.add(&other.rtt);
-        let _ = self.ipdv.add(&other.ipdv);
-        let (a, b) = (&mut self.counts, &other.counts);
-        a.sent += b.sent;
-        a.lost += b.lost;
-        a.late += b.late;
-        a.duplicate += b.duplicate;
-        a.reordered += b.reordered;
-        a.stray += b.stray;
-        a.schedule_misses += b.schedule_misses;
-        for i in 0..5 {
-            self.seg_sum[i] += other.seg_sum[i];
-            self.seg_n[i] += other.seg_n[i];
-        }
-    }
 }
 
-/// One peer's current and previous windows, and its history.
+/// One peer's window being filled, the figures of the last one, and its
+/// history. (Only one window's histograms: a thousand peers' worth of
+/// memory stays small.)
 #[derive(Debug, Clone)]
 pub struct PeerWindow {
     current: Window,
-    previous: Option<Window>,
+    previous: Option<Figures>,
     previous_rtt_ns: Option<u64>,
     /// Median RTT of each past window, oldest first (`None`: no reply).
     pub history: VecDeque<Option<u64>>,
@@ -168,17 +154,10 @@ impl PeerWindow {
         }
     }
 
-    /// What the live table shows: the window being filled and the one
-    /// before it together, so the figures never start from nothing.
+    /// What the live table shows: the last whole window, or the first one
+    /// as it fills.
     pub fn live(&self) -> Figures {
-        match &self.previous {
-            Some(p) => {
-                let mut both = p.clone();
-                both.add(&self.current);
-                both.figures()
-            }
-            None => self.current.figures(),
-        }
+        self.previous.unwrap_or_else(|| self.current.figures())
     }
 
     /// Ends the window: its figures, kept in the history.
@@ -188,9 +167,8 @@ impl PeerWindow {
             self.history.pop_front();
         }
         self.history.push_back(f.rtt_p50_ns);
-        let mut next = self.previous.take().unwrap_or_else(Window::new);
-        next.reset();
-        self.previous = Some(std::mem::replace(&mut self.current, next));
+        self.current.reset();
+        self.previous = Some(f);
         f
     }
 }
@@ -235,15 +213,18 @@ mod tests {
     }
 
     #[test]
-    fn the_live_view_spans_two_windows_and_history_is_bounded() {
+    fn the_live_view_is_the_last_whole_window_and_history_is_bounded() {
         let mut w = PeerWindow::default();
         w.record(&sample(10_000));
+        assert_eq!(w.live().sent, 1, "the first window as it fills");
         w.turn();
         w.record(&sample(10_000));
+        w.record(&sample(10_000));
+        assert_eq!(w.live().sent, 1, "the last whole window");
+        w.turn();
         assert_eq!(w.live().sent, 2);
         w.turn();
-        w.turn();
-        assert_eq!(w.live().sent, 0, "two windows on, the old samples are gone");
+        assert_eq!(w.live().sent, 0, "a window without traffic shows none");
         for _ in 0..HISTORY + 5 {
             w.turn();
         }

@@ -371,6 +371,7 @@ impl PacedRun<'_> {
             timeout: cfg.timeout,
             busy_poll: cfg.thread.busy_poll,
             give_up: true,
+            spin_to_slot: true,
         };
         let sink = ClientSink {
             out: output,

@@ -151,6 +151,7 @@ pub fn start_prober(cfg: ProberConfig, stop: StopFlag) -> Result<ProberRun, Engi
                 timeout: cfg.timeout,
                 busy_poll: cfg.thread.busy_poll,
                 give_up: false,
+                spin_to_slot: false,
             };
             let mut pacer = Pacer::new(&socket, cfg.peers, pacer_cfg, stamps, sink);
             pacer.run(&thread_stop)?;

@@ -87,6 +87,7 @@ pub struct Pacer<'a, S: Sink> {
     busy_poll: bool,
     /// End the run with the reason when the (single) peer never answers.
     give_up: bool,
+    spin_to_slot: bool,
     /// Poll the socket on the next turn: something may be waiting.
     poll: bool,
     /// The run slept since the last slot (else the margin ages).
@@ -103,6 +104,11 @@ pub struct PacerConfig {
     pub busy_poll: bool,
     /// End the run when the peer never answers (single-peer runs).
     pub give_up: bool,
+    /// Wake a little before each slot and spin to it (a measurement run),
+    /// or sleep right up to it and accept the wake-up's lateness, which
+    /// each request's send lag records (an agent: thousands of slots a
+    /// second, where spinning between them would keep a core busy).
+    pub spin_to_slot: bool,
 }
 
 impl<'a, S: Sink> Pacer<'a, S> {
@@ -163,6 +169,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             timeout_ns: cfg.timeout.as_nanos() as u64,
             busy_poll: cfg.busy_poll,
             give_up: cfg.give_up,
+            spin_to_slot: cfg.spin_to_slot,
             poll: false,
             slept: false,
             sink,
@@ -220,8 +227,11 @@ impl<'a, S: Sink> Pacer<'a, S> {
             until(self.deadlines.front().map(|d| d.0)).min(STOP_CHECK.as_nanos() as u64);
         let sleep = if self.busy_poll {
             None
-        } else {
+        } else if self.spin_to_slot {
             self.waiter.sleep_for(to_slot, to_deadline)
+        } else {
+            let ns = to_slot.min(to_deadline);
+            (ns > 0).then(|| Duration::from_nanos(ns))
         };
         let Some(sleep) = sleep else {
             // Awake: look at the socket on every turn until the slot.
