@@ -574,7 +574,10 @@ mod example {
                 let documented = section
                     .lines()
                     .any(|l| l.trim_start_matches("# ").starts_with(&format!("{key} = ")));
-                assert!(documented, "config.example.toml's agent part does not document '{key}'");
+                assert!(
+                    documented,
+                    "config.example.toml's agent part does not document '{key}'"
+                );
             }
         }
     }

@@ -96,6 +96,10 @@ pub fn run(args: AgentArgs, matches: &clap::ArgMatches) -> Result<i32, AppError>
         config: args.config.clone(),
     };
     let cfg = config::load(&sources)?;
+    if args.check {
+        print!("{}", report::check_text(&cfg));
+        return Ok(exit::PASS);
+    }
     let signals = Signals::install()?;
     let mut agent = Agent::start(sources, cfg, &signals.stop)?;
     console::note(&format!("metrics on http://{}/metrics", agent.metrics_addr));

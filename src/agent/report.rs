@@ -89,6 +89,31 @@ pub fn summary_line(peers: &[PeerConfig], figures: &[Figures]) -> String {
     text
 }
 
+/// What `--check` prints: the configuration as it would run.
+pub fn check_text(c: &super::config::AgentConfig) -> String {
+    let reflect = c.reflect.map_or_else(|| "none".into(), |a| a.to_string());
+    let mut out = format!(
+        "agent '{}': reflect {reflect}, metrics on {}, {} at {:.0} probes/s (max_pps {:.0})\n",
+        c.name,
+        c.metrics_listen,
+        count_of(c.peers.len() as u64, "peer"),
+        super::spread::total_pps(&c.peers),
+        c.max_pps
+    );
+    for p in &c.peers {
+        out.push_str(&format!(
+            "  {}  {} ({}), {} every {}, first at +{}\n",
+            p.name,
+            p.addr,
+            p.address,
+            p.protocol(),
+            format_ns(p.schedule.interval.as_nanos() as f64),
+            format_ns(p.phase.as_nanos() as f64),
+        ));
+    }
+    out
+}
+
 /// The first lines: who this is and what it does.
 pub fn banner(agent: &Agent) -> String {
     let c = &agent.cfg;

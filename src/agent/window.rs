@@ -89,7 +89,6 @@ impl Window {
             ..c
         }
     }
-
 }
 
 /// One peer's window being filled, the figures of the last one, and its

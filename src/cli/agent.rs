@@ -30,6 +30,11 @@ pub struct AgentArgs {
     /// Print one JSON object per peer every --report-every on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// Read and check the configuration, print the peers it would measure,
+    /// and exit (0: good, 2: not), sending nothing.
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// What the agent does: flags, and keys of the `[agent]` table.
