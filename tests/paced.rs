@@ -144,20 +144,28 @@ fn ipdv_of_a_known_delay_pattern_is_exact() {
     ]));
     assert_eq!(u(&j, &["packets", "received"]), 400, "{j}");
     let jit = &j["jitter_ns"];
-    // The log's rows are in sequence order, which here is arrival order.
+    // The log's rows are in sequence order; jitter is over arrival order,
+    // which differs when a stalled host lets a reply overtake another: the
+    // rows are put in the order of their receive times (T4_SW, exact to
+    // the nanosecond as seconds and nanoseconds).
     let text = std::fs::read_to_string(&log).unwrap();
-    let at = text
-        .lines()
-        .next()
-        .unwrap()
-        .split(',')
-        .position(|c| c == "RTT")
-        .unwrap();
-    let rtts: Vec<f64> = text
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|c| *c == name).unwrap();
+    let (at, t4) = (col("RTT"), col("T4_SW"));
+    let mut rows: Vec<((u64, u64), f64)> = text
         .lines()
         .skip(1)
-        .map(|l| l.split(',').nth(at).unwrap().parse().unwrap())
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let (s, ns) = f[t4].split_once('.').unwrap();
+            (
+                (s.parse().unwrap(), ns.parse().unwrap()),
+                f[at].parse().unwrap(),
+            )
+        })
         .collect();
+    rows.sort_by_key(|r| r.0);
+    let rtts: Vec<f64> = rows.into_iter().map(|r| r.1).collect();
     let mut estimator = 0.0;
     for w in rtts.windows(2) {
         estimator += ((w[1] - w[0]).abs() - estimator) / 16.0;

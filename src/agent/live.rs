@@ -1,12 +1,17 @@
 //! The agent on a terminal: the live table, redrawn four times a second,
 //! until `q`, Esc, Ctrl-C or a signal. The terminal is restored on every
-//! way out.
+//! way out. Here SIGHUP means what it means to any terminal program, the
+//! terminal hung up, so it ends the agent (left running, it would probe
+//! on unseen); `r` reloads the configuration instead.
 
 use super::table::{PeerRow, TableView, render};
 use super::{Agent, POLL, Signals};
 use crate::error::AppError;
 use crate::ui::theme::Theme;
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use std::io::IsTerminal;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Redraws per second: the figures move no faster.
@@ -40,11 +45,49 @@ pub fn view(agent: &Agent) -> TableView {
     }
 }
 
-fn quit_key(ev: &Event) -> bool {
-    let Event::Key(k) = ev else { return false };
-    k.kind == KeyEventKind::Press
-        && (matches!(k.code, KeyCode::Char('q') | KeyCode::Esc)
-            || (k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL)))
+/// What a key asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Quit,
+    Reload,
+    Other,
+}
+
+fn key_of(ev: &Event) -> Key {
+    let Event::Key(k) = ev else { return Key::Other };
+    if k.kind != KeyEventKind::Press {
+        return Key::Other;
+    }
+    match k.code {
+        KeyCode::Char('q') | KeyCode::Esc => Key::Quit,
+        KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Key::Quit,
+        KeyCode::Char('r') => Key::Reload,
+        _ => Key::Other,
+    }
+}
+
+/// What the terminal has for us.
+enum Input {
+    Ready,
+    Nothing,
+    Hangup,
+}
+
+/// Waits up to [`POLL`] for a key. The terminal is polled here, not in
+/// crossterm: on a terminal that hung up, crossterm's reader spins on
+/// end-of-file and never returns.
+fn wait_for_keys(stdin_tty: bool) -> Result<Input, AppError> {
+    if !stdin_tty {
+        std::thread::sleep(POLL);
+        return Ok(Input::Nothing);
+    }
+    let ready = crate::engine::terminal_input(std::io::stdin().as_raw_fd(), POLL)
+        .map_err(|e| AppError::Runtime(anyhow::anyhow!("cannot wait for keys: {e}")))?;
+    Ok(match ready {
+        Some(true) => Input::Ready,
+        Some(false) => Input::Nothing,
+        None => Input::Hangup,
+    })
 }
 
 /// Runs the live table until the user quits or a signal stops the agent.
@@ -53,8 +96,10 @@ pub fn run(agent: &mut Agent, signals: &Signals) -> Result<(), AppError> {
     let theme = Theme::from_env();
     let outcome = (|| -> Result<(), AppError> {
         let mut next_frame = Instant::now();
-        while !signals.stop.is_raised() {
-            if let Some(why) = agent.step(signals) {
+        let stdin_tty = std::io::stdin().is_terminal();
+        // SIGHUP is a hangup here, not a reload.
+        while !signals.stop.is_raised() && !signals.reload.load(Ordering::Relaxed) {
+            if let Some(why) = agent.step() {
                 return Err(AppError::Runtime(anyhow::anyhow!(why)));
             }
             let _ = agent.turn_if_due(Instant::now());
@@ -65,8 +110,24 @@ pub fn run(agent: &mut Agent, signals: &Signals) -> Result<(), AppError> {
                     .map_err(|e| AppError::Runtime(anyhow::Error::new(e)))?;
                 next_frame = Instant::now() + FRAME;
             }
-            if event::poll(POLL)? && quit_key(&event::read()?) {
-                break;
+            match wait_for_keys(stdin_tty)? {
+                Input::Hangup => break,
+                Input::Nothing => {}
+                Input::Ready => {
+                    if event::poll(Duration::ZERO)? {
+                        match key_of(&event::read()?) {
+                            Key::Quit => break,
+                            Key::Reload => {
+                                // Its note goes to stderr, over the table:
+                                // the next frame is drawn whole.
+                                agent.reload();
+                                terminal.clear()?;
+                                next_frame = Instant::now();
+                            }
+                            Key::Other => {}
+                        }
+                    }
+                }
             }
         }
         Ok(())

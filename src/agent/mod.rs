@@ -31,7 +31,7 @@ use config::{AgentConfig, Sources};
 use metrics::Metrics;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 use window::{Figures, PeerWindow};
 
@@ -238,12 +238,9 @@ impl Agent {
         self.cfg = cfg;
     }
 
-    /// One turn of any front end's loop: reload when asked, read the
-    /// threads. Why the agent must stop, if it must.
-    pub fn step(&mut self, signals: &Signals) -> Option<String> {
-        if signals.reload.swap(false, Ordering::Relaxed) {
-            self.reload();
-        }
+    /// One turn of any front end's loop: read the threads. Why the agent
+    /// must stop, if it must.
+    pub fn step(&mut self) -> Option<String> {
         self.poll();
         self.session.failure()
     }

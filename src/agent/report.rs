@@ -10,6 +10,7 @@ use crate::stats::Segment;
 use crate::units::{count_of, format_ns};
 use serde::Serialize;
 use std::io::Write;
+use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// One peer's window, as a `--json` line.
@@ -143,7 +144,10 @@ pub fn run_headless(agent: &mut Agent, signals: &Signals, json: bool) -> Result<
         writeln!(out, "{}", banner(agent))?;
     }
     while !signals.stop.is_raised() {
-        if let Some(why) = agent.step(signals) {
+        if signals.reload.swap(false, Ordering::Relaxed) {
+            agent.reload();
+        }
+        if let Some(why) = agent.step() {
             return Err(AppError::Runtime(anyhow::anyhow!(why)));
         }
         if let Some(figures) = agent.turn_if_due(Instant::now()) {

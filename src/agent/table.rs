@@ -207,8 +207,8 @@ pub fn render(view: &TableView, area: Rect, buf: &mut Buffer, theme: Theme) {
         .block(Block::default().borders(Borders::TOP))
         .render(body, buf);
     let mut hints = vec![Span::styled(" q", theme.key()), Span::raw(" quit   ")];
-    hints.push(Span::styled("kill -HUP", theme.key()));
-    hints.push(Span::raw(" reload"));
+    hints.push(Span::styled("r", theme.key()));
+    hints.push(Span::raw(" reload the configuration"));
     if view.overflow > 0 || view.reload_errors > 0 {
         hints.push(Span::styled(
             format!(

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 /// `synapse agent`.
 #[derive(Debug, Args)]
+#[command(after_long_help = AGENT_AFTER_HELP)]
 pub struct AgentArgs {
     #[command(flatten)]
     pub options: AgentOptions,
@@ -116,6 +117,15 @@ pub struct PeerOptions {
     #[command(flatten)]
     pub packet: PacketArgs,
 }
+
+const AGENT_AFTER_HELP: &str = "\
+Every peer is probed on its own schedule, every --interval (default 100ms), the
+first probe offset by a hash of (name, peer) so a mesh never fires in step.
+SIGHUP reloads the configuration (a bad one is reported and the last good one
+runs on); SIGINT and SIGTERM stop the agent. Metrics: synapse_rtt_seconds,
+synapse_rtt_segment_seconds, synapse_ipdv_seconds (classic and native
+histograms), synapse_probes_{sent,lost,late}_total and more; see the README,
+\"Measuring a fleet\".";
 
 /// The peer interval when none is given: ten probes a second.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);

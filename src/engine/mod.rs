@@ -29,6 +29,9 @@ pub use reflector::{
     ReflectorTotals, SessionInfo, start_reflector,
 };
 pub use socket::resolve;
+/// Waiting for keys without crossterm's reader, which spins on a terminal
+/// that hung up (the agent's live table).
+pub use sys::terminal_input;
 pub use timestamping::capabilities;
 pub use timestamping::{TimestampMode, Timestamping};
 

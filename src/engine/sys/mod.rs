@@ -309,6 +309,38 @@ pub fn wait_readable(fd: RawFd, timeout: std::time::Duration) -> io::Result<Read
     })
 }
 
+/// Whether the terminal `fd` has input within `timeout`: `Some(true)` it
+/// has, `Some(false)` it has not, `None` it hung up (`POLLHUP`, with or
+/// without input left to read).
+pub fn terminal_input(fd: RawFd, timeout: std::time::Duration) -> io::Result<Option<bool>> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    };
+    // SAFETY: pfd and ts are live for the call; one pollfd is passed; a
+    // null signal mask leaves the thread's mask alone.
+    let n = unsafe { libc::ppoll(&raw mut pfd, 1, &raw const ts, std::ptr::null()) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EINTR) => Ok(Some(false)),
+            _ => Err(e),
+        };
+    }
+    Ok(
+        if pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+            None
+        } else {
+            Some(n > 0)
+        },
+    )
+}
+
 /// Eight random bytes from the kernel (`getrandom`), for per-run tokens.
 pub fn random_u64() -> io::Result<u64> {
     let mut buf = [0u8; 8];
