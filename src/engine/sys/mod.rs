@@ -281,6 +281,17 @@ pub enum Readiness {
 /// nanosecond timeout (`ppoll`), unlike `SO_RCVTIMEO`, which the kernel
 /// rounds up to whole ticks.
 pub fn wait_readable(fd: RawFd, timeout: std::time::Duration) -> io::Result<Readiness> {
+    Ok(match poll_in(fd, timeout)? {
+        None | Some(0) => Readiness::TimedOut,
+        Some(revents) if revents & libc::POLLIN != 0 => Readiness::Readable,
+        Some(_) => Readiness::ErrorQueue,
+    })
+}
+
+/// `ppoll` on one descriptor for input: its `revents`, `Some(0)` when the
+/// time ran out, `None` when a signal came.
+#[inline]
+fn poll_in(fd: RawFd, timeout: std::time::Duration) -> io::Result<Option<libc::c_short>> {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -296,49 +307,22 @@ pub fn wait_readable(fd: RawFd, timeout: std::time::Duration) -> io::Result<Read
     if n < 0 {
         let e = io::Error::last_os_error();
         return match e.raw_os_error() {
-            Some(libc::EINTR) => Ok(Readiness::TimedOut),
+            Some(libc::EINTR) => Ok(None),
             _ => Err(e),
         };
     }
-    Ok(if n == 0 {
-        Readiness::TimedOut
-    } else if pfd.revents & libc::POLLIN != 0 {
-        Readiness::Readable
-    } else {
-        Readiness::ErrorQueue
-    })
+    Ok(Some(if n == 0 { 0 } else { pfd.revents }))
 }
 
 /// Whether the terminal `fd` has input within `timeout`: `Some(true)` it
 /// has, `Some(false)` it has not, `None` it hung up (`POLLHUP`, with or
 /// without input left to read).
 pub fn terminal_input(fd: RawFd, timeout: std::time::Duration) -> io::Result<Option<bool>> {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
-    };
-    // SAFETY: pfd and ts are live for the call; one pollfd is passed; a
-    // null signal mask leaves the thread's mask alone.
-    let n = unsafe { libc::ppoll(&raw mut pfd, 1, &raw const ts, std::ptr::null()) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::EINTR) => Ok(Some(false)),
-            _ => Err(e),
-        };
-    }
-    Ok(
-        if pfd.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
-            None
-        } else {
-            Some(n > 0)
-        },
-    )
+    Ok(match poll_in(fd, timeout)? {
+        None => Some(false),
+        Some(r) if r & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 => None,
+        Some(r) => Some(r != 0),
+    })
 }
 
 /// Eight random bytes from the kernel (`getrandom`), for per-run tokens.
