@@ -8,7 +8,9 @@
 #   20 scrapes each),
 # - loss seen by the agent (the Python echo may drop under load; said so).
 #
-#   benches/agent_fleet.sh [PEERS] [SECONDS]   (AGENT_ARGS: more agent flags)
+#   benches/agent_fleet.sh [PEERS] [SECONDS]   (AGENT_ARGS: more agent flags;
+#                                               REFLECTOR_ARGS=--spin: see
+#                                               fleet_reflector.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 peers=${1:-1000}; secs=${2:-30}; first=21000
@@ -16,7 +18,7 @@ bin=target/release/synapse
 [ -x "$bin" ] || cargo build --release --quiet
 dir=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
 
-python3 benches/fleet_reflector.py "$first" "$peers" > "$dir/reflector.out" &
+python3 benches/fleet_reflector.py "$first" "$peers" ${REFLECTOR_ARGS:-} > "$dir/reflector.out" &
 until grep -q ready "$dir/reflector.out" 2>/dev/null; do sleep 0.1; done
 
 write_peers() { # N FILE

@@ -6,6 +6,7 @@
 use prometheus_client::registry::Registry;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 /// The protobuf exposition, length-delimited `MetricFamily` messages.
@@ -64,8 +65,23 @@ pub fn negotiate(accept: Option<&str>) -> Format {
     }
 }
 
-/// The body and its content type for one scrape.
-pub fn render(registry: &Registry, format: Format) -> Result<(Vec<u8>, &'static str), String> {
+/// What `/metrics` serves: the registry, and the last text body's size.
+#[derive(Debug)]
+struct Exposition {
+    registry: Arc<Registry>,
+    /// A thousand peers make megabytes of text: sized from the last
+    /// scrape, the buffer is allocated once instead of grown and copied
+    /// a dozen times (BENCHMARKS.md §11).
+    text_len: AtomicUsize,
+}
+
+/// The body and its content type for one scrape. `text_len` is the last
+/// text body's size, kept for the next.
+fn render(
+    registry: &Registry,
+    format: Format,
+    text_len: &AtomicUsize,
+) -> Result<(Vec<u8>, &'static str), String> {
     match format {
         Format::Protobuf => {
             prometheus_client::encoding::prometheus_protobuf::encode_to_vec(registry)
@@ -73,10 +89,13 @@ pub fn render(registry: &Registry, format: Format) -> Result<(Vec<u8>, &'static 
                 .map_err(|e| format!("{e:?}"))
         }
         Format::Text => {
-            let mut s = String::with_capacity(64 * 1024);
+            // A little room for the peers' counters to grow a digit.
+            let hint = text_len.load(Ordering::Relaxed);
+            let mut s = String::with_capacity((hint + hint / 16).max(64 * 1024));
             prometheus_client::encoding::text::encode(&mut s, registry)
-                .map(|()| (s.into_bytes(), OPENMETRICS))
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?;
+            text_len.store(s.len(), Ordering::Relaxed);
+            Ok((s.into_bytes(), OPENMETRICS))
         }
     }
 }
@@ -112,7 +131,13 @@ pub fn serve(registry: Arc<Registry>, listen: SocketAddr) -> std::io::Result<Met
     let (tx, rx) = tokio::sync::oneshot::channel();
     let thread = std::thread::Builder::new()
         .name("synapse-metrics".into())
-        .spawn(move || runtime.block_on(accept_loop(std_listener, registry, rx)))?;
+        .spawn(move || {
+            let exposition = Arc::new(Exposition {
+                registry,
+                text_len: AtomicUsize::new(0),
+            });
+            runtime.block_on(accept_loop(std_listener, exposition, rx));
+        })?;
     Ok(MetricsServer {
         addr,
         shutdown: Some(tx),
@@ -122,7 +147,7 @@ pub fn serve(registry: Arc<Registry>, listen: SocketAddr) -> std::io::Result<Met
 
 async fn accept_loop(
     std_listener: std::net::TcpListener,
-    registry: Arc<Registry>,
+    exposition: Arc<Exposition>,
     mut shutdown: tokio::sync::oneshot::Receiver<()>,
 ) {
     let Ok(listener) = tokio::net::TcpListener::from_std(std_listener) else {
@@ -134,10 +159,10 @@ async fn accept_loop(
             c = listener.accept() => c,
         };
         let Ok((stream, _)) = conn else { continue };
-        let registry = Arc::clone(&registry);
+        let exposition = Arc::clone(&exposition);
         let service = hyper::service::service_fn(move |req| {
-            let registry = Arc::clone(&registry);
-            async move { Ok::<_, std::convert::Infallible>(respond(&registry, &req)) }
+            let exposition = Arc::clone(&exposition);
+            async move { Ok::<_, std::convert::Infallible>(respond(&exposition, &req)) }
         });
         tokio::spawn(async move {
             let io = hyper_util::rt::TokioIo::new(stream);
@@ -150,7 +175,7 @@ async fn accept_loop(
 
 type Body = http_body_util::Full<hyper::body::Bytes>;
 
-fn respond<B>(registry: &Registry, req: &hyper::Request<B>) -> hyper::Response<Body> {
+fn respond<B>(exposition: &Exposition, req: &hyper::Request<B>) -> hyper::Response<Body> {
     let reply = |status: u16, ctype: &str, body: Vec<u8>| {
         hyper::Response::builder()
             .status(status)
@@ -168,7 +193,11 @@ fn respond<B>(registry: &Registry, req: &hyper::Request<B>) -> hyper::Response<B
         .headers()
         .get(hyper::header::ACCEPT)
         .and_then(|v| v.to_str().ok());
-    match render(registry, negotiate(accept)) {
+    match render(
+        &exposition.registry,
+        negotiate(accept),
+        &exposition.text_len,
+    ) {
         Ok((body, ctype)) => reply(200, ctype, body),
         Err(e) => reply(
             500,

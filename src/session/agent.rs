@@ -22,6 +22,23 @@ const PROBER_RING: usize = 1 << 16;
 /// ARP and route caches.
 const WARMUP: u64 = 1;
 
+/// The prober's wake-up tick at most: one wake-up a millisecond serves a
+/// thousand peers' slots, and a millisecond's lag is nothing to a 100 ms
+/// interval (BENCHMARKS.md §11 measures what it saves).
+const MAX_TICK: Duration = Duration::from_millis(1);
+
+/// The tick for these peers: at most a tenth of the tightest slot
+/// tolerance (half an interval), so no request is late enough to count as
+/// a missed slot.
+fn tick_for(peers: &[ProbeConfig]) -> Duration {
+    let tightest = peers
+        .iter()
+        .map(|p| p.schedule.tolerance_ns())
+        .min()
+        .unwrap_or(u64::MAX);
+    MAX_TICK.min(Duration::from_nanos(tightest / 10))
+}
+
 /// A running agent's measurement side.
 #[derive(Debug)]
 pub struct AgentSession {
@@ -61,9 +78,11 @@ impl AgentSession {
             return Ok(());
         }
         let (cpu, cpu_auto) = choose_cpu(cfg.thread.cpu, Role::Client)?;
+        let peers: Vec<ProbeConfig> = cfg.peers.iter().map(probe_of).collect();
         let prober = ProberConfig {
             bind: cfg.bind,
-            peers: cfg.peers.iter().map(probe_of).collect(),
+            tick: tick_for(&peers),
+            peers,
             timeout: cfg.timeout,
             thread: ThreadPlacement {
                 cpu,
@@ -189,4 +208,42 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         log: None,
         log_opening: Opening::New,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Schedule;
+    use crate::stats::Pattern;
+
+    fn every(interval: Duration) -> ProbeConfig {
+        ProbeConfig {
+            addr: "127.0.0.1:7".parse().unwrap(),
+            schedule: Schedule {
+                pattern: Pattern::Periodic,
+                interval,
+            },
+            phase: Duration::ZERO,
+            warmup: WARMUP,
+            budget: Budget::Unbounded,
+            size: 64,
+            stamp: false,
+        }
+    }
+
+    #[test]
+    fn the_tick_is_a_millisecond_unless_a_peer_is_faster() {
+        let slow = [
+            every(Duration::from_millis(100)),
+            every(Duration::from_secs(1)),
+        ];
+        assert_eq!(tick_for(&slow), MAX_TICK);
+        // 2 ms interval: 1 ms tolerance, so a 100 µs tick.
+        let fast = [
+            every(Duration::from_millis(100)),
+            every(Duration::from_millis(2)),
+        ];
+        assert_eq!(tick_for(&fast), Duration::from_micros(100));
+        assert_eq!(tick_for(&[]), MAX_TICK);
+    }
 }

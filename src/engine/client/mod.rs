@@ -23,7 +23,7 @@ use super::{EngineError, StopFlag};
 use crate::stats::{Record, SegmentSet, Shape, Stats};
 use output::{ClientSink, Output};
 use paced::schedule::Schedule;
-use paced::{Budget, PacedStamps, Pacer, PacerConfig, ProbeConfig};
+use paced::{Budget, PacedStamps, Pacer, PacerConfig, ProbeConfig, SlotWake};
 use pingpong::Pinger;
 use stamps::ClientStamps;
 use std::net::SocketAddr;
@@ -371,7 +371,7 @@ impl PacedRun<'_> {
             timeout: cfg.timeout,
             busy_poll: cfg.thread.busy_poll,
             give_up: true,
-            spin_to_slot: true,
+            wake: SlotWake::SpinToSlot,
         };
         let sink = ClientSink {
             out: output,

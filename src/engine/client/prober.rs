@@ -4,7 +4,7 @@
 //! their peer, for the agent's exporter to read as the live display reads
 //! a client's.
 
-use super::paced::{NO_PROBE, PacedStamps, Pacer, PacerConfig, ProbeConfig, Sink};
+use super::paced::{NO_PROBE, PacedStamps, Pacer, PacerConfig, ProbeConfig, Sink, SlotWake};
 use super::{StampingInfo, wildcard_for};
 use crate::engine::affinity::{Placement, ThreadPlacement, place_current_thread};
 use crate::engine::points::Points;
@@ -47,6 +47,9 @@ pub struct ProberConfig {
     pub timestamps: TimestampMode,
     /// Room for records on their way to the exporter.
     pub ring_capacity: usize,
+    /// The thread wakes on multiples of this (zero: for every event), and
+    /// sends every slot due by then: see [`SlotWake::Ticks`].
+    pub tick: Duration,
 }
 
 /// A running prober.
@@ -151,7 +154,7 @@ pub fn start_prober(cfg: ProberConfig, stop: StopFlag) -> Result<ProberRun, Engi
                 timeout: cfg.timeout,
                 busy_poll: cfg.thread.busy_poll,
                 give_up: false,
-                spin_to_slot: false,
+                wake: SlotWake::Ticks(cfg.tick.as_nanos() as u64),
             };
             let mut pacer = Pacer::new(&socket, cfg.peers, pacer_cfg, stamps, sink);
             pacer.run(&thread_stop)?;

@@ -10,7 +10,9 @@
 //! kernel's counter, so after one the matcher re-learns the numbering from
 //! the next stamp of the newest datagram (the queue is in send order).
 
-use crate::engine::sys::timestamping::{self, ControlBuf, ErrQueue, Stamps, TxPoint};
+use crate::engine::sys::timestamping::{
+    self, ControlBuf, ErrQueue, ErrQueueBatch, Stamps, TxPoint,
+};
 use std::os::fd::RawFd;
 
 /// What waits in the table for its TX stamps.
@@ -160,12 +162,17 @@ impl<T: TxEntry, const N: usize> TxMatcher<T, N> {
     }
 }
 
-/// Reads TX stamps off a socket's error queue, never blocking. Owns its
-/// control buffer, so reading allocates nothing.
+/// Reads TX stamps off a socket's error queue, never blocking, a batch of
+/// messages per syscall. Owns its control buffers, so reading allocates
+/// nothing.
 #[derive(Debug)]
 pub struct TxStampReader {
     cmsg_type: i32,
     control: ControlBuf,
+    batch: ErrQueueBatch,
+    /// Messages of the last batch read, and how many were handed out.
+    read: usize,
+    handed: usize,
     /// The errno of the last ICMP error read past (reading it cleared the
     /// socket's pending error).
     error: Option<i32>,
@@ -196,6 +203,9 @@ impl TxStampReader {
         Self {
             cmsg_type,
             control: ControlBuf::default(),
+            batch: ErrQueueBatch::default(),
+            read: 0,
+            handed: 0,
             error: None,
         }
     }
@@ -206,11 +216,21 @@ impl TxStampReader {
     #[inline]
     pub fn next(&mut self, fd: RawFd) -> Option<(u32, TxPoint, Stamps)> {
         loop {
-            match timestamping::read_error_queue(fd, &mut self.control, self.cmsg_type) {
-                Ok(ErrQueue::Stamp { id, point, stamps }) => return Some((id, point, stamps)),
-                Ok(ErrQueue::Error(errno)) => self.error = Some(errno),
-                Ok(ErrQueue::Other) => {}
-                Ok(ErrQueue::Empty) | Err(_) => return None,
+            if self.handed == self.read {
+                // Everything read is handed out: read the next batch (what
+                // is left of one stays for the next call).
+                self.read = self.batch.fill(fd, self.cmsg_type).len();
+                self.handed = 0;
+                if self.read == 0 {
+                    return None;
+                }
+            }
+            let message = self.batch.fill_result(self.handed);
+            self.handed += 1;
+            match message {
+                ErrQueue::Stamp { id, point, stamps } => return Some((id, point, stamps)),
+                ErrQueue::Error(errno) => self.error = Some(errno),
+                ErrQueue::Other | ErrQueue::Empty => {}
             }
         }
     }

@@ -87,7 +87,7 @@ pub struct Pacer<'a, S: Sink> {
     busy_poll: bool,
     /// End the run with the reason when the (single) peer never answers.
     give_up: bool,
-    spin_to_slot: bool,
+    wake: SlotWake,
     /// Poll the socket on the next turn: something may be waiting.
     poll: bool,
     /// The run slept since the last slot (else the margin ages).
@@ -104,11 +104,24 @@ pub struct PacerConfig {
     pub busy_poll: bool,
     /// End the run when the peer never answers (single-peer runs).
     pub give_up: bool,
-    /// Wake a little before each slot and spin to it (a measurement run),
-    /// or sleep right up to it and accept the wake-up's lateness, which
-    /// each request's send lag records (an agent: thousands of slots a
-    /// second, where spinning between them would keep a core busy).
-    pub spin_to_slot: bool,
+    /// How the loop wakes for its slots (unless it busy-polls).
+    pub wake: SlotWake,
+}
+
+/// How a sleeping loop wakes for its slots and deadlines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlotWake {
+    /// Wake a little before each slot and spin to it, so the request
+    /// leaves on time (a measurement run: one peer, few slots a second).
+    SpinToSlot,
+    /// Sleep to the first tick (multiples of this many ns since the start)
+    /// at or after the next slot or deadline, and serve everything due by
+    /// then in one wake-up. A request leaves up to a tick after its slot,
+    /// which its send lag records; its RTT is timed from when it really
+    /// left, so nothing measured is bent. An agent: thousands of slots a
+    /// second, where a wake-up per slot, per deadline and per reply would
+    /// cost more CPU than the probes.
+    Ticks(u64),
 }
 
 impl<'a, S: Sink> Pacer<'a, S> {
@@ -169,7 +182,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             timeout_ns: cfg.timeout.as_nanos() as u64,
             busy_poll: cfg.busy_poll,
             give_up: cfg.give_up,
-            spin_to_slot: cfg.spin_to_slot,
+            wake: cfg.wake,
             poll: false,
             slept: false,
             sink,
@@ -225,13 +238,13 @@ impl<'a, S: Sink> Pacer<'a, S> {
         let to_slot = until(self.slots.peek().map(|r| r.0.0));
         let to_deadline =
             until(self.deadlines.front().map(|d| d.0)).min(STOP_CHECK.as_nanos() as u64);
-        let sleep = if self.busy_poll {
-            None
-        } else if self.spin_to_slot {
-            self.waiter.sleep_for(to_slot, to_deadline)
-        } else {
-            let ns = to_slot.min(to_deadline);
-            (ns > 0).then(|| Duration::from_nanos(ns))
+        let sleep = match self.wake {
+            _ if self.busy_poll => None,
+            SlotWake::SpinToSlot => self.waiter.sleep_for(to_slot, to_deadline),
+            SlotWake::Ticks(tick) => {
+                let ns = to_tick(now, to_slot, tick).min(to_tick(now, to_deadline, tick));
+                (ns > 0).then(|| Duration::from_nanos(ns))
+            }
         };
         let Some(sleep) = sleep else {
             // Awake: look at the socket on every turn until the slot.
@@ -449,7 +462,42 @@ impl<'a, S: Sink> Pacer<'a, S> {
     }
 }
 
+/// From `now`, how long to the first multiple of `tick` at or after
+/// `now + to` (`to` itself without a tick, or when that is never).
+fn to_tick(now: u64, to: u64, tick: u64) -> u64 {
+    match now.checked_add(to) {
+        Some(at) if tick > 0 => at.div_ceil(tick).saturating_mul(tick) - now,
+        _ => to,
+    }
+}
+
 fn outage_record(o: Outage, at_ns: u64) -> Record {
     let packets = u32::try_from(o.packets).unwrap_or(u32::MAX);
     Record::outage(o.seq, packets, at_ns, o.length_ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::to_tick;
+
+    #[test]
+    fn a_tick_rounds_each_wake_up_up_to_its_grid() {
+        // Due 0.3 ms from 10.2 ms: the 11 ms tick, 0.8 ms away.
+        assert_eq!(to_tick(10_200_000, 300_000, 1_000_000), 800_000);
+        // Due on a tick: that tick, not the next.
+        assert_eq!(to_tick(10_200_000, 800_000, 1_000_000), 800_000);
+        assert_eq!(to_tick(10_000_000, 0, 1_000_000), 0, "due now, on a tick");
+        // Events 0.1 and 0.6 ms away share one wake-up.
+        assert_eq!(
+            to_tick(10_200_000, 100_000, 1_000_000),
+            to_tick(10_200_000, 600_000, 1_000_000)
+        );
+    }
+
+    #[test]
+    fn without_a_tick_or_an_event_the_wait_is_unchanged() {
+        assert_eq!(to_tick(10_200_000, 300_000, 0), 300_000);
+        assert_eq!(to_tick(10_200_000, u64::MAX, 1_000_000), u64::MAX);
+        assert!(to_tick(5, u64::MAX - 10, 1_000_000) >= u64::MAX - 10);
+    }
 }
