@@ -8,8 +8,10 @@
 //! [`crate::plan`].
 
 pub mod agent;
+pub mod calibrate;
 
 pub use agent::{AgentArgs, AgentOptions, PeerOptions};
+pub use calibrate::CalibrateArgs;
 
 use crate::engine::protocol::payload_size;
 use crate::engine::socket::address_text;
@@ -85,6 +87,9 @@ pub enum Command {
     },
     /// Measure many peers continuously and serve the results to Prometheus.
     Agent(AgentArgs),
+    /// Measure this host's floor (syscall, context switch, loopback RTT…)
+    /// and audit its latency settings.
+    Calibrate(CalibrateArgs),
     /// Print the manual page (roff), e.g. `synapse man | man -l -`.
     Man,
 }

@@ -42,6 +42,7 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     }
     let mut report = Report::new(plan, finish.server, finish.local, &outcome);
     report.log = finish.log.as_ref().map(LogSummary::of);
+    report.compare_with_floor(crate::calibrate::kept_for_this_host().as_ref());
     Ok(report)
 }
 

@@ -13,6 +13,7 @@
 //!   tokio), [`agent`] (many peers, all the time, served to Prometheus).
 
 pub mod agent;
+pub mod calibrate;
 pub mod cli;
 pub mod config;
 pub mod console;

@@ -113,7 +113,9 @@ fn run_tool(command: &Command) -> Result<bool, AppError> {
             clap_complete::generate(*shell, &mut synapse::cli::command(), "synapse", &mut out);
         }
         Command::Man => clap_mangen::Man::new(synapse::cli::command()).render(&mut out)?,
-        Command::Server(_) | Command::Client(_) | Command::Agent(_) => return Ok(false),
+        Command::Server(_) | Command::Client(_) | Command::Agent(_) | Command::Calibrate(_) => {
+            return Ok(false);
+        }
     }
     out.flush()?;
     Ok(true)
@@ -127,6 +129,9 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
     }
     if let Some(Command::Agent(args)) = cli.command {
         return synapse::agent::run(args, matches);
+    }
+    if let Some(Command::Calibrate(args)) = &cli.command {
+        return synapse::calibrate::run(args);
     }
     let plan = plan(cli, matches)?;
     if let Plan::Client(p) = &plan {

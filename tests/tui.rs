@@ -14,6 +14,8 @@ impl Tmux {
         let name = format!("synapse-e2e-{}-{test}", std::process::id());
         let ok = Command::new("tmux")
             .args(["new-session", "-d", "-s", &name, "-x", "120", "-y", "36"])
+            // No calibration of this machine in the frames under test.
+            .args(["-e", "XDG_STATE_HOME=/tmp/synapse-tests-no-state"])
             .arg(command)
             .env("TERM", "xterm-256color")
             .status()

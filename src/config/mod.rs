@@ -18,7 +18,7 @@ pub mod layering;
 pub mod settings;
 pub mod store;
 
-pub use baseline::{Baseline, BaselineComparison};
+pub use baseline::{Baseline, BaselineComparison, rfc3339_utc};
 pub use error::{ConfigError, Loc};
 pub use file::{ConfigFile, Profile};
 pub use settings::Settings;

@@ -8,6 +8,7 @@
 mod affinity;
 mod client;
 mod error;
+pub mod floor;
 mod points;
 pub mod protocol;
 mod reflector;

@@ -16,6 +16,7 @@ struct JsonReport<'a> {
     baseline: Option<&'a BaselineComparison>,
     breakdown: Option<&'a BreakdownReport>,
     log: Option<&'a LogSummary>,
+    floor: Option<&'a super::FloorComparison>,
     interrupted: bool,
 }
 
@@ -29,6 +30,7 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
         baseline: report.baseline.as_ref(),
         breakdown: report.breakdown.as_ref(),
         log: report.log.as_ref(),
+        floor: report.floor.as_ref(),
         interrupted: report.interrupted,
     };
     serde_json::to_writer(&mut *out, &doc)?;

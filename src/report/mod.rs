@@ -5,6 +5,7 @@
 //! server's row).
 
 mod breakdown;
+mod floor;
 mod json;
 pub mod packet_log;
 mod progress;
@@ -15,6 +16,7 @@ mod timing_text;
 pub mod verdict;
 
 pub use breakdown::{BreakdownReport, PointSource, point_sources};
+pub use floor::FloorComparison;
 pub use json::write_json;
 pub use progress::Progress;
 pub use text::write_text;
@@ -109,6 +111,8 @@ pub struct Report {
     pub breakdown: Option<BreakdownReport>,
     /// The per-packet log, if one was written.
     pub log: Option<LogSummary>,
+    /// The p50 against this host's calibrated floor, when there is one.
+    pub floor: Option<FloorComparison>,
 }
 
 /// What `--log` wrote.
@@ -166,9 +170,21 @@ impl Report {
             summary,
             breakdown: BreakdownReport::from_outcome(outcome),
             log: None,
+            floor: None,
             config: EffectiveConfig::new(plan, server, local, outcome),
             interrupted: outcome.interrupted,
         }
+    }
+}
+
+impl Report {
+    /// Puts the p50 against this host's floor, from a calibration (no
+    /// replies, no p50: nothing to compare).
+    pub fn compare_with_floor(&mut self, c: Option<&crate::calibrate::Calibration>) {
+        let remote = !crate::engine::socket::is_this_host(self.config.server.ip());
+        self.floor = c
+            .zip(self.summary.rtt_ns.as_ref())
+            .and_then(|(c, rtt)| FloorComparison::of(c, rtt.p50, self.config.busy_poll, remote));
     }
 }
 

@@ -37,6 +37,9 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     write_setup(out, report)?;
     write_packets(out, s)?;
     write_latency(out, s)?;
+    if let Some(f) = &report.floor {
+        writeln!(out, "Floor:   {}", f.sentence())?;
+    }
     writeln!(out)?;
     super::timing_text::write_timing(out, s)?;
     if let Some(b) = &report.breakdown {

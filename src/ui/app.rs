@@ -182,6 +182,8 @@ pub struct App {
     pub profile: Option<String>,
     /// Its baseline, if it has one.
     pub baseline: Option<Baseline>,
+    /// This host's calibrated floor, if `synapse calibrate` kept one.
+    pub floor: Option<crate::calibrate::Calibration>,
     /// A profile name being typed after `s`.
     pub prompt: Option<Prompt>,
     /// A question waiting for y or n.
@@ -279,6 +281,7 @@ impl App {
             fps,
             profile: None,
             baseline: None,
+            floor: None,
             prompt: None,
             confirm: None,
             config_file: None,

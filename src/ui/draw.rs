@@ -61,7 +61,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     match app.role {
         Role::Client => {
             let v = app.shown_client();
-            figures::render_client(f, numbers, v, app.baseline.as_ref(), t);
+            figures::render_client(f, numbers, v, app.baseline.as_ref(), app.floor.as_ref(), t);
             let caption = osi::packet_caption(anim, app.running);
             let mut client = labels("CLIENT (here)", "synapse client", &v.info.local);
             let stamp = v.stamping.as_ref().is_some_and(|s| s.stamp);

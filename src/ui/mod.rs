@@ -117,6 +117,7 @@ pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, rol
     );
     app.profile = c.profile.name.clone();
     app.baseline = c.profile.baseline.clone();
+    app.floor = crate::calibrate::kept_for_this_host();
     app
 }
 

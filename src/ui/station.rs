@@ -510,6 +510,7 @@ impl Station {
                 dropped: t.log_dropped,
                 error: t.log_error.clone(),
             });
+            report.compare_with_floor(crate::calibrate::kept_for_this_host().as_ref());
             report
         });
         Finale {

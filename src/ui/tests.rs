@@ -147,6 +147,59 @@ fn the_save_prompt_and_the_baseline_change_are_drawn() {
     );
 }
 
+#[test]
+fn the_floor_ratio_is_drawn_under_the_figures_when_it_fits() {
+    let mut app = client_app();
+    let live =
+        crate::stats::Summary::from_stats(app.client.live.total(), std::time::Duration::ZERO);
+    let p50 = live.rtt_ns.unwrap().p50 as f64;
+    let floor = |blocking: f64| crate::calibrate::Calibration {
+        synapse_version: "0".into(),
+        host: "h".into(),
+        kernel: "k".into(),
+        calibrated_at: "2026-11-22T10:00:00Z".into(),
+        quick: false,
+        cpus: vec![0, 1],
+        p50: crate::calibrate::Figures {
+            udp_blocking_rtt_ns: Some(blocking),
+            ..Default::default()
+        },
+        p99: Default::default(),
+    };
+    app.floor = Some(floor(p50 / 4.0));
+    let rows = rows(&frame(&app, 120, 36));
+    assert!(
+        rows[14].starts_with("└") && rows[14].contains(" 4.0× floor ┘"),
+        "{}",
+        rows[14]
+    );
+    // No busy-poll floor measured: a busy-poll run claims none.
+    app.client.info.busy_poll = true;
+    let rows = super::fixtures::rows(&frame(&app, 120, 36));
+    assert!(!rows[14].contains("floor"), "{}", rows[14]);
+    // Beside a baseline's change, only if both fit.
+    app.client.info.busy_poll = false;
+    app.baseline = Some(crate::config::Baseline {
+        date: "2026-11-21T10:00:00Z".into(),
+        p50_ns: live.rtt_ns.unwrap().p50 / 2,
+        p99_ns: live.rtt_ns.unwrap().p99,
+        p999_ns: live.rtt_ns.unwrap().p999,
+        loss_percent: 0.0,
+        timestamp_source: "user".into(),
+    });
+    let rows = super::fixtures::rows(&frame(&app, 120, 36));
+    assert!(
+        rows[14].starts_with("└ vs base p50 +100% p99 +0% "),
+        "{}",
+        rows[14]
+    );
+    assert!(
+        !rows[14].contains("floor"),
+        "no room for both in 32 columns: {}",
+        rows[14]
+    );
+}
+
 /// The real display loop, on a `TestBackend`, fed scripted keys, against
 /// the real in-process reflector: start, stop, switch to the server role
 /// and back, quit. Numbers differ from run to run, so the snapshot holds

@@ -36,11 +36,19 @@ pub fn free_udp_port() -> u16 {
 
 /// The binary under test: this build's, or the one `SYNAPSE_TEST_BIN`
 /// names (to show that a test fails on an older build).
+/// Its state directory is one that holds nothing, so no calibration of
+/// this machine finds its way into a report under test (a test that wants
+/// one sets `XDG_STATE_HOME` itself).
 pub fn synapse() -> Command {
-    match std::env::var_os("SYNAPSE_TEST_BIN") {
+    let mut cmd = match std::env::var_os("SYNAPSE_TEST_BIN") {
         Some(bin) => Command::new(bin),
         None => Command::new(assert_cmd::cargo::cargo_bin!("synapse")),
-    }
+    };
+    cmd.env(
+        "XDG_STATE_HOME",
+        std::env::temp_dir().join("synapse-tests-no-state"),
+    );
+    cmd
 }
 
 /// What a scripted peer does with one request.

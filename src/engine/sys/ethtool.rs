@@ -7,6 +7,45 @@ use std::mem::size_of;
 
 /// `ETHTOOL_GET_TS_INFO` (linux/ethtool.h).
 const ETHTOOL_GET_TS_INFO: u32 = 0x41;
+/// `ETHTOOL_GCOALESCE` (linux/ethtool.h).
+const ETHTOOL_GCOALESCE: u32 = 0x0e;
+
+/// `struct ethtool_coalesce`: the command and 22 `u32` settings, of which
+/// the first four are read here.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+struct EthtoolCoalesce {
+    cmd: u32,
+    rx_usecs: u32,
+    rx_max_frames: u32,
+    rx_usecs_irq: u32,
+    rest: [u32; 19],
+}
+
+/// An interface's receive interrupt coalescing (what `ethtool -c` shows
+/// first).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Coalesce {
+    /// `rx-usecs`: how long the NIC may hold a received packet before
+    /// interrupting.
+    pub rx_usecs: u32,
+    /// `rx-frames`: how many packets it may gather first.
+    pub rx_frames: u32,
+}
+
+/// What `ethtool -c IFACE` reports about receiving.
+pub fn coalesce(iface: &str) -> io::Result<Coalesce> {
+    let mut c = EthtoolCoalesce {
+        cmd: ETHTOOL_GCOALESCE,
+        ..EthtoolCoalesce::default()
+    };
+    let mut ifr = ifreq(iface, std::ptr::from_mut(&mut c).cast())?;
+    ioctl(libc::SIOCETHTOOL, &mut ifr)?;
+    Ok(Coalesce {
+        rx_usecs: c.rx_usecs,
+        rx_frames: c.rx_max_frames,
+    })
+}
 
 /// `struct ethtool_ts_info`.
 #[repr(C)]
@@ -138,6 +177,7 @@ pub fn set_hw_config(iface: &str, cfg: HwConfig) -> io::Result<HwConfig> {
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(size_of::<IfreqData>() == 40);
 const _: () = assert!(size_of::<EthtoolTsInfo>() == 44);
+const _: () = assert!(size_of::<EthtoolCoalesce>() == 92);
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,7 @@
 #![allow(unsafe_code)]
 
 pub mod ethtool;
+pub mod floor;
 pub mod timestamping;
 
 use std::io;

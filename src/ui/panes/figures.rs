@@ -1,9 +1,11 @@
 //! The live numbers: current RTT, percentiles, rate, packet fates.
 
+use crate::calibrate::Calibration;
 use crate::config::Baseline;
 use crate::engine::Schedule;
+use crate::report::FloorComparison;
 use crate::stats::{Pattern, RttFigures, Summary};
-use crate::ui::app::{ClientView, ServerView};
+use crate::ui::app::{ClientInfo, ClientView, ServerView};
 use crate::ui::theme::Theme;
 use crate::units::{compact_count, format_ns, format_rate};
 use ratatui::Frame;
@@ -119,6 +121,7 @@ pub fn render_client(
     area: Rect,
     v: &ClientView,
     baseline: Option<&Baseline>,
+    floor: Option<&Calibration>,
     t: Theme,
 ) {
     let parts = Parts {
@@ -132,6 +135,7 @@ pub fn render_client(
     };
     let title = format!(" RTT · {} ", pace_label(v.info.pace));
     let mut block = Block::bordered().title(Span::styled(title, t.title()));
+    let mut room = usize::from(area.width.saturating_sub(2));
     if let Some(c) = baseline.and_then(|b| b.compare(&parts.s, None)) {
         let c = c.change_percent;
         let style = if c.p50.max(c.p99) > 10.0 {
@@ -139,12 +143,26 @@ pub fn render_client(
         } else {
             t.dim()
         };
-        block = block.title_bottom(Span::styled(
-            format!(" vs base p50 {:+.0}% p99 {:+.0}% ", c.p50, c.p99),
-            style,
-        ));
+        let text = format!(" vs base p50 {:+.0}% p99 {:+.0}% ", c.p50, c.p99);
+        room = room.saturating_sub(text.chars().count());
+        block = block.title_bottom(Span::styled(text, style));
+    }
+    if let Some(text) = floor_title(&parts.s, &v.info, floor).filter(|t| t.chars().count() <= room)
+    {
+        block = block.title_bottom(Line::from(Span::styled(text, t.dim())).right_aligned());
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// ` 1.3× floor `: the p50 against this host's calibrated floor for the
+/// run's mode (`synapse calibrate`), when there is one.
+fn floor_title(s: &Summary, info: &ClientInfo, floor: Option<&Calibration>) -> Option<String> {
+    let remote = info
+        .target
+        .parse::<std::net::SocketAddr>()
+        .is_ok_and(|a| !crate::engine::socket::is_this_host(a.ip()));
+    let c = FloorComparison::of(floor?, s.rtt_ns?.p50, info.busy_poll, remote)?;
+    Some(format!(" {:.1}× floor ", c.ratio))
 }
 
 /// `ping-pong`, `every 1.00 ms`, `poisson ~1.00 ms`.

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `synapse calibrate` against independent C measurements of the same
+# things (the seed 003's methods): a getpid loop and a pipe ping-pong, on
+# one CPU and across two. ROUNDS (default 3) alternating rounds; medians.
+# Prints each figure side by side and their ratio; exits 1 if any pair
+# disagrees by more than 2x.
+#
+#   benches/calibrate_vs_c.sh [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+bin=target/release/synapse
+[ -x "$bin" ] || cargo build --release --quiet
+dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
+gcc -O2 -o "$dir/getpid" benches/floor_c/getpid.c
+gcc -O2 -o "$dir/pipe" benches/floor_c/pipe_pingpong.c
+
+for ((r = 1; r <= rounds; r++)); do
+  "$bin" calibrate --json --no-save --cpus 0,1 | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for k in ("syscall_ns", "context_switch_same_core_ns", "wakeup_cross_core_ns"):
+    print("synapse", k, d[k])' >> "$dir/rows"
+  echo "c syscall_ns $("$dir/getpid" 0)" >> "$dir/rows"
+  echo "c context_switch_same_core_ns $("$dir/pipe" 0 0)" >> "$dir/rows"
+  echo "c wakeup_cross_core_ns $("$dir/pipe" 0 1)" >> "$dir/rows"
+done
+python3 - "$dir/rows" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+seed = {"syscall_ns": 225, "context_switch_same_core_ns": 4338, "wakeup_cross_core_ns": None}
+bad = False
+print(f"{'figure':<30} {'synapse':>10} {'C':>10} {'ratio':>7} {'seed (its machine)':>19}")
+for key in seed:
+    s = statistics.median(float(v) for who, k, v in rows if who == "synapse" and k == key)
+    c = statistics.median(float(v) for who, k, v in rows if who == "c" and k == key)
+    ratio = s / c
+    bad |= not (0.5 <= ratio <= 2.0)
+    shown = f"{seed[key]} ns" if seed[key] else "-"
+    print(f"{key:<30} {s:>10.0f} {c:>10.0f} {ratio:>7.2f} {shown:>19}")
+print("agree within 2x" if not bad else "DISAGREE by more than 2x")
+sys.exit(1 if bad else 0)
+PY

@@ -1,0 +1,107 @@
+//! The figures `synapse calibrate` reports, measured one after another on
+//! the CPUs chosen, each in a thread of its own (pinning is per thread).
+
+use crate::engine::floor::{self, Effort, Figure, UdpFloor};
+use crate::engine::{EngineError, TimestampMode};
+use serde::{Deserialize, Serialize};
+
+/// Every figure, ns (medians, or 99th percentiles: two of these make a
+/// calibration). `None`: not measurable here (one CPU, say).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    /// `CLOCK_MONOTONIC` through the vDSO.
+    pub clock_read_ns: Option<f64>,
+    /// `CLOCK_REALTIME` (what kernel stamps are compared with).
+    pub clock_read_realtime_ns: Option<f64>,
+    /// `getpid` as a syscall.
+    pub syscall_ns: Option<f64>,
+    /// A token handed between two threads on one CPU, per hand-over.
+    pub context_switch_same_core_ns: Option<f64>,
+    /// The same across two CPUs: a sleeping thread woken.
+    pub wakeup_cross_core_ns: Option<f64>,
+    /// Loopback ping-pong, blocking, client and reflector on two CPUs.
+    pub udp_blocking_rtt_ns: Option<f64>,
+    /// The same with both on one CPU.
+    pub udp_blocking_rtt_same_core_ns: Option<f64>,
+    /// Loopback ping-pong, both spinning, on two CPUs.
+    pub udp_busy_poll_rtt_ns: Option<f64>,
+    /// The busy-poll RTT with kernel stamps less without.
+    pub tx_timestamping_cost_ns: Option<f64>,
+    /// How late a 100 µs sleep wakes.
+    pub timer_overshoot_ns: Option<f64>,
+}
+
+/// Medians and 99th percentiles.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Measured {
+    /// Medians.
+    pub p50: Figures,
+    /// 99th percentiles.
+    pub p99: Figures,
+}
+
+impl Measured {
+    fn put(&mut self, slot: fn(&mut Figures) -> &mut Option<f64>, f: Figure) {
+        *slot(&mut self.p50) = Some(f.p50_ns);
+        *slot(&mut self.p99) = Some(f.p99_ns);
+    }
+}
+
+/// Runs `f` on a thread of its own (it pins itself).
+fn apart<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| s.spawn(f).join()).unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// Measures everything on CPUs `a` and `b` (`b` = `a`: one CPU, and the
+/// cross-core figures stay `None`), telling `progress` what comes next.
+pub fn measure(
+    a: usize,
+    b: Option<usize>,
+    effort: Effort,
+    mut progress: impl FnMut(&str),
+) -> Result<Measured, EngineError> {
+    let mut m = Measured::default();
+    let io = EngineError::io;
+    progress("clock reads");
+    let (mono, real) = apart(|| floor::clock_read(a, effort)).map_err(io("clock reads"))?;
+    m.put(|f| &mut f.clock_read_ns, mono);
+    m.put(|f| &mut f.clock_read_realtime_ns, real);
+    progress("syscall");
+    m.put(
+        |f| &mut f.syscall_ns,
+        apart(|| floor::syscall(a, effort)).map_err(io("syscall"))?,
+    );
+    progress("context switch on one CPU");
+    let same = apart(|| floor::context_switch(a, a, effort)).map_err(io("context switch"))?;
+    m.put(|f| &mut f.context_switch_same_core_ns, same);
+    progress("timer overshoot");
+    let timer = apart(|| floor::timer_overshoot(a, effort)).map_err(io("timer"))?;
+    m.put(|f| &mut f.timer_overshoot_ns, timer);
+    let udp = |reflector_cpu, busy_poll, timestamps, packets| UdpFloor {
+        client_cpu: a,
+        reflector_cpu,
+        busy_poll,
+        timestamps,
+        packets: effort.scale(packets) as u64,
+    };
+    progress("loopback ping-pong, blocking, one CPU");
+    let one = floor::udp_round_trip(udp(a, false, TimestampMode::User, 20_000))?;
+    m.put(|f| &mut f.udp_blocking_rtt_same_core_ns, one);
+    let Some(b) = b else {
+        return Ok(m);
+    };
+    progress("wake-up across CPUs");
+    let cross = apart(|| floor::context_switch(a, b, effort)).map_err(io("wake-up"))?;
+    m.put(|f| &mut f.wakeup_cross_core_ns, cross);
+    progress("loopback ping-pong, blocking");
+    let blocking = floor::udp_round_trip(udp(b, false, TimestampMode::User, 20_000))?;
+    m.put(|f| &mut f.udp_blocking_rtt_ns, blocking);
+    progress("loopback ping-pong, busy-poll");
+    let busy = floor::udp_round_trip(udp(b, true, TimestampMode::User, 100_000))?;
+    m.put(|f| &mut f.udp_busy_poll_rtt_ns, busy);
+    progress("loopback ping-pong, busy-poll, kernel stamps");
+    let stamped = floor::udp_round_trip(udp(b, true, TimestampMode::Software, 100_000))?;
+    m.p50.tx_timestamping_cost_ns = Some(stamped.p50_ns - busy.p50_ns);
+    m.p99.tx_timestamping_cost_ns = Some(stamped.p99_ns - busy.p99_ns);
+    Ok(m)
+}

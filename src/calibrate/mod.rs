@@ -1,0 +1,154 @@
+//! `synapse calibrate`: this host's floor, measured (see
+//! [`crate::engine::floor`]), its latency settings audited, the result kept
+//! so runs can be explained against it.
+
+pub mod audit;
+pub mod host;
+mod measure;
+pub mod store;
+mod text;
+
+pub use measure::Figures;
+
+use crate::cli::CalibrateArgs;
+use crate::engine::floor::Effort;
+use crate::error::AppError;
+use audit::Finding;
+use host::Host;
+use serde::{Deserialize, Serialize};
+
+/// One calibration of one host, as reported and kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The Synapse that measured it.
+    pub synapse_version: String,
+    /// The host name.
+    pub host: String,
+    /// The kernel release.
+    pub kernel: String,
+    /// When, RFC 3339 UTC.
+    pub calibrated_at: String,
+    /// Measured with `--quick`.
+    pub quick: bool,
+    /// The CPUs measured on (one: no cross-core figures).
+    pub cpus: Vec<usize>,
+    /// The medians, ns, under the fixed key names.
+    #[serde(flatten)]
+    pub p50: Figures,
+    /// The 99th percentiles, ns.
+    pub p99: Figures,
+}
+
+impl Calibration {
+    /// The date part of `calibrated_at`.
+    pub fn date(&self) -> &str {
+        self.calibrated_at.get(..10).unwrap_or(&self.calibrated_at)
+    }
+}
+
+/// What `--json` prints.
+#[derive(Serialize)]
+struct JsonOutput<'a> {
+    #[serde(flatten)]
+    calibration: &'a Calibration,
+    audit: &'a [Finding],
+    kept: Option<String>,
+}
+
+/// Runs `synapse calibrate`.
+pub fn run(args: &CalibrateArgs) -> Result<i32, AppError> {
+    let host = Host::this();
+    let (a, b) = cpus(args.cpus)?;
+    let effort = if args.quick {
+        Effort::Quick
+    } else {
+        Effort::Full
+    };
+    let progress = |what: &str| {
+        if !args.json {
+            crate::console::note(&format!("measuring {what}…"));
+        }
+    };
+    let measured = measure::measure(a, b, effort, progress)?;
+    let calibration = Calibration {
+        synapse_version: env!("CARGO_PKG_VERSION").into(),
+        host: host.name(),
+        kernel: host.kernel(),
+        calibrated_at: crate::config::rfc3339_utc(std::time::SystemTime::now()),
+        quick: args.quick,
+        cpus: std::iter::once(a).chain(b).collect(),
+        p50: measured.p50,
+        p99: measured.p99,
+    };
+    let findings = audit::audit(&host, b.unwrap_or(a));
+    let kept = keep(args, &calibration);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let doc = JsonOutput {
+            calibration: &calibration,
+            audit: &findings,
+            kept: kept.as_ref().map(|p| p.display().to_string()),
+        };
+        serde_json::to_writer(&mut out, &doc).map_err(anyhow::Error::from)?;
+        std::io::Write::write_all(&mut out, b"\n")?;
+    } else {
+        text::write(&mut out, &calibration, &findings, kept.as_deref())?;
+    }
+    Ok(crate::error::exit::PASS)
+}
+
+/// The two CPUs: asked for (and allowed), else the first two allowed.
+fn cpus(asked: Option<(usize, usize)>) -> Result<(usize, Option<usize>), AppError> {
+    let allowed = crate::engine::sys::allowed_cpus().map_err(anyhow::Error::from)?;
+    match asked {
+        Some((a, b)) => {
+            for c in [a, b] {
+                if !allowed.contains(&c) {
+                    return Err(AppError::Usage(format!(
+                        "--cpus: CPU {c} is not one this process may run on (allowed: {allowed:?})"
+                    )));
+                }
+            }
+            Ok((a, Some(b)))
+        }
+        None => match allowed.as_slice() {
+            [] => Err(AppError::Usage("no CPU to run on".into())),
+            [only] => Ok((*only, None)),
+            [a, b, ..] => Ok((*a, Some(*b))),
+        },
+    }
+}
+
+/// Keeps the calibration unless told not to; a failure is a warning (the
+/// figures are printed either way).
+fn keep(args: &CalibrateArgs, c: &Calibration) -> Option<std::path::PathBuf> {
+    if args.no_save {
+        return None;
+    }
+    let path = store::path(args.state.as_deref())?;
+    match store::save(&path, c) {
+        Ok(()) => Some(path),
+        Err(e) => {
+            crate::console::warning(&format!(
+                "cannot keep the calibration at {}: {e}",
+                path.display()
+            ));
+            None
+        }
+    }
+}
+
+/// The calibration kept for this host, if any (a note says why one that
+/// exists cannot be used).
+pub fn kept_for_this_host() -> Option<Calibration> {
+    let path = store::path(None)?;
+    let c = match store::load(&path) {
+        Ok(c) => c?,
+        Err(e) => {
+            crate::console::note(&format!("calibration ignored: {e}"));
+            return None;
+        }
+    };
+    let host = Host::this();
+    (c.host == host.name() && c.kernel == host.kernel()).then_some(c)
+}

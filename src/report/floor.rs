@@ -1,0 +1,131 @@
+//! A run's p50 against this host's floor (`synapse calibrate`): how many
+//! times the loopback round trip of the same mode it is, and in blocking
+//! mode how much of it two cross-core wake-ups explain.
+
+use crate::calibrate::Calibration;
+use crate::units::format_ns;
+use serde::Serialize;
+
+/// The comparison, as the reports show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FloorComparison {
+    /// `busy_poll` or `blocking`: which floor.
+    pub mode: &'static str,
+    /// The run's p50, ns.
+    pub p50_ns: u64,
+    /// The floor's p50 (loopback, the same mode, two CPUs), ns.
+    pub floor_p50_ns: f64,
+    /// p50 ÷ floor.
+    pub ratio: f64,
+    /// Blocking mode: two cross-core wake-ups (one per side), ns.
+    pub two_wakeups_ns: Option<f64>,
+    /// When the floor was measured (RFC 3339).
+    pub calibrated_at: String,
+    /// The peer is another host, whose own floor is not known here.
+    pub remote_peer: bool,
+}
+
+impl FloorComparison {
+    /// The comparison for a run of `p50_ns` in this mode, if the
+    /// calibration has that floor.
+    pub fn of(c: &Calibration, p50_ns: u64, busy_poll: bool, remote_peer: bool) -> Option<Self> {
+        let (mode, floor) = if busy_poll {
+            ("busy_poll", c.p50.udp_busy_poll_rtt_ns?)
+        } else {
+            ("blocking", c.p50.udp_blocking_rtt_ns?)
+        };
+        (floor > 0.0).then(|| Self {
+            mode,
+            p50_ns,
+            floor_p50_ns: floor,
+            ratio: p50_ns as f64 / floor,
+            two_wakeups_ns: (!busy_poll)
+                .then_some(c.p50.wakeup_cross_core_ns)
+                .flatten()
+                .map(|w| 2.0 * w),
+            calibrated_at: c.calibrated_at.clone(),
+            remote_peer,
+        })
+    }
+
+    /// `p50 9.8 µs = 1.3 × this host's loopback busy-poll floor (7.5 µs,
+    /// calibrated 2026-11-22)`, and what the wake-ups explain.
+    pub fn sentence(&self) -> String {
+        let mode = if self.mode == "busy_poll" {
+            "busy-poll"
+        } else {
+            "blocking"
+        };
+        let date = self.calibrated_at.get(..10).unwrap_or(&self.calibrated_at);
+        let mut s = format!(
+            "p50 {} = {:.1} × this host's loopback {mode} floor ({}, calibrated {date})",
+            format_ns(self.p50_ns as f64),
+            self.ratio,
+            format_ns(self.floor_p50_ns),
+        );
+        if let Some(w) = self.two_wakeups_ns {
+            let share = (100.0 * w / self.p50_ns.max(1) as f64).min(100.0);
+            s.push_str(&format!(
+                "; two cross-core wake-ups ({}) explain {share:.0} % of it",
+                format_ns(w)
+            ));
+        }
+        if self.remote_peer {
+            s.push_str("; the floor is this host's, the peer's own is not known here");
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::Figures;
+
+    fn calibration() -> Calibration {
+        Calibration {
+            synapse_version: "0".into(),
+            host: "h".into(),
+            kernel: "k".into(),
+            calibrated_at: "2026-11-22T10:00:00Z".into(),
+            quick: false,
+            cpus: vec![0, 1],
+            p50: Figures {
+                udp_busy_poll_rtt_ns: Some(7_500.0),
+                udp_blocking_rtt_ns: Some(60_000.0),
+                wakeup_cross_core_ns: Some(25_000.0),
+                ..Figures::default()
+            },
+            p99: Figures::default(),
+        }
+    }
+
+    #[test]
+    fn busy_poll_is_compared_with_the_busy_poll_floor() {
+        let f = FloorComparison::of(&calibration(), 9_800, true, false).unwrap();
+        assert_eq!(
+            f.sentence(),
+            "p50 9.8 µs = 1.3 × this host's loopback busy-poll floor (7.5 µs, calibrated 2026-11-22)"
+        );
+    }
+
+    #[test]
+    fn blocking_says_what_two_wake_ups_explain_and_a_remote_peer_is_named() {
+        let f = FloorComparison::of(&calibration(), 100_000, false, true).unwrap();
+        assert_eq!(f.two_wakeups_ns, Some(50_000.0));
+        assert_eq!(
+            f.sentence(),
+            "p50 100.0 µs = 1.7 × this host's loopback blocking floor (60.0 µs, calibrated \
+             2026-11-22); two cross-core wake-ups (50.0 µs) explain 50 % of it; the floor is \
+             this host's, the peer's own is not known here"
+        );
+    }
+
+    #[test]
+    fn a_floor_that_was_not_measured_is_not_compared() {
+        let mut c = calibration();
+        c.p50.udp_busy_poll_rtt_ns = None;
+        assert_eq!(FloorComparison::of(&c, 9_800, true, false), None);
+        assert!(FloorComparison::of(&c, 9_800, false, false).is_some());
+    }
+}
