@@ -310,6 +310,12 @@ pub struct PacketArgs {
     /// receive and send times give the server dwell.
     #[arg(long)]
     pub stamp: bool,
+
+    /// STAMP: this Session-Sender Identifier (RFC 8972, 1..=65535) in each
+    /// request, which the reflector copies back; a reply carrying another
+    /// is not ours. Without it the octets stay zero (RFC 8762).
+    #[arg(long, value_name = "N", requires = "stamp", value_parser = clap::value_parser!(u16).range(1..))]
+    pub ssid: Option<u16>,
 }
 
 /// How replies are timed: their deadline and the clock that stamps them.

@@ -33,9 +33,7 @@ fn main() {
         Err(e) => {
             // clap's own message, cut to its first line: one line per error.
             let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            console::error(&format!("{first} (see synapse --help)"));
+            console::error(&format!("{} (see synapse --help)", one_line(&text)));
             std::process::exit(exit::USAGE);
         }
     };
@@ -88,6 +86,23 @@ where
         ctx.field_format().format_fields(writer.by_ref(), event)?;
         writeln!(writer)
     }
+}
+
+/// clap's message on one line: its first line, and when that ends in a
+/// colon ("the following required arguments were not provided:") the
+/// indented list under it.
+fn one_line(text: &str) -> String {
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    if !first.ends_with(':') {
+        return first.to_string();
+    }
+    let listed: Vec<&str> = lines
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    format!("{first} {}", listed.join(", "))
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP (a closed terminal, or a service manager's

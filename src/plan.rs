@@ -114,6 +114,7 @@ impl ClientPlan {
             ring_capacity,
             timestamps: r.clock.timestamps,
             stamp: r.packet.stamp,
+            ssid: r.packet.ssid.unwrap_or(0),
             log_capacity: if self.log.is_some() { LOG_RING } else { 0 },
             schedule: r.schedule(),
         }

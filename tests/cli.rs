@@ -76,6 +76,15 @@ fn bad_flags_and_values_are_one_line_exit_2() {
         &["--packets", "1", "--duration", "1"],
         "cannot be used with",
     );
+    // A flag that needs another names the one missing.
+    rejects(
+        &["client", "--ssid", "5", "127.0.0.1:9"],
+        "not provided: --stamp",
+    );
+    rejects(
+        &["client", "--stamp", "--ssid", "0", "127.0.0.1:9"],
+        "0 is not in 1..=65535",
+    );
 }
 
 #[test]

@@ -88,3 +88,59 @@ fn stamp_suite_measures_the_stateful_synapse_reflector() {
         "{summary}"
     );
 }
+
+/// RFC 8972 §3: stamp-suite sends an SSID and stops at the first answer
+/// that does not carry it back; every answer from Synapse's reflector must.
+#[test]
+fn stamp_suite_gets_its_ssid_back_from_the_synapse_reflector() {
+    let Some(bin) = tool("stamp-suite", "stamp_suite_gets_its_ssid_back") else {
+        return;
+    };
+    let (echo, stamp) = (free_udp_port(), free_udp_port());
+    let server = synapse()
+        .args(["server", "--no-ui", "--bind", &format!("127.0.0.1:{echo}")])
+        .args(["--stamp-port", &stamp.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_server, _out, _) = wait_until_ready(server);
+    let out = Command::new(&bin)
+        .args(["-r", "127.0.0.1", "-p", &stamp.to_string()])
+        .args(["--ssid", "4660", "--on-zero-ssid", "stop"])
+        .args(["-c", "50", "-d", "5", "--output-format", "json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let summary = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "summary")
+        .unwrap_or_else(|| panic!("no summary from stamp-suite: {text}"));
+    assert_eq!(summary["packets_sent"], 50, "{summary}");
+    assert_eq!(summary["packets_received"], 50, "{summary}");
+}
+
+/// Synapse's `--ssid` against stamp-suite's reflector: the SSID goes out in
+/// octets 14-15, comes back copied, and every reply counts.
+#[test]
+fn the_synapse_sender_with_an_ssid_is_answered_by_stamp_suite() {
+    let Some(bin) = tool("stamp-suite", "the_synapse_sender_with_an_ssid") else {
+        return;
+    };
+    let (_reflector, port) = stamp_suite_reflector(&bin, &[]);
+    let j = success_json(
+        &synapse()
+            .args([
+                "client",
+                &format!("127.0.0.1:{port}"),
+                "--stamp",
+                "--ssid",
+                "4660",
+            ])
+            .args(["--json", "--packets", "500", "--warmup", "10"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(j["packets"]["received"], 500, "{j}");
+    assert_eq!(j["packets"]["stray"], 0, "{j}");
+}

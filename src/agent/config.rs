@@ -39,6 +39,8 @@ pub struct PeerConfig {
     pub size: usize,
     /// STAMP instead of plain echo.
     pub stamp: bool,
+    /// STAMP: the Session-Sender Identifier sent (0: none).
+    pub ssid: u16,
 }
 
 impl PeerConfig {
@@ -327,6 +329,7 @@ fn resolve_peers(
             schedule,
             size: p.packet.size,
             stamp: p.packet.stamp,
+            ssid: p.packet.ssid.unwrap_or(0),
         });
     }
     Ok(peers)

@@ -430,6 +430,7 @@ mod tests {
             phase: Duration::ZERO,
             size: 8,
             stamp,
+            ssid: 0,
         }
     }
 

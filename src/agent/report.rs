@@ -186,6 +186,7 @@ mod tests {
             phase: Duration::ZERO,
             size: 8,
             stamp: false,
+            ssid: 0,
         }
     }
 

@@ -68,6 +68,7 @@ mod tests {
             phase: phase_of("a", name, interval),
             size: 8,
             stamp: false,
+            ssid: 0,
         }
     }
 

@@ -238,7 +238,7 @@ mod tests {
         assert_eq!(
             ids(peer_schema()),
             [
-                "address", "profile", "interval", "rate", "poisson", "size", "stamp"
+                "address", "profile", "interval", "rate", "poisson", "size", "stamp", "ssid"
             ]
         );
     }

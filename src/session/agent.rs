@@ -184,6 +184,7 @@ fn probe_of(p: &crate::agent::config::PeerConfig) -> ProbeConfig {
         budget: Budget::Unbounded,
         size: p.size,
         stamp: p.stamp,
+        ssid: p.ssid,
     }
 }
 
@@ -228,6 +229,7 @@ mod tests {
             budget: Budget::Unbounded,
             size: 64,
             stamp: false,
+            ssid: 0,
         }
     }
 

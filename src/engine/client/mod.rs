@@ -59,6 +59,8 @@ pub struct ClientConfig {
     pub timestamps: TimestampMode,
     /// Speak STAMP (RFC 8762) instead of plain echo.
     pub stamp: bool,
+    /// STAMP: the Session-Sender Identifier sent (RFC 8972; 0: none).
+    pub ssid: u16,
     /// Capacity of the per-packet log ring, in packets (0: no log).
     pub log_capacity: usize,
     /// Send on this schedule (paced) instead of ping-pong.
@@ -81,6 +83,7 @@ impl ClientConfig {
             ring_capacity: 1 << 16,
             timestamps: TimestampMode::User,
             stamp: false,
+            ssid: 0,
             log_capacity: 0,
             schedule: None,
         }
@@ -366,6 +369,7 @@ impl PacedRun<'_> {
             budget,
             size: cfg.size,
             stamp: cfg.stamp,
+            ssid: cfg.ssid,
         };
         let pacer_cfg = PacerConfig {
             timeout: cfg.timeout,

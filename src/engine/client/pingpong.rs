@@ -115,7 +115,7 @@ impl<'a> Pinger<'a> {
         let epoch = Instant::now();
         let token = run_token(epoch);
         let codec = if cfg.stamp {
-            Codec::Stamp(StampSender::new(cfg.size))
+            Codec::Stamp(StampSender::new(cfg.size, cfg.ssid))
         } else {
             Codec::Echo(EchoCodec::new(cfg.size, token))
         };

@@ -104,7 +104,7 @@ mod tests {
 
     #[test]
     fn stamp_requests_carry_seq_and_t1_and_replies_widen_the_seq() {
-        let mut c = Codec::Stamp(StampSender::new(8));
+        let mut c = Codec::Stamp(StampSender::new(8, 0));
         let t1 = 1_700_000_000_123_456_789;
         let req = c.encode(5, t1).to_vec();
         assert_eq!(req.len(), 44, "never shorter than STAMP's 44 octets");
@@ -139,6 +139,32 @@ mod tests {
             9,
             "ahead of anything sent: left to the tracker"
         );
+    }
+
+    #[test]
+    fn a_sender_with_an_ssid_takes_only_its_own_answers_and_legacy_zeros() {
+        let how = stamp::Reflection {
+            t2: NtpTime::from_unix_ns(1_700_000_000_000_000_000),
+            ttl: 64,
+            seq: None,
+            error: stamp::ErrorEstimate::LOCAL,
+        };
+        let t3 = || NtpTime::from_unix_ns(1_700_000_000_000_001_000);
+        let mut c = Codec::Stamp(StampSender::new(44, 0x1234));
+        let req = c.encode(0, 1_700_000_000_000_000_000).to_vec();
+        assert_eq!(req[14..16], [0x12, 0x34], "RFC 8972 octets 14-15");
+        let mut reply = req.clone();
+        stamp::reflect_in_place(&mut reply, how, t3).unwrap();
+        assert_eq!(reply[14..16], [0x12, 0x34], "copied back");
+        assert!(c.decode(&reply, 0).is_some());
+        // An RFC 8762-only reflector zeroes them: still ours.
+        let mut legacy = reply.clone();
+        legacy[14..16].fill(0);
+        assert!(c.decode(&legacy, 0).is_some());
+        // Another session's SSID: not ours.
+        let mut other = reply.clone();
+        other[14..16].copy_from_slice(&[0x43, 0x21]);
+        assert_eq!(c.decode(&other, 0), None);
     }
 
     #[test]

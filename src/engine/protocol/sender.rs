@@ -15,14 +15,17 @@ use super::stamp::{self, ErrorEstimate, NtpTime, ReflectorPacket, SenderPacket};
 pub struct StampSender {
     pub(super) packet: Vec<u8>,
     error: ErrorEstimate,
+    ssid: u16,
 }
 
 impl StampSender {
-    /// Packets of `size` octets, at least the 44 STAMP needs.
-    pub fn new(size: usize) -> Self {
+    /// Packets of `size` octets, at least the 44 STAMP needs, carrying
+    /// `ssid` (RFC 8972; 0: none, the RFC 8762 MBZ octets).
+    pub fn new(size: usize, ssid: u16) -> Self {
         Self {
             packet: vec![0; size.max(stamp::PACKET_LEN)],
             error: ErrorEstimate::of_this_host(),
+            ssid,
         }
     }
 
@@ -42,6 +45,7 @@ impl StampSender {
             seq: (seq as u32).wrapping_add(1),
             timestamp: NtpTime::from_unix_ns(t1_unix_ns),
             error: self.error,
+            ssid: self.ssid,
         }
         .encode(&mut self.packet);
         &self.packet
@@ -53,6 +57,11 @@ impl StampSender {
         // A reflector always stamps T2; zero there is our own request
         // coming back from a plain echo server (those octets are MBZ).
         if r.receive_timestamp == NtpTime::default() {
+            return None;
+        }
+        // Another session's answer; zero is an RFC 8762-only reflector,
+        // which leaves those octets MBZ.
+        if r.ssid != self.ssid && r.ssid != 0 {
             return None;
         }
         Some(Reply {

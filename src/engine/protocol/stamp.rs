@@ -10,7 +10,8 @@
 //!  0..4   sequence number          0..4   sequence number
 //!  4..12  timestamp (T1)           4..12  timestamp (T3)
 //! 12..14  error estimate          12..14  error estimate
-//! 14..44  MBZ                     14..16  MBZ
+//! 14..16  SSID (RFC 8972)         14..16  SSID, the sender's, copied
+//! 16..44  MBZ
 //!                                 16..24  receive timestamp (T2)
 //!                                 24..28  session-sender sequence number
 //!                                 28..36  session-sender timestamp (T1)
@@ -157,6 +158,9 @@ pub struct SenderPacket {
     pub timestamp: NtpTime,
     /// How good T1 is.
     pub error: ErrorEstimate,
+    /// Session-Sender Identifier (RFC 8972 §3; 0 from an RFC 8762-only
+    /// sender, whose octets 14–15 are MBZ).
+    pub ssid: u16,
 }
 
 /// A session-reflector test packet.
@@ -168,6 +172,8 @@ pub struct ReflectorPacket {
     pub timestamp: NtpTime,
     /// How good T2 and T3 are.
     pub error: ErrorEstimate,
+    /// The sender's SSID, copied (RFC 8972 §3).
+    pub ssid: u16,
     /// When the request was received (T2).
     pub receive_timestamp: NtpTime,
     /// The sender's sequence number, echoed.
@@ -210,19 +216,20 @@ fn check(len: usize, error: ErrorEstimate) -> Result<(), StampError> {
 }
 
 /// Zeroes the 44 octets and writes the fields both packets start with:
-/// sequence number, timestamp and error estimate.
-fn write_head(out: &mut [u8], seq: u32, timestamp: NtpTime, error: ErrorEstimate) {
+/// sequence number, timestamp, error estimate and SSID.
+fn write_head(out: &mut [u8], seq: u32, timestamp: NtpTime, error: ErrorEstimate, ssid: u16) {
     out[..PACKET_LEN].fill(0);
     out[..4].copy_from_slice(&seq.to_be_bytes());
     timestamp.write(&mut out[4..12]);
     out[12..14].copy_from_slice(&error.to_bits().to_be_bytes());
+    out[14..16].copy_from_slice(&ssid.to_be_bytes());
 }
 
 impl SenderPacket {
     /// Writes the 44-octet packet (MBZ zeroed) into `out[..44]`; anything
     /// after that is left as is (padding).
     pub fn encode(&self, out: &mut [u8]) {
-        write_head(out, self.seq, self.timestamp, self.error);
+        write_head(out, self.seq, self.timestamp, self.error, self.ssid);
     }
 
     /// Reads a sender packet. Longer datagrams are accepted (padding, or
@@ -235,6 +242,7 @@ impl SenderPacket {
             seq: be32(&b[..4]),
             timestamp: NtpTime::read(&b[4..12]),
             error: ErrorEstimate::from_bits(be16(&b[12..14])),
+            ssid: be16(&b[14..16]),
         };
         check(b.len(), p.error).map(|()| p)
     }
@@ -243,7 +251,7 @@ impl SenderPacket {
 impl ReflectorPacket {
     /// Writes the 44-octet packet (MBZ zeroed) into `out[..44]`.
     pub fn encode(&self, out: &mut [u8]) {
-        write_head(out, self.seq, self.timestamp, self.error);
+        write_head(out, self.seq, self.timestamp, self.error, self.ssid);
         self.receive_timestamp.write(&mut out[16..24]);
         out[24..28].copy_from_slice(&self.sender_seq.to_be_bytes());
         self.sender_timestamp.write(&mut out[28..36]);
@@ -260,6 +268,7 @@ impl ReflectorPacket {
             seq: be32(&b[..4]),
             timestamp: NtpTime::read(&b[4..12]),
             error: ErrorEstimate::from_bits(be16(&b[12..14])),
+            ssid: be16(&b[14..16]),
             receive_timestamp: NtpTime::read(&b[16..24]),
             sender_seq: be32(&b[24..28]),
             sender_timestamp: NtpTime::read(&b[28..36]),
@@ -305,6 +314,7 @@ pub fn reflect_in_place(
         seq: how.seq.unwrap_or(sender.seq),
         timestamp: t3(),
         error: how.error,
+        ssid: sender.ssid,
         receive_timestamp: t2,
         sender_seq: sender.seq,
         sender_timestamp: sender.timestamp,
@@ -429,6 +439,26 @@ mod tests {
         let mut buf = SENDER;
         reflect_in_place(&mut buf, stateless(t(0xA000_0000), 64), || t(0xC000_0000)).unwrap();
         assert_eq!(buf, REFLECTOR);
+    }
+
+    /// RFC 8972 §3: the sender's SSID (octets 14–15) comes back in the
+    /// same octets of the answer; the rest of the layout is unchanged.
+    #[test]
+    fn the_reflector_copies_the_session_sender_identifier() {
+        let mut buf = SENDER;
+        buf[14..16].copy_from_slice(&0xBEEFu16.to_be_bytes());
+        assert_eq!(SenderPacket::decode(&buf).unwrap().ssid, 0xBEEF);
+        reflect_in_place(&mut buf, stateless(t(0xA000_0000), 64), || t(0xC000_0000)).unwrap();
+        let mut want = REFLECTOR;
+        want[14..16].copy_from_slice(&[0xBE, 0xEF]);
+        assert_eq!(buf, want);
+        assert_eq!(ReflectorPacket::decode(&buf).unwrap().ssid, 0xBEEF);
+        // Written by the sender too.
+        let mut p = SenderPacket::decode(&SENDER).unwrap();
+        p.ssid = 0x0102;
+        let mut out = [0u8; 44];
+        p.encode(&mut out);
+        assert_eq!(out[14..16], [1, 2]);
     }
 
     #[test]

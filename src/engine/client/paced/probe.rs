@@ -39,6 +39,8 @@ pub struct ProbeConfig {
     pub size: usize,
     /// STAMP instead of plain echo.
     pub stamp: bool,
+    /// STAMP: the Session-Sender Identifier sent (RFC 8972; 0: none).
+    pub ssid: u16,
 }
 
 /// A peer's state during the run.
@@ -80,7 +82,7 @@ impl Probe {
     /// marks the run's echo requests, `seed` draws Poisson gaps.
     pub fn new(cfg: ProbeConfig, timeout: Duration, start_ns: u64, token: u64, seed: u64) -> Self {
         let codec = if cfg.stamp {
-            Codec::Stamp(StampSender::new(cfg.size))
+            Codec::Stamp(StampSender::new(cfg.size, cfg.ssid))
         } else {
             Codec::Echo(EchoCodec::new(cfg.size, token))
         };
