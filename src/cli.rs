@@ -14,6 +14,7 @@ pub use agent::{AgentArgs, AgentOptions, PeerOptions};
 pub use calibrate::CalibrateArgs;
 
 use crate::engine::protocol::payload_size;
+use crate::engine::reflector_admission::Cidr;
 use crate::engine::socket::address_text;
 use crate::engine::{Schedule, TimestampMode};
 use crate::report::Threshold;
@@ -137,6 +138,12 @@ pub struct ServerArgs {
     /// plain echo; a port given here that cannot be bound is an error.
     #[arg(long, value_name = "PORT")]
     pub stamp_port: Option<u16>,
+
+    /// Answer only sources in this network (repeatable; IPv4 or IPv6, e.g.
+    /// 192.0.2.0/24, 2001:db8::/32, or one address). Others are counted as
+    /// "not allowed" and dropped [default: every source].
+    #[arg(long = "allow", value_name = "CIDR", value_parser = clap::value_parser!(Cidr))]
+    pub allow: Vec<Cidr>,
 
     #[command(flatten)]
     pub log: LogArgs,

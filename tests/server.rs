@@ -227,3 +227,122 @@ fn a_truncating_echo_server_is_named() {
         "{err}"
     );
 }
+
+/// `--allow`: a source outside the networks gets nothing back and is
+/// counted as "not allowed"; one inside is answered as before.
+#[test]
+fn only_allowed_sources_are_answered_and_the_rest_counted() {
+    let (server, port) = start_server(&["--allow", "127.0.0.1/32", "--allow", "::1"]);
+    let ask = |from: &str| {
+        let s = UdpSocket::bind(from).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        s.send_to(b"anyone there?", ("127.0.0.1", port)).unwrap();
+        let mut buf = [0u8; 64];
+        s.recv_from(&mut buf).map(|(n, _)| buf[..n].to_vec()).ok()
+    };
+    assert_eq!(ask("127.0.0.1:0").as_deref(), Some(&b"anyone there?"[..]));
+    for _ in 0..3 {
+        assert_eq!(ask("127.0.0.2:0"), None, "127.0.0.2 is not allowed");
+    }
+    let (out, code) = server.interrupt_and_collect();
+    assert_eq!(code, Some(0));
+    assert!(out.contains("3 from sources not allowed refused"), "{out}");
+    assert!(out.contains("totals: 1 session, 1 packet"), "{out}");
+}
+
+#[test]
+fn the_banner_names_the_allowed_networks_and_bad_ones_are_refused() {
+    let child = synapse()
+        .args([
+            "server",
+            "--no-ui",
+            "--stamp-port",
+            "0",
+            "--bind",
+            "127.0.0.1:0",
+        ])
+        .args(["--allow", "192.0.2.0/24", "--allow", "2001:db8::/32"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_guard, _out, banner) = wait_until_ready(child);
+    assert!(
+        banner.contains("Answering only 192.0.2.0/24, 2001:db8::/32"),
+        "{banner}"
+    );
+    let out = synapse()
+        .args(["server", "--no-ui", "--allow", "10.0.0.0/40"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the prefix length must be 0..=32"), "{err}");
+}
+
+/// The same from real, distinct addresses: a reflector in one network
+/// namespace, two sources in the other (10.231.0.1 allowed, 10.231.0.3
+/// not), over a veth pair.
+#[test]
+fn allow_lists_hold_between_network_namespaces() {
+    use common::netns::{self, A_ADDR, B_ADDR, Namespaces};
+    if let Some(why) = netns::unavailable() {
+        println!("SKIPPED allow_lists_hold_between_network_namespaces: {why}");
+        return;
+    }
+    let ns = Namespaces::new();
+    netns::ip(&["-n", &ns.a, "addr", "add", "10.231.0.3/24", "dev", "vsyn0"]);
+    let child = ns
+        .synapse_in(&ns.b)
+        .args(["server", "--no-ui", "--stamp-port", "0"])
+        .args([
+            "--bind",
+            &format!("{B_ADDR}:7007"),
+            "--allow",
+            &format!("{A_ADDR}/32"),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (guard, stdout, _) = wait_until_ready(child);
+    let server = Server { guard, stdout };
+    let measure = |from: &str| {
+        ns.synapse_in(&ns.a)
+            .args(["client", &format!("{B_ADDR}:7007"), "--bind", from])
+            .args([
+                "--json",
+                "--packets",
+                "200",
+                "--warmup",
+                "0",
+                "--timeout",
+                "50ms",
+            ])
+            .output()
+            .unwrap()
+    };
+    let allowed = measure(A_ADDR);
+    assert!(
+        allowed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+    assert_eq!(json_of(&allowed.stdout)["packets"]["received"], 200);
+    let refused = measure("10.231.0.3");
+    assert!(
+        !refused.status.success(),
+        "a source not allowed got answers"
+    );
+    let (out, code) = server.interrupt_and_collect();
+    assert_eq!(code, Some(0));
+    // The refused client gives up after its first unanswered requests: each
+    // of them was counted, none answered.
+    let n: u64 = out
+        .split(" from sources not allowed refused")
+        .next()
+        .and_then(|s| s.rsplit(' ').next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no refusal count: {out}"));
+    assert!(n >= 1, "{out}");
+    assert!(out.contains("totals: 1 session, 200 packets"), "{out}");
+}

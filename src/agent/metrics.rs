@@ -69,6 +69,21 @@ struct Reflected {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Refused {
+    source: String,
+    protocol: &'static str,
+    reason: &'static str,
+}
+
+/// Why the reflector did not answer, as the `reason` label says it.
+const REFUSAL_REASONS: [&str; 3] = ["service_port", "not_allowed", "malformed"];
+
+/// The totals' refusal counts, in `REFUSAL_REASONS` order.
+fn refusals(t: &ReflectorTotals) -> [u64; 3] {
+    [t.refused, t.not_allowed, t.malformed]
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Build {
     version: &'static str,
 }
@@ -90,6 +105,7 @@ struct Families {
     stray: Family<Pair, Counter>,
     misses: Family<Pair, Counter>,
     reflected: Family<Reflected, Counter>,
+    refused: Family<Refused, Counter>,
     info: Family<PeerInfo, Gauge>,
 }
 
@@ -122,6 +138,9 @@ pub struct Metrics {
     unknown_stray: Counter,
     reflected: [Counter; 2],
     reflected_seen: [u64; 2],
+    /// Refusals by protocol and reason, and the totals last added.
+    refused: [[Counter; 3]; 2],
+    refused_seen: [[u64; 3]; 2],
 }
 
 /// The `peer` label of strays from no peer's address.
@@ -142,6 +161,7 @@ impl Metrics {
             stray: Family::default(),
             misses: Family::default(),
             reflected: Family::default(),
+            refused: Family::default(),
             info: Family::default(),
         };
         register(registry, &f);
@@ -171,6 +191,17 @@ impl Metrics {
                 })
                 .clone()
         });
+        let refused = ["echo", "stamp"].map(|protocol| {
+            REFUSAL_REASONS.map(|reason| {
+                f.refused
+                    .get_or_create(&Refused {
+                        source: source.into(),
+                        protocol,
+                        reason,
+                    })
+                    .clone()
+            })
+        });
         Self {
             source: source.into(),
             families: f,
@@ -178,6 +209,8 @@ impl Metrics {
             unknown_stray,
             reflected,
             reflected_seen: [0; 2],
+            refused,
+            refused_seen: [[0; 3]; 2],
         }
     }
 
@@ -317,6 +350,11 @@ impl Metrics {
         let new = totals.packets.saturating_sub(self.reflected_seen[i]);
         self.reflected[i].inc_by(new);
         self.reflected_seen[i] = self.reflected_seen[i].max(totals.packets);
+        for (r, now) in refusals(totals).into_iter().enumerate() {
+            let seen = &mut self.refused_seen[i][r];
+            self.refused[i][r].inc_by(now.saturating_sub(*seen));
+            *seen = (*seen).max(now);
+        }
     }
 }
 
@@ -403,6 +441,11 @@ fn register(r: &mut Registry, f: &Families) {
         "synapse_reflected",
         "Datagrams this agent's reflector answered",
         f.reflected.clone(),
+    );
+    r.register(
+        "synapse_reflector_refused",
+        "Datagrams this agent's reflector did not answer, by reason",
+        f.refused.clone(),
     );
     r.register(
         "synapse_peer_info",
@@ -498,10 +541,17 @@ mod tests {
         m.record(usize::MAX, &Record::event(RecordKind::Stray, 0, 0, false));
         let totals = ReflectorTotals {
             packets: 7,
+            refused: 1,
+            not_allowed: 4,
             ..ReflectorTotals::default()
         };
         m.reflected(false, &totals);
         m.reflected(false, &totals); // the same totals again add nothing
+        let stamp = ReflectorTotals {
+            malformed: 2,
+            ..ReflectorTotals::default()
+        };
+        m.reflected(true, &stamp);
         let exposition = text(&reg).replace(env!("CARGO_PKG_VERSION"), "VERSION");
         insta::assert_snapshot!(in_label_order(&exposition));
     }

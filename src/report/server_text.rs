@@ -24,6 +24,9 @@ pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) 
     if let Some(path) = s.log_path() {
         writeln!(out, "Logging every answer to {}", path.display())?;
     }
+    if !plan.allow.is_open() {
+        writeln!(out, "Answering only {}", plan.allow)?;
+    }
     writeln!(
         out,
         "Ready to echo packets... (Ctrl-C prints totals and exits)"
@@ -50,10 +53,11 @@ fn echo_totals(t: &ReflectorTotals) -> String {
         count_of(t.sessions, "session"),
         count_of(t.packets, "packet"),
         count_of(t.bytes, "byte"),
-        if t.oversized + t.send_errors + t.refused > 0 {
+        if t.oversized + t.send_errors + t.refused + t.not_allowed > 0 {
             format!(
-                " ({} oversized dropped, {} send errors, {} from service ports refused)",
-                t.oversized, t.send_errors, t.refused
+                " ({} oversized dropped, {} send errors, {} from service ports refused, \
+                 {} from sources not allowed refused)",
+                t.oversized, t.send_errors, t.refused, t.not_allowed
             )
         } else {
             String::new()

@@ -564,6 +564,7 @@ impl ServerTotals {
             malformed: t.malformed - b.malformed,
             t2_from_user: t.t2_from_user - b.t2_from_user,
             refused: t.refused - b.refused,
+            not_allowed: t.not_allowed - b.not_allowed,
         }
     }
 }

@@ -11,6 +11,7 @@
 //!   kernel, both ways, and each answer's points go to the log's ring.
 //!   Without one, nothing of that runs.
 
+pub mod admission;
 mod answer_log;
 mod serve;
 mod sessions;
@@ -22,6 +23,7 @@ use super::affinity::{Role, ThreadPlacement, place_current_thread};
 use super::socket::{bind_udp, set_wait_mode};
 use super::sys::timestamping;
 use super::{EngineError, Placement, StopFlag};
+use admission::AllowList;
 use answer_log::AnswerLog;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -43,6 +45,8 @@ pub struct ReflectorConfig {
     pub protocol: Protocol,
     /// Room for answers on their way to the per-packet log (0: no log).
     pub log_capacity: usize,
+    /// The sources answered (empty: all).
+    pub allow: AllowList,
 }
 
 impl ReflectorConfig {
@@ -56,6 +60,7 @@ impl ReflectorConfig {
             ring_capacity: 8192,
             protocol,
             log_capacity: 0,
+            allow: AllowList::default(),
         }
     }
 }
@@ -118,6 +123,8 @@ pub struct ReflectorTotals {
     /// answered, so that two reflectors can never be set bouncing a
     /// (spoofed) datagram between them.
     pub refused: u64,
+    /// Datagrams from sources outside `--allow`, dropped unanswered.
+    pub not_allowed: u64,
 }
 
 /// What a stopped reflector hands back.
@@ -194,7 +201,8 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
                 rx_cmsg,
                 busy_poll: cfg.thread.busy_poll,
             };
-            let mut reflector = serve::Reflector::new(&socket, wire, log, cfg.session_idle);
+            let mut reflector =
+                serve::Reflector::new(&socket, wire, log, cfg.session_idle, cfg.allow);
             reflector.serve(&thread_stop, &mut producer)?;
             Ok(reflector.finish(placement))
         })

@@ -6,6 +6,7 @@
 //! session counter bump. With a log, the socket also stamps in the kernel,
 //! both ways, and each answer's points go to the log's ring.
 
+use super::admission::AllowList;
 use super::answer_log::{AnswerLog, AnswerPoints};
 use super::sessions::Sessions;
 use super::stamp_counters::StampCounters;
@@ -55,6 +56,8 @@ pub struct Reflector {
     from: RawAddr,
     control: ControlBuf,
     epoch: Instant,
+    /// The sources answered.
+    allow: AllowList,
 }
 
 impl Reflector {
@@ -64,6 +67,7 @@ impl Reflector {
         wire: Wire,
         log: Option<AnswerLog>,
         idle: Duration,
+        allow: AllowList,
     ) -> Self {
         Self {
             fd: socket.as_raw_fd(),
@@ -76,6 +80,7 @@ impl Reflector {
             from: RawAddr::empty(),
             control: ControlBuf::default(),
             epoch: Instant::now(),
+            allow,
         }
     }
 
@@ -92,6 +97,7 @@ impl Reflector {
             match received {
                 Ok(d) if d.got.truncated => self.sessions.totals.oversized += 1,
                 Ok(_) if self.from.port() < 1024 => self.sessions.totals.refused += 1,
+                Ok(_) if !self.allow.allows(&self.from) => self.sessions.totals.not_allowed += 1,
                 Ok(d) => self.answer(&d, now_ns),
                 Err(e) => match e.raw_os_error() {
                     Some(libc::EAGAIN | libc::EINTR) => {}

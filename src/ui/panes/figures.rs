@@ -300,7 +300,6 @@ fn signed(ns: i64) -> String {
     }
 }
 
-/// The reflector's figures.
 /// The last `n` characters of `text`, with `…` where the rest was: a long
 /// path keeps its file name.
 fn tail(text: &str, n: usize) -> String {
@@ -312,6 +311,7 @@ fn tail(text: &str, n: usize) -> String {
     format!("…{kept}")
 }
 
+/// The reflector's figures.
 pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
     let tot = &v.totals;
     let lines = vec![
@@ -353,6 +353,21 @@ pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
             Span::styled(
                 format!("{} oversized", tot.oversized),
                 if tot.oversized > 0 { t.bad() } else { t.dim() },
+            ),
+        ]),
+        Line::from(vec![
+            Span::styled(" Refused ", t.dim()),
+            Span::styled(
+                format!(
+                    "{} port · {} unlisted",
+                    compact_count(tot.refused),
+                    compact_count(tot.not_allowed)
+                ),
+                if tot.refused + tot.not_allowed > 0 {
+                    t.warn()
+                } else {
+                    t.dim()
+                },
             ),
         ]),
         Line::from(vec![
