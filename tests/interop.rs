@@ -56,11 +56,9 @@ fn paced_stamp_against_stamp_suite_tells_stateless_from_stateful() {
     assert_eq!(j["loss_direction"]["reflector"], "stateful", "{j}");
 }
 
-#[test]
-fn stamp_suite_measures_the_stateful_synapse_reflector() {
-    let Some(bin) = tool("stamp-suite", "stamp_suite_measures_the_synapse_reflector") else {
-        return;
-    };
+/// Synapse's reflector (STAMP on its own port), and stamp-suite's sender
+/// run against it with `args`: the summary it printed.
+fn stamp_suite_against_synapse(bin: &std::path::Path, args: &[&str]) -> serde_json::Value {
     let (echo, stamp) = (free_udp_port(), free_udp_port());
     let server = synapse()
         .args(["server", "--no-ui", "--bind", &format!("127.0.0.1:{echo}")])
@@ -69,17 +67,25 @@ fn stamp_suite_measures_the_stateful_synapse_reflector() {
         .spawn()
         .unwrap();
     let (_server, _out, _) = wait_until_ready(server);
-    let out = Command::new(&bin)
+    let out = Command::new(bin)
         .args(["-r", "127.0.0.1", "-p", &stamp.to_string()])
-        .args(["-c", "100", "-d", "5", "--output-format", "json"])
+        .args(args)
+        .args(["-d", "5", "--output-format", "json"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    let summary = text
-        .lines()
+    text.lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .find(|v| v["type"] == "summary")
-        .unwrap_or_else(|| panic!("no summary from stamp-suite: {text}"));
+        .unwrap_or_else(|| panic!("no summary from stamp-suite: {text}"))
+}
+
+#[test]
+fn stamp_suite_measures_the_stateful_synapse_reflector() {
+    let Some(bin) = tool("stamp-suite", "stamp_suite_measures_the_synapse_reflector") else {
+        return;
+    };
+    let summary = stamp_suite_against_synapse(&bin, &["-c", "100"]);
     assert_eq!(summary["packets_sent"], 100, "{summary}");
     assert_eq!(summary["packets_received"], 100, "{summary}");
     // Our own count for its session, 0..=99: a stateful reflector.
@@ -96,26 +102,8 @@ fn stamp_suite_gets_its_ssid_back_from_the_synapse_reflector() {
     let Some(bin) = tool("stamp-suite", "stamp_suite_gets_its_ssid_back") else {
         return;
     };
-    let (echo, stamp) = (free_udp_port(), free_udp_port());
-    let server = synapse()
-        .args(["server", "--no-ui", "--bind", &format!("127.0.0.1:{echo}")])
-        .args(["--stamp-port", &stamp.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (_server, _out, _) = wait_until_ready(server);
-    let out = Command::new(&bin)
-        .args(["-r", "127.0.0.1", "-p", &stamp.to_string()])
-        .args(["--ssid", "4660", "--on-zero-ssid", "stop"])
-        .args(["-c", "50", "-d", "5", "--output-format", "json"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let summary = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|v| v["type"] == "summary")
-        .unwrap_or_else(|| panic!("no summary from stamp-suite: {text}"));
+    let args = ["--ssid", "4660", "--on-zero-ssid", "stop", "-c", "50"];
+    let summary = stamp_suite_against_synapse(&bin, &args);
     assert_eq!(summary["packets_sent"], 50, "{summary}");
     assert_eq!(summary["packets_received"], 50, "{summary}");
 }

@@ -40,6 +40,22 @@ pub struct Calibration {
 }
 
 impl Calibration {
+    /// A calibration of host `h` on 2026-11-22 with these medians, for
+    /// tests of what is drawn from one.
+    #[cfg(test)]
+    pub(crate) fn fixture(p50: Figures) -> Self {
+        Self {
+            synapse_version: "0".into(),
+            host: "h".into(),
+            kernel: "k".into(),
+            calibrated_at: "2026-11-22T10:00:00Z".into(),
+            quick: false,
+            cpus: vec![0, 1],
+            p50,
+            p99: Figures::default(),
+        }
+    }
+
     /// The date part of `calibrated_at`.
     pub fn date(&self) -> &str {
         self.calibrated_at.get(..10).unwrap_or(&self.calibrated_at)

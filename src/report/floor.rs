@@ -83,21 +83,12 @@ mod tests {
     use crate::calibrate::Figures;
 
     fn calibration() -> Calibration {
-        Calibration {
-            synapse_version: "0".into(),
-            host: "h".into(),
-            kernel: "k".into(),
-            calibrated_at: "2026-11-22T10:00:00Z".into(),
-            quick: false,
-            cpus: vec![0, 1],
-            p50: Figures {
-                udp_busy_poll_rtt_ns: Some(7_500.0),
-                udp_blocking_rtt_ns: Some(60_000.0),
-                wakeup_cross_core_ns: Some(25_000.0),
-                ..Figures::default()
-            },
-            p99: Figures::default(),
-        }
+        Calibration::fixture(Figures {
+            udp_busy_poll_rtt_ns: Some(7_500.0),
+            udp_blocking_rtt_ns: Some(60_000.0),
+            wakeup_cross_core_ns: Some(25_000.0),
+            ..Figures::default()
+        })
     }
 
     #[test]

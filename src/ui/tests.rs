@@ -153,18 +153,11 @@ fn the_floor_ratio_is_drawn_under_the_figures_when_it_fits() {
     let live =
         crate::stats::Summary::from_stats(app.client.live.total(), std::time::Duration::ZERO);
     let p50 = live.rtt_ns.unwrap().p50 as f64;
-    let floor = |blocking: f64| crate::calibrate::Calibration {
-        synapse_version: "0".into(),
-        host: "h".into(),
-        kernel: "k".into(),
-        calibrated_at: "2026-11-22T10:00:00Z".into(),
-        quick: false,
-        cpus: vec![0, 1],
-        p50: crate::calibrate::Figures {
+    let floor = |blocking: f64| {
+        crate::calibrate::Calibration::fixture(crate::calibrate::Figures {
             udp_blocking_rtt_ns: Some(blocking),
             ..Default::default()
-        },
-        p99: Default::default(),
+        })
     };
     app.floor = Some(floor(p50 / 4.0));
     let rows = rows(&frame(&app, 120, 36));
