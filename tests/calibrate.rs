@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::synapse;
+use common::{success_json, synapse};
 use serde_json::Value;
 
 /// One measurement at a time: two calibrations side by side would each
@@ -13,17 +13,13 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn calibrate(state: &std::path::Path) -> Value {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let out = synapse()
-        .args(["calibrate", "--quick", "--json", "--state"])
-        .arg(state)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    success_json(
+        &synapse()
+            .args(["calibrate", "--quick", "--json", "--state"])
+            .arg(state)
+            .output()
+            .unwrap(),
+    )
 }
 
 const KEYS: [&str; 8] = [
@@ -97,18 +93,14 @@ fn a_run_after_calibrating_reports_its_p50_against_the_floor() {
     let state = dir.path().join("synapse").join("calibration.json");
     let doc = calibrate(&state);
     let run = |extra: &[&str]| -> Value {
-        let out = synapse()
-            .env("XDG_STATE_HOME", dir.path())
-            .args(["--no-ui", "--json", "--packets", "2000"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        success_json(
+            &synapse()
+                .env("XDG_STATE_HOME", dir.path())
+                .args(["--no-ui", "--json", "--packets", "2000"])
+                .args(extra)
+                .output()
+                .unwrap(),
+        )
     };
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let busy = run(&["--busy-poll"]);

@@ -129,22 +129,28 @@ fn the_save_prompt_and_the_baseline_change_are_drawn() {
     );
     app.prompt = None;
     // A baseline with half today's p50: +100 % or so, drawn under the figures.
-    let live =
-        crate::stats::Summary::from_stats(app.client.live.total(), std::time::Duration::ZERO);
-    app.baseline = Some(crate::config::Baseline {
-        date: "2026-11-21T10:00:00Z".into(),
-        p50_ns: live.rtt_ns.unwrap().p50 / 2,
-        p99_ns: live.rtt_ns.unwrap().p99,
-        p999_ns: live.rtt_ns.unwrap().p999,
-        loss_percent: 0.0,
-        timestamp_source: "user".into(),
-    });
+    app.baseline = Some(half_p50_baseline(&app));
     let rows = rows(&frame(&app, 120, 36));
     assert!(
         rows[14].starts_with("└ vs base p50 +100% p99 +0% "),
         "{}",
         rows[14]
     );
+}
+
+/// A baseline whose p50 is half of what `app` shows (the rest as shown).
+fn half_p50_baseline(app: &super::app::App) -> crate::config::Baseline {
+    let live =
+        crate::stats::Summary::from_stats(app.client.live.total(), std::time::Duration::ZERO);
+    let rtt = live.rtt_ns.unwrap();
+    crate::config::Baseline {
+        date: "2026-11-21T10:00:00Z".into(),
+        p50_ns: rtt.p50 / 2,
+        p99_ns: rtt.p99,
+        p999_ns: rtt.p999,
+        loss_percent: 0.0,
+        timestamp_source: "user".into(),
+    }
 }
 
 #[test]
@@ -172,14 +178,7 @@ fn the_floor_ratio_is_drawn_under_the_figures_when_it_fits() {
     assert!(!rows[14].contains("floor"), "{}", rows[14]);
     // Beside a baseline's change, only if both fit.
     app.client.info.busy_poll = false;
-    app.baseline = Some(crate::config::Baseline {
-        date: "2026-11-21T10:00:00Z".into(),
-        p50_ns: live.rtt_ns.unwrap().p50 / 2,
-        p99_ns: live.rtt_ns.unwrap().p99,
-        p999_ns: live.rtt_ns.unwrap().p999,
-        loss_percent: 0.0,
-        timestamp_source: "user".into(),
-    });
+    app.baseline = Some(half_p50_baseline(&app));
     let rows = super::fixtures::rows(&frame(&app, 120, 36));
     assert!(
         rows[14].starts_with("└ vs base p50 +100% p99 +0% "),
