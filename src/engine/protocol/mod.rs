@@ -25,6 +25,8 @@ pub const RECV_BUFFER: usize = 65_536;
 mod echo;
 mod sender;
 pub mod stamp;
+#[cfg(test)]
+mod wire_props;
 
 pub use echo::{EchoCodec, echo_seq};
 pub use sender::StampSender;
