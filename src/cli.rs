@@ -139,11 +139,8 @@ pub struct ServerArgs {
     #[arg(long, value_name = "PORT")]
     pub stamp_port: Option<u16>,
 
-    /// Answer only sources in this network (repeatable; IPv4 or IPv6, e.g.
-    /// 192.0.2.0/24, 2001:db8::/32, or one address). Others are counted as
-    /// "not allowed" and dropped [default: every source].
-    #[arg(long = "allow", value_name = "CIDR", value_parser = clap::value_parser!(Cidr))]
-    pub allow: Vec<Cidr>,
+    #[command(flatten)]
+    pub admission: AdmissionArgs,
 
     #[command(flatten)]
     pub log: LogArgs,
@@ -163,6 +160,16 @@ pub struct ServerArgs {
     #[arg(long, value_name = "N", default_value_t = 30,
           value_parser = clap::value_parser!(u32).range(1..=120))]
     pub fps: u32,
+}
+
+/// Who a reflector answers (`synapse server`, and the agent's reflector).
+#[derive(Debug, Args, Clone, Default)]
+pub struct AdmissionArgs {
+    /// Answer only sources in this network (repeatable; IPv4 or IPv6, e.g.
+    /// 192.0.2.0/24, 2001:db8::/32, or one address). Others are counted as
+    /// "not allowed" and dropped [default: every source].
+    #[arg(long = "allow", value_name = "CIDR", value_parser = clap::value_parser!(Cidr))]
+    pub allow: Vec<Cidr>,
 }
 
 /// `synapse client`.

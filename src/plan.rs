@@ -531,7 +531,7 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
         stamp_required: s.stamp_port.is_some_and(|p| p != 0),
         log: s.log.log.clone(),
         log_opening: s.log.opening(),
-        allow: AllowList::new(s.allow.clone()),
+        allow: AllowList::new(s.admission.allow.clone()),
     }))
 }
 

@@ -11,6 +11,7 @@ use crate::cli::{AgentOptions, PeerOptions, settings_schema};
 use crate::config::layering::layer;
 use crate::config::settings::TableReader;
 use crate::config::{self, ConfigError, ConfigFile, Loc, Settings};
+use crate::engine::reflector_admission::AllowList;
 use crate::engine::socket::resolve;
 use crate::engine::{Schedule, TimestampMode, protocol::stamp};
 use crate::error::AppError;
@@ -61,6 +62,8 @@ pub struct AgentConfig {
     pub stamp_port: Option<u16>,
     /// The STAMP port was asked for, so failing to bind it is an error.
     pub stamp_required: bool,
+    /// The sources the reflector answers (empty: all).
+    pub allow: AllowList,
     /// Where `/metrics` is served.
     pub metrics_listen: SocketAddr,
     /// How often the window turns over.
@@ -150,6 +153,7 @@ fn finish(
             None => Some(stamp::DEFAULT_PORT),
         },
         stamp_required: opts.stamp_port.is_some_and(|p| p != 0),
+        allow: AllowList::new(opts.admission.allow.clone()),
         metrics_listen,
         report_every: opts.report_every,
         max_pps: opts.max_pps,
@@ -482,6 +486,20 @@ profile = "lab"
         assert_eq!(cfg.peers[0].schedule.interval_ns(), 50_000_000);
         // A peer's own table and its profile still win over the agent's.
         assert_eq!(cfg.peers[1].schedule.interval_ns(), 5_000_000);
+    }
+
+    #[test]
+    fn the_reflector_allow_list_comes_from_the_agent_table() {
+        let cfg = load_with("[agent]\nallow = [\"192.0.2.0/24\", \"::1\"]\n", None, &[]).unwrap();
+        assert_eq!(cfg.allow.to_string(), "192.0.2.0/24, ::1/128");
+        assert!(load_with("", None, &[]).unwrap().allow.is_open());
+        let e = load_with("[agent]\nallow = [\"10.0.0.0/40\"]\n", None, &[]).unwrap_err();
+        assert!(
+            e.starts_with("DIR/config.toml:2:")
+                && e.contains("agent.allow")
+                && e.contains("0..=32"),
+            "{e}"
+        );
     }
 
     #[test]

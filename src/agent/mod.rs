@@ -131,6 +131,14 @@ impl Agent {
         if let Some(why) = session.stamp_refused() {
             console::note(why);
         }
+        if let Some(at) = cfg
+            .reflect
+            .filter(|a| cfg.allow.is_open() && !a.ip().is_loopback())
+        {
+            console::note(&format!(
+                "the reflector answers every source on {at}: --allow CIDR limits who"
+            ));
+        }
         let timestamps = stamping_label(&session);
         metrics.set_peers(&cfg.peers, &timestamps);
         Ok(Self {
@@ -189,17 +197,18 @@ impl Agent {
                 return;
             }
         };
-        let fixed = (cfg.reflect, cfg.stamp_port, cfg.metrics_listen, &cfg.name);
-        if fixed
-            != (
-                self.cfg.reflect,
-                self.cfg.stamp_port,
-                self.cfg.metrics_listen,
-                &self.cfg.name,
+        let fixed = |c: &AgentConfig| {
+            (
+                c.reflect,
+                c.stamp_port,
+                c.metrics_listen,
+                c.name.clone(),
+                c.allow.clone(),
             )
-        {
+        };
+        if fixed(&cfg) != fixed(&self.cfg) {
             console::warning(
-                "reload: name, reflect, stamp_port and metrics_listen take effect on restart",
+                "reload: name, reflect, stamp_port, allow and metrics_listen take effect on restart",
             );
         }
         self.poll();

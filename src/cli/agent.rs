@@ -56,6 +56,9 @@ pub struct AgentOptions {
     #[arg(long, value_name = "PORT")]
     pub stamp_port: Option<u16>,
 
+    #[command(flatten)]
+    pub admission: super::AdmissionArgs,
+
     /// A peer to measure, NAME=HOST[:PORT] (port 8080, or 862 with
     /// --stamp). Repeat for several.
     #[arg(long, value_name = "NAME=HOST[:PORT]", action = ArgAction::Append, value_parser = peer_text)]
