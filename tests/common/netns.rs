@@ -75,9 +75,14 @@ impl Namespaces {
 
     /// The binary under test, run in namespace `ns`.
     pub fn synapse_in(&self, ns: &str) -> Command {
-        let bin = super::synapse().get_program().to_owned();
+        let base = super::synapse();
         let mut c = Command::new("ip");
-        c.args(["netns", "exec", ns]).arg(bin);
+        c.args(["netns", "exec", ns]).arg(base.get_program());
+        for (k, v) in base.get_envs() {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
         c
     }
 

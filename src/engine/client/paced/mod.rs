@@ -308,10 +308,24 @@ impl<'a, S: Sink> Pacer<'a, S> {
         if !warmup && probe.measure_start_ns.is_none() {
             probe.measure_start_ns = Some(due);
         }
-        let t1_user = realtime_ns();
-        let t1 = self.epoch.elapsed().as_nanos() as u64;
-        let payload = probe.codec.encode(seq, t1_user);
-        let sent = sys::send_to(self.fd, payload, &probe.raw);
+        let (mut t1_user, mut t1, mut sent) = self.send_once(p, seq);
+        if sent
+            .as_ref()
+            .is_err_and(|e| e.raw_os_error().is_some_and(is_pending_icmp))
+        {
+            // A pending ICMP error about an earlier request (a dead peer's,
+            // sent just before in the same tick) fails this send without
+            // sending it, and is consumed by failing it: this request's own
+            // fate is a second try, with its clocks read afresh. (A route
+            // that is really gone fails the second try too; a local
+            // firewall's EPERM is this send's own and is not retried.)
+            if let Some(stamps) = &mut self.stamps {
+                stamps.send_failed();
+            }
+            self.absorb_error_queue()?;
+            (t1_user, t1, sent) = self.send_once(p, seq);
+        }
+        let probe = &mut self.probes[p];
         probe.tracker.sent(seq);
         probe.next_seq += 1;
         let entry = Entry {
@@ -359,6 +373,17 @@ impl<'a, S: Sink> Pacer<'a, S> {
                 source: e,
             }),
         }
+    }
+
+    /// Reads the clocks, encodes request `seq` of probe `p` and sends it:
+    /// (T1 wall clock, T1 monotonic, what `sendto` said).
+    #[inline]
+    fn send_once(&mut self, p: usize, seq: u64) -> (u64, u64, std::io::Result<usize>) {
+        let probe = &mut self.probes[p];
+        let t1_user = realtime_ns();
+        let t1 = self.epoch.elapsed().as_nanos() as u64;
+        let payload = probe.codec.encode(seq, t1_user);
+        (t1_user, t1, sys::send_to(self.fd, payload, &probe.raw))
     }
 
     /// An ICMP "port unreachable" before any reply ends a single-peer run
@@ -460,6 +485,19 @@ impl<'a, S: Sink> Pacer<'a, S> {
             stale_stamps: self.stamps.as_ref().map_or(0, PacedStamps::stale),
         }
     }
+}
+
+/// Errors a send can fail with because of an ICMP report about an earlier
+/// datagram, still pending on the socket.
+fn is_pending_icmp(errno: i32) -> bool {
+    matches!(
+        errno,
+        libc::ECONNREFUSED
+            | libc::EHOSTUNREACH
+            | libc::ENETUNREACH
+            | libc::EHOSTDOWN
+            | libc::ENONET
+    )
 }
 
 /// From `now`, how long to the first multiple of `tick` at or after
