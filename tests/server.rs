@@ -253,20 +253,8 @@ fn only_allowed_sources_are_answered_and_the_rest_counted() {
 
 #[test]
 fn the_banner_names_the_allowed_networks_and_bad_ones_are_refused() {
-    let child = synapse()
-        .args([
-            "server",
-            "--no-ui",
-            "--stamp-port",
-            "0",
-            "--bind",
-            "127.0.0.1:0",
-        ])
-        .args(["--allow", "192.0.2.0/24", "--allow", "2001:db8::/32"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (_guard, _out, banner) = wait_until_ready(child);
+    let (_server, _, banner) =
+        start_server_with_banner(&["--allow", "192.0.2.0/24", "--allow", "2001:db8::/32"]);
     assert!(
         banner.contains("Answering only 192.0.2.0/24, 2001:db8::/32"),
         "{banner}"

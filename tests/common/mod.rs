@@ -205,6 +205,12 @@ pub fn unsafe_free_kill(pid: u32, sig: &str) {
 /// the banner: a port probed free beforehand can be taken by another test's
 /// client in between.
 pub fn start_server(extra: &[&str]) -> (Server, u16) {
+    let (server, port, _) = start_server_with_banner(extra);
+    (server, port)
+}
+
+/// [`start_server`], and the banner it printed.
+pub fn start_server_with_banner(extra: &[&str]) -> (Server, u16, String) {
     let child = synapse()
         .args([
             "server",
@@ -225,7 +231,7 @@ pub fn start_server(extra: &[&str]) -> (Server, u16) {
         .and_then(|rest| rest.split(' ').next())
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("no port in the banner: {banner}"));
-    (Server { guard, stdout }, port)
+    (Server { guard, stdout }, port, banner)
 }
 
 /// A reflector on a port chosen beforehand (see [`free_udp_port`]), for

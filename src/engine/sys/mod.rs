@@ -230,6 +230,13 @@ pub fn recv_from(fd: RawFd, buf: &mut [u8], from: &mut RawAddr) -> io::Result<Re
 /// ICMP errors the kernel reports on a socket with `IP_RECVERR` (or a
 /// connected one). Mid-run they mean "this datagram is lost", not "give up".
 pub fn is_network_error(errno: i32) -> bool {
+    is_pending_icmp(errno) || matches!(errno, libc::EMSGSIZE | libc::EACCES | libc::EPERM)
+}
+
+/// The network errors that arrive by ICMP about an earlier datagram and
+/// wait on the socket, failing whatever send comes next; the others
+/// (too big, a local firewall) are about the send that gets them.
+pub fn is_pending_icmp(errno: i32) -> bool {
     matches!(
         errno,
         libc::ECONNREFUSED
@@ -237,9 +244,6 @@ pub fn is_network_error(errno: i32) -> bool {
             | libc::ENETUNREACH
             | libc::EHOSTDOWN
             | libc::ENONET
-            | libc::EMSGSIZE
-            | libc::EACCES
-            | libc::EPERM
     )
 }
 

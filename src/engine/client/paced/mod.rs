@@ -311,7 +311,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
         let (mut t1_user, mut t1, mut sent) = self.send_once(p, seq);
         if sent
             .as_ref()
-            .is_err_and(|e| e.raw_os_error().is_some_and(is_pending_icmp))
+            .is_err_and(|e| e.raw_os_error().is_some_and(sys::is_pending_icmp))
         {
             // A pending ICMP error about an earlier request (a dead peer's,
             // sent just before in the same tick) fails this send without
@@ -485,19 +485,6 @@ impl<'a, S: Sink> Pacer<'a, S> {
             stale_stamps: self.stamps.as_ref().map_or(0, PacedStamps::stale),
         }
     }
-}
-
-/// Errors a send can fail with because of an ICMP report about an earlier
-/// datagram, still pending on the socket.
-fn is_pending_icmp(errno: i32) -> bool {
-    matches!(
-        errno,
-        libc::ECONNREFUSED
-            | libc::EHOSTUNREACH
-            | libc::ENETUNREACH
-            | libc::EHOSTDOWN
-            | libc::ENONET
-    )
 }
 
 /// From `now`, how long to the first multiple of `tick` at or after
