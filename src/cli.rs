@@ -15,6 +15,7 @@ pub use calibrate::CalibrateArgs;
 
 use crate::engine::protocol::payload_size;
 use crate::engine::reflector_admission::Cidr;
+use crate::engine::reflector_limits::Limits;
 use crate::engine::socket::address_text;
 use crate::engine::{Schedule, TimestampMode};
 use crate::report::Threshold;
@@ -143,6 +144,9 @@ pub struct ServerArgs {
     pub admission: AdmissionArgs,
 
     #[command(flatten)]
+    pub limits: LimitArgs,
+
+    #[command(flatten)]
     pub log: LogArgs,
 
     /// A client silent for this long has ended its session (e.g. 1s, 500ms).
@@ -170,6 +174,44 @@ pub struct AdmissionArgs {
     /// "not allowed" and dropped [default: every source].
     #[arg(long = "allow", value_name = "CIDR", value_parser = clap::value_parser!(Cidr))]
     pub allow: Vec<Cidr>,
+}
+
+/// How much `synapse server` answers. Refusals are counted by reason.
+#[derive(Debug, Args, Clone)]
+pub struct LimitArgs {
+    /// Answer one source address at most this many datagrams per second,
+    /// all its ports together (0: no limit). The default is above what one
+    /// client can ask of a kernel's UDP path.
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.per_source_pps)]
+    pub max_pps: u32,
+
+    /// Datagrams a source may send back to back before --max-pps applies
+    /// (and all sources together, before --max-total-pps).
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.burst,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub burst: u32,
+
+    /// Answer at most this many datagrams per second in all (0: no limit).
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.total_pps)]
+    pub max_total_pps: u32,
+
+    /// Serve at most this many sessions (source address and port) at once;
+    /// a new one beyond them is refused until one ends (--session-idle).
+    #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_sessions as u32,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_sessions: u32,
+}
+
+impl LimitArgs {
+    /// The engine's limits.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            per_source_pps: self.max_pps,
+            burst: self.burst,
+            total_pps: self.max_total_pps,
+            max_sessions: self.max_sessions as usize,
+        }
+    }
 }
 
 /// `synapse client`.

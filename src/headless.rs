@@ -55,9 +55,9 @@ pub fn run_server(
     out: &mut impl Write,
 ) -> Result<i32, AppError> {
     let mut session = ServerSession::start(plan, plan.bind, Protocol::Echo, stop)?;
-    if plan.allow.is_open() && !plan.bind.ip().is_loopback() {
+    if plan.admission.allow.is_open() && !plan.bind.ip().is_loopback() {
         console::note(&format!(
-            "answering every source on {}: --allow CIDR limits who (see \"Running a reflector on an exposed host\" in the README)",
+            "answering every source on {}: --allow CIDR limits who, --max-pps how much (see \"Running a reflector on an exposed host\" in the README)",
             plan.bind
         ));
     }

@@ -7,7 +7,7 @@ use crate::cli::{
 };
 use crate::config::layering::{Named, layer};
 use crate::config::{self, Baseline, ConfigFile, Settings};
-use crate::engine::reflector_admission::AllowList;
+use crate::engine::reflector_admission::{Admission, AllowList};
 use crate::engine::{
     ClientConfig, EngineError, MAX_IN_FLIGHT, Protocol, ReflectorConfig, Role, ThreadPlacement,
     choose_cpu, in_flight_bound, resolve, stamp,
@@ -167,8 +167,8 @@ pub struct ServerPlan {
     pub log: Option<PathBuf>,
     /// How the log file is opened.
     pub log_opening: Opening,
-    /// The sources answered (empty: all).
-    pub allow: AllowList,
+    /// Who the reflectors answer, and how much.
+    pub admission: Admission,
 }
 
 /// What to do.
@@ -531,7 +531,10 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
         stamp_required: s.stamp_port.is_some_and(|p| p != 0),
         log: s.log.log.clone(),
         log_opening: s.log.opening(),
-        allow: AllowList::new(s.admission.allow.clone()),
+        admission: Admission {
+            allow: AllowList::new(s.admission.allow.clone()),
+            limits: s.limits.limits(),
+        },
     }))
 }
 
@@ -550,7 +553,7 @@ impl ServerPlan {
             session_idle: self.session_idle,
             ring_capacity: REFLECTOR_RING,
             log_capacity: if self.log.is_some() { RESPONSE_RING } else { 0 },
-            allow: self.allow.clone(),
+            admission: self.admission.clone(),
             ..ReflectorConfig::new(bind, protocol)
         }
     }
@@ -615,7 +618,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         stamp_required: false,
         log: None,
         log_opening: Opening::New,
-        allow: AllowList::default(),
+        admission: Admission::default(),
     }
 }
 

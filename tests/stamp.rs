@@ -147,7 +147,7 @@ fn answers_stamp_session_senders_byte_for_byte() {
         "{out}"
     );
     assert!(
-        out.contains("STAMP totals: 1 session, 4 packets reflected, 2 malformed dropped"),
+        out.contains("STAMP totals: 1 session, 4 packets reflected (refused: 2 malformed)"),
         "{out}"
     );
     assert!(

@@ -11,7 +11,8 @@ use crate::cli::{AgentOptions, PeerOptions, settings_schema};
 use crate::config::layering::layer;
 use crate::config::settings::TableReader;
 use crate::config::{self, ConfigError, ConfigFile, Loc, Settings};
-use crate::engine::reflector_admission::AllowList;
+use crate::engine::reflector_admission::{Admission, AllowList};
+use crate::engine::reflector_limits::Limits;
 use crate::engine::socket::resolve;
 use crate::engine::{Schedule, TimestampMode, protocol::stamp};
 use crate::error::AppError;
@@ -63,7 +64,7 @@ pub struct AgentConfig {
     /// The STAMP port was asked for, so failing to bind it is an error.
     pub stamp_required: bool,
     /// The sources the reflector answers (empty: all).
-    pub allow: AllowList,
+    pub admission: Admission,
     /// Where `/metrics` is served.
     pub metrics_listen: SocketAddr,
     /// How often the window turns over.
@@ -153,7 +154,10 @@ fn finish(
             None => Some(stamp::DEFAULT_PORT),
         },
         stamp_required: opts.stamp_port.is_some_and(|p| p != 0),
-        allow: AllowList::new(opts.admission.allow.clone()),
+        admission: Admission {
+            allow: AllowList::new(opts.admission.allow.clone()),
+            limits: Limits::DEFAULT,
+        },
         metrics_listen,
         report_every: opts.report_every,
         max_pps: opts.max_pps,
@@ -491,8 +495,8 @@ profile = "lab"
     #[test]
     fn the_reflector_allow_list_comes_from_the_agent_table() {
         let cfg = load_with("[agent]\nallow = [\"192.0.2.0/24\", \"::1\"]\n", None, &[]).unwrap();
-        assert_eq!(cfg.allow.to_string(), "192.0.2.0/24, ::1/128");
-        assert!(load_with("", None, &[]).unwrap().allow.is_open());
+        assert_eq!(cfg.admission.allow.to_string(), "192.0.2.0/24, ::1/128");
+        assert!(load_with("", None, &[]).unwrap().admission.allow.is_open());
         let e = load_with("[agent]\nallow = [\"10.0.0.0/40\"]\n", None, &[]).unwrap_err();
         assert!(
             e.starts_with("DIR/config.toml:2:")

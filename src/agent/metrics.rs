@@ -7,7 +7,7 @@
 //! once, when the peer is added, so recording a result hashes no labels.
 
 use super::config::PeerConfig;
-use crate::engine::ReflectorTotals;
+use crate::engine::{ReflectorTotals, Refusals};
 use crate::stats::{Record, RecordKind, Segment};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -76,12 +76,8 @@ struct Refused {
 }
 
 /// Why the reflector did not answer, as the `reason` label says it.
-const REFUSAL_REASONS: [&str; 3] = ["service_port", "not_allowed", "malformed"];
-
-/// The totals' refusal counts, in `REFUSAL_REASONS` order.
-fn refusals(t: &ReflectorTotals) -> [u64; 3] {
-    [t.refused, t.not_allowed, t.malformed]
-}
+const REFUSAL_REASONS: [&str; REASONS] = Refusals::REASONS;
+const REASONS: usize = Refusals::REASONS.len();
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Build {
@@ -139,8 +135,8 @@ pub struct Metrics {
     reflected: [Counter; 2],
     reflected_seen: [u64; 2],
     /// Refusals by protocol and reason, and the totals last added.
-    refused: [[Counter; 3]; 2],
-    refused_seen: [[u64; 3]; 2],
+    refused: [[Counter; REASONS]; 2],
+    refused_seen: [[u64; REASONS]; 2],
 }
 
 /// The `peer` label of strays from no peer's address.
@@ -210,7 +206,7 @@ impl Metrics {
             reflected,
             reflected_seen: [0; 2],
             refused,
-            refused_seen: [[0; 3]; 2],
+            refused_seen: [[0; REASONS]; 2],
         }
     }
 
@@ -350,7 +346,7 @@ impl Metrics {
         let new = totals.packets.saturating_sub(self.reflected_seen[i]);
         self.reflected[i].inc_by(new);
         self.reflected_seen[i] = self.reflected_seen[i].max(totals.packets);
-        for (r, now) in refusals(totals).into_iter().enumerate() {
+        for (r, now) in totals.refused.counts().into_iter().enumerate() {
             let seen = &mut self.refused_seen[i][r];
             self.refused[i][r].inc_by(now.saturating_sub(*seen));
             *seen = (*seen).max(now);
@@ -541,14 +537,22 @@ mod tests {
         m.record(usize::MAX, &Record::event(RecordKind::Stray, 0, 0, false));
         let totals = ReflectorTotals {
             packets: 7,
-            refused: 1,
-            not_allowed: 4,
+            refused: Refusals {
+                service_port: 1,
+                not_allowed: 4,
+                rate: 3,
+                ..Refusals::default()
+            },
             ..ReflectorTotals::default()
         };
         m.reflected(false, &totals);
         m.reflected(false, &totals); // the same totals again add nothing
         let stamp = ReflectorTotals {
-            malformed: 2,
+            refused: Refusals {
+                malformed: 2,
+                unauthenticated: 5,
+                ..Refusals::default()
+            },
             ..ReflectorTotals::default()
         };
         m.reflected(true, &stamp);

@@ -133,7 +133,7 @@ impl Agent {
         }
         if let Some(at) = cfg
             .reflect
-            .filter(|a| cfg.allow.is_open() && !a.ip().is_loopback())
+            .filter(|a| cfg.admission.allow.is_open() && !a.ip().is_loopback())
         {
             console::note(&format!(
                 "the reflector answers every source on {at}: --allow CIDR limits who"
@@ -203,7 +203,7 @@ impl Agent {
                 c.stamp_port,
                 c.metrics_listen,
                 c.name.clone(),
-                c.allow.clone(),
+                c.admission.clone(),
             )
         };
         if fixed(&cfg) != fixed(&self.cfg) {

@@ -26,9 +26,10 @@ pub use error::EngineError;
 pub use points::{PacketStatus, Points};
 pub use protocol::stamp;
 pub use reflector::admission as reflector_admission;
+pub use reflector::limits as reflector_limits;
 pub use reflector::{
     AnswerPoints, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun,
-    ReflectorTotals, SessionInfo, start_reflector,
+    ReflectorTotals, Refusal, Refusals, SessionInfo, start_reflector,
 };
 pub use socket::resolve;
 /// Waiting for keys without crossterm's reader, which spins on a terminal

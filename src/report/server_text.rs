@@ -24,9 +24,10 @@ pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) 
     if let Some(path) = s.log_path() {
         writeln!(out, "Logging every answer to {}", path.display())?;
     }
-    if !plan.allow.is_open() {
-        writeln!(out, "Answering only {}", plan.allow)?;
+    if !plan.admission.allow.is_open() {
+        writeln!(out, "Answering only {}", plan.admission.allow)?;
     }
+    writeln!(out, "Limits: {}", plan.admission.limits)?;
     writeln!(
         out,
         "Ready to echo packets... (Ctrl-C prints totals and exits)"
@@ -36,15 +37,40 @@ pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) 
 /// One finished session.
 pub fn session_line(side: Side, s: &SessionInfo) -> String {
     format!(
-        "{}session ended: {}  {}  {}",
+        "{}session ended: {}  {}  {}{}",
         match side {
             Side::Echo => "",
             Side::Stamp => "STAMP ",
         },
         s.peer,
         count_of(s.packets, "packet"),
-        count_of(s.bytes, "byte")
+        count_of(s.bytes, "byte"),
+        if s.refused.total() > 0 {
+            format!("  refused: {}", s.refused)
+        } else {
+            String::new()
+        }
     )
+}
+
+/// ` (2 send errors; refused: 3 rate, 1 not allowed)`: what was not
+/// answered, when anything was not.
+fn unanswered(t: &ReflectorTotals) -> String {
+    let mut parts = Vec::new();
+    if t.oversized > 0 {
+        parts.push(format!("{} oversized dropped", t.oversized));
+    }
+    if t.send_errors > 0 {
+        parts.push(format!("{} send errors", t.send_errors));
+    }
+    if t.refused.total() > 0 {
+        parts.push(format!("refused: {}", t.refused));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join("; "))
+    }
 }
 
 fn echo_totals(t: &ReflectorTotals) -> String {
@@ -53,24 +79,16 @@ fn echo_totals(t: &ReflectorTotals) -> String {
         count_of(t.sessions, "session"),
         count_of(t.packets, "packet"),
         count_of(t.bytes, "byte"),
-        if t.oversized + t.send_errors + t.refused + t.not_allowed > 0 {
-            format!(
-                " ({} oversized dropped, {} send errors, {} from service ports refused, \
-                 {} from sources not allowed refused)",
-                t.oversized, t.send_errors, t.refused, t.not_allowed
-            )
-        } else {
-            String::new()
-        }
+        unanswered(t)
     )
 }
 
 fn stamp_totals(t: &ReflectorTotals) -> String {
     format!(
-        "STAMP totals: {}, {} reflected, {} malformed dropped{}",
+        "STAMP totals: {}, {} reflected{}{}",
         count_of(t.sessions, "session"),
         count_of(t.packets, "packet"),
-        t.malformed,
+        unanswered(t),
         if t.t2_from_user > 0 {
             format!(
                 ", {} with T2 from user space (no kernel RX stamp)",

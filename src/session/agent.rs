@@ -208,7 +208,7 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         stamp_required: cfg.stamp_required,
         log: None,
         log_opening: Opening::New,
-        allow: cfg.allow.clone(),
+        admission: cfg.admission.clone(),
     })
 }
 

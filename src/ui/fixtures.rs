@@ -4,7 +4,7 @@
 use super::app::{App, ClientInfo, Role, ServerView};
 use super::theme::Theme;
 use crate::engine::capabilities::Source;
-use crate::engine::{Points, ReflectorTotals, SessionInfo, StampingInfo};
+use crate::engine::{Points, ReflectorTotals, Refusals, SessionInfo, StampingInfo};
 use crate::stats::{Record, RecordKind, SegmentSet, Shape, Split};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -160,6 +160,7 @@ pub fn server_app() -> App {
         packets,
         bytes: packets * 8,
         last_seen_ns: last,
+        refused: Refusals::default(),
     };
     s.session_active(session(40_112, 12_000, 9_900_000_000));
     s.session_active(session(40_100, 3_000, 9_950_000_000));
@@ -170,11 +171,15 @@ pub fn server_app() -> App {
         sessions: 3,
         send_errors: 0,
         oversized: 1,
+        refused: Refusals {
+            rate: 1_200,
+            ..Refusals::default()
+        },
         ..ReflectorTotals::default()
     };
     s.pps = 15_300.0;
     s.stamp = Some(Ok("0.0.0.0:862".into()));
-    s.stamp_totals.malformed = 2;
+    s.stamp_totals.refused.malformed = 2;
     s.now_ns = 10_000_000_000;
     for _ in 0..8 {
         app.anim.on_frame(100, 100, None);

@@ -561,10 +561,8 @@ impl ServerTotals {
             sessions: t.sessions - b.sessions,
             send_errors: t.send_errors - b.send_errors,
             oversized: t.oversized - b.oversized,
-            malformed: t.malformed - b.malformed,
             t2_from_user: t.t2_from_user - b.t2_from_user,
-            refused: t.refused - b.refused,
-            not_allowed: t.not_allowed - b.not_allowed,
+            refused: t.refused.since(&b.refused),
         }
     }
 }

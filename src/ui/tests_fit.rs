@@ -27,6 +27,7 @@ fn session(port: u16, packets: u64) -> SessionInfo {
         packets,
         bytes: packets * 8,
         last_seen_ns: 0,
+        refused: Default::default(),
     }
 }
 

@@ -2,8 +2,18 @@
 //! A source outside every listed network is counted and dropped before
 //! anything else is done for it.
 
+use super::limits::Limits;
 use crate::engine::sys::RawAddr;
 use std::net::IpAddr;
+
+/// Who the reflector answers, and how much.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Admission {
+    /// The sources answered.
+    pub allow: AllowList,
+    /// How much each, and all together.
+    pub limits: Limits,
+}
 
 /// One network: an address and how many leading bits of it count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

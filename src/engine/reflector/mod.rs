@@ -13,6 +13,7 @@
 
 pub mod admission;
 mod answer_log;
+pub mod limits;
 mod serve;
 mod sessions;
 mod stamp_counters;
@@ -23,7 +24,7 @@ use super::affinity::{Role, ThreadPlacement, place_current_thread};
 use super::socket::{bind_udp, set_wait_mode};
 use super::sys::timestamping;
 use super::{EngineError, Placement, StopFlag};
-use admission::AllowList;
+use admission::Admission;
 use answer_log::AnswerLog;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -45,8 +46,8 @@ pub struct ReflectorConfig {
     pub protocol: Protocol,
     /// Room for answers on their way to the per-packet log (0: no log).
     pub log_capacity: usize,
-    /// The sources answered (empty: all).
-    pub allow: AllowList,
+    /// Who is answered, and how much.
+    pub admission: Admission,
 }
 
 impl ReflectorConfig {
@@ -60,7 +61,7 @@ impl ReflectorConfig {
             ring_capacity: 8192,
             protocol,
             log_capacity: 0,
-            allow: AllowList::default(),
+            admission: Admission::default(),
         }
     }
 }
@@ -86,6 +87,9 @@ pub struct SessionInfo {
     pub bytes: u64,
     /// When it was last heard from, in ns since the reflector started.
     pub last_seen_ns: u64,
+    /// Its datagrams not answered (rate, malformed, unauthenticated: the
+    /// reasons that can follow a session's admission).
+    pub refused: Refusals,
 }
 
 /// What the reflector tells its front end.
@@ -114,17 +118,120 @@ pub struct ReflectorTotals {
     /// Datagrams too large for the receive buffer (not echoed: the reflector
     /// never sends more, or other, bytes than it received).
     pub oversized: u64,
-    /// STAMP: datagrams that were not test packets (dropped, unanswered).
-    pub malformed: u64,
     /// STAMP: answers whose T2 had to come from user space because the
     /// kernel gave no RX stamp.
     pub t2_from_user: u64,
-    /// Datagrams from a service port (below 1024: echo, STAMP, …), not
-    /// answered, so that two reflectors can never be set bouncing a
-    /// (spoofed) datagram between them.
-    pub refused: u64,
-    /// Datagrams from sources outside `--allow`, dropped unanswered.
+    /// Datagrams not answered, by why.
+    pub refused: Refusals,
+}
+
+/// Why a datagram was not answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// From a service port (below 1024: echo, STAMP, …), so that two
+    /// reflectors can never be set bouncing a (spoofed) datagram between
+    /// them.
+    ServicePort,
+    /// From a source outside `--allow`.
+    NotAllowed,
+    /// A new session while `--max-sessions` are open.
+    Sessions,
+    /// Over its source's `--max-pps` or over `--max-total-pps`.
+    Rate,
+    /// STAMP: not a test packet.
+    Malformed,
+    /// Authenticated STAMP: no HMAC, or one that does not verify.
+    Unauthenticated,
+}
+
+/// Datagrams not answered, counted by [`Refusal`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Refusals {
+    /// [`Refusal::ServicePort`].
+    pub service_port: u64,
+    /// [`Refusal::NotAllowed`].
     pub not_allowed: u64,
+    /// [`Refusal::Sessions`].
+    pub sessions: u64,
+    /// [`Refusal::Rate`].
+    pub rate: u64,
+    /// [`Refusal::Malformed`].
+    pub malformed: u64,
+    /// [`Refusal::Unauthenticated`].
+    pub unauthenticated: u64,
+}
+
+impl Refusals {
+    /// The reasons' names, as reports and metric labels spell them.
+    pub const REASONS: [&'static str; 6] = [
+        "service_port",
+        "not_allowed",
+        "sessions",
+        "rate",
+        "malformed",
+        "unauthenticated",
+    ];
+
+    /// Counts one refusal.
+    #[inline]
+    pub fn count(&mut self, why: Refusal) {
+        *match why {
+            Refusal::ServicePort => &mut self.service_port,
+            Refusal::NotAllowed => &mut self.not_allowed,
+            Refusal::Sessions => &mut self.sessions,
+            Refusal::Rate => &mut self.rate,
+            Refusal::Malformed => &mut self.malformed,
+            Refusal::Unauthenticated => &mut self.unauthenticated,
+        } += 1;
+    }
+
+    /// The counts in the order of [`Refusals::REASONS`].
+    pub fn counts(&self) -> [u64; 6] {
+        [
+            self.service_port,
+            self.not_allowed,
+            self.sessions,
+            self.rate,
+            self.malformed,
+            self.unauthenticated,
+        ]
+    }
+
+    /// All refusals.
+    pub fn total(&self) -> u64 {
+        self.counts().iter().sum()
+    }
+
+    /// What was counted since `base` was taken.
+    pub fn since(&self, base: &Refusals) -> Refusals {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        Refusals {
+            service_port: d(self.service_port, base.service_port),
+            not_allowed: d(self.not_allowed, base.not_allowed),
+            sessions: d(self.sessions, base.sessions),
+            rate: d(self.rate, base.rate),
+            malformed: d(self.malformed, base.malformed),
+            unauthenticated: d(self.unauthenticated, base.unauthenticated),
+        }
+    }
+}
+
+impl std::fmt::Display for Refusals {
+    /// `12 rate, 3 unauthenticated` (the non-zero reasons), or `none`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut first = true;
+        for (name, n) in Self::REASONS.iter().zip(self.counts()) {
+            if n > 0 {
+                let sep = if first { "" } else { ", " };
+                write!(f, "{sep}{n} {}", name.replace('_', " "))?;
+                first = false;
+            }
+        }
+        if first {
+            f.write_str("none")?;
+        }
+        Ok(())
+    }
 }
 
 /// What a stopped reflector hands back.
@@ -202,7 +309,7 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
                 busy_poll: cfg.thread.busy_poll,
             };
             let mut reflector =
-                serve::Reflector::new(&socket, wire, log, cfg.session_idle, cfg.allow);
+                serve::Reflector::new(&socket, wire, log, cfg.session_idle, cfg.admission);
             reflector.serve(&thread_stop, &mut producer)?;
             Ok(reflector.finish(placement))
         })

@@ -6,11 +6,12 @@
 //! session counter bump. With a log, the socket also stamps in the kernel,
 //! both ways, and each answer's points go to the log's ring.
 
-use super::admission::AllowList;
+use super::admission::{Admission, AllowList};
 use super::answer_log::{AnswerLog, AnswerPoints};
+use super::limits::Pace;
 use super::sessions::Sessions;
 use super::stamp_counters::StampCounters;
-use super::{Protocol, ReflectorEvent, ReflectorOutcome};
+use super::{Protocol, ReflectorEvent, ReflectorOutcome, Refusal};
 use crate::engine::affinity::Placement;
 use crate::engine::protocol::stamp::{self, ErrorEstimate, NtpTime, Reflection};
 use crate::engine::protocol::{self, RECV_BUFFER};
@@ -58,6 +59,9 @@ pub struct Reflector {
     epoch: Instant,
     /// The sources answered.
     allow: AllowList,
+    /// `--max-total-pps`, and when its bucket is empty again.
+    total: Pace,
+    total_tat: u64,
 }
 
 impl Reflector {
@@ -67,20 +71,23 @@ impl Reflector {
         wire: Wire,
         log: Option<AnswerLog>,
         idle: Duration,
-        allow: AllowList,
+        admission: Admission,
     ) -> Self {
+        let limits = admission.limits;
         Self {
             fd: socket.as_raw_fd(),
             wire,
             log,
-            sessions: Sessions::new(idle),
+            sessions: Sessions::new(idle, &limits),
             counters: StampCounters::default(),
             error: ErrorEstimate::of_this_host(),
             buf: vec![0u8; RECV_BUFFER],
             from: RawAddr::empty(),
             control: ControlBuf::default(),
             epoch: Instant::now(),
-            allow,
+            allow: admission.allow,
+            total: Pace::new(limits.total_pps, limits.burst),
+            total_tat: 0,
         }
     }
 
@@ -96,9 +103,12 @@ impl Reflector {
             let now_ns = self.epoch.elapsed().as_nanos() as u64;
             match received {
                 Ok(d) if d.got.truncated => self.sessions.totals.oversized += 1,
-                Ok(_) if self.from.port() < 1024 => self.sessions.totals.refused += 1,
-                Ok(_) if !self.allow.allows(&self.from) => self.sessions.totals.not_allowed += 1,
-                Ok(d) => self.answer(&d, now_ns),
+                Ok(d) => {
+                    let answered = self.admit(now_ns).and_then(|i| self.answer(&d, i, now_ns));
+                    if let Err(why) = answered {
+                        self.sessions.totals.refused.count(why);
+                    }
+                }
                 Err(e) => match e.raw_os_error() {
                     Some(libc::EAGAIN | libc::EINTR) => {}
                     // An ICMP error about some client (gone, too big, no
@@ -173,32 +183,50 @@ impl Reflector {
         }
     }
 
-    /// Answers one datagram (unless it is a malformed STAMP request) and
-    /// accounts for it.
+    /// Whether the datagram just received may be answered: its session's
+    /// index, or why not. Cheapest checks first; a refusal costs no more
+    /// than the checks before it.
     #[inline]
-    fn answer(&mut self, d: &Datagram, now_ns: u64) {
+    fn admit(&mut self, now_ns: u64) -> Result<usize, Refusal> {
+        if self.from.port() < 1024 {
+            return Err(Refusal::ServicePort);
+        }
+        if !self.allow.allows(&self.from) {
+            return Err(Refusal::NotAllowed);
+        }
+        let idx = self.sessions.admit(&self.from, now_ns)?;
+        if self.total.is_limited() && !self.total.admit(&mut self.total_tat, now_ns) {
+            return Err(self.sessions.refuse(idx, Refusal::Rate));
+        }
+        Ok(idx)
+    }
+
+    /// Answers one admitted datagram of session `idx` and accounts for it,
+    /// or says why it got no answer (a STAMP request that is malformed or
+    /// not authenticated).
+    #[inline]
+    fn answer(&mut self, d: &Datagram, idx: usize, now_ns: u64) -> Result<(), Refusal> {
         let logging = self.log.is_some();
         let mut logged_seq = None;
         let t2_user = logging.then(timestamping::realtime_ns);
-        // Answered: Some(the user-space T3, if one was read).
-        let answered = match self.wire.protocol {
-            Protocol::Echo => Some(logging.then(timestamping::realtime_ns)),
+        // The user-space T3, if one was read.
+        let t3_user = match self.wire.protocol {
+            Protocol::Echo => logging.then(timestamping::realtime_ns),
             Protocol::Stamp => {
                 // Logged as the sender numbered it, like an echo's.
                 logged_seq = stamp::sequence_of(&self.buf[..d.got.len]).map(u64::from);
-                self.stamp_reply(d.got.len, d.rx.software, d.ttl, now_ns)
-                    .map(Some)
+                match self.stamp_reply(d.got.len, d.rx.software, d.ttl, now_ns) {
+                    Ok(t3) => Some(t3),
+                    Err(why) => return Err(self.sessions.refuse(idx, why)),
+                }
             }
-        };
-        let Some(t3_user) = answered else {
-            return;
         };
         let packet = &self.buf[..d.got.len];
         let sent = sys::send_to(self.fd, packet, &self.from);
         if sent.is_err() {
             self.sessions.totals.send_errors += 1;
         }
-        self.sessions.account(&self.from, d.got.len as u64, now_ns);
+        self.sessions.account(idx, d.got.len as u64);
         if let (Some(log), Some(peer)) = (self.log.as_mut(), self.from.to_socket_addr()) {
             let p = AnswerPoints {
                 seq: match self.wire.protocol {
@@ -214,18 +242,18 @@ impl Reflector {
                 Err(_) => log.send_failed(p),
             }
         }
+        Ok(())
     }
 
     /// Turns the STAMP request in the buffer into its answer in place and
-    /// returns the T3 it carries. `None` for a malformed request, which is
-    /// counted and not answered.
+    /// returns the T3 it carries, or why it gets no answer.
     fn stamp_reply(
         &mut self,
         len: usize,
         t2: Option<u64>,
         ttl: Option<u8>,
         now_ns: u64,
-    ) -> Option<u64> {
+    ) -> Result<u64, Refusal> {
         // A malformed request gets no answer, so it takes no number.
         let valid = stamp::SenderPacket::decode(&self.buf[..len]).is_ok();
         let seq = valid
@@ -248,8 +276,7 @@ impl Reflector {
             seq,
             error: self.error,
         };
-        let ok = stamp::reflect_in_place(packet, how, read_t3).is_ok();
-        totals.malformed += u64::from(!ok);
-        ok.then_some(t3)
+        stamp::reflect_in_place(packet, how, read_t3).map_err(|_| Refusal::Malformed)?;
+        Ok(t3)
     }
 }

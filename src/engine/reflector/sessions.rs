@@ -1,18 +1,19 @@
 //! The reflector's clients: one session per peer address, what each sent,
-//! and when it went quiet. The table is sized up front, so a new peer never
-//! allocates on the hot path.
+//! and when it went quiet, with its source's rate bucket. The table is
+//! sized up front (`--max-sessions`), so a new peer never allocates on the
+//! hot path, and a peer beyond it is refused until a session ends.
 
-use super::{ReflectorEvent, ReflectorTotals, SessionInfo};
+use super::limits::{Limits, Pace, SourceBuckets};
+use super::{ReflectorEvent, ReflectorTotals, Refusal, SessionInfo};
 use crate::engine::sys::RawAddr;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// Sessions tracked individually; further peers are only counted in totals.
-pub const MAX_SESSIONS: usize = 4096;
-
 struct Session {
     addr: RawAddr,
+    /// Its source address's bucket.
+    bucket: usize,
     info: SessionInfo,
 }
 
@@ -25,6 +26,10 @@ pub struct Sessions {
     /// Index of the session that sent the previous datagram: the common case
     /// of one busy client skips the table search.
     last: usize,
+    /// Sessions served at once.
+    max: usize,
+    /// One rate bucket per source address.
+    sources: SourceBuckets,
     /// Life totals.
     pub totals: ReflectorTotals,
     idle_ns: u64,
@@ -34,23 +39,29 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    /// An empty table; a peer silent for `idle` has ended its session.
-    pub fn new(idle: Duration) -> Self {
+    /// An empty table for `limits.max_sessions`, each source held to
+    /// `limits.per_source_pps`; a peer silent for `idle` has ended its
+    /// session.
+    pub fn new(idle: Duration, limits: &Limits) -> Self {
+        let max = limits.max_sessions.max(1);
+        let pace = Pace::new(limits.per_source_pps, limits.burst);
         Self {
-            sessions: Vec::with_capacity(MAX_SESSIONS),
-            index: HashMap::with_capacity(MAX_SESSIONS),
+            sessions: Vec::with_capacity(max),
+            index: HashMap::with_capacity(max),
             last: usize::MAX,
+            max,
+            sources: SourceBuckets::new(pace, max),
             totals: ReflectorTotals::default(),
             idle_ns: idle.as_nanos() as u64,
             backlog: Vec::new(),
         }
     }
 
-    /// Counts one answered datagram of `bytes` from `from`.
+    /// The session of a datagram from `from` at `now_ns`, opened when new,
+    /// if its source is within its rate: the index to account it with, or
+    /// why it is refused (counted in the totals, and the session's own).
     #[inline]
-    pub fn account(&mut self, from: &RawAddr, bytes: u64, now_ns: u64) {
-        self.totals.packets += 1;
-        self.totals.bytes += bytes;
+    pub fn admit(&mut self, from: &RawAddr, now_ns: u64) -> Result<usize, Refusal> {
         let idx = if self
             .sessions
             .get(self.last)
@@ -58,35 +69,61 @@ impl Sessions {
         {
             self.last
         } else {
-            let Some(peer) = from.to_socket_addr() else {
-                return;
-            };
+            let peer = from.to_socket_addr().ok_or(Refusal::Malformed)?;
             match self.index.get(&peer) {
                 Some(&i) => i,
-                None if self.sessions.len() < MAX_SESSIONS => self.open(*from, peer, now_ns),
-                None => return,
+                None => self.open(*from, peer, now_ns).ok_or(Refusal::Sessions)?,
             }
         };
         self.last = idx;
-        let info = &mut self.sessions[idx].info;
-        info.packets += 1;
-        info.bytes += bytes;
-        info.last_seen_ns = now_ns;
+        let s = &mut self.sessions[idx];
+        s.info.last_seen_ns = now_ns;
+        if self.sources.admit(s.bucket, now_ns) {
+            Ok(idx)
+        } else {
+            Err(self.refuse(idx, Refusal::Rate))
+        }
     }
 
-    fn open(&mut self, addr: RawAddr, peer: SocketAddr, now_ns: u64) -> usize {
+    /// Counts one answered datagram of `bytes` in session `idx`.
+    #[inline]
+    pub fn account(&mut self, idx: usize, bytes: u64) {
+        self.totals.packets += 1;
+        self.totals.bytes += bytes;
+        if let Some(s) = self.sessions.get_mut(idx) {
+            s.info.packets += 1;
+            s.info.bytes += bytes;
+        }
+    }
+
+    /// Counts a refusal of session `idx`'s datagram, and returns it.
+    #[inline]
+    pub fn refuse(&mut self, idx: usize, why: Refusal) -> Refusal {
+        if let Some(s) = self.sessions.get_mut(idx) {
+            s.info.refused.count(why);
+        }
+        why
+    }
+
+    fn open(&mut self, addr: RawAddr, peer: SocketAddr, now_ns: u64) -> Option<usize> {
+        if self.sessions.len() >= self.max {
+            return None;
+        }
+        let bucket = self.sources.attach(peer.ip())?;
         self.totals.sessions += 1;
         self.index.insert(peer, self.sessions.len());
         self.sessions.push(Session {
             addr,
+            bucket,
             info: SessionInfo {
                 peer,
                 packets: 0,
                 bytes: 0,
                 last_seen_ns: now_ns,
+                refused: super::Refusals::default(),
             },
         });
-        self.sessions.len() - 1
+        Some(self.sessions.len() - 1)
     }
 
     /// Closes idle sessions and publishes state. Runs every tick.
@@ -97,6 +134,7 @@ impl Sessions {
             let info = self.sessions[i].info;
             if now_ns.saturating_sub(info.last_seen_ns) >= idle_ns {
                 self.backlog.push(ReflectorEvent::Ended(info));
+                self.sources.detach(self.sessions[i].bucket);
                 self.index.remove(&info.peer);
                 self.sessions.swap_remove(i);
                 if let Some(moved) = self.sessions.get(i) {
@@ -107,6 +145,7 @@ impl Sessions {
                 i += 1;
             }
         }
+        self.sources.prune(now_ns);
         // Ended sessions first: they must not lose their ring slots to the
         // best-effort snapshots below (a slow UI just sees fewer of those).
         self.flush_backlog(events);
@@ -144,27 +183,74 @@ mod tests {
         RawAddr::from_socket_addr(SocketAddr::from(([127, 0, 0, 1], port)))
     }
 
+    fn answer(s: &mut Sessions, port: u16, now_ns: u64) {
+        let idx = s.admit(&addr(port), now_ns).unwrap();
+        s.account(idx, 10);
+    }
+
+    fn from_host(host: u8, port: u16) -> RawAddr {
+        RawAddr::from_socket_addr(SocketAddr::from(([192, 0, 2, host], port)))
+    }
+
+    #[test]
+    fn sessions_beyond_the_cap_are_refused_until_one_ends() {
+        let limits = Limits {
+            max_sessions: 2,
+            ..Limits::UNLIMITED
+        };
+        let mut s = Sessions::new(Duration::from_nanos(100), &limits);
+        let (mut tx, _rx) = rtrb::RingBuffer::new(64);
+        assert!(s.admit(&from_host(1, 1000), 0).is_ok());
+        assert!(s.admit(&from_host(2, 1000), 0).is_ok());
+        assert_eq!(s.admit(&from_host(3, 1000), 0), Err(Refusal::Sessions));
+        assert!(s.admit(&from_host(1, 1000), 50).is_ok(), "known ones go on");
+        s.tick(120, &mut tx);
+        assert!(s.admit(&from_host(3, 1000), 130).is_ok(), "2 went idle");
+        assert_eq!(s.totals.sessions, 3);
+    }
+
+    #[test]
+    fn a_source_over_its_rate_is_refused_across_its_ports() {
+        let limits = Limits {
+            per_source_pps: 1000,
+            burst: 3,
+            ..Limits::UNLIMITED
+        };
+        let mut s = Sessions::new(Duration::from_secs(1), &limits);
+        let ok = |s: &mut Sessions, port| s.admit(&from_host(1, port), 0).is_ok();
+        // Three back to back from one address, whichever its port.
+        assert!(ok(&mut s, 1000) && ok(&mut s, 1001) && ok(&mut s, 1002));
+        assert_eq!(s.admit(&from_host(1, 1003), 0), Err(Refusal::Rate));
+        assert!(s.admit(&from_host(2, 1000), 0).is_ok(), "not another's");
+        assert!(
+            s.admit(&from_host(1, 1000), 1_000_000).is_ok(),
+            "1 ms later"
+        );
+        let refused: u64 = s.sessions.iter().map(|x| x.info.refused.rate).sum();
+        assert_eq!(refused, 1, "counted in the refused session's own line");
+    }
+
     #[test]
     fn sessions_are_found_through_the_index_across_expiry() {
-        let mut echo = Sessions::new(Duration::from_nanos(100));
+        let mut echo = Sessions::new(Duration::from_nanos(100), &Limits::UNLIMITED);
         let (mut tx, mut rx) = rtrb::RingBuffer::new(64);
         // Three peers, interleaved so the last-sender shortcut is not enough.
         for port in [1, 2, 3, 1, 3, 2, 1] {
-            echo.account(&addr(port), 10, 0);
+            answer(&mut echo, port, 0);
         }
         assert_eq!(echo.totals.sessions, 3);
         assert_eq!(echo.index.len(), 3);
         // Peer 1 stays active; 2 and 3 go idle and are removed (swap_remove
         // moves entries, so the index must follow them).
-        echo.account(&addr(1), 10, 150);
+        answer(&mut echo, 1, 150);
         echo.tick(200, &mut tx);
         assert_eq!(echo.sessions.len(), 1);
         assert_eq!(echo.index.len(), 1);
         for (peer, &i) in &echo.index {
             assert_eq!(echo.sessions[i].info.peer, *peer);
         }
-        echo.account(&addr(3), 10, 210);
-        echo.account(&addr(1), 10, 220);
+        answer(&mut echo, 3, 210);
+        answer(&mut echo, 1, 220);
         let one = echo.sessions[echo.index[&addr(1).to_socket_addr().unwrap()]].info;
         assert_eq!((one.packets, one.bytes), (5, 50));
         assert_eq!(echo.totals.sessions, 4, "peer 3 came back as a new session");

@@ -2,7 +2,7 @@
 
 use crate::calibrate::Calibration;
 use crate::config::Baseline;
-use crate::engine::Schedule;
+use crate::engine::{Refusals, Schedule};
 use crate::report::FloorComparison;
 use crate::stats::{Pattern, RttFigures, Summary};
 use crate::ui::app::{ClientInfo, ClientView, ServerView};
@@ -311,6 +311,23 @@ fn tail(text: &str, n: usize) -> String {
     format!("…{kept}")
 }
 
+/// `3 port · 10k rate`: each reason that refused anything, in the order
+/// of [`Refusals::REASONS`]; `0` when nothing was refused.
+fn refusal_summary(r: &Refusals) -> String {
+    const SHORT: [&str; 6] = ["port", "unlisted", "sessions", "rate", "bad", "unauth"];
+    let parts: Vec<String> = SHORT
+        .iter()
+        .zip(r.counts())
+        .filter(|(_, n)| *n > 0)
+        .map(|(name, n)| format!("{} {name}", compact_count(n)))
+        .collect();
+    if parts.is_empty() {
+        "0".into()
+    } else {
+        parts.join(" · ")
+    }
+}
+
 /// The reflector's figures.
 pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
     let tot = &v.totals;
@@ -340,7 +357,7 @@ pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
                 format!(
                     ":{} · {} bad",
                     at.rsplit(':').next().unwrap_or(at),
-                    v.stamp_totals.malformed
+                    v.stamp_totals.refused.malformed + v.stamp_totals.refused.unauthenticated
                 ),
             ),
             Some(Err(_)) => Line::from(vec![
@@ -358,12 +375,8 @@ pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
         Line::from(vec![
             Span::styled(" Refused ", t.dim()),
             Span::styled(
-                format!(
-                    "{} port · {} unlisted",
-                    compact_count(tot.refused),
-                    compact_count(tot.not_allowed)
-                ),
-                if tot.refused + tot.not_allowed > 0 {
+                refusal_summary(&tot.refused),
+                if tot.refused.total() > 0 {
                     t.warn()
                 } else {
                     t.dim()
