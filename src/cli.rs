@@ -147,6 +147,9 @@ pub struct ServerArgs {
     pub limits: LimitArgs,
 
     #[command(flatten)]
+    pub key: KeyArgs,
+
+    #[command(flatten)]
     pub log: LogArgs,
 
     /// A client silent for this long has ended its session (e.g. 1s, 500ms).
@@ -361,9 +364,9 @@ pub struct PacketArgs {
     #[arg(long, value_name = "BYTES", default_value = "8", value_parser = payload_size)]
     pub size: usize,
 
-    /// Speak STAMP (RFC 8762, unauthenticated) to a session-reflector
-    /// (default port 862) instead of plain echo: the reflector's own
-    /// receive and send times give the server dwell.
+    /// Speak STAMP (RFC 8762; unauthenticated unless --hmac-key-file) to a
+    /// session-reflector (default port 862) instead of plain echo: the
+    /// reflector's own receive and send times give the server dwell.
     #[arg(long)]
     pub stamp: bool,
 
@@ -372,6 +375,22 @@ pub struct PacketArgs {
     /// is not ours. Without it the octets stay zero (RFC 8762).
     #[arg(long, value_name = "N", requires = "stamp", value_parser = clap::value_parser!(u16).range(1..))]
     pub ssid: Option<u16>,
+
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub key: KeyArgs,
+}
+
+/// The STAMP key: `synapse client --stamp` and `synapse server` alike.
+#[derive(Debug, Args, Clone, Default, Serialize)]
+pub struct KeyArgs {
+    /// Authenticated STAMP (RFC 8762 §4.2.2) with the shared key in FILE:
+    /// hexadecimal, at least 16 bytes, readable by its owner only (never
+    /// on the command line). A client signs its requests and measures only
+    /// replies whose HMAC-SHA-256 verifies; a server's STAMP reflector
+    /// answers authenticated requests only. Failures are counted.
+    #[arg(long, value_name = "FILE")]
+    pub hmac_key_file: Option<PathBuf>,
 }
 
 /// How replies are timed: their deadline and the clock that stamps them.

@@ -21,6 +21,7 @@ pub mod engine;
 pub mod error;
 pub mod headless;
 pub mod interfaces;
+pub mod key_file;
 pub mod plan;
 pub mod profiles;
 pub mod report;

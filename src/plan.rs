@@ -3,16 +3,19 @@
 //! starts until this succeeds, so bad input fails fast with one clear line.
 
 use crate::cli::{
-    Cli, ClientArgs, Command, LogArgs, OutputArgs, RunArgs, ServerArgs, TargetArgs, settings_schema,
+    Cli, ClientArgs, Command, KeyArgs, LogArgs, OutputArgs, RunArgs, ServerArgs, TargetArgs,
+    settings_schema,
 };
 use crate::config::layering::{Named, layer};
 use crate::config::{self, Baseline, ConfigFile, Settings};
 use crate::engine::reflector_admission::{Admission, AllowList};
+use crate::engine::stamp_key::StampKey;
 use crate::engine::{
     ClientConfig, EngineError, MAX_IN_FLIGHT, Protocol, ReflectorConfig, Role, ThreadPlacement,
     choose_cpu, in_flight_bound, resolve, stamp,
 };
 use crate::error::AppError;
+use crate::key_file;
 use crate::report::packet_log::{Opening, STDOUT};
 use clap::ArgMatches;
 use std::io::IsTerminal;
@@ -73,6 +76,8 @@ pub struct ClientPlan {
     pub profile: ProfileUse,
     /// What the user should be warned of before the run.
     pub warnings: Vec<String>,
+    /// STAMP authenticated mode's key, read from `--hmac-key-file`.
+    pub stamp_key: Option<StampKey>,
 }
 
 /// How the run relates to the configuration file.
@@ -116,15 +121,18 @@ impl ClientPlan {
             timestamps: r.clock.timestamps,
             stamp: r.packet.stamp,
             ssid: r.packet.ssid.unwrap_or(0),
+            stamp_key: self.stamp_key.clone(),
             log_capacity: if self.log.is_some() { LOG_RING } else { 0 },
             schedule: r.schedule(),
         }
     }
 
     /// The payload size on the wire: STAMP packets are never shorter than
-    /// 44 octets.
+    /// 44 octets (112 authenticated).
     pub fn wire_size(&self) -> usize {
-        if self.run.packet.stamp {
+        if self.stamp_key.is_some() {
+            self.run.packet.size.max(stamp::Layout::AUTHENTICATED.len)
+        } else if self.run.packet.stamp {
             self.run.packet.size.max(stamp::PACKET_LEN)
         } else {
             self.run.packet.size
@@ -169,6 +177,8 @@ pub struct ServerPlan {
     pub log_opening: Opening,
     /// Who the reflectors answer, and how much.
     pub admission: Admission,
+    /// The STAMP reflector's key: it answers authenticated requests only.
+    pub stamp_key: Option<StampKey>,
 }
 
 /// What to do.
@@ -458,6 +468,7 @@ fn client_plan(
         ));
     }
     check_pacing(&run)?;
+    let stamp_key = stamp_key_of(&run.packet.key, run.packet.stamp, "synapse client")?;
     let placement = |cpu, cpu_auto| ThreadPlacement {
         cpu,
         cpu_auto,
@@ -477,7 +488,21 @@ fn client_plan(
         run,
         profile: ProfileUse::default(),
         warnings,
+        stamp_key,
     })
+}
+
+/// The key `--hmac-key-file` names, for a `who` that speaks STAMP.
+pub fn stamp_key_of(k: &KeyArgs, stamp: bool, who: &str) -> Result<Option<StampKey>, AppError> {
+    let Some(path) = &k.hmac_key_file else {
+        return Ok(None);
+    };
+    if !stamp {
+        return Err(AppError::Usage(format!(
+            "--hmac-key-file is for STAMP: {who} needs --stamp too"
+        )));
+    }
+    key_file::read(path).map(Some).map_err(AppError::Usage)
 }
 
 /// `--log -` puts the rows on stdout, which the JSON report and the live
@@ -511,6 +536,11 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
     }
     let output = output_for(s.no_ui, false);
     check_stdout_log(s.log.log.as_deref(), output)?;
+    let stamp_key = stamp_key_of(
+        &s.key,
+        s.stamp_port != Some(0),
+        "synapse server --stamp-port 0",
+    )?;
     Ok(Plan::Server(ServerPlan {
         bind,
         session_idle: s.session_idle,
@@ -535,6 +565,7 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
             allow: AllowList::new(s.admission.allow.clone()),
             limits: s.limits.limits(),
         },
+        stamp_key,
     }))
 }
 
@@ -554,6 +585,10 @@ impl ServerPlan {
             ring_capacity: REFLECTOR_RING,
             log_capacity: if self.log.is_some() { RESPONSE_RING } else { 0 },
             admission: self.admission.clone(),
+            stamp_key: match protocol {
+                Protocol::Stamp => self.stamp_key.clone(),
+                Protocol::Echo => None,
+            },
             ..ReflectorConfig::new(bind, protocol)
         }
     }
@@ -619,6 +654,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         log: None,
         log_opening: Opening::New,
         admission: Admission::default(),
+        stamp_key: None,
     }
 }
 

@@ -59,10 +59,20 @@ fn paced_stamp_against_stamp_suite_tells_stateless_from_stateful() {
 /// Synapse's reflector (STAMP on its own port), and stamp-suite's sender
 /// run against it with `args`: the summary it printed.
 fn stamp_suite_against_synapse(bin: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    stamp_suite_against(bin, &[], args)
+}
+
+/// [`stamp_suite_against_synapse`], the server started with `server_args`.
+fn stamp_suite_against(
+    bin: &std::path::Path,
+    server_args: &[&str],
+    args: &[&str],
+) -> serde_json::Value {
     let (echo, stamp) = (free_udp_port(), free_udp_port());
     let server = synapse()
         .args(["server", "--no-ui", "--bind", &format!("127.0.0.1:{echo}")])
         .args(["--stamp-port", &stamp.to_string()])
+        .args(server_args)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -131,4 +141,59 @@ fn the_synapse_sender_with_an_ssid_is_answered_by_stamp_suite() {
     );
     assert_eq!(j["packets"]["received"], 500, "{j}");
     assert_eq!(j["packets"]["stray"], 0, "{j}");
+}
+
+const KEY: &str = "00112233445566778899aabbccddeeff";
+
+/// A key file only its owner can read, holding `key`.
+fn key_file(key: &str) -> tempfile::NamedTempFile {
+    use std::os::unix::fs::PermissionsExt;
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(f.path(), format!("{key}\n")).unwrap();
+    std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o600)).unwrap();
+    f
+}
+
+/// Authenticated STAMP (RFC 8762 §4.2.2): stamp-suite's sender with the
+/// same key is answered in full (and checks our HMACs); with another key,
+/// or none, it gets nothing.
+#[test]
+fn stamp_suite_authenticated_sender_against_the_synapse_reflector() {
+    let Some(bin) = tool("stamp-suite", "stamp_suite_authenticated_sender") else {
+        return;
+    };
+    let key = key_file(KEY);
+    let server = ["--hmac-key-file", key.path().to_str().unwrap()];
+    let signed = ["-A", "A", "--hmac-key", KEY, "-c", "50"];
+    let summary = stamp_suite_against(&bin, &server, &signed);
+    assert_eq!(summary["packets_sent"], 50, "{summary}");
+    assert_eq!(summary["packets_received"], 50, "{summary}");
+    let other = "ff112233445566778899aabbccddeeff";
+    let forged = ["-A", "A", "--hmac-key", other, "-c", "10", "--timeout", "1"];
+    let summary = stamp_suite_against(&bin, &server, &forged);
+    assert_eq!(summary["packets_received"], 0, "another key: {summary}");
+    let plain = stamp_suite_against(&bin, &server, &["-c", "10", "--timeout", "1"]);
+    assert_eq!(plain["packets_received"], 0, "no key: {plain}");
+}
+
+/// Synapse's authenticated sender against stamp-suite's authenticated
+/// reflector: every reply verifies and is measured.
+#[test]
+fn the_authenticated_synapse_sender_is_answered_by_stamp_suite() {
+    let Some(bin) = tool("stamp-suite", "the_authenticated_synapse_sender") else {
+        return;
+    };
+    let (_reflector, port) = stamp_suite_reflector(&bin, &["-A", "A", "--hmac-key", KEY]);
+    let key = key_file(KEY);
+    let j = success_json(
+        &synapse()
+            .args(["client", &format!("127.0.0.1:{port}"), "--stamp"])
+            .args(["--hmac-key-file", key.path().to_str().unwrap()])
+            .args(["--json", "--packets", "500", "--warmup", "10"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(j["packets"]["received"], 500, "{j}");
+    assert_eq!(j["unauthenticated_replies"], 0, "{j}");
+    assert_eq!(j["config"]["size"], 112, "{j}");
 }

@@ -301,3 +301,131 @@ fn stamp_against_a_plain_echo_server_says_so() {
         )
     );
 }
+
+/// A key file only its owner can read (`mode`), holding `key`.
+fn key_file(key: &str, mode: u32) -> tempfile::NamedTempFile {
+    use std::os::unix::fs::PermissionsExt;
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(f.path(), key).unwrap();
+    std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    f
+}
+
+/// Authenticated mode end to end on loopback: signed requests are
+/// answered and measured; a plain client gets nothing from that reflector,
+/// and is counted as unauthenticated.
+#[test]
+fn an_authenticated_reflector_answers_signed_requests_only() {
+    let key = key_file("00112233445566778899aabbccddeeff\n", 0o600);
+    let path = key.path().to_str().unwrap();
+    let echo = free_udp_port();
+    let stamp = free_udp_port();
+    let child = synapse()
+        .args(["server", "--no-ui", "--bind", &format!("127.0.0.1:{echo}")])
+        .args(["--stamp-port", &stamp.to_string(), "--hmac-key-file", path])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (guard, stdout, banner) = wait_until_ready(child);
+    assert!(banner.contains("authenticated requests only"), "{banner}");
+    let server = Server { guard, stdout };
+    let client = |extra: &[&str]| {
+        synapse()
+            .args(["client", &format!("127.0.0.1:{stamp}"), "--stamp", "--json"])
+            .args(["--packets", "100", "--warmup", "0", "--timeout", "100ms"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let j = success_json(&client(&["--hmac-key-file", path]));
+    assert_eq!(j["packets"]["received"], 100, "{j}");
+    assert!(j["breakdown"]["segments"].is_array(), "the split: {j}");
+    let plain = client(&[]);
+    assert_eq!(plain.status.code(), Some(2), "no answer without the key");
+    let (out, _) = server.interrupt_and_collect();
+    assert!(
+        out.contains("STAMP totals: 2 sessions, 100 packets reflected"),
+        "{out}"
+    );
+    assert!(out.contains("(refused: 10 unauthenticated)"), "{out}");
+}
+
+/// A reflector whose answers do not carry our HMAC (another key, or a
+/// man in the middle): none is measured, each is counted, and the run
+/// says why it got no reply.
+#[test]
+fn answers_that_fail_the_hmac_are_counted_never_measured() {
+    let forger = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = forger.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while let Ok((n, from)) = forger.recv_from(&mut buf) {
+            // A well-formed answer (T2 set) whose HMAC no longer matches.
+            buf[32..40].copy_from_slice(&[0xE0, 0, 0, 1, 0, 0, 0, 1]);
+            let _ = forger.send_to(&buf[..n], from);
+        }
+    });
+    let key = key_file("00112233445566778899aabbccddeeff", 0o600);
+    let out = synapse()
+        .args(["client", &format!("127.0.0.1:{port}"), "--stamp"])
+        .args(["--hmac-key-file", key.path().to_str().unwrap()])
+        .args([
+            "--no-ui",
+            "--packets",
+            "20",
+            "--warmup",
+            "0",
+            "--timeout",
+            "50ms",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no answer carries a valid HMAC"), "{err}");
+}
+
+/// The key file is checked before anything is sent: readable by others,
+/// too short, or given without --stamp, each a one-line usage error.
+#[test]
+fn bad_key_files_are_usage_errors() {
+    let open = key_file("00112233445566778899aabbccddeeff", 0o644);
+    let short = key_file("0011", 0o600);
+    for (args, says) in [
+        (
+            vec![
+                "client",
+                "--stamp",
+                "--hmac-key-file",
+                open.path().to_str().unwrap(),
+            ],
+            "chmod 600",
+        ),
+        (
+            vec!["server", "--hmac-key-file", short.path().to_str().unwrap()],
+            "at least 16",
+        ),
+        (
+            vec!["client", "--hmac-key-file", short.path().to_str().unwrap()],
+            "needs --stamp",
+        ),
+        (
+            vec![
+                "server",
+                "--stamp-port",
+                "0",
+                "--hmac-key-file",
+                "/nonexistent",
+            ],
+            "needs --stamp",
+        ),
+    ] {
+        let out = synapse().args(&args).arg("--no-ui").output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(says) && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}

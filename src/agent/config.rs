@@ -14,6 +14,7 @@ use crate::config::{self, ConfigError, ConfigFile, Loc, Settings};
 use crate::engine::reflector_admission::{Admission, AllowList};
 use crate::engine::reflector_limits::Limits;
 use crate::engine::socket::resolve;
+use crate::engine::stamp_key::StampKey;
 use crate::engine::{Schedule, TimestampMode, protocol::stamp};
 use crate::error::AppError;
 use crate::plan::DEFAULT_PORT;
@@ -43,6 +44,8 @@ pub struct PeerConfig {
     pub stamp: bool,
     /// STAMP: the Session-Sender Identifier sent (0: none).
     pub ssid: u16,
+    /// STAMP authenticated mode's key.
+    pub key: Option<StampKey>,
 }
 
 impl PeerConfig {
@@ -314,6 +317,10 @@ fn resolve_peers(
             DEFAULT_PORT
         };
         let addr = resolve(&text, port).map_err(|err| fail("address", err.to_string()))?;
+        let key = match crate::plan::stamp_key_of(&p.packet.key, p.packet.stamp, "a peer") {
+            Ok(key) => key,
+            Err(e) => return Err(fail("hmac_key_file", e.to_string())),
+        };
         if let Some(other) = peers.iter().find(|o| o.addr == addr) {
             let msg = format!("{addr} is peer '{}' already", other.name);
             return Err(fail("address", msg));
@@ -338,6 +345,7 @@ fn resolve_peers(
             size: p.packet.size,
             stamp: p.packet.stamp,
             ssid: p.packet.ssid.unwrap_or(0),
+            key,
         });
     }
     Ok(peers)

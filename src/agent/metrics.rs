@@ -470,6 +470,7 @@ mod tests {
             size: 8,
             stamp,
             ssid: 0,
+            key: None,
         }
     }
 

@@ -187,6 +187,7 @@ mod tests {
             size: 8,
             stamp: false,
             ssid: 0,
+            key: None,
         }
     }
 

@@ -241,7 +241,15 @@ mod tests {
         assert_eq!(
             ids(peer_schema()),
             [
-                "address", "profile", "interval", "rate", "poisson", "size", "stamp", "ssid"
+                "address",
+                "profile",
+                "interval",
+                "rate",
+                "poisson",
+                "size",
+                "stamp",
+                "ssid",
+                "hmac_key_file"
             ]
         );
     }

@@ -73,6 +73,11 @@ pub enum EngineError {
         "{0} echoes STAMP requests back unchanged: it is a plain echo server, not a STAMP session-reflector (drop --stamp)"
     )]
     NotStamp(SocketAddr),
+    /// Authenticated STAMP: every answer failed its HMAC check.
+    #[error(
+        "{0} answers, but no answer carries a valid HMAC: the reflector has another key, or does not authenticate (check --hmac-key-file on both ends)"
+    )]
+    Unauthenticated(SocketAddr),
     /// The timestamp source asked for cannot be had.
     #[error("{0}")]
     Timestamps(String),

@@ -25,6 +25,7 @@ pub use client::{ClientConfig, ClientOutcome, ClientRun, StampingInfo, start_cli
 pub use error::EngineError;
 pub use points::{PacketStatus, Points};
 pub use protocol::stamp;
+pub use protocol::stamp_key;
 pub use reflector::admission as reflector_admission;
 pub use reflector::limits as reflector_limits;
 pub use reflector::{

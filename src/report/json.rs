@@ -17,6 +17,9 @@ struct JsonReport<'a> {
     breakdown: Option<&'a BreakdownReport>,
     log: Option<&'a LogSummary>,
     floor: Option<&'a super::FloorComparison>,
+    /// Present in authenticated mode only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unauthenticated_replies: Option<u64>,
     interrupted: bool,
 }
 
@@ -31,6 +34,7 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
         breakdown: report.breakdown.as_ref(),
         log: report.log.as_ref(),
         floor: report.floor.as_ref(),
+        unauthenticated_replies: report.unauthenticated_replies,
         interrupted: report.interrupted,
     };
     serde_json::to_writer(&mut *out, &doc)?;

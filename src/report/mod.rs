@@ -113,6 +113,9 @@ pub struct Report {
     pub log: Option<LogSummary>,
     /// The p50 against this host's calibrated floor, when there is one.
     pub floor: Option<FloorComparison>,
+    /// Authenticated STAMP: datagrams refused as replies because their
+    /// HMAC did not verify (`None`: not authenticated).
+    pub unauthenticated_replies: Option<u64>,
 }
 
 /// What `--log` wrote.
@@ -171,6 +174,7 @@ impl Report {
             breakdown: BreakdownReport::from_outcome(outcome),
             log: None,
             floor: None,
+            unauthenticated_replies: plan.stamp_key.as_ref().map(|_| outcome.unauthenticated),
             config: EffectiveConfig::new(plan, server, local, outcome),
             interrupted: outcome.interrupted,
         }

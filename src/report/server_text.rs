@@ -19,7 +19,12 @@ pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) 
         if t.busy_poll { "busy-poll" } else { "blocking" }
     )?;
     if let Some(addr) = s.stamp_addr() {
-        writeln!(out, "STAMP (RFC 8762) reflector on {addr}")?;
+        let auth = if plan.stamp_key.is_some() {
+            ", authenticated requests only (HMAC-SHA-256)"
+        } else {
+            ""
+        };
+        writeln!(out, "STAMP (RFC 8762) reflector on {addr}{auth}")?;
     }
     if let Some(path) = s.log_path() {
         writeln!(out, "Logging every answer to {}", path.display())?;

@@ -36,6 +36,13 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     let s = &report.summary;
     write_setup(out, report)?;
     write_packets(out, s)?;
+    if let Some(n) = report.unauthenticated_replies {
+        writeln!(
+            out,
+            "          authenticated (HMAC-SHA-256): {} answers failed the check (never measured)",
+            group_thousands(n)
+        )?;
+    }
     write_latency(out, s)?;
     if let Some(f) = &report.floor {
         writeln!(out, "Floor:   {}", f.sentence())?;
@@ -532,6 +539,7 @@ mod tests {
             log_opening: crate::report::packet_log::Opening::New,
             profile: ProfileUse::default(),
             warnings: Vec::new(),
+            stamp_key: None,
         };
         let outcome = ClientOutcome {
             stats,
@@ -547,6 +555,7 @@ mod tests {
             ring_overflow: 0,
             log_overflow: 0,
             stale_stamps: 0,
+            unauthenticated: 0,
             stamping: StampingInfo {
                 source: Source::Software,
                 interface: Some("eth0".into()),

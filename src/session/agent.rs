@@ -185,6 +185,7 @@ fn probe_of(p: &crate::agent::config::PeerConfig) -> ProbeConfig {
         size: p.size,
         stamp: p.stamp,
         ssid: p.ssid,
+        key: p.key.clone(),
     }
 }
 
@@ -209,6 +210,7 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         log: None,
         log_opening: Opening::New,
         admission: cfg.admission.clone(),
+        stamp_key: None,
     })
 }
 
@@ -231,6 +233,7 @@ mod tests {
             size: 64,
             stamp: false,
             ssid: 0,
+            key: None,
         }
     }
 

@@ -60,6 +60,8 @@ struct ClientTotals {
     log_error: Option<String>,
     /// TX stamps that came after their packet, over all runs kept.
     stale_stamps: u64,
+    /// Authenticated STAMP: answers whose HMAC failed.
+    unauthenticated: u64,
 }
 
 /// The reflector's totals as the server view counts them.
@@ -118,6 +120,7 @@ impl Station {
                 log_dropped: 0,
                 log_error: None,
                 stale_stamps: 0,
+                unauthenticated: 0,
             },
             served: ServerTotals::default(),
             server_log: None,
@@ -280,6 +283,7 @@ impl Station {
         t.measured += o.measured;
         t.placement = Some(o.placement.clone());
         t.stale_stamps += o.stale_stamps;
+        t.unauthenticated += o.unauthenticated;
     }
 
     /// Starts the current role's threads.
@@ -495,6 +499,7 @@ impl Station {
                 ring_overflow: 0,
                 log_overflow: t.log_dropped,
                 stale_stamps: t.stale_stamps,
+                unauthenticated: t.unauthenticated,
                 stamping: t.stamping.clone().unwrap_or_default(),
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));

@@ -17,6 +17,7 @@ mod stamps;
 use super::affinity::{Placement, Role, ThreadPlacement, place_current_thread};
 use super::points::Points;
 use super::protocol::stamp::ErrorEstimate;
+use super::protocol::stamp_key::StampKey;
 use super::socket::{ClientSockets, client_sockets, is_this_host, paced_socket, wildcard_for};
 use super::timestamping::{self, TimestampMode, capabilities::Source};
 use super::{EngineError, StopFlag};
@@ -61,6 +62,8 @@ pub struct ClientConfig {
     pub stamp: bool,
     /// STAMP: the Session-Sender Identifier sent (RFC 8972; 0: none).
     pub ssid: u16,
+    /// STAMP authenticated mode's shared key.
+    pub stamp_key: Option<StampKey>,
     /// Capacity of the per-packet log ring, in packets (0: no log).
     pub log_capacity: usize,
     /// Send on this schedule (paced) instead of ping-pong.
@@ -84,6 +87,7 @@ impl ClientConfig {
             timestamps: TimestampMode::User,
             stamp: false,
             ssid: 0,
+            stamp_key: None,
             log_capacity: 0,
             schedule: None,
         }
@@ -139,6 +143,9 @@ pub struct ClientOutcome {
     pub log_overflow: u64,
     /// TX stamps that came too late to be matched to their packet.
     pub stale_stamps: u64,
+    /// Authenticated STAMP: datagrams refused as replies because their
+    /// HMAC did not verify (never measured).
+    pub unauthenticated: u64,
     /// How the packets were stamped.
     pub stamping: StampingInfo,
 }
@@ -370,6 +377,7 @@ impl PacedRun<'_> {
             size: cfg.size,
             stamp: cfg.stamp,
             ssid: cfg.ssid,
+            key: cfg.stamp_key.clone(),
         };
         let pacer_cfg = PacerConfig {
             timeout: cfg.timeout,
@@ -393,6 +401,7 @@ impl PacedRun<'_> {
             interrupted: ended.interrupted,
             log_overflow: sink.log_overflow,
             stale_stamps: ended.stale_stamps,
+            unauthenticated: ended.unauthenticated,
             stamping: StampingInfo::default(),
         })
     }

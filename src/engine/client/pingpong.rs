@@ -115,7 +115,7 @@ impl<'a> Pinger<'a> {
         let epoch = Instant::now();
         let token = run_token(epoch);
         let codec = if cfg.stamp {
-            Codec::Stamp(StampSender::new(cfg.size, cfg.ssid))
+            Codec::Stamp(StampSender::new(cfg.size, cfg.ssid, cfg.stamp_key.clone()))
         } else {
             Codec::Echo(EchoCodec::new(cfg.size, token))
         };
@@ -194,6 +194,7 @@ impl<'a> Pinger<'a> {
             ring_overflow: self.out.overflow.load(Ordering::Relaxed),
             log_overflow: self.log_overflow,
             stale_stamps: self.stamps.as_ref().map_or(0, ClientStamps::stale),
+            unauthenticated: self.seen.unauthenticated,
             stamping: StampingInfo::default(),
         })
     }
@@ -384,6 +385,8 @@ impl<'a> Pinger<'a> {
                 let datagram = &self.buf[..got.len];
                 if self.codec.is_echoed_stamp_request(datagram) {
                     self.seen.echoed_requests += 1;
+                } else if self.codec.failed_authentication(datagram) {
+                    self.seen.unauthenticated += 1;
                 }
                 if let Some(expected) = self.codec.truncated_echo(datagram) {
                     self.seen.truncated = Some((got.len, expected));

@@ -20,6 +20,9 @@ pub struct Seen {
     pub echoed_requests: u64,
     /// Our echo requests, cut short: (bytes that came back, bytes sent).
     pub truncated: Option<(usize, usize)>,
+    /// Authenticated STAMP: datagrams refused as replies because their
+    /// HMAC did not verify.
+    pub unauthenticated: u64,
 }
 
 impl Seen {
@@ -34,6 +37,8 @@ impl Seen {
             }
         } else if self.echoed_requests > 0 {
             EngineError::NotStamp(addr)
+        } else if self.unauthenticated > 0 {
+            EngineError::Unauthenticated(addr)
         } else if self.late > 0 {
             EngineError::TooSlow { addr, timeout_ms }
         } else {

@@ -25,6 +25,7 @@ pub const RECV_BUFFER: usize = 65_536;
 mod echo;
 mod sender;
 pub mod stamp;
+pub mod stamp_key;
 #[cfg(test)]
 mod wire_props;
 
@@ -96,6 +97,12 @@ impl Codec {
     pub fn is_echoed_stamp_request(&self, datagram: &[u8]) -> bool {
         matches!(self, Codec::Stamp(c) if c.packet == datagram)
     }
+
+    /// Whether a datagram was refused as a reply for want of a valid HMAC
+    /// (authenticated STAMP only).
+    pub fn failed_authentication(&self, datagram: &[u8]) -> bool {
+        matches!(self, Codec::Stamp(c) if c.failed_authentication(datagram))
+    }
 }
 
 #[cfg(test)]
@@ -106,7 +113,7 @@ mod tests {
 
     #[test]
     fn stamp_requests_carry_seq_and_t1_and_replies_widen_the_seq() {
-        let mut c = Codec::Stamp(StampSender::new(8, 0));
+        let mut c = Codec::Stamp(StampSender::new(8, 0, None));
         let t1 = 1_700_000_000_123_456_789;
         let req = c.encode(5, t1).to_vec();
         assert_eq!(req.len(), 44, "never shorter than STAMP's 44 octets");
@@ -121,7 +128,10 @@ mod tests {
             seq: Some(4),
             error: stamp::ErrorEstimate::LOCAL,
         };
-        stamp::reflect_in_place(&mut reply, how, || NtpTime::from_unix_ns(t1 + 13_000)).unwrap();
+        stamp::reflect_in_place(&mut reply, stamp::Layout::OPEN, how, || {
+            NtpTime::from_unix_ns(t1 + 13_000)
+        })
+        .unwrap();
         let got = c.decode(&reply, 5).unwrap();
         assert_eq!(got.seq, 5);
         assert_eq!((got.reflector_seq, got.reflector_synced), (Some(4), false));
@@ -152,11 +162,11 @@ mod tests {
             error: stamp::ErrorEstimate::LOCAL,
         };
         let t3 = || NtpTime::from_unix_ns(1_700_000_000_000_001_000);
-        let mut c = Codec::Stamp(StampSender::new(44, 0x1234));
+        let mut c = Codec::Stamp(StampSender::new(44, 0x1234, None));
         let req = c.encode(0, 1_700_000_000_000_000_000).to_vec();
         assert_eq!(req[14..16], [0x12, 0x34], "RFC 8972 octets 14-15");
         let mut reply = req.clone();
-        stamp::reflect_in_place(&mut reply, how, t3).unwrap();
+        stamp::reflect_in_place(&mut reply, stamp::Layout::OPEN, how, t3).unwrap();
         assert_eq!(reply[14..16], [0x12, 0x34], "copied back");
         assert!(c.decode(&reply, 0).is_some());
         // An RFC 8762-only reflector zeroes them: still ours.

@@ -2,7 +2,8 @@
 //! the reflector's answers.
 
 use super::Reply;
-use super::stamp::{self, ErrorEstimate, NtpTime, ReflectorPacket, SenderPacket};
+use super::stamp::{ErrorEstimate, Layout, NtpTime, ReflectorPacket, SenderPacket};
+use super::stamp_key::StampKey;
 
 /// STAMP session-sender packets: 44 octets (more with `--size`, as
 /// zero padding), sequence number and T1 in NTP format.
@@ -16,17 +17,35 @@ pub struct StampSender {
     pub(super) packet: Vec<u8>,
     error: ErrorEstimate,
     ssid: u16,
+    /// Authenticated mode: signs requests, and only replies it verifies
+    /// are replies.
+    key: Option<StampKey>,
+    layout: Layout,
 }
 
 impl StampSender {
-    /// Packets of `size` octets, at least the 44 STAMP needs, carrying
-    /// `ssid` (RFC 8972; 0: none, the RFC 8762 MBZ octets).
-    pub fn new(size: usize, ssid: u16) -> Self {
+    /// Packets of `size` octets, at least the 44 STAMP needs (112 with a
+    /// `key`, authenticated mode), carrying `ssid` (RFC 8972; 0: none, the
+    /// RFC 8762 MBZ octets).
+    pub fn new(size: usize, ssid: u16, key: Option<StampKey>) -> Self {
+        let layout = if key.is_some() {
+            Layout::AUTHENTICATED
+        } else {
+            Layout::OPEN
+        };
         Self {
-            packet: vec![0; size.max(stamp::PACKET_LEN)],
+            packet: vec![0; size.max(layout.len)],
             error: ErrorEstimate::of_this_host(),
             ssid,
+            key,
+            layout,
         }
+    }
+
+    /// Whether a datagram was refused as a reply because it does not carry
+    /// this sender's HMAC (authenticated mode; never otherwise).
+    pub fn failed_authentication(&self, datagram: &[u8]) -> bool {
+        self.key.as_ref().is_some_and(|k| !k.verifies(datagram))
     }
 
     /// Whether this host says its clock is synchronised (the S bit sent).
@@ -47,13 +66,19 @@ impl StampSender {
             error: self.error,
             ssid: self.ssid,
         }
-        .encode(&mut self.packet);
+        .encode_as(&mut self.packet, self.layout);
+        if let Some(key) = &self.key {
+            key.sign(&mut self.packet);
+        }
         &self.packet
     }
 
     #[inline]
     pub(super) fn decode(&self, reply: &[u8], newest: u64) -> Option<Reply> {
-        let r = ReflectorPacket::decode(reply).ok()?;
+        if self.failed_authentication(reply) {
+            return None;
+        }
+        let r = ReflectorPacket::decode_as(reply, self.layout).ok()?;
         // A reflector always stamps T2; zero there is our own request
         // coming back from a plain echo server (those octets are MBZ).
         if r.receive_timestamp == NtpTime::default() {

@@ -1,6 +1,7 @@
-//! STAMP, the Simple Two-way Active Measurement Protocol (RFC 8762),
-//! unauthenticated mode: the byte layout of session-sender and
-//! session-reflector test packets, NTP timestamps and error estimates.
+//! STAMP, the Simple Two-way Active Measurement Protocol (RFC 8762): the
+//! byte layout of session-sender and session-reflector test packets, in
+//! unauthenticated and authenticated mode (the same fields at other
+//! offsets, see [`Layout`]), NTP timestamps and error estimates.
 //!
 //! Everything here is pure and allocation-free: encoders write into caller
 //! buffers, decoders read from received bytes.
@@ -23,6 +24,51 @@
 
 /// Length of an unauthenticated test packet, in both directions.
 pub const PACKET_LEN: usize = 44;
+
+/// Where each field sits. Both modes start with the sequence number; the
+/// authenticated packets (RFC 8762 §4.2.2, §4.3.2) spread the same fields
+/// over 112 octets, MBZ between them and the HMAC in the last 16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Packet length.
+    pub len: usize,
+    timestamp: usize,
+    error: usize,
+    ssid: usize,
+    receive_timestamp: usize,
+    sender_seq: usize,
+    sender_timestamp: usize,
+    sender_error: usize,
+    sender_ttl: usize,
+}
+
+impl Layout {
+    /// Unauthenticated mode: 44 octets (the table above).
+    pub const OPEN: Self = Self {
+        len: PACKET_LEN,
+        timestamp: 4,
+        error: 12,
+        ssid: 14,
+        receive_timestamp: 16,
+        sender_seq: 24,
+        sender_timestamp: 28,
+        sender_error: 36,
+        sender_ttl: 40,
+    };
+
+    /// Authenticated mode: 112 octets, the HMAC at 96..112.
+    pub const AUTHENTICATED: Self = Self {
+        len: 112,
+        timestamp: 16,
+        error: 24,
+        ssid: 26,
+        receive_timestamp: 32,
+        sender_seq: 48,
+        sender_timestamp: 64,
+        sender_error: 72,
+        sender_ttl: 80,
+    };
+}
 /// The well-known STAMP port (RFC 8762, section 4.1).
 pub const DEFAULT_PORT: u16 = 862;
 /// Seconds from the NTP era (1900-01-01) to the Unix epoch.
@@ -189,8 +235,8 @@ pub struct ReflectorPacket {
 /// Why a datagram is not a STAMP test packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum StampError {
-    /// Shorter than the 44 octets of an unauthenticated packet.
-    #[error("{0} bytes is shorter than a STAMP test packet (44)")]
+    /// Shorter than a test packet (44 octets, or 112 authenticated).
+    #[error("{0} bytes is shorter than a STAMP test packet")]
     TooShort(usize),
     /// An error estimate with a zero multiplier, which RFC 4656 forbids.
     #[error("error estimate multiplier is zero")]
@@ -205,77 +251,102 @@ fn be16(b: &[u8]) -> u16 {
     u16::from_be_bytes([b[0], b[1]])
 }
 
-fn check(len: usize, error: ErrorEstimate) -> Result<(), StampError> {
-    if len < PACKET_LEN {
-        Err(StampError::TooShort(len))
-    } else if error.multiplier == 0 {
+fn check(error: ErrorEstimate) -> Result<(), StampError> {
+    if error.multiplier == 0 {
         Err(StampError::ZeroMultiplier)
     } else {
         Ok(())
     }
 }
 
-/// Zeroes the 44 octets and writes the fields both packets start with:
-/// sequence number, timestamp, error estimate and SSID.
-fn write_head(out: &mut [u8], seq: u32, timestamp: NtpTime, error: ErrorEstimate, ssid: u16) {
-    out[..PACKET_LEN].fill(0);
+/// The packet's octets, if `b` is long enough to hold one.
+fn whole(b: &[u8], at: Layout) -> Result<&[u8], StampError> {
+    b.get(..at.len).ok_or(StampError::TooShort(b.len()))
+}
+
+/// Zeroes the packet's octets and writes the fields both packets start
+/// with: sequence number, timestamp, error estimate and SSID.
+fn write_head(out: &mut [u8], at: Layout, seq: u32, t: NtpTime, e: ErrorEstimate, ssid: u16) {
+    out[..at.len].fill(0);
     out[..4].copy_from_slice(&seq.to_be_bytes());
-    timestamp.write(&mut out[4..12]);
-    out[12..14].copy_from_slice(&error.to_bits().to_be_bytes());
-    out[14..16].copy_from_slice(&ssid.to_be_bytes());
+    t.write(&mut out[at.timestamp..at.timestamp + 8]);
+    out[at.error..at.error + 2].copy_from_slice(&e.to_bits().to_be_bytes());
+    out[at.ssid..at.ssid + 2].copy_from_slice(&ssid.to_be_bytes());
 }
 
 impl SenderPacket {
-    /// Writes the 44-octet packet (MBZ zeroed) into `out[..44]`; anything
-    /// after that is left as is (padding).
+    /// Writes the unauthenticated packet (MBZ zeroed) into `out[..44]`;
+    /// anything after that is left as is (padding).
     pub fn encode(&self, out: &mut [u8]) {
-        write_head(out, self.seq, self.timestamp, self.error, self.ssid);
+        self.encode_as(out, Layout::OPEN);
     }
 
-    /// Reads a sender packet. Longer datagrams are accepted (padding, or
-    /// RFC 8972 TLVs, follow the 44 octets).
+    /// Writes the packet in layout `at` into `out[..at.len]` (an
+    /// authenticated packet's HMAC is left zero, for the key to sign).
+    pub fn encode_as(&self, out: &mut [u8], at: Layout) {
+        write_head(out, at, self.seq, self.timestamp, self.error, self.ssid);
+    }
+
+    /// Reads an unauthenticated sender packet. Longer datagrams are
+    /// accepted (padding, or RFC 8972 TLVs, follow the 44 octets).
     pub fn decode(b: &[u8]) -> Result<Self, StampError> {
-        if b.len() < PACKET_LEN {
-            return Err(StampError::TooShort(b.len()));
-        }
+        Self::decode_as(b, Layout::OPEN)
+    }
+
+    /// Reads a sender packet in layout `at` (an HMAC is not checked here).
+    pub fn decode_as(b: &[u8], at: Layout) -> Result<Self, StampError> {
+        let b = whole(b, at)?;
         let p = Self {
             seq: be32(&b[..4]),
-            timestamp: NtpTime::read(&b[4..12]),
-            error: ErrorEstimate::from_bits(be16(&b[12..14])),
-            ssid: be16(&b[14..16]),
+            timestamp: NtpTime::read(&b[at.timestamp..]),
+            error: ErrorEstimate::from_bits(be16(&b[at.error..])),
+            ssid: be16(&b[at.ssid..]),
         };
-        check(b.len(), p.error).map(|()| p)
+        check(p.error).map(|()| p)
     }
 }
 
 impl ReflectorPacket {
-    /// Writes the 44-octet packet (MBZ zeroed) into `out[..44]`.
+    /// Writes the unauthenticated packet (MBZ zeroed) into `out[..44]`.
     pub fn encode(&self, out: &mut [u8]) {
-        write_head(out, self.seq, self.timestamp, self.error, self.ssid);
-        self.receive_timestamp.write(&mut out[16..24]);
-        out[24..28].copy_from_slice(&self.sender_seq.to_be_bytes());
-        self.sender_timestamp.write(&mut out[28..36]);
-        out[36..38].copy_from_slice(&self.sender_error.to_bits().to_be_bytes());
-        out[40] = self.sender_ttl;
+        self.encode_as(out, Layout::OPEN);
     }
 
-    /// Reads a reflector packet.
+    /// Writes the packet in layout `at` into `out[..at.len]` (an
+    /// authenticated packet's HMAC is left zero, for the key to sign).
+    pub fn encode_as(&self, out: &mut [u8], at: Layout) {
+        write_head(out, at, self.seq, self.timestamp, self.error, self.ssid);
+        let rx = at.receive_timestamp;
+        self.receive_timestamp.write(&mut out[rx..rx + 8]);
+        out[at.sender_seq..at.sender_seq + 4].copy_from_slice(&self.sender_seq.to_be_bytes());
+        let t1 = at.sender_timestamp;
+        self.sender_timestamp.write(&mut out[t1..t1 + 8]);
+        let e = self.sender_error.to_bits().to_be_bytes();
+        out[at.sender_error..at.sender_error + 2].copy_from_slice(&e);
+        out[at.sender_ttl] = self.sender_ttl;
+    }
+
+    /// Reads an unauthenticated reflector packet.
     pub fn decode(b: &[u8]) -> Result<Self, StampError> {
-        if b.len() < PACKET_LEN {
-            return Err(StampError::TooShort(b.len()));
-        }
+        Self::decode_as(b, Layout::OPEN)
+    }
+
+    /// Reads a reflector packet in layout `at` (an HMAC is not checked
+    /// here).
+    pub fn decode_as(b: &[u8], at: Layout) -> Result<Self, StampError> {
+        let b = whole(b, at)?;
         let p = Self {
             seq: be32(&b[..4]),
-            timestamp: NtpTime::read(&b[4..12]),
-            error: ErrorEstimate::from_bits(be16(&b[12..14])),
-            ssid: be16(&b[14..16]),
-            receive_timestamp: NtpTime::read(&b[16..24]),
-            sender_seq: be32(&b[24..28]),
-            sender_timestamp: NtpTime::read(&b[28..36]),
-            sender_error: ErrorEstimate::from_bits(be16(&b[36..38])),
-            sender_ttl: b[40],
+            timestamp: NtpTime::read(&b[at.timestamp..]),
+            error: ErrorEstimate::from_bits(be16(&b[at.error..])),
+            ssid: be16(&b[at.ssid..]),
+            receive_timestamp: NtpTime::read(&b[at.receive_timestamp..]),
+            sender_seq: be32(&b[at.sender_seq..]),
+            sender_timestamp: NtpTime::read(&b[at.sender_timestamp..]),
+            sender_error: ErrorEstimate::from_bits(be16(&b[at.sender_error..])),
+            sender_ttl: b[at.sender_ttl],
         };
-        check(b.len(), p.error).map(|()| p)
+        check(p.error).map(|()| p)
     }
 }
 
@@ -299,16 +370,18 @@ pub struct Reflection {
     pub error: ErrorEstimate,
 }
 
-/// The reflector's answer to `request`, written over it in place: the
-/// reply has the request's length (RFC 8762 symmetric size), octets past 44
-/// come back unchanged, and a malformed request gets no answer at all.
-/// `t3` is read as late as possible, just before the caller sends.
+/// The reflector's answer to `request` (in layout `at`), written over it
+/// in place: the reply has the request's length (RFC 8762 symmetric size),
+/// octets past the packet come back unchanged, and a malformed request
+/// gets no answer at all. `t3` is read as late as possible, just before
+/// the caller signs (authenticated) and sends.
 pub fn reflect_in_place(
     request: &mut [u8],
+    at: Layout,
     how: Reflection,
     t3: impl FnOnce() -> NtpTime,
 ) -> Result<(), StampError> {
-    let sender = SenderPacket::decode(request)?;
+    let sender = SenderPacket::decode_as(request, at)?;
     let (t2, ttl) = (how.t2, how.ttl);
     let reply = ReflectorPacket {
         seq: how.seq.unwrap_or(sender.seq),
@@ -321,7 +394,7 @@ pub fn reflect_in_place(
         sender_error: sender.error,
         sender_ttl: ttl,
     };
-    reply.encode(request);
+    reply.encode_as(request, at);
     Ok(())
 }
 
@@ -375,7 +448,7 @@ mod tests {
             seq: Some(3),
             ..stateless(t(0xA000_0000), 64)
         };
-        reflect_in_place(&mut buf, how, || t(0xC000_0000)).unwrap();
+        reflect_in_place(&mut buf, Layout::OPEN, how, || t(0xC000_0000)).unwrap();
         let p = ReflectorPacket::decode(&buf).unwrap();
         assert_eq!((p.seq, p.sender_seq), (3, 7));
     }
@@ -437,7 +510,13 @@ mod tests {
     #[test]
     fn reflecting_the_rfc_sender_packet_gives_the_rfc_reflector_packet() {
         let mut buf = SENDER;
-        reflect_in_place(&mut buf, stateless(t(0xA000_0000), 64), || t(0xC000_0000)).unwrap();
+        reflect_in_place(
+            &mut buf,
+            Layout::OPEN,
+            stateless(t(0xA000_0000), 64),
+            || t(0xC000_0000),
+        )
+        .unwrap();
         assert_eq!(buf, REFLECTOR);
     }
 
@@ -448,7 +527,13 @@ mod tests {
         let mut buf = SENDER;
         buf[14..16].copy_from_slice(&0xBEEFu16.to_be_bytes());
         assert_eq!(SenderPacket::decode(&buf).unwrap().ssid, 0xBEEF);
-        reflect_in_place(&mut buf, stateless(t(0xA000_0000), 64), || t(0xC000_0000)).unwrap();
+        reflect_in_place(
+            &mut buf,
+            Layout::OPEN,
+            stateless(t(0xA000_0000), 64),
+            || t(0xC000_0000),
+        )
+        .unwrap();
         let mut want = REFLECTOR;
         want[14..16].copy_from_slice(&[0xBE, 0xEF]);
         assert_eq!(buf, want);
@@ -466,7 +551,13 @@ mod tests {
         let mut buf = [0u8; 60];
         buf[..44].copy_from_slice(&SENDER);
         buf[44..].copy_from_slice(&[0xAB; 16]);
-        reflect_in_place(&mut buf, stateless(t(0xA000_0000), 64), || t(0xC000_0000)).unwrap();
+        reflect_in_place(
+            &mut buf,
+            Layout::OPEN,
+            stateless(t(0xA000_0000), 64),
+            || t(0xC000_0000),
+        )
+        .unwrap();
         assert_eq!(buf[..44], REFLECTOR);
         assert_eq!(buf[44..], [0xAB; 16]);
     }
@@ -475,14 +566,14 @@ mod tests {
     fn malformed_packets_are_refused_and_left_untouched() {
         let mut short = [1u8; 43];
         assert_eq!(
-            reflect_in_place(&mut short, stateless(t(0), 0), || t(0)),
+            reflect_in_place(&mut short, Layout::OPEN, stateless(t(0), 0), || t(0)),
             Err(StampError::TooShort(43))
         );
         assert_eq!(short, [1u8; 43]);
         let mut zero = SENDER;
         zero[13] = 0; // multiplier 0
         assert_eq!(
-            reflect_in_place(&mut zero, stateless(t(0), 0), || t(0)),
+            reflect_in_place(&mut zero, Layout::OPEN, stateless(t(0), 0), || t(0)),
             Err(StampError::ZeroMultiplier)
         );
         assert_eq!(SenderPacket::decode(&[]), Err(StampError::TooShort(0)));

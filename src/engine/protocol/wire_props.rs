@@ -6,6 +6,7 @@ use super::echo::{EchoCodec, echo_seq};
 use super::stamp::{
     self, ErrorEstimate, NtpTime, PACKET_LEN, Reflection, ReflectorPacket, SenderPacket, StampError,
 };
+use super::stamp_key::StampKey;
 use super::{Codec, StampSender};
 use crate::engine::reflector_admission::Cidr;
 use proptest::prelude::*;
@@ -44,7 +45,7 @@ proptest! {
     ) {
         let mut buf = datagram.clone();
         let how = Reflection { t2, ttl, seq, error: ErrorEstimate::LOCAL };
-        match stamp::reflect_in_place(&mut buf, how, || t3) {
+        match stamp::reflect_in_place(&mut buf, stamp::Layout::OPEN, how, || t3) {
             Err(StampError::TooShort(n)) => {
                 prop_assert!(n < PACKET_LEN);
                 prop_assert_eq!(&buf, &datagram);
@@ -115,9 +116,42 @@ proptest! {
             prop_assert_eq!(datagram.len(), size);
         }
         let _ = echo.truncated_echo(&datagram);
-        let stamp = Codec::Stamp(StampSender::new(size, ssid));
+        let stamp = Codec::Stamp(StampSender::new(size, ssid, None));
         let _ = stamp.decode(&datagram, newest);
         let _ = stamp.is_echoed_stamp_request(&datagram);
+    }
+
+    /// Authenticated mode: any bytes never verify by accident, no decoder
+    /// panics, and a packet signed, encoded and decoded comes back field
+    /// for field, its HMAC verifying until any octet it covers changes.
+    #[test]
+    fn authenticated_packets_verify_only_as_signed(
+        datagram in prop::collection::vec(any::<u8>(), 0..300),
+        seq in any::<u32>(), ts in any_time(), error in any_error(), ssid in any::<u16>(),
+        t2 in any_time(), flip in 0usize..112,
+    ) {
+        let key = StampKey::from_hex("000102030405060708090a0b0c0d0e0f").unwrap();
+        let at = stamp::Layout::AUTHENTICATED;
+        prop_assert!(!key.verifies(&datagram));
+        let _ = SenderPacket::decode_as(&datagram, at);
+        let _ = ReflectorPacket::decode_as(&datagram, at);
+        let client = Codec::Stamp(StampSender::new(8, ssid, Some(key.clone())));
+        prop_assert!(client.decode(&datagram, 0).is_none());
+        let mut out = [0u8; 112];
+        SenderPacket { seq, timestamp: ts, error, ssid }.encode_as(&mut out, at);
+        key.sign(&mut out);
+        prop_assert!(key.verifies(&out));
+        prop_assert_eq!(SenderPacket::decode_as(&out, at), Ok(SenderPacket { seq, timestamp: ts, error, ssid }));
+        // The reflector's answer, in place: same length, signed anew.
+        let mut answer = out;
+        let how = Reflection { t2, ttl: 9, seq: None, error: ErrorEstimate::LOCAL };
+        stamp::reflect_in_place(&mut answer, at, how, || t2).unwrap();
+        key.sign(&mut answer);
+        prop_assert!(key.verifies(&answer));
+        let r = ReflectorPacket::decode_as(&answer, at).unwrap();
+        prop_assert_eq!((r.sender_seq, r.ssid, r.sender_ttl), (seq, ssid, 9));
+        answer[flip] ^= 0x80;
+        prop_assert!(!key.verifies(&answer), "octet {} is covered", flip);
     }
 
     /// `--allow` takes any text without panicking, and what it prints it

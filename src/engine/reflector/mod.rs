@@ -21,6 +21,7 @@ mod stamp_counters;
 pub use answer_log::AnswerPoints;
 
 use super::affinity::{Role, ThreadPlacement, place_current_thread};
+use super::protocol::stamp_key::StampKey;
 use super::socket::{bind_udp, set_wait_mode};
 use super::sys::timestamping;
 use super::{EngineError, Placement, StopFlag};
@@ -48,6 +49,9 @@ pub struct ReflectorConfig {
     pub log_capacity: usize,
     /// Who is answered, and how much.
     pub admission: Admission,
+    /// STAMP authenticated mode: answer only requests signed with this key,
+    /// and sign the answers.
+    pub stamp_key: Option<StampKey>,
 }
 
 impl ReflectorConfig {
@@ -62,6 +66,7 @@ impl ReflectorConfig {
             protocol,
             log_capacity: 0,
             admission: Admission::default(),
+            stamp_key: None,
         }
     }
 }
@@ -310,6 +315,7 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
             };
             let mut reflector =
                 serve::Reflector::new(&socket, wire, log, cfg.session_idle, cfg.admission);
+            reflector.authenticate_with(cfg.stamp_key);
             reflector.serve(&thread_stop, &mut producer)?;
             Ok(reflector.finish(placement))
         })

@@ -13,7 +13,8 @@ use super::sessions::Sessions;
 use super::stamp_counters::StampCounters;
 use super::{Protocol, ReflectorEvent, ReflectorOutcome, Refusal};
 use crate::engine::affinity::Placement;
-use crate::engine::protocol::stamp::{self, ErrorEstimate, NtpTime, Reflection};
+use crate::engine::protocol::stamp::{self, ErrorEstimate, Layout, NtpTime, Reflection};
+use crate::engine::protocol::stamp_key::StampKey;
 use crate::engine::protocol::{self, RECV_BUFFER};
 use crate::engine::sys::timestamping::{self, ControlBuf, Stamps};
 use crate::engine::sys::{self, RawAddr, Received, is_network_error};
@@ -62,6 +63,8 @@ pub struct Reflector {
     /// `--max-total-pps`, and when its bucket is empty again.
     total: Pace,
     total_tat: u64,
+    /// STAMP authenticated mode's key.
+    key: Option<StampKey>,
 }
 
 impl Reflector {
@@ -88,7 +91,14 @@ impl Reflector {
             allow: admission.allow,
             total: Pace::new(limits.total_pps, limits.burst),
             total_tat: 0,
+            key: None,
         }
+    }
+
+    /// STAMP: answers only requests signed with `key` (authenticated
+    /// mode), and signs the answers.
+    pub fn authenticate_with(&mut self, key: Option<StampKey>) {
+        self.key = key;
     }
 
     /// Serves until stopped.
@@ -254,8 +264,13 @@ impl Reflector {
         ttl: Option<u8>,
         now_ns: u64,
     ) -> Result<u64, Refusal> {
+        let layout = match &self.key {
+            Some(key) if key.verifies(&self.buf[..len]) => Layout::AUTHENTICATED,
+            Some(_) => return Err(Refusal::Unauthenticated),
+            None => Layout::OPEN,
+        };
         // A malformed request gets no answer, so it takes no number.
-        let valid = stamp::SenderPacket::decode(&self.buf[..len]).is_ok();
+        let valid = stamp::SenderPacket::decode_as(&self.buf[..len], layout).is_ok();
         let seq = valid
             .then(|| self.counters.next(&self.from, now_ns))
             .flatten();
@@ -276,7 +291,10 @@ impl Reflector {
             seq,
             error: self.error,
         };
-        stamp::reflect_in_place(packet, how, read_t3).map_err(|_| Refusal::Malformed)?;
+        stamp::reflect_in_place(packet, layout, how, read_t3).map_err(|_| Refusal::Malformed)?;
+        if let Some(key) = &self.key {
+            key.sign(packet);
+        }
         Ok(t3)
     }
 }

@@ -62,6 +62,8 @@ pub struct Ended {
     pub interrupted: bool,
     /// TX stamps that came after their request was settled.
     pub stale_stamps: u64,
+    /// Datagrams refused as replies for want of a valid HMAC.
+    pub unauthenticated: u64,
 }
 
 /// The loop's state. Everything is allocated in `new`.
@@ -483,6 +485,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             measured,
             interrupted,
             stale_stamps: self.stamps.as_ref().map_or(0, PacedStamps::stale),
+            unauthenticated: self.probes.iter().map(|p| p.seen.unauthenticated).sum(),
         }
     }
 }

@@ -5,6 +5,7 @@ use super::in_flight::InFlight;
 use super::schedule::{Schedule, Slots};
 use crate::engine::client::seen::Seen;
 use crate::engine::client::sequence::{SequenceTracker, WINDOW};
+use crate::engine::protocol::stamp_key::StampKey;
 use crate::engine::protocol::{Codec, EchoCodec, StampSender};
 use crate::engine::sys::RawAddr;
 use crate::stats::OutageDetector;
@@ -41,6 +42,8 @@ pub struct ProbeConfig {
     pub stamp: bool,
     /// STAMP: the Session-Sender Identifier sent (RFC 8972; 0: none).
     pub ssid: u16,
+    /// STAMP authenticated mode's shared key.
+    pub key: Option<StampKey>,
 }
 
 /// A peer's state during the run.
@@ -82,7 +85,7 @@ impl Probe {
     /// marks the run's echo requests, `seed` draws Poisson gaps.
     pub fn new(cfg: ProbeConfig, timeout: Duration, start_ns: u64, token: u64, seed: u64) -> Self {
         let codec = if cfg.stamp {
-            Codec::Stamp(StampSender::new(cfg.size, cfg.ssid))
+            Codec::Stamp(StampSender::new(cfg.size, cfg.ssid, cfg.key.clone()))
         } else {
             Codec::Echo(EchoCodec::new(cfg.size, token))
         };

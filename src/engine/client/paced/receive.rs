@@ -188,6 +188,8 @@ impl<S: Sink> Pacer<'_, S> {
                 let datagram = &self.buf[..len];
                 if probe.codec.is_echoed_stamp_request(datagram) {
                     probe.seen.echoed_requests += 1;
+                } else if probe.codec.failed_authentication(datagram) {
+                    probe.seen.unauthenticated += 1;
                 }
                 if let Some(expected) = probe.codec.truncated_echo(datagram) {
                     probe.seen.truncated = Some((len, expected));
