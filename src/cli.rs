@@ -149,6 +149,12 @@ pub struct ServerArgs {
     #[command(flatten)]
     pub key: KeyArgs,
 
+    /// Once the ports are bound, run as this user (and its group) for good:
+    /// binding port 862 needs privilege, serving it does not. Needs root
+    /// (or CAP_SETUID and CAP_SETGID).
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+
     #[command(flatten)]
     pub log: LogArgs,
 

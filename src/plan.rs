@@ -179,6 +179,8 @@ pub struct ServerPlan {
     pub admission: Admission,
     /// The STAMP reflector's key: it answers authenticated requests only.
     pub stamp_key: Option<StampKey>,
+    /// Who to become once the ports are bound.
+    pub user: Option<String>,
 }
 
 /// What to do.
@@ -566,6 +568,7 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
             limits: s.limits.limits(),
         },
         stamp_key,
+        user: s.user.clone(),
     }))
 }
 
@@ -655,6 +658,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         log_opening: Opening::New,
         admission: Admission::default(),
         stamp_key: None,
+        user: None,
     }
 }
 

@@ -94,3 +94,51 @@ fn the_example_agent_configs_load() {
         assert!(said.lines().count() >= 2, "at least one peer: {said}");
     }
 }
+
+/// Both units pass `systemd-analyze verify` (their binary pointed at this
+/// build's, man pages not looked for), with no warning about their own
+/// lines: an unknown or misspelt key only warns, so warnings fail too.
+#[test]
+fn the_systemd_units_pass_systemd_analyze_verify() {
+    let Some(bin) = tool(
+        "systemd-analyze",
+        "the_systemd_units_pass_systemd_analyze_verify",
+    ) else {
+        return;
+    };
+    let synapse_bin = assert_cmd::cargo::cargo_bin!("synapse");
+    let dir = tempfile::tempdir().unwrap();
+    for unit in ["synapse-server.service", "synapse-agent.service"] {
+        let text = std::fs::read_to_string(assets().join("systemd").join(unit)).unwrap();
+        assert!(text.contains("ExecStart=/usr/local/bin/synapse "), "{unit}");
+        let path = dir.path().join(unit);
+        let here = text.replace("/usr/local/bin/synapse", synapse_bin.to_str().unwrap());
+        std::fs::write(&path, here).unwrap();
+        let out = Command::new(&bin)
+            .args(["verify", "--man=no"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{unit}: {err}");
+        assert!(!err.contains(unit), "{unit} warned: {err}");
+    }
+}
+
+/// The server unit runs the reflector without root: no User=root, a
+/// dynamic user, and only the capabilities it needs.
+#[test]
+fn the_server_unit_runs_unprivileged() {
+    let text =
+        std::fs::read_to_string(assets().join("systemd").join("synapse-server.service")).unwrap();
+    for line in [
+        "DynamicUser=yes",
+        "AmbientCapabilities=CAP_NET_BIND_SERVICE CAP_SYS_NICE",
+        "CapabilityBoundingSet=CAP_NET_BIND_SERVICE CAP_SYS_NICE",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}");
+    }
+    assert!(!text.contains("User=root"));
+}

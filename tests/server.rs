@@ -331,3 +331,59 @@ fn allow_lists_hold_between_network_namespaces() {
     assert!(n >= 1, "{out}");
     assert!(out.contains("totals: 1 session, 200 packets"), "{out}");
 }
+
+/// `--user`: the ports are bound first, then the server is that user for
+/// good (real, effective and saved ids, every thread), and still answers.
+#[test]
+fn the_server_drops_to_its_user_after_binding() {
+    let me = std::process::Command::new("id").arg("-u").output().unwrap();
+    if String::from_utf8_lossy(&me.stdout).trim() != "0" {
+        println!(
+            "SKIPPED the_server_drops_to_its_user_after_binding: needs root (CI runs as root)"
+        );
+        return;
+    }
+    let nobody = std::process::Command::new("id")
+        .args(["-u", "nobody"])
+        .output()
+        .unwrap();
+    let uid = String::from_utf8_lossy(&nobody.stdout).trim().to_string();
+    let (server, port, banner) = start_server_with_banner(&["--user", "nobody"]);
+    assert!(
+        banner.contains(&format!("Running as nobody (uid {uid}")),
+        "{banner}"
+    );
+    let pid = server.guard.0.id();
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    for task in tasks {
+        let status = std::fs::read_to_string(task.unwrap().path().join("status")).unwrap();
+        let ids = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+        let ids: Vec<&str> = ids.split_whitespace().skip(1).collect();
+        assert_eq!(ids, [uid.as_str(); 4], "{status}");
+    }
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    s.send_to(b"still here", ("127.0.0.1", port)).unwrap();
+    let mut buf = [0u8; 32];
+    assert_eq!(s.recv(&mut buf).unwrap(), 10);
+    let (_, code) = server.interrupt_and_collect();
+    assert_eq!(code, Some(0));
+    let out = synapse()
+        .args([
+            "server",
+            "--no-ui",
+            "--bind",
+            "127.0.0.1:0",
+            "--stamp-port",
+            "0",
+        ])
+        .args(["--user", "no-such-user-here"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--user no-such-user-here: no such user"),
+        "{err}"
+    );
+}

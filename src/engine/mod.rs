@@ -33,6 +33,8 @@ pub use reflector::{
     ReflectorTotals, Refusal, Refusals, SessionInfo, start_reflector,
 };
 pub use socket::resolve;
+/// `synapse server --user`: giving up root once the ports are bound.
+pub use sys::become_user;
 /// Waiting for keys without crossterm's reader, which spins on a terminal
 /// that hung up (the agent's live table).
 pub use sys::terminal_input;

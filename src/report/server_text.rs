@@ -33,6 +33,9 @@ pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) 
         writeln!(out, "Answering only {}", plan.admission.allow)?;
     }
     writeln!(out, "Limits: {}", plan.admission.limits)?;
+    if let Some(who) = &s.became {
+        writeln!(out, "Running as {who}")?;
+    }
     writeln!(
         out,
         "Ready to echo packets... (Ctrl-C prints totals and exits)"

@@ -211,6 +211,7 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         log_opening: Opening::New,
         admission: cfg.admission.clone(),
         stamp_key: None,
+        user: None,
     })
 }
 

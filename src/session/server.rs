@@ -27,6 +27,8 @@ pub struct ServerSession {
     stamp: Option<ReflectorRun>,
     /// Why the STAMP reflector is not running, when it was asked for.
     pub stamp_refused: Option<String>,
+    /// `--user`: who the server became once its ports were bound.
+    pub became: Option<String>,
     log: Option<RunningLog>,
 }
 
@@ -79,12 +81,24 @@ impl ServerSession {
             Some(file) => Some(file.start(rings)?),
             None => None,
         };
-        Ok(Self {
+        let mut session = Self {
             echo,
             stamp,
             stamp_refused,
+            became: None,
             log,
-        })
+        };
+        if let Some(user) = &plan.user {
+            match crate::engine::become_user(user) {
+                Ok((uid, gid)) => session.became = Some(format!("{user} (uid {uid}, gid {gid})")),
+                Err(e) => {
+                    stop.raise();
+                    let _ = session.finish(|_, _| {});
+                    return Err(AppError::Usage(format!("--user {user}: {e}")));
+                }
+            }
+        }
+        Ok(session)
     }
 
     /// Where the echo reflector listens.
