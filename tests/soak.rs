@@ -70,7 +70,7 @@ fn flood_from_many_ports(from: &str, to: u16, stop: Arc<AtomicBool>) -> JoinHand
 /// A STAMP request signed with the key but malformed (error multiplier 0),
 /// or random bytes: the STAMP reflector must count both, answer neither.
 fn stamp_junk(n: u64) -> Vec<u8> {
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         let key = StampKey::from_hex(KEY).unwrap();
         let mut p = vec![0u8; 112];
         p[..4].copy_from_slice(&(n as u32).to_be_bytes());
