@@ -300,6 +300,14 @@ pub struct RunArgs {
     #[serde(flatten)]
     pub clock: ClockArgs,
 
+    /// Kernel stamps in ping-pong: ask for TX stamps on one packet in N
+    /// (per send; RX stamps stay on every packet). The split comes from
+    /// those packets, every segment from the same ones; the others skip
+    /// the stamping's cost. [default: 256; 1 with --log, which logs every
+    /// packet's points; paced runs stamp every packet]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub tx_stamp_every: Option<u32>,
+
     /// Live display: advance the packet animation every N packets.
     #[arg(long, value_name = "N", default_value = "100",
           value_parser = clap::value_parser!(u64).range(1..=units::MAX_COUNT))]

@@ -451,3 +451,52 @@ fn an_unwritable_server_log_is_refused_before_anything_binds() {
     );
     assert!(out.stdout.is_empty(), "nothing was started");
 }
+
+/// Sampled TX stamps (the ping-pong default without --log): one packet in
+/// N asks for them; the split comes from exactly those, every segment from
+/// the same packets (none counted missing), and adds up to their own mean
+/// RTT; the report says how it was sampled.
+#[test]
+fn sampled_tx_stamps_split_only_their_own_packets() {
+    for (every, packets, expected) in [
+        (None, 2_560, 10),
+        (Some("64"), 640, 10),
+        (Some("1"), 200, 200),
+    ] {
+        let mut cmd = synapse();
+        cmd.args([
+            "--json",
+            "--packets",
+            &packets.to_string(),
+            "--warmup",
+            "50",
+        ])
+        .args(["--timestamps", "software"])
+        .args(QUIET);
+        if let Some(n) = every {
+            cmd.args(["--tx-stamp-every", n]);
+        }
+        let j = run_json(&mut cmd);
+        let b = &j["breakdown"];
+        assert_eq!(
+            b["tx_stamp_every"],
+            every.map_or(256, |n| n.parse::<u64>().unwrap()),
+            "{b}"
+        );
+        let mut sum = 0.0;
+        for s in b["segments"].as_array().unwrap() {
+            assert_eq!(s["samples"], expected, "{s}");
+            assert_eq!(s["missing"], 0, "{s}");
+            sum += s["mean_ns"].as_f64().unwrap();
+        }
+        let theirs = b["split_packets_rtt_mean_ns"].as_f64().unwrap();
+        assert!(
+            (sum - theirs).abs() < 1_000.0 + theirs * 0.005,
+            "segment means {sum} vs their packets' RTT mean {theirs}"
+        );
+        assert_eq!(
+            j["packets"]["received"], packets,
+            "every packet is still measured"
+        );
+    }
+}

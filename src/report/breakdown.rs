@@ -31,6 +31,13 @@ pub struct BreakdownReport {
     pub segments: Vec<SegmentFigures>,
     /// TX stamps that arrived after their packet was settled.
     pub stale_tx_stamps: u64,
+    /// TX stamps were asked for on one packet in this many, and the split
+    /// comes from those packets (1: every packet).
+    pub tx_stamp_every: u32,
+    /// The mean RTT of the packets the split comes from: the segments'
+    /// means add up to it (with sampling, next to every packet's mean it
+    /// shows what being stamped cost).
+    pub split_packets_rtt_mean_ns: Option<f64>,
 }
 
 const USER: &str = "user space (CLOCK_REALTIME)";
@@ -74,6 +81,8 @@ impl BreakdownReport {
             points: point_sources(info),
             segments: b.figures(),
             stale_tx_stamps: outcome.stale_stamps,
+            tx_stamp_every: info.tx_every,
+            split_packets_rtt_mean_ns: b.rtt_mean_ns(),
         })
     }
 }
@@ -91,6 +100,7 @@ mod tests {
             hardware_enabled_here: false,
             stamp,
             segments: SegmentSet::for_run(source != Source::User, stamp, false),
+            tx_every: 1,
         }
     }
 

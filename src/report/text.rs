@@ -368,6 +368,21 @@ fn write_breakdown(out: &mut impl Write, b: &BreakdownReport, replies: u64) -> i
     if let Some(note) = &b.note {
         writeln!(out, "  Note: {note}")?;
     }
+    if b.tx_stamp_every > 1 {
+        writeln!(
+            out,
+            "  Sampled: TX stamps on 1 packet in {} (--tx-stamp-every); the split is theirs, \
+             the round-trip figures are every packet's",
+            b.tx_stamp_every
+        )?;
+        if let Some(mean) = b.split_packets_rtt_mean_ns {
+            writeln!(
+                out,
+                "  Mean RTT of the stamped packets: {} (of all: see above)",
+                format_ns(mean)
+            )?;
+        }
+    }
     if b.stale_tx_stamps > 0 {
         writeln!(
             out,

@@ -11,6 +11,10 @@ pub struct Breakdown {
     segments: SegmentSet,
     hists: [Option<Histogram<u64>>; 5],
     missing: [u64; 5],
+    /// The RTTs of the packets the split comes from: their sum and count,
+    /// so the split can be checked against its own packets' mean.
+    rtt_sum: u128,
+    rtt_count: u64,
 }
 
 impl Breakdown {
@@ -27,6 +31,8 @@ impl Breakdown {
             segments,
             hists,
             missing: [0; 5],
+            rtt_sum: 0,
+            rtt_count: 0,
         }
     }
 
@@ -35,9 +41,14 @@ impl Breakdown {
         self.segments
     }
 
-    /// Accounts for one reply's split.
+    /// Accounts for one reply's split and its round trip.
     #[inline]
-    pub fn record(&mut self, split: &Split) {
+    pub fn record(&mut self, split: &Split, rtt_ns: u64) {
+        if split.is_unsampled() {
+            return;
+        }
+        self.rtt_sum += u128::from(rtt_ns);
+        self.rtt_count += 1;
         for seg in Segment::ALL {
             let i = seg.index();
             if let Some(h) = &mut self.hists[i] {
@@ -57,6 +68,8 @@ impl Breakdown {
                 self.missing[i] += other.missing[i];
             }
         }
+        self.rtt_sum += other.rtt_sum;
+        self.rtt_count += other.rtt_count;
     }
 
     /// Forgets everything.
@@ -99,6 +112,12 @@ pub struct SegmentFigures {
 }
 
 impl Breakdown {
+    /// The mean RTT of the packets the split comes from (with sampled TX
+    /// stamps, not every packet's).
+    pub fn rtt_mean_ns(&self) -> Option<f64> {
+        (self.rtt_count > 0).then(|| self.rtt_sum as f64 / self.rtt_count as f64)
+    }
+
     /// Per-segment figures, in display order.
     pub fn figures(&self) -> Vec<SegmentFigures> {
         self.segments
@@ -140,8 +159,8 @@ mod tests {
     #[test]
     fn only_measurable_segments_are_kept_and_gaps_are_counted() {
         let mut b = Breakdown::new(SegmentSet::for_run(true, false, false));
-        b.record(&split(1_000, Some(3_000)));
-        b.record(&split(2_000, None));
+        b.record(&split(1_000, Some(3_000)), 0);
+        b.record(&split(2_000, None), 0);
         let f = b.figures();
         let keys: Vec<_> = f.iter().map(|f| f.segment).collect();
         assert_eq!(keys, ["send_path", "network", "receive_path"]);
@@ -162,14 +181,14 @@ mod tests {
         let set = SegmentSet::for_run(true, false, false);
         let mut a = Breakdown::new(set);
         let mut b = Breakdown::new(set);
-        a.record(&split(1_000, None));
-        b.record(&split(1_000, Some(5)));
+        a.record(&split(1_000, None), 0);
+        b.record(&split(1_000, Some(5)), 0);
         a.merge(&b);
         assert_eq!(a.histogram(Segment::Send).unwrap().len(), 2);
         assert_eq!(a.missing(Segment::Receive), 1);
         // A run that measured other segments adds only to the shared ones.
         let mut stamp = Breakdown::new(SegmentSet::for_run(true, true, false));
-        stamp.record(&split(1_000, None));
+        stamp.record(&split(1_000, None), 0);
         a.merge(&stamp);
         assert_eq!(a.histogram(Segment::Send).unwrap().len(), 3);
         assert_eq!(a.missing(Segment::Dwell), 0, "not a segment of `a`");

@@ -232,7 +232,7 @@ impl Stats {
                 self.hist.saturating_record(r.rtt_ns.max(1));
                 self.jitter.add(r.rtt_ns as i64);
                 if let Some(b) = &mut self.breakdown {
-                    b.record(&r.split);
+                    b.record(&r.split, r.rtt_ns);
                 }
                 if let Some(w) = &mut self.one_way {
                     w.record(r);

@@ -108,6 +108,9 @@ pub struct Split([u64; 5]);
 
 /// Marks a segment whose end points were not both stamped.
 const MISSING: u64 = u64::MAX;
+/// Marks a packet outside the stamped sample (`--tx-stamp-every`): not a
+/// missing split, no split asked for.
+const UNSAMPLED: u64 = u64::MAX - 1;
 
 impl Default for Split {
     fn default() -> Self {
@@ -119,22 +122,31 @@ impl Split {
     /// No segment known.
     pub const NONE: Split = Split([MISSING; 5]);
 
+    /// A packet the split was not sampled from: statistics neither count
+    /// it nor call its segments missing.
+    pub const UNSAMPLED: Split = Split([UNSAMPLED; 5]);
+
     /// A split from each segment's length, in [`Segment::ALL`] order
     /// (`None`: not measured).
     pub fn from_parts(parts: [Option<u64>; 5]) -> Self {
-        Self(parts.map(|v| v.map_or(MISSING, |v| v.min(MISSING - 1))))
+        Self(parts.map(|v| v.map_or(MISSING, |v| v.min(UNSAMPLED - 1))))
     }
 
     /// One segment, if it was measured.
     #[inline]
     pub fn get(&self, seg: Segment) -> Option<u64> {
         let v = self.0[seg.index()];
-        (v != MISSING).then_some(v)
+        (v < UNSAMPLED).then_some(v)
     }
 
     /// Whether any segment was measured.
     pub fn is_empty(&self) -> bool {
-        self.0.iter().all(|&v| v == MISSING)
+        self.0.iter().all(|&v| v >= UNSAMPLED)
+    }
+
+    /// Whether the packet is outside the stamped sample.
+    pub fn is_unsampled(&self) -> bool {
+        self.0[0] == UNSAMPLED
     }
 }
 
@@ -150,9 +162,12 @@ mod tests {
         assert_eq!(s.get(Segment::Dwell), Some(3));
         assert_eq!(
             s.get(Segment::Receive),
-            Some(u64::MAX - 1),
-            "clamped, never missing"
+            Some(u64::MAX - 2),
+            "clamped, never missing or unsampled"
         );
+        assert!(Split::UNSAMPLED.is_unsampled() && Split::UNSAMPLED.is_empty());
+        assert!(!Split::NONE.is_unsampled());
+        assert_eq!(Split::UNSAMPLED.get(Segment::Send), None);
         assert!(!s.is_empty());
         assert!(Split::from_parts([None; 5]).is_empty());
         assert_eq!(Split::from_parts([None; 5]), Split::NONE);

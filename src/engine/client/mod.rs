@@ -64,6 +64,8 @@ pub struct ClientConfig {
     pub ssid: u16,
     /// STAMP authenticated mode's shared key.
     pub stamp_key: Option<StampKey>,
+    /// Kernel stamps in ping-pong: TX stamps on one packet in this many.
+    pub tx_stamp_every: u32,
     /// Capacity of the per-packet log ring, in packets (0: no log).
     pub log_capacity: usize,
     /// Send on this schedule (paced) instead of ping-pong.
@@ -88,6 +90,7 @@ impl ClientConfig {
             stamp: false,
             ssid: 0,
             stamp_key: None,
+            tx_stamp_every: 1,
             log_capacity: 0,
             schedule: None,
         }
@@ -110,6 +113,9 @@ pub struct StampingInfo {
     pub stamp: bool,
     /// The segments the run can measure.
     pub segments: SegmentSet,
+    /// Kernel stamps: TX stamps on one packet in this many (1: all); the
+    /// split comes from those packets.
+    pub tx_every: u32,
 }
 
 impl Default for StampingInfo {
@@ -121,6 +127,7 @@ impl Default for StampingInfo {
             hardware_enabled_here: false,
             stamp: false,
             segments: SegmentSet::default(),
+            tx_every: 1,
         }
     }
 }
@@ -219,8 +226,14 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
     let chosen = timestamping::choose(cfg.timestamps, local.ip())?;
     let kernel = chosen.source != Source::User;
     let hardware = chosen.source == Source::Hardware;
+    // Paced runs stamp every packet: their split is per probe, and a
+    // probe's rate is the user's choice, not the loop's.
+    let tx_every = match work {
+        Work::PingPong(_) if kernel => cfg.tx_stamp_every.max(1),
+        _ => 1,
+    };
     let stamps = kernel
-        .then(|| work.enable_stamps(hardware))
+        .then(|| work.enable_stamps(hardware, tx_every))
         .transpose()
         .map_err(EngineError::io("cannot enable SO_TIMESTAMPING"))?;
     let stamping = StampingInfo {
@@ -230,6 +243,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         hardware_enabled_here: chosen.hardware.as_ref().is_some_and(|g| g.changed()),
         stamp: cfg.stamp,
         segments: SegmentSet::for_run(kernel, cfg.stamp, hardware),
+        tx_every,
     };
     let (log, points) = match cfg.log_capacity {
         0 => (None, None),
@@ -336,10 +350,10 @@ impl Stamping {
 }
 
 impl Work {
-    fn enable_stamps(&self, hardware: bool) -> std::io::Result<Stamping> {
+    fn enable_stamps(&self, hardware: bool, every: u32) -> std::io::Result<Stamping> {
         Ok(match self {
             Work::PingPong(s) => {
-                Stamping::PingPong(ClientStamps::enable(s.fast.as_raw_fd(), hardware)?)
+                Stamping::PingPong(ClientStamps::enable(s.fast.as_raw_fd(), hardware, every)?)
             }
             Work::Paced(s, _) => Stamping::Paced(PacedStamps::enable(s.as_raw_fd(), hardware)?),
         })

@@ -87,10 +87,15 @@ pub(super) struct Pinger<'a> {
     /// Read `CLOCK_REALTIME` next to the monotonic clock (kernel stamps or
     /// STAMP need it).
     realtime: bool,
-    /// The packet in flight: its points so far, and whether it went out at
-    /// all (a failed send has no stamps to fetch).
+    /// The packet in flight: its points so far, and whether it went out
+    /// asking for TX stamps (a failed send, or one outside the sample, has
+    /// none to fetch).
     points: Points,
     tx_sent: bool,
+    /// Whether the packet in flight is one of the stamped sample; the
+    /// split comes only from those, so that every segment is from the same
+    /// packets.
+    in_sample: bool,
     out: Output,
     log_overflow: u64,
     tracker: SequenceTracker,
@@ -130,6 +135,7 @@ impl<'a> Pinger<'a> {
             stamps,
             points: Points::default(),
             tx_sent: false,
+            in_sample: true,
             out,
             log_overflow: 0,
             tracker: SequenceTracker::new(),
@@ -217,14 +223,19 @@ impl<'a> Pinger<'a> {
         let t1_user = if self.realtime { realtime_ns() } else { 0 };
         let t1 = Instant::now();
         let payload = self.codec.encode(seq, t1_user);
-        let sent = sys::send(fd, payload);
+        let index = seq.checked_sub(cfg.warmup);
+        let (sent, stamped) = match &self.stamps {
+            Some(stamps) => stamps.send(fd, payload, index),
+            None => (sys::send(fd, payload), true),
+        };
         self.points = Points {
             seq,
             t1_user: self.realtime.then_some(t1_user),
             ..Points::default()
         };
-        self.tx_sent = sent.is_ok();
-        if let Some(stamps) = &mut self.stamps {
+        self.tx_sent = sent.is_ok() && stamped;
+        self.in_sample = stamped;
+        if let Some(stamps) = self.stamps.as_mut().filter(|_| stamped) {
             if sent.is_ok() {
                 stamps.sent();
             } else {
@@ -506,7 +517,11 @@ impl<'a> Pinger<'a> {
         if !warmup {
             self.log(self.points);
         }
-        self.points.split()
+        if self.in_sample {
+            self.points.split()
+        } else {
+            Split::UNSAMPLED
+        }
     }
 
     /// Request `seq`, sent at `t1`, got no reply by its deadline: lost

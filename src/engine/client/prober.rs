@@ -137,6 +137,7 @@ pub fn start_prober(cfg: ProberConfig, stop: StopFlag) -> Result<ProberRun, Engi
         hardware_enabled_here: chosen.hardware.as_ref().is_some_and(|g| g.changed()),
         stamp: any_stamp,
         segments: SegmentSet::for_run(kernel, any_stamp, hardware),
+        tx_every: 1,
     };
     let (ring, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
     let overflow = Arc::new(AtomicU64::new(0));

@@ -3,7 +3,7 @@
 //! the packet in flight fetched from the error queue once it is settled.
 
 use crate::engine::points::Points;
-use crate::engine::sys::timestamping::{self, RecvMeta};
+use crate::engine::sys::timestamping::{self, RecvMeta, flags};
 use crate::engine::timestamping::tx_matcher::{TxMatcher, TxPoints, TxStampReader};
 use std::io;
 use std::os::fd::RawFd;
@@ -22,18 +22,43 @@ pub struct ClientStamps {
     hardware: bool,
     /// The packet in flight's stamps, when they all came before it settled.
     done: Option<TxPoints>,
+    /// TX stamps on one packet in this many (1: every packet, asked for
+    /// by the socket; more: asked for per packet).
+    every: u64,
 }
 
 impl ClientStamps {
-    /// Switches stamping on for `fd`: TX SCHED and SOFTWARE, RX SOFTWARE,
-    /// numbered and payload-free, plus both hardware directions when asked.
-    pub fn enable(fd: RawFd, hardware: bool) -> io::Result<Self> {
+    /// Switches stamping on for `fd`: RX SOFTWARE on every packet, TX SCHED
+    /// and SOFTWARE on one packet in `every`, numbered and payload-free,
+    /// plus both hardware directions when asked.
+    pub fn enable(fd: RawFd, hardware: bool, every: u32) -> io::Result<Self> {
+        let every = u64::from(every.max(1));
         Ok(Self {
-            reader: TxStampReader::enable_client(fd, hardware)?,
+            reader: TxStampReader::enable_client(fd, hardware, every > 1)?,
             matcher: TxMatcher::new(),
             hardware,
             done: None,
+            every,
         })
+    }
+
+    /// Sends measured packet number `index` (counted from the first after
+    /// warm-up; warm-up packets are all stamped), asking for its TX stamps
+    /// if it is one of the sample. Returns the send's result and whether
+    /// the packet is stamped.
+    #[inline]
+    pub fn send(&self, fd: RawFd, payload: &[u8], index: Option<u64>) -> (io::Result<usize>, bool) {
+        if self.every == 1 {
+            return (crate::engine::sys::send(fd, payload), true);
+        }
+        if index.is_some_and(|i| i % self.every != 0) {
+            return (crate::engine::sys::send(fd, payload), false);
+        }
+        let mut tx = flags::TX_SOFTWARE;
+        if self.hardware {
+            tx |= flags::TX_HARDWARE;
+        }
+        (timestamping::send_stamped(fd, payload, tx), true)
     }
 
     /// A packet went out: its TX stamps are waited for.

@@ -23,6 +23,8 @@ pub mod flags {
     /// TX stamps: on entering the qdisc, and in the driver (software).
     pub const TX_SOFTWARE: u32 =
         libc::SOF_TIMESTAMPING_TX_SCHED | libc::SOF_TIMESTAMPING_TX_SOFTWARE;
+    /// The TX stamp the NIC takes.
+    pub const TX_HARDWARE: u32 = libc::SOF_TIMESTAMPING_TX_HARDWARE;
     /// RX stamps in software.
     pub const RX_SOFTWARE: u32 = libc::SOF_TIMESTAMPING_RX_SOFTWARE;
     /// Report software stamps.
@@ -230,6 +232,44 @@ pub(super) fn recvmsg(
         f.set_len(msg.msg_namelen);
     }
     Ok((n as usize, msg))
+}
+
+/// Sends one datagram on a connected socket asking, for it alone, for the
+/// TX stamps in `tx_flags` (`SOF_TIMESTAMPING_TX_*`: Linux takes them per
+/// `sendmsg` as an `SO_TIMESTAMPING` control message). One `sendmsg`.
+pub fn send_stamped(fd: RawFd, buf: &[u8], tx_flags: u32) -> io::Result<usize> {
+    // Room for one cmsg holding a u32, aligned as the kernel wants.
+    #[repr(C, align(8))]
+    struct Control([u8; 32]);
+    let mut control = Control([0; 32]);
+    let mut iov = libc::iovec {
+        iov_base: buf.as_ptr().cast_mut().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: msghdr is plain old data; all-zero is valid.
+    let mut msg: libc::msghdr = unsafe { zeroed() };
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE only computes a size.
+    msg.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<u32>() as u32) } as _;
+    // SAFETY: msg's control buffer is 32 bytes, more than CMSG_SPACE(4), so
+    // the first header and its data lie inside it.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SO_TIMESTAMPING;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<u32>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u32>(), tx_flags);
+    }
+    // SAFETY: every pointer in msg refers to a live buffer of the stated
+    // length (the payload and the control data); the kernel only reads.
+    let n = unsafe { libc::sendmsg(fd, &raw const msg, 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
 }
 
 /// Receives one datagram with its RX stamps (and TTL, when enabled).

@@ -182,12 +182,18 @@ impl TxStampReader {
     /// Switches a client socket's stamping on (TX SCHED and SOFTWARE, RX
     /// SOFTWARE, numbered and payload-free, plus both hardware directions
     /// when asked) and returns the reader of its TX stamps.
-    pub fn enable_client(fd: RawFd, hardware: bool) -> std::io::Result<Self> {
+    ///
+    /// `per_packet`: the socket asks for no TX stamps itself; each packet
+    /// that wants them asks when it is sent ([`timestamping::send_stamped`]).
+    pub fn enable_client(fd: RawFd, hardware: bool, per_packet: bool) -> std::io::Result<Self> {
         use timestamping::flags;
         let mut wanted =
             flags::TX_SOFTWARE | flags::RX_SOFTWARE | flags::REPORT_SOFTWARE | flags::OPTIONS;
         if hardware {
             wanted |= flags::HARDWARE;
+        }
+        if per_packet {
+            wanted &= !(flags::TX_SOFTWARE | flags::TX_HARDWARE);
         }
         let cmsg_type = timestamping::enable(fd, wanted)?;
         // Not a substitute for counting misses: it only keeps the first

@@ -45,7 +45,7 @@ impl PacedStamps {
     /// Switches stamping on for `fd` (as the ping-pong client does).
     pub fn enable(fd: RawFd, hardware: bool) -> io::Result<Self> {
         Ok(Self {
-            reader: TxStampReader::enable_client(fd, hardware)?,
+            reader: TxStampReader::enable_client(fd, hardware, false)?,
             matcher: TxMatcher::new(),
             hardware,
         })
