@@ -108,9 +108,11 @@ impl Reflector {
         events: &mut rtrb::Producer<ReflectorEvent>,
     ) -> Result<(), EngineError> {
         let mut next_tick = 0u64;
+        // Read after each datagram is answered, so none waits for a clock
+        // read: what admission sees is a moment old (see `admit`).
+        let mut now_ns = self.clock();
         loop {
             let received = self.receive();
-            let now_ns = self.epoch.elapsed().as_nanos() as u64;
             match received {
                 Ok(d) if d.got.truncated => self.sessions.totals.oversized += 1,
                 Ok(d) => {
@@ -133,6 +135,7 @@ impl Reflector {
                     _ => return Err(EngineError::io("receive failed")(e)),
                 },
             }
+            now_ns = self.clock();
             if now_ns >= next_tick {
                 next_tick = now_ns + TICK.as_nanos() as u64;
                 if let Some(log) = self.log.as_mut() {
@@ -204,11 +207,31 @@ impl Reflector {
         if !self.allow.allows(&self.from) {
             return Err(Refusal::NotAllowed);
         }
-        let idx = self.sessions.admit(&self.from, now_ns)?;
-        if self.total.is_limited() && !self.total.admit(&mut self.total_tat, now_ns) {
-            return Err(self.sessions.refuse(idx, Refusal::Rate));
+        let idx = self.sessions.find(&self.from, now_ns)?;
+        if self.within_rates(idx, now_ns) {
+            return Ok(idx);
         }
-        Ok(idx)
+        // `now_ns` was read after the previous answer, so it may be behind:
+        // before refusing, look at the clock again.
+        let fresh = self.clock();
+        if self.within_rates(idx, fresh) {
+            Ok(idx)
+        } else {
+            Err(self.sessions.refuse(idx, Refusal::Rate))
+        }
+    }
+
+    /// The source's bucket, then the total's.
+    #[inline]
+    fn within_rates(&mut self, idx: usize, now_ns: u64) -> bool {
+        self.sessions.within_rate(idx, now_ns)
+            && (!self.total.is_limited() || self.total.admit(&mut self.total_tat, now_ns))
+    }
+
+    /// Nanoseconds since the reflector started.
+    #[inline]
+    fn clock(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
     }
 
     /// Answers one admitted datagram of session `idx` and accounts for it,
@@ -236,7 +259,7 @@ impl Reflector {
         if sent.is_err() {
             self.sessions.totals.send_errors += 1;
         }
-        self.sessions.account(idx, d.got.len as u64);
+        self.sessions.account(idx, d.got.len as u64, self.clock());
         if let (Some(log), Some(peer)) = (self.log.as_mut(), self.from.to_socket_addr()) {
             let p = AnswerPoints {
                 seq: match self.wire.protocol {

@@ -59,9 +59,21 @@ impl Sessions {
 
     /// The session of a datagram from `from` at `now_ns`, opened when new,
     /// if its source is within its rate: the index to account it with, or
-    /// why it is refused (counted in the totals, and the session's own).
-    #[inline]
+    /// why it is refused (counted in the session's own line).
+    #[cfg(test)]
     pub fn admit(&mut self, from: &RawAddr, now_ns: u64) -> Result<usize, Refusal> {
+        let idx = self.find(from, now_ns)?;
+        if self.within_rate(idx, now_ns) {
+            Ok(idx)
+        } else {
+            Err(self.refuse(idx, Refusal::Rate))
+        }
+    }
+
+    /// The session of a datagram from `from` at `now_ns`, opened when new;
+    /// refused only when it is new and the table is full.
+    #[inline]
+    pub fn find(&mut self, from: &RawAddr, now_ns: u64) -> Result<usize, Refusal> {
         let idx = if self
             .sessions
             .get(self.last)
@@ -76,23 +88,30 @@ impl Sessions {
             }
         };
         self.last = idx;
-        let s = &mut self.sessions[idx];
-        s.info.last_seen_ns = now_ns;
-        if self.sources.admit(s.bucket, now_ns) {
-            Ok(idx)
-        } else {
-            Err(self.refuse(idx, Refusal::Rate))
-        }
+        // Refused datagrams keep a session alive too (a moment-old clock;
+        // an answer sets the exact time).
+        self.sessions[idx].info.last_seen_ns = now_ns;
+        Ok(idx)
     }
 
-    /// Counts one answered datagram of `bytes` in session `idx`.
+    /// Whether session `idx`'s source may have one more datagram answered
+    /// at `now_ns` (booked when it may; nothing changes when not).
     #[inline]
-    pub fn account(&mut self, idx: usize, bytes: u64) {
+    pub fn within_rate(&mut self, idx: usize, now_ns: u64) -> bool {
+        let bucket = self.sessions[idx].bucket;
+        self.sources.admit(bucket, now_ns)
+    }
+
+    /// Counts one answered datagram of `bytes` in session `idx`, answered
+    /// at `now_ns`.
+    #[inline]
+    pub fn account(&mut self, idx: usize, bytes: u64, now_ns: u64) {
         self.totals.packets += 1;
         self.totals.bytes += bytes;
         if let Some(s) = self.sessions.get_mut(idx) {
             s.info.packets += 1;
             s.info.bytes += bytes;
+            s.info.last_seen_ns = now_ns;
         }
     }
 
@@ -185,7 +204,7 @@ mod tests {
 
     fn answer(s: &mut Sessions, port: u16, now_ns: u64) {
         let idx = s.admit(&addr(port), now_ns).unwrap();
-        s.account(idx, 10);
+        s.account(idx, 10, now_ns);
     }
 
     fn from_host(host: u8, port: u16) -> RawAddr {
