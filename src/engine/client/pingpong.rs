@@ -87,6 +87,8 @@ pub(super) struct Pinger<'a> {
     /// Read `CLOCK_REALTIME` next to the monotonic clock (kernel stamps or
     /// STAMP need it).
     realtime: bool,
+    /// Whether the packet in flight reads it.
+    read_realtime: bool,
     /// The packet in flight: its points so far, and whether it went out
     /// asking for TX stamps (a failed send, or one outside the sample, has
     /// none to fetch).
@@ -132,6 +134,7 @@ impl<'a> Pinger<'a> {
             buf: vec![0; RECV_BUFFER],
             // STAMP carries T1; kernel stamps are subtracted from user ones.
             realtime: cfg.stamp || stamps.is_some(),
+            read_realtime: false,
             stamps,
             points: Points::default(),
             tx_sent: false,
@@ -220,17 +223,21 @@ impl<'a> Pinger<'a> {
         // partitions and the monotonic RTT differ only by a clock read.
         // Encoding (STAMP carries T1) is inside the RTT, as in any loop
         // that builds its request after reading the clock.
-        let t1_user = if self.realtime { realtime_ns() } else { 0 };
+        let index = seq.checked_sub(cfg.warmup);
+        let stamped = self.stamps.as_ref().is_none_or(|s| s.samples(index));
+        // The wall clock only where something needs it: STAMP's T1, or a
+        // split (packets outside the sample have none).
+        self.read_realtime = self.realtime && (cfg.stamp || stamped);
+        let t1_user = if self.read_realtime { realtime_ns() } else { 0 };
         let t1 = Instant::now();
         let payload = self.codec.encode(seq, t1_user);
-        let index = seq.checked_sub(cfg.warmup);
-        let (sent, stamped) = match &self.stamps {
-            Some(stamps) => stamps.send(fd, payload, index),
-            None => (sys::send(fd, payload), true),
+        let sent = match &self.stamps {
+            Some(stamps) => stamps.send(fd, payload, stamped),
+            None => sys::send(fd, payload),
         };
         self.points = Points {
             seq,
-            t1_user: self.realtime.then_some(t1_user),
+            t1_user: self.read_realtime.then_some(t1_user),
             ..Points::default()
         };
         self.tx_sent = sent.is_ok() && stamped;
@@ -309,7 +316,7 @@ impl<'a> Pinger<'a> {
         loop {
             let received = self.receive(fd, deadline, stop);
             let now = Instant::now();
-            let t4_user = if self.realtime { realtime_ns() } else { 0 };
+            let t4_user = if self.read_realtime { realtime_ns() } else { 0 };
             match received {
                 Ok((got, rx)) if now > deadline => {
                     // Lost at its deadline; what came is classified after
@@ -376,7 +383,7 @@ impl<'a> Pinger<'a> {
             Some((reply, Reply::Fresh)) => {
                 self.seen.replies += 1;
                 let rtt = now.duration_since(t1).as_nanos() as u64;
-                let t4_user = self.realtime.then_some(t4_user);
+                let t4_user = self.read_realtime.then_some(t4_user);
                 self.points.answered(rtt, &reply, rx, t4_user);
                 let far = self.points.far_side(reply.reflector_synced);
                 let split = self.settle(warmup);
@@ -426,7 +433,7 @@ impl<'a> Pinger<'a> {
                 status,
                 t4_driver: rx.software,
                 t4_hw: rx.hardware,
-                t4_user: self.realtime.then_some(t4_user),
+                t4_user: self.read_realtime.then_some(t4_user),
                 ..Points::default()
             });
         }
@@ -491,11 +498,15 @@ impl<'a> Pinger<'a> {
         }
     }
 
+    /// One datagram, with its RX stamps when the packet in flight is one
+    /// of the stamped sample. The others are read with a plain `recv`: a
+    /// spin on `recvmsg` with control data polls more slowly, and their
+    /// RX stamps would be thrown away.
     #[inline]
     fn receive_once(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
         match &mut self.stamps {
-            Some(s) => s.recv(fd, &mut self.buf).map(|m| (m.received, m.stamps)),
-            None => sys::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
+            Some(s) if self.in_sample => s.recv(fd, &mut self.buf).map(|m| (m.received, m.stamps)),
+            _ => sys::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
         }
     }
 

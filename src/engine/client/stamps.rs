@@ -42,23 +42,26 @@ impl ClientStamps {
         })
     }
 
-    /// Sends measured packet number `index` (counted from the first after
-    /// warm-up; warm-up packets are all stamped), asking for its TX stamps
-    /// if it is one of the sample. Returns the send's result and whether
-    /// the packet is stamped.
+    /// Whether measured packet number `index` (counted from the first
+    /// after warm-up; warm-up packets, `None`, all are) is one of the
+    /// stamped sample.
     #[inline]
-    pub fn send(&self, fd: RawFd, payload: &[u8], index: Option<u64>) -> (io::Result<usize>, bool) {
-        if self.every == 1 {
-            return (crate::engine::sys::send(fd, payload), true);
-        }
-        if index.is_some_and(|i| i % self.every != 0) {
-            return (crate::engine::sys::send(fd, payload), false);
+    pub fn samples(&self, index: Option<u64>) -> bool {
+        index.is_none_or(|i| i % self.every == 0)
+    }
+
+    /// Sends a packet, asking for its TX stamps when it is `sampled` (the
+    /// socket asks for every packet's when the sample is all of them).
+    #[inline]
+    pub fn send(&self, fd: RawFd, payload: &[u8], sampled: bool) -> io::Result<usize> {
+        if self.every == 1 || !sampled {
+            return crate::engine::sys::send(fd, payload);
         }
         let mut tx = flags::TX_SOFTWARE;
         if self.hardware {
             tx |= flags::TX_HARDWARE;
         }
-        (timestamping::send_stamped(fd, payload, tx), true)
+        timestamping::send_stamped(fd, payload, tx)
     }
 
     /// A packet went out: its TX stamps are waited for.
