@@ -146,17 +146,7 @@ fn each_address_has_its_own_rate_between_network_namespaces() {
         return;
     }
     let ns = Namespaces::new();
-    netns::ip(&["-n", &ns.a, "addr", "add", "10.231.0.3/24", "dev", "vsyn0"]);
-    let child = ns
-        .synapse_in(&ns.b)
-        .args(["server", "--no-ui", "--stamp-port", "0"])
-        .args(["--bind", &format!("{B_ADDR}:7007")])
-        .args(["--max-pps", "200", "--burst", "20"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (guard, stdout, _) = common::wait_until_ready(child);
-    let server = common::Server { guard, stdout };
+    let server = ns.two_sources_and_a_server(&["--max-pps", "200", "--burst", "20"]);
     // Each sends 2,000/s for 2 s, ten times its share, both at once.
     let clients: Vec<_> = [A_ADDR, "10.231.0.3"]
         .into_iter()

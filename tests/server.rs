@@ -276,21 +276,7 @@ fn allow_lists_hold_between_network_namespaces() {
         return;
     }
     let ns = Namespaces::new();
-    netns::ip(&["-n", &ns.a, "addr", "add", "10.231.0.3/24", "dev", "vsyn0"]);
-    let child = ns
-        .synapse_in(&ns.b)
-        .args(["server", "--no-ui", "--stamp-port", "0"])
-        .args([
-            "--bind",
-            &format!("{B_ADDR}:7007"),
-            "--allow",
-            &format!("{A_ADDR}/32"),
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (guard, stdout, _) = wait_until_ready(child);
-    let server = Server { guard, stdout };
+    let server = ns.two_sources_and_a_server(&["--allow", &format!("{A_ADDR}/32")]);
     let measure = |from: &str| {
         ns.synapse_in(&ns.a)
             .args(["client", &format!("{B_ADDR}:7007"), "--bind", from])

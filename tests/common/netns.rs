@@ -104,6 +104,31 @@ impl Namespaces {
         guard
     }
 
+    /// A second source address in namespace A, 10.231.0.3, and an echo-only
+    /// `synapse server` in B on 7007 started with `extra`; its output kept
+    /// for the test to read.
+    pub fn two_sources_and_a_server(&self, extra: &[&str]) -> super::Server {
+        ip(&[
+            "-n",
+            &self.a,
+            "addr",
+            "add",
+            "10.231.0.3/24",
+            "dev",
+            "vsyn0",
+        ]);
+        let child = self
+            .synapse_in(&self.b)
+            .args(["server", "--no-ui", "--stamp-port", "0"])
+            .args(["--bind", &format!("{B_ADDR}:7007")])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (guard, stdout, _) = super::wait_until_ready(child);
+        super::Server { guard, stdout }
+    }
+
     /// `iptables ARGS` in namespace `ns`.
     pub fn iptables(&self, ns: &str, args: &[&str]) {
         let out = Command::new("ip")

@@ -201,12 +201,11 @@ impl ClientRun {
     }
 }
 
-/// Binds the socket (so a bad address fails here, synchronously) and starts
-/// the pinned measurement thread: ping-pong, or paced when the config has
-/// a schedule.
-pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, EngineError> {
+/// The run's sockets: ping-pong's pair, or the paced one; and the local
+/// address.
+fn bind_work(cfg: &ClientConfig) -> Result<(Work, SocketAddr), EngineError> {
     let bind = cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server));
-    let (work, local): (Work, SocketAddr) = match cfg.schedule {
+    Ok(match cfg.schedule {
         None => {
             let sockets = client_sockets(bind, cfg.server)?;
             // Never blocks: the loop spins on it, or waits in ppoll, whose
@@ -222,7 +221,14 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
             let (socket, local) = paced_socket(bind, cfg.server)?;
             (Work::Paced(socket, schedule), local)
         }
-    };
+    })
+}
+
+/// Binds the socket (so a bad address fails here, synchronously) and starts
+/// the pinned measurement thread: ping-pong, or paced when the config has
+/// a schedule.
+pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, EngineError> {
+    let (work, local) = bind_work(&cfg)?;
     let chosen = timestamping::choose(cfg.timestamps, local.ip())?;
     let kernel = chosen.source != Source::User;
     let hardware = chosen.source == Source::Hardware;

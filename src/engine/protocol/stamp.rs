@@ -507,16 +507,19 @@ mod tests {
         assert_eq!(out, REFLECTOR);
     }
 
+    /// Reflects `buf` statelessly as the RFC example does: T2 0xA000_0000,
+    /// TTL 64, T3 0xC000_0000.
+    fn reflect_rfc_example(buf: &mut [u8]) {
+        reflect_in_place(buf, Layout::OPEN, stateless(t(0xA000_0000), 64), || {
+            t(0xC000_0000)
+        })
+        .unwrap();
+    }
+
     #[test]
     fn reflecting_the_rfc_sender_packet_gives_the_rfc_reflector_packet() {
         let mut buf = SENDER;
-        reflect_in_place(
-            &mut buf,
-            Layout::OPEN,
-            stateless(t(0xA000_0000), 64),
-            || t(0xC000_0000),
-        )
-        .unwrap();
+        reflect_rfc_example(&mut buf);
         assert_eq!(buf, REFLECTOR);
     }
 
@@ -527,13 +530,7 @@ mod tests {
         let mut buf = SENDER;
         buf[14..16].copy_from_slice(&0xBEEFu16.to_be_bytes());
         assert_eq!(SenderPacket::decode(&buf).unwrap().ssid, 0xBEEF);
-        reflect_in_place(
-            &mut buf,
-            Layout::OPEN,
-            stateless(t(0xA000_0000), 64),
-            || t(0xC000_0000),
-        )
-        .unwrap();
+        reflect_rfc_example(&mut buf);
         let mut want = REFLECTOR;
         want[14..16].copy_from_slice(&[0xBE, 0xEF]);
         assert_eq!(buf, want);
@@ -551,13 +548,7 @@ mod tests {
         let mut buf = [0u8; 60];
         buf[..44].copy_from_slice(&SENDER);
         buf[44..].copy_from_slice(&[0xAB; 16]);
-        reflect_in_place(
-            &mut buf,
-            Layout::OPEN,
-            stateless(t(0xA000_0000), 64),
-            || t(0xC000_0000),
-        )
-        .unwrap();
+        reflect_rfc_example(&mut buf);
         assert_eq!(buf[..44], REFLECTOR);
         assert_eq!(buf[44..], [0xAB; 16]);
     }

@@ -285,4 +285,42 @@ mod tests {
             "{ended:?}"
         );
     }
+
+    proptest::proptest! {
+        /// The session key under any traffic: whatever addresses arrive, in
+        /// whatever order, with ticks between, the table never exceeds its
+        /// cap, its index always points at the session it names, and every
+        /// datagram is either admitted or refused for a stated reason.
+        #[test]
+        fn the_session_table_holds_under_any_traffic(
+            ops in proptest::collection::vec((0u8..6, 0u16..4, 0u64..300), 1..300),
+        ) {
+            let limits = Limits { max_sessions: 4, per_source_pps: 1000, burst: 2, ..Limits::UNLIMITED };
+            let mut s = Sessions::new(Duration::from_nanos(500), &limits);
+            let (mut tx, mut rx) = rtrb::RingBuffer::new(4096);
+            let mut now = 0u64;
+            for (host, port, step) in ops {
+                now += step;
+                if step > 250 {
+                    s.tick(now, &mut tx);
+                    while rx.pop().is_ok() {}
+                    continue;
+                }
+                let from = from_host(host, 1000 + port);
+                match s.admit(&from, now) {
+                    Ok(idx) => {
+                        proptest::prop_assert!(s.sessions[idx].addr.same_as(&from));
+                        s.account(idx, 10, now);
+                    }
+                    Err(Refusal::Sessions) => proptest::prop_assert_eq!(s.sessions.len(), 4),
+                    Err(why) => proptest::prop_assert_eq!(why, Refusal::Rate),
+                }
+                proptest::prop_assert!(s.sessions.len() <= 4);
+                proptest::prop_assert_eq!(s.index.len(), s.sessions.len());
+                for (peer, &i) in &s.index {
+                    proptest::prop_assert_eq!(s.sessions[i].info.peer, *peer);
+                }
+            }
+        }
+    }
 }
