@@ -163,7 +163,13 @@ pub fn server_app() -> App {
         refused: Refusals::default(),
     };
     s.session_active(session(40_112, 12_000, 9_900_000_000));
-    s.session_active(session(40_100, 3_000, 9_950_000_000));
+    s.session_active(SessionInfo {
+        refused: Refusals {
+            rate: 1_200,
+            ..Refusals::default()
+        },
+        ..session(40_100, 3_000, 9_950_000_000)
+    });
     s.session_ended(session(39_000, 10_200, 2_000_000_000));
     s.totals = ReflectorTotals {
         packets: 25_200,

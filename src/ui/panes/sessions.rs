@@ -1,5 +1,6 @@
 //! The reflector's clients: active sessions first, then recently ended ones.
 
+use crate::engine::Refusals;
 use crate::ui::app::ServerView;
 use crate::ui::theme::Theme;
 use crate::units::group_thousands;
@@ -12,9 +13,25 @@ fn ago(now_ns: u64, then_ns: u64) -> String {
     format!("{:.1} s ago", now_ns.saturating_sub(then_ns) as f64 / 1e9)
 }
 
+/// A session's refusals: `1,234 rate`, the reasons joined; dim `0`.
+fn refused(r: &Refusals, t: Theme) -> Span<'static> {
+    if r.total() == 0 {
+        return Span::styled("0", t.dim());
+    }
+    Span::styled(r.to_string(), t.warn())
+}
+
 /// Draws the client table.
 pub fn render(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
-    let header = Row::new(["client", "packets", "bytes", "last seen", "state"]).style(t.title());
+    let header = Row::new([
+        "client",
+        "packets",
+        "bytes",
+        "refused",
+        "last seen",
+        "state",
+    ])
+    .style(t.title());
     let active = v
         .active
         .iter()
@@ -33,6 +50,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
                 Span::raw(s.peer.to_string()),
                 Span::raw(group_thousands(s.packets)),
                 Span::raw(group_thousands(s.bytes)),
+                refused(&s.refused, t),
                 Span::raw(ago(v.now_ns, s.last_seen_ns)),
                 state,
             ])
@@ -43,6 +61,7 @@ pub fn render(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
         Constraint::Min(24),
         Constraint::Length(14),
         Constraint::Length(16),
+        Constraint::Length(22),
         Constraint::Length(12),
         Constraint::Length(8),
     ];
