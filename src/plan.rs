@@ -667,7 +667,9 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         log: None,
         log_opening: Opening::New,
         admission: Admission::default(),
-        stamp_key: None,
+        // The in-process reflector of `synapse --stamp --hmac-key-file`
+        // authenticates with the client's key.
+        stamp_key: c.stamp_key.clone(),
         user: None,
     }
 }

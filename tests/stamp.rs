@@ -429,3 +429,19 @@ fn bad_key_files_are_usage_errors() {
         );
     }
 }
+
+/// `synapse --stamp --hmac-key-file` on loopback: the in-process reflector
+/// authenticates with the client's key, so the run is answered in full.
+#[test]
+fn the_loopback_reflector_shares_the_clients_key() {
+    let key = key_file("00112233445566778899aabbccddeeff", 0o600);
+    let j = success_json(
+        &synapse()
+            .args(["--stamp", "--hmac-key-file", key.path().to_str().unwrap()])
+            .args(["--json", "--packets", "200", "--warmup", "10"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(j["packets"]["received"], 200, "{j}");
+    assert_eq!(j["unauthenticated_replies"], 0, "{j}");
+}

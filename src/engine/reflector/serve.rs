@@ -208,24 +208,25 @@ impl Reflector {
             return Err(Refusal::NotAllowed);
         }
         let idx = self.sessions.find(&self.from, now_ns)?;
-        if self.within_rates(idx, now_ns) {
-            return Ok(idx);
-        }
         // `now_ns` was read after the previous answer, so it may be behind:
-        // before refusing, look at the clock again.
-        let fresh = self.clock();
-        if self.within_rates(idx, fresh) {
+        // before a bucket refuses, it is asked again at the clock's time (a
+        // bucket that refuses books nothing, so none is charged twice).
+        let mut fresh = None;
+        let mut later = |r: &Self| *fresh.get_or_insert_with(|| r.clock());
+        let source = self.sessions.within_rate(idx, now_ns) || {
+            let at = later(self);
+            self.sessions.within_rate(idx, at)
+        };
+        let total = source
+            && (!self.total.is_limited() || self.total.admit(&mut self.total_tat, now_ns) || {
+                let at = later(self);
+                self.total.admit(&mut self.total_tat, at)
+            });
+        if total {
             Ok(idx)
         } else {
             Err(self.sessions.refuse(idx, Refusal::Rate))
         }
-    }
-
-    /// The source's bucket, then the total's.
-    #[inline]
-    fn within_rates(&mut self, idx: usize, now_ns: u64) -> bool {
-        self.sessions.within_rate(idx, now_ns)
-            && (!self.total.is_limited() || self.total.admit(&mut self.total_tat, now_ns))
     }
 
     /// Nanoseconds since the reflector started.
