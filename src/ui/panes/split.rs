@@ -87,7 +87,14 @@ pub fn render(
     let missing = figures.iter().map(|f| f.missing).max().unwrap_or(0);
     let notes = [
         (&mut head, format!("   {} stamps", info.source.name())),
-        (&mut p50, "   since start or clear".to_string()),
+        (
+            &mut p50,
+            if info.tx_every > 1 {
+                format!("   1 packet in {}, since clear", info.tx_every)
+            } else {
+                "   since start or clear".to_string()
+            },
+        ),
         (
             &mut p99,
             if missing > 0 {
@@ -171,6 +178,15 @@ mod tests {
                 " p50    4.0 µs   56.0 µs   10.0 µs   since start or clear",
                 " p99    4.0 µs   56.0 µs   10.0 µs   1 lacked a stamp",
             ]
+        );
+        // Sampled TX stamps say how the split was sampled.
+        let sampled = StampingInfo {
+            tx_every: 256,
+            ..info.clone()
+        };
+        assert_eq!(
+            text(&figs, Some(&sampled), 90)[1],
+            " p50    4.0 µs   56.0 µs   10.0 µs   1 packet in 256, since clear"
         );
         // Narrow: whole columns and notes go, nothing is cut in half.
         assert_eq!(
