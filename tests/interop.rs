@@ -145,15 +145,6 @@ fn the_synapse_sender_with_an_ssid_is_answered_by_stamp_suite() {
 
 const KEY: &str = "00112233445566778899aabbccddeeff";
 
-/// A key file only its owner can read, holding `key`.
-fn key_file(key: &str) -> tempfile::NamedTempFile {
-    use std::os::unix::fs::PermissionsExt;
-    let f = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(f.path(), format!("{key}\n")).unwrap();
-    std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(0o600)).unwrap();
-    f
-}
-
 /// Authenticated STAMP (RFC 8762 §4.2.2): stamp-suite's sender with the
 /// same key is answered in full (and checks our HMACs); with another key,
 /// or none, it gets nothing.
@@ -162,7 +153,7 @@ fn stamp_suite_authenticated_sender_against_the_synapse_reflector() {
     let Some(bin) = tool("stamp-suite", "stamp_suite_authenticated_sender") else {
         return;
     };
-    let key = key_file(KEY);
+    let key = key_file(&format!("{KEY}\n"), 0o600);
     let server = ["--hmac-key-file", key.path().to_str().unwrap()];
     let signed = ["-A", "A", "--hmac-key", KEY, "-c", "50"];
     let summary = stamp_suite_against(&bin, &server, &signed);
@@ -184,7 +175,7 @@ fn the_authenticated_synapse_sender_is_answered_by_stamp_suite() {
         return;
     };
     let (_reflector, port) = stamp_suite_reflector(&bin, &["-A", "A", "--hmac-key", KEY]);
-    let key = key_file(KEY);
+    let key = key_file(&format!("{KEY}\n"), 0o600);
     let j = success_json(
         &synapse()
             .args(["client", &format!("127.0.0.1:{port}"), "--stamp"])

@@ -9,7 +9,6 @@ mod common;
 
 use common::{Server, json_of, synapse, wait_until_ready};
 use std::net::UdpSocket;
-use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -117,11 +116,8 @@ fn refusals(totals_line: &str) -> String {
 
 #[test]
 fn a_flooded_reflector_keeps_its_clients_its_memory_and_its_counts() {
-    let me = std::process::Command::new("id").arg("-u").output().unwrap();
-    let root = String::from_utf8_lossy(&me.stdout).trim() == "0";
-    let key = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(key.path(), KEY).unwrap();
-    std::fs::set_permissions(key.path(), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let root = common::is_root();
+    let key = common::key_file(KEY, 0o600);
     let key_path = key.path().to_str().unwrap();
     let (echo, stamp) = (common::free_udp_port(), common::free_udp_port());
     let child = synapse()

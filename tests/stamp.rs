@@ -302,15 +302,6 @@ fn stamp_against_a_plain_echo_server_says_so() {
     );
 }
 
-/// A key file only its owner can read (`mode`), holding `key`.
-fn key_file(key: &str, mode: u32) -> tempfile::NamedTempFile {
-    use std::os::unix::fs::PermissionsExt;
-    let f = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(f.path(), key).unwrap();
-    std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(mode)).unwrap();
-    f
-}
-
 /// Authenticated mode end to end on loopback: signed requests are
 /// answered and measured; a plain client gets nothing from that reflector,
 /// and is counted as unauthenticated.

@@ -26,7 +26,7 @@ use std::time::Duration;
 use toml_edit::{Document, Table};
 
 /// One peer, resolved.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct PeerConfig {
     /// Its name (the `peer` label).
     pub name: String,

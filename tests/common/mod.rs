@@ -34,6 +34,22 @@ pub fn free_udp_port() -> u16 {
     }
 }
 
+/// A STAMP key file holding `key`, with file mode `mode` (600: only its
+/// owner can read it, as `--hmac-key-file` demands).
+pub fn key_file(key: &str, mode: u32) -> tempfile::NamedTempFile {
+    use std::os::unix::fs::PermissionsExt;
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(f.path(), key).unwrap();
+    std::fs::set_permissions(f.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    f
+}
+
+/// Whether the tests run as root (CI does).
+pub fn is_root() -> bool {
+    let me = Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&me.stdout).trim() == "0"
+}
+
 /// The binary under test: this build's, or the one `SYNAPSE_TEST_BIN`
 /// names (to show that a test fails on an older build).
 /// Its state directory is one that holds nothing, so no calibration of

@@ -25,14 +25,6 @@ impl std::fmt::Debug for StampKey {
     }
 }
 
-impl PartialEq for StampKey {
-    /// Keys are secrets: two are never compared, so any two are "equal"
-    /// (a reload that changes one says so on its own terms).
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
 impl StampKey {
     /// A key of at least [`MIN_KEY_LEN`] bytes.
     pub fn new(key: &[u8]) -> Result<Self, String> {
