@@ -8,6 +8,10 @@
 # the bare loop. The Rust std::net reference is `cargo bench --bench
 # loopback` (section 1 of BENCHMARKS.md).
 #
+# With BASE_BIN=path/to/another/synapse, the config c-vs-base runs the bare
+# C client against that build's reflector (a change against the build
+# before it).
+#
 #   benches/instrument_cost.sh [ROUNDS]   (CONFIGS="bare syn-default …")
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +27,8 @@ reflector() { # c|synapse [SERVER_ARGS…]: starts it on $port, CPU 1
   if [ "$kind" = c ]; then
     "$dir/reflector" "$port" 1 > /dev/null 2>&1 &
   else
-    "$bin" server --no-ui --bind "127.0.0.1:$port" --stamp-port 0 --cpu 1 --busy-poll "$@" > /dev/null 2>&1 &
+    local b=$bin; [ "$kind" = base ] && b=$BASE_BIN
+    "$b" server --no-ui --bind "127.0.0.1:$port" --stamp-port 0 --cpu 1 --busy-poll "$@" > /dev/null 2>&1 &
   fi
   echo $! > "$dir/pid"
   sleep 0.5
@@ -43,6 +48,7 @@ run() { # CONFIG -> "p50 p99"
     syn-every1) reflector synapse; synapse_client --tx-stamp-every 1 ;;
     syn-user) reflector synapse; synapse_client --timestamps user ;;
     c-vs-syn) reflector synapse; c_client ;;
+    c-vs-base) reflector base; c_client ;;
     syn-vs-c) reflector c; synapse_client --timestamps user ;;
     *) echo "unknown config $1" >&2; exit 2 ;;
   esac

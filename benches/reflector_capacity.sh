@@ -5,8 +5,12 @@
 # to a reflector pinned to CPU 1, busy-polling: the bare C reflector
 # (benches/pingpong_c/reflector.c) and synapse server with its limits off
 # (--max-pps 0 --max-total-pps 0: one source at these rates is far over the
-# default per-source limit). Prints, per offered rate, the share answered:
-# where that falls below 99 % is the loss onset.
+# default per-source limit). Prints, per offered rate, the share answered
+# (where that falls below 99 % is the loss onset) and the answers per second
+# of sending time (past saturation: the reflector's capacity).
+#
+# With BASE_BIN=path/to/another/synapse, a third reflector "base" runs that
+# build the same way (to compare a change with the build before it).
 #
 #   benches/reflector_capacity.sh [RATES…]   (default 100k 200k 300k 400k 600k)
 set -euo pipefail
@@ -19,23 +23,26 @@ gcc -O2 -o "$dir/flood" benches/reflector_c/flood.c
 gcc -O2 -o "$dir/reflector" benches/pingpong_c/reflector.c
 port=26400
 
-start() { # c|synapse
+start() { # c|synapse|base
   if [ "$1" = c ]; then
     "$dir/reflector" "$port" 1 > /dev/null 2>&1 &
   else
-    "$bin" server --no-ui --bind "127.0.0.1:$port" --stamp-port 0 --cpu 1 --busy-poll \
+    local b=$bin; [ "$1" = base ] && b=$BASE_BIN
+    "$b" server --no-ui --bind "127.0.0.1:$port" --stamp-port 0 --cpu 1 --busy-poll \
       --max-pps 0 --max-total-pps 0 > /dev/null 2>&1 &
   fi
   pid=$!
   sleep 0.5
 }
 
-printf '%-9s %10s %10s %8s\n' reflector offered/s answered "share"
+printf '%-9s %10s %10s %8s %11s\n' reflector offered/s answered "share" answered/s
 for rate in "${rates[@]}"; do
-  for kind in c synapse synapse c; do
+  kinds=(c synapse); [ -n "${BASE_BIN:-}" ] && kinds+=(base)
+  for kind in "${kinds[@]}" $(printf '%s\n' "${kinds[@]}" | tac); do
     start "$kind"
-    read -r _ sent _ answered < <(taskset -c 0 "$dir/flood" 127.0.0.1 "$port" $((rate * 2)) "$rate" 8)
+    read -r _ sent _ answered _ seconds < <(taskset -c 0 "$dir/flood" 127.0.0.1 "$port" $((rate * 2)) "$rate" 8)
     kill "$pid"; wait "$pid" 2>/dev/null || true
-    printf '%-9s %10d %10d %7.1f%%\n' "$kind" "$rate" "$answered" "$(echo "100 * $answered / $sent" | bc -l)"
+    printf '%-9s %10d %10d %7.1f%% %11.0f\n' "$kind" "$rate" "$answered" \
+      "$(echo "100 * $answered / $sent" | bc -l)" "$(echo "$answered / $seconds" | bc -l)"
   done
 done

@@ -54,6 +54,50 @@ fn a_client_can_start_again_immediately() {
     }
 }
 
+/// Datagrams that queue up (ten sockets sending before reading, and an
+/// eleventh sending a 65,507-byte one in mid-burst) are answered in
+/// batches: each socket gets exactly its own bytes back, in order, and every
+/// session and the totals count them, whichever path answered them.
+#[test]
+fn a_burst_from_many_sockets_is_answered_datagram_for_datagram() {
+    for mode in [&[][..], &["--busy-poll"][..]] {
+        let (server, port) = start_server(mode);
+        let sockets: Vec<UdpSocket> = (0..10)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let big = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let payload =
+            |s: usize, i: usize| -> Vec<u8> { (0..=(i % 97)).map(|k| (s * 31 + i + k) as u8).collect() };
+        for i in 0..100 {
+            for (s, socket) in sockets.iter().enumerate() {
+                socket.send_to(&payload(s, i), ("127.0.0.1", port)).unwrap();
+            }
+            if i == 50 {
+                big.send_to(&[0xAB; 65_507], ("127.0.0.1", port)).unwrap();
+            }
+        }
+        let mut buf = vec![0u8; 70_000];
+        for (s, socket) in sockets.iter().chain([&big]).enumerate() {
+            socket
+                .set_read_timeout(Some(Duration::from_secs(2)))
+                .unwrap();
+            for i in 0..if s < 10 { 100 } else { 1 } {
+                let n = socket.recv(&mut buf).unwrap();
+                let sent = if s < 10 { payload(s, i) } else { vec![0xAB; 65_507] };
+                assert_eq!(buf[..n], sent[..], "{mode:?}: socket {s}, datagram {i}");
+            }
+        }
+        let (out, code) = server.interrupt_and_collect();
+        assert_eq!(code, Some(0));
+        let sessions = out.lines().filter(|l| l.contains("  100 packets  ")).count();
+        assert_eq!(sessions, 10, "{mode:?}: {out}");
+        assert!(
+            out.contains("totals: 11 sessions, 1,001 packets,"),
+            "{mode:?}: {out}"
+        );
+    }
+}
+
 #[test]
 fn sessions_are_reported_as_they_end_and_totals_on_ctrl_c() {
     let (server, port) = start_server(&["--session-idle", "200ms"]);

@@ -1,7 +1,9 @@
 /* An open-loop UDP flood for the reflector benchmarks: COUNT datagrams of
  * SIZE bytes from SRC_ADDR (port 0) to 127.0.0.1:PORT at RATE per second,
- * sent with sendmmsg in batches of 64, replies drained and counted.
- * Prints "sent N answered M".
+ * sent with sendmmsg in batches of 64, replies drained (recvmmsg, 64 at a
+ * time) and counted. Prints "sent N answered M seconds S", S being the time
+ * the sending took (longer than COUNT / RATE when the generator cannot keep
+ * up).
  *
  *   flood SRC_ADDR PORT COUNT RATE SIZE */
 #define _GNU_SOURCE
@@ -39,27 +41,34 @@ int main(int argc, char **argv) {
     }
     int big = 8 << 20;
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-    char *buf = calloc(1, size > 0 ? size : 1), rx[2048];
-    struct mmsghdr msgs[BATCH];
-    struct iovec iov = {.iov_base = buf, .iov_len = size};
+    char *buf = calloc(1, size > 0 ? size : 1), *rx = calloc(BATCH, 2048);
+    struct mmsghdr msgs[BATCH], answers[BATCH];
+    struct iovec iov = {.iov_base = buf, .iov_len = size}, rx_iov[BATCH];
     memset(msgs, 0, sizeof msgs);
+    memset(answers, 0, sizeof answers);
     for (int i = 0; i < BATCH; i++) {
         msgs[i].msg_hdr.msg_iov = &iov;
         msgs[i].msg_hdr.msg_iovlen = 1;
+        rx_iov[i].iov_base = rx + i * 2048;
+        rx_iov[i].iov_len = 2048;
+        answers[i].msg_hdr.msg_iov = &rx_iov[i];
+        answers[i].msg_hdr.msg_iovlen = 1;
     }
-    long long sent = 0, answered = 0, start = now_ns();
+    long long sent = 0, answered = 0, start = now_ns(), got;
+#define DRAIN() while ((got = recvmmsg(fd, answers, BATCH, 0, NULL)) > 0) answered += got
     while (sent < count) {
         long long due = start + sent * 1000000000LL / rate;
         while (now_ns() < due)
-            while (recv(fd, rx, sizeof rx, 0) > 0) answered++;
+            DRAIN();
         int n = count - sent < BATCH ? (int)(count - sent) : BATCH;
         int done = sendmmsg(fd, msgs, n, 0);
         sent += done > 0 ? done : 0;
-        while (recv(fd, rx, sizeof rx, 0) > 0) answered++;
+        DRAIN();
     }
+    double seconds = (now_ns() - start) / 1e9;
     long long quiet = now_ns() + 200000000LL;
     while (now_ns() < quiet)
-        while (recv(fd, rx, sizeof rx, 0) > 0) answered++;
-    printf("sent %lld answered %lld\n", sent, answered);
+        DRAIN();
+    printf("sent %lld answered %lld seconds %.3f\n", sent, answered, seconds);
     return 0;
 }

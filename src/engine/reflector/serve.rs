@@ -5,6 +5,13 @@
 //! received (STAMP rewrites them in place first), one clock read and a
 //! session counter bump. With a log, the socket also stamps in the kernel,
 //! both ways, and each answer's points go to the log's ring.
+//!
+//! A plain echo reflector (no stamps, no log) batches when datagrams queue
+//! up: after each answer it asks, without waiting, for up to `BATCH` more
+//! at once (`recvmmsg`) and answers them together (`sendmmsg`). A lone
+//! ping-pong packet is still received by the single `recvfrom` it waits
+//! in, so it is never delayed; the batch try costs it one `EAGAIN` after
+//! its answer has left.
 
 use super::admission::{Admission, AllowList};
 use super::answer_log::{AnswerLog, AnswerPoints};
@@ -16,6 +23,7 @@ use crate::engine::affinity::Placement;
 use crate::engine::protocol::stamp::{self, ErrorEstimate, Layout, NtpTime, Reflection};
 use crate::engine::protocol::stamp_key::StampKey;
 use crate::engine::protocol::{self, RECV_BUFFER};
+use crate::engine::sys::batch::{BATCH, Batch};
 use crate::engine::sys::timestamping::{self, ControlBuf, Stamps};
 use crate::engine::sys::{self, RawAddr, Received, is_network_error};
 use crate::engine::{EngineError, StopFlag};
@@ -65,6 +73,10 @@ pub struct Reflector {
     total_tat: u64,
     /// STAMP authenticated mode's key.
     key: Option<StampKey>,
+    /// Plain echo only: slots for answering queued datagrams together.
+    batch: Option<Box<Batch>>,
+    /// The last receive got something, so more may be queued.
+    more_waiting: bool,
 }
 
 impl Reflector {
@@ -92,6 +104,9 @@ impl Reflector {
             total: Pace::new(limits.total_pps, limits.burst),
             total_tat: 0,
             key: None,
+            batch: (wire.protocol == Protocol::Echo && wire.rx_cmsg.is_none())
+                .then(|| Box::new(Batch::new(RECV_BUFFER))),
+            more_waiting: false,
         }
     }
 
@@ -112,28 +127,11 @@ impl Reflector {
         // read: what admission sees is a moment old (see `admit`).
         let mut now_ns = self.clock();
         loop {
-            let received = self.receive();
-            match received {
-                Ok(d) if d.got.truncated => self.sessions.totals.oversized += 1,
-                Ok(d) => {
-                    let answered = self.admit(now_ns).and_then(|i| self.answer(&d, i, now_ns));
-                    if let Err(why) = answered {
-                        self.sessions.totals.refused.count(why);
-                    }
-                }
-                Err(e) => match e.raw_os_error() {
-                    Some(libc::EAGAIN | libc::EINTR) => {}
-                    // An ICMP error about some client (gone, too big, no
-                    // route): other clients must not suffer for it. The
-                    // log reads the queue itself, so TX stamps are kept.
-                    Some(errno) if is_network_error(errno) => match self.log.as_mut() {
-                        Some(log) => log.collect(self.fd),
-                        None => {
-                            let _ = sys::drain_error_queue(self.fd);
-                        }
-                    },
-                    _ => return Err(EngineError::io("receive failed")(e)),
-                },
+            if self.more_waiting {
+                self.more_waiting = self.serve_batch(now_ns)?;
+            }
+            if !self.more_waiting {
+                self.serve_one(now_ns)?;
             }
             now_ns = self.clock();
             if now_ns >= next_tick {
@@ -173,6 +171,95 @@ impl Reflector {
         }
     }
 
+    /// Receives one datagram (waiting or spinning for it) and answers it.
+    #[inline]
+    fn serve_one(&mut self, now_ns: u64) -> Result<(), EngineError> {
+        match self.receive() {
+            Ok(d) if d.got.truncated => self.sessions.totals.oversized += 1,
+            Ok(d) => {
+                let from = self.from;
+                let answered = self
+                    .admit(&from, now_ns)
+                    .and_then(|i| self.answer(&d, i, now_ns));
+                if let Err(why) = answered {
+                    self.sessions.totals.refused.count(why);
+                }
+            }
+            Err(e) => return self.receive_failed(e),
+        }
+        self.more_waiting = self.batch.is_some();
+        Ok(())
+    }
+
+    /// Answers whatever else is queued, up to `BATCH` datagrams, with one
+    /// `recvmmsg` and one `sendmmsg`. Returns whether anything was queued.
+    fn serve_batch(&mut self, now_ns: u64) -> Result<bool, EngineError> {
+        // Out of `self` while it is served, so admission can borrow `self`.
+        let Some(mut batch) = self.batch.take() else {
+            return Ok(false);
+        };
+        let served = match batch.recv(self.fd) {
+            Ok(_) => {
+                self.answer_batch(&batch, now_ns);
+                Ok(!batch.is_empty())
+            }
+            Err(e) => self.receive_failed(e).map(|()| false),
+        };
+        self.batch = Some(batch);
+        served
+    }
+
+    /// Admits each datagram of `batch`, sends the admitted back at once,
+    /// then accounts for them.
+    fn answer_batch(&mut self, batch: &Batch, now_ns: u64) {
+        let mut slots = [0u8; BATCH];
+        let mut sessions = [0usize; BATCH];
+        let mut admitted = 0;
+        for i in 0..batch.len() {
+            let (_, got, from) = batch.datagram(i);
+            if got.truncated {
+                self.sessions.totals.oversized += 1;
+                continue;
+            }
+            match self.admit(from, now_ns) {
+                Ok(idx) => {
+                    slots[admitted] = i as u8;
+                    sessions[admitted] = idx;
+                    admitted += 1;
+                }
+                Err(why) => self.sessions.totals.refused.count(why),
+            }
+        }
+        if admitted == 0 {
+            return;
+        }
+        self.sessions.totals.send_errors += batch.send_back(self.fd, &slots[..admitted]);
+        let now_ns = self.clock();
+        for (&slot, &idx) in slots.iter().zip(&sessions).take(admitted) {
+            let (bytes, _, _) = batch.datagram(usize::from(slot));
+            self.sessions.account(idx, bytes.len() as u64, now_ns);
+        }
+    }
+
+    /// A receive that got no datagram: fine when nothing was there or an
+    /// ICMP error came back; fatal otherwise.
+    fn receive_failed(&mut self, e: io::Error) -> Result<(), EngineError> {
+        match e.raw_os_error() {
+            Some(libc::EAGAIN | libc::EINTR) => {}
+            // An ICMP error about some client (gone, too big, no route):
+            // other clients must not suffer for it. The log reads the
+            // queue itself, so TX stamps are kept.
+            Some(errno) if is_network_error(errno) => match self.log.as_mut() {
+                Some(log) => log.collect(self.fd),
+                None => {
+                    let _ = sys::drain_error_queue(self.fd);
+                }
+            },
+            _ => return Err(EngineError::io("receive failed")(e)),
+        }
+        Ok(())
+    }
+
     #[inline]
     fn receive(&mut self) -> io::Result<Datagram> {
         match self.wire.rx_cmsg {
@@ -196,18 +283,18 @@ impl Reflector {
         }
     }
 
-    /// Whether the datagram just received may be answered: its session's
+    /// Whether a datagram from `from` may be answered: its session's
     /// index, or why not. Cheapest checks first; a refusal costs no more
     /// than the checks before it.
     #[inline]
-    fn admit(&mut self, now_ns: u64) -> Result<usize, Refusal> {
-        if self.from.port() < 1024 {
+    fn admit(&mut self, from: &RawAddr, now_ns: u64) -> Result<usize, Refusal> {
+        if from.port() < 1024 {
             return Err(Refusal::ServicePort);
         }
-        if !self.allow.allows(&self.from) {
+        if !self.allow.allows(from) {
             return Err(Refusal::NotAllowed);
         }
-        let idx = self.sessions.find(&self.from, now_ns)?;
+        let idx = self.sessions.find(from, now_ns)?;
         // `now_ns` was read after the previous answer, so it may be behind:
         // before a bucket refuses, it is asked again at the clock's time (a
         // bucket that refuses books nothing, so none is charged twice).

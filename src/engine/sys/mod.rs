@@ -5,6 +5,7 @@
 //! return plain values. Every `unsafe` block states why it is sound.
 #![allow(unsafe_code)]
 
+pub mod batch;
 pub mod ethtool;
 pub mod floor;
 pub mod timestamping;
@@ -120,6 +121,11 @@ impl RawAddr {
     /// Where `recvmsg` may write a source address.
     pub(crate) fn storage_ptr(&mut self) -> *mut libc::sockaddr_storage {
         &raw mut self.storage
+    }
+
+    /// Where `sendmsg` reads a destination address.
+    pub(crate) fn storage_ptr_const(&self) -> *const libc::sockaddr_storage {
+        &raw const self.storage
     }
 
     /// Records how much of the storage the kernel filled.

@@ -1,0 +1,223 @@
+//! Many datagrams per syscall: `recvmmsg` fills up to `BATCH` slots, each
+//! with its source address, and `sendmmsg` sends chosen slots back to their
+//! sources. The reflector uses it only when datagrams are already waiting,
+//! so a lone packet never waits for a batch to fill.
+#![allow(unsafe_code)]
+
+use super::{RawAddr, Received, received};
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::os::fd::RawFd;
+
+/// Datagrams per `recvmmsg`: enough to amortise the syscall, small enough
+/// that a batch's answers leave within microseconds of its first arrival.
+pub const BATCH: usize = 32;
+
+/// `BATCH` receive slots, allocated once.
+pub struct Batch {
+    /// `BATCH` slots of `slot` bytes each.
+    bufs: Box<[u8]>,
+    slot: usize,
+    from: [RawAddr; BATCH],
+    got: [Received; BATCH],
+    len: usize,
+}
+
+impl Batch {
+    /// Slots of `slot` bytes each (a datagram longer than that is reported
+    /// truncated, as a single receive into `slot` bytes would be).
+    pub fn new(slot: usize) -> Self {
+        Self {
+            bufs: vec![0u8; slot * BATCH].into_boxed_slice(),
+            slot,
+            from: [RawAddr::empty(); BATCH],
+            got: [Received::default(); BATCH],
+            len: 0,
+        }
+    }
+
+    /// Datagrams held by the last `recv`.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the last `recv` got nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Slot `i`'s datagram, its size and its source.
+    pub fn datagram(&self, i: usize) -> (&[u8], Received, &RawAddr) {
+        let at = i * self.slot;
+        let got = self.got[i];
+        (&self.bufs[at..at + got.len], got, &self.from[i])
+    }
+
+    /// Receives whatever is waiting, up to `BATCH` datagrams, without
+    /// blocking (one `recvmmsg`, `MSG_DONTWAIT`): `EAGAIN` when nothing is.
+    pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.len = 0;
+        // SAFETY: iovec and mmsghdr are plain old data; all-zero is valid.
+        let mut iov: [libc::iovec; BATCH] = unsafe { zeroed() };
+        // SAFETY: as above.
+        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
+        let base = self.bufs.as_mut_ptr();
+        for (i, (m, v)) in msgs.iter_mut().zip(iov.iter_mut()).enumerate() {
+            // SAFETY: slot i lies inside `bufs` (BATCH slots of `slot` bytes).
+            v.iov_base = unsafe { base.add(i * self.slot) }.cast();
+            v.iov_len = self.slot;
+            m.msg_hdr.msg_iov = v;
+            m.msg_hdr.msg_iovlen = 1;
+            m.msg_hdr.msg_name = self.from[i].storage_ptr().cast();
+            m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        }
+        // SAFETY: every header points at a live slot and address of the
+        // sizes given, all owned by `self` and the stack for the call.
+        let n = unsafe {
+            libc::recvmmsg(
+                fd,
+                msgs.as_mut_ptr(),
+                BATCH as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.len = n as usize;
+        for (i, m) in msgs.iter().take(self.len).enumerate() {
+            self.from[i].set_len(m.msg_hdr.msg_namelen);
+            let truncated = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+            let len = m.msg_len as usize;
+            self.got[i] = if truncated {
+                received(self.slot + 1, self.slot)
+            } else {
+                received(len, self.slot)
+            };
+        }
+        Ok(self.len)
+    }
+
+    /// Sends slots `which` back to their sources as they are (one
+    /// `sendmmsg` while all go; a slot the kernel refuses is skipped).
+    /// Returns how many could not be sent.
+    pub fn send_back(&self, fd: RawFd, which: &[u8]) -> u64 {
+        // SAFETY: iovec and mmsghdr are plain old data; all-zero is valid.
+        let mut iov: [libc::iovec; BATCH] = unsafe { zeroed() };
+        // SAFETY: as above.
+        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
+        let count = which.len().min(BATCH);
+        for ((m, v), &slot) in msgs.iter_mut().zip(iov.iter_mut()).zip(which) {
+            let (bytes, _, to) = self.datagram(usize::from(slot));
+            v.iov_base = bytes.as_ptr().cast_mut().cast();
+            v.iov_len = bytes.len();
+            m.msg_hdr.msg_iov = v;
+            m.msg_hdr.msg_iovlen = 1;
+            m.msg_hdr.msg_name = to.storage_ptr_const().cast_mut().cast();
+            m.msg_hdr.msg_namelen = to.len;
+        }
+        let mut failed = 0;
+        let mut at = 0;
+        while at < count {
+            // SAFETY: headers at..count point at live slots and addresses;
+            // the kernel only reads them for the duration of the call.
+            let n = unsafe {
+                libc::sendmmsg(fd, msgs[at..].as_mut_ptr(), (count - at) as libc::c_uint, 0)
+            };
+            if n > 0 {
+                at += n as usize;
+            } else {
+                // The first of the rest failed (an error after some were
+                // sent is reported on the next call, for that one).
+                failed += 1;
+                at += 1;
+            }
+        }
+        failed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::net::UdpSocket;
+    use std::os::fd::AsRawFd;
+
+    fn pair() -> (UdpSocket, UdpSocket) {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn nothing_waiting_is_eagain_not_a_wait() {
+        let (_, b) = pair();
+        let mut batch = Batch::new(64);
+        let e = batch.recv(b.as_raw_fd()).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EAGAIN));
+        assert!(batch.is_empty());
+    }
+
+    #[test]
+    fn queued_datagrams_come_in_one_call_with_their_sources_and_go_back() {
+        let (a, b) = pair();
+        let other = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = b.local_addr().unwrap();
+        for i in 0..5u8 {
+            a.send_to(&vec![i; usize::from(i) + 1], to).unwrap();
+        }
+        other.send_to(b"other", to).unwrap();
+        let mut batch = Batch::new(64);
+        assert_eq!(batch.recv(b.as_raw_fd()).unwrap(), 6);
+        for i in 0..5u8 {
+            let (bytes, got, from) = batch.datagram(usize::from(i));
+            assert_eq!(bytes, &vec![i; usize::from(i) + 1][..]);
+            assert!(!got.truncated);
+            assert_eq!(from.to_socket_addr(), Some(a.local_addr().unwrap()));
+        }
+        let (bytes, _, from) = batch.datagram(5);
+        assert_eq!((bytes, from.to_socket_addr()), (&b"other"[..], Some(other.local_addr().unwrap())));
+        // Slots 1 and 3 only, back to `a`.
+        assert_eq!(batch.send_back(b.as_raw_fd(), &[3, 1]), 0);
+        let mut buf = [0u8; 64];
+        let n = a.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &[3, 3, 3, 3]);
+        let n = a.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &[1, 1]);
+        a.set_nonblocking(true).unwrap();
+        assert!(a.recv(&mut buf).is_err(), "nothing else was sent");
+    }
+
+    #[test]
+    fn a_datagram_longer_than_its_slot_is_marked_truncated() {
+        let (a, b) = pair();
+        let to = b.local_addr().unwrap();
+        a.send_to(&[7u8; 100], to).unwrap();
+        a.send_to(&[8u8; 16], to).unwrap();
+        let mut batch = Batch::new(16);
+        assert_eq!(batch.recv(b.as_raw_fd()).unwrap(), 2);
+        let (bytes, got, _) = batch.datagram(0);
+        assert!(got.truncated);
+        assert_eq!(bytes.len(), 16);
+        let (bytes, got, _) = batch.datagram(1);
+        assert!(!got.truncated, "exactly the slot's size fits");
+        assert_eq!(bytes, &[8u8; 16]);
+    }
+
+    #[test]
+    fn more_than_a_batch_waits_for_the_next_call() {
+        let (a, b) = pair();
+        let to = b.local_addr().unwrap();
+        for i in 0..(BATCH + 3) {
+            a.send_to(&(i as u32).to_be_bytes(), to).unwrap();
+        }
+        let mut batch = Batch::new(8);
+        assert_eq!(batch.recv(b.as_raw_fd()).unwrap(), BATCH);
+        assert_eq!(batch.recv(b.as_raw_fd()).unwrap(), 3);
+        assert_eq!(batch.datagram(2).0, &((BATCH + 2) as u32).to_be_bytes());
+    }
+}
