@@ -94,6 +94,8 @@ pub struct Pacer<'a, S: Sink> {
     poll: bool,
     /// The run slept since the last slot (else the margin ages).
     slept: bool,
+    /// Stamped requests left since the error queue was last read.
+    unread_tx: bool,
     sink: S,
 }
 
@@ -187,6 +189,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             wake: cfg.wake,
             poll: false,
             slept: false,
+            unread_tx: false,
             sink,
         }
     }
@@ -213,6 +216,12 @@ impl<'a, S: Sink> Pacer<'a, S> {
             {
                 self.fire(p, now)?;
                 continue;
+            }
+            // The TX stamps of every request just sent, in one read before
+            // any reply: else each reply's wake-up reads the queue, and a
+            // non-empty queue ends the next sleep at once.
+            if std::mem::take(&mut self.unread_tx) {
+                self.absorb_error_queue()?;
             }
             if std::mem::take(&mut self.poll) {
                 self.receive_all()?;
@@ -349,6 +358,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
         self.deadlines.push_back((t1 + self.timeout_ns, p, seq));
         if let Some(stamps) = &mut self.stamps {
             if sent.is_ok() {
+                self.unread_tx = true;
                 if let Some(gone) = stamps.sent(p, seq) {
                     self.file_tx(gone);
                 }
