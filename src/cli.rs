@@ -39,7 +39,8 @@ look at this machine's own floor. Run `synapse server` on one host and
 const AFTER_HELP: &str = "\
 Exit status: 0 PASS, 3 FAIL (a --threshold not met, more loss than --max-loss,
 or a regression past --fail-on-regression), 2 bad input or unreachable peer,
-1 failure during the run (such as a --log that could not be written).
+1 failure during the run (such as a --log that could not be written),
+130 interrupted before complete (calibrate on Ctrl-C; any command on a second Ctrl-C).
 Logging: RUST_LOG=synapse=debug (logs go to stderr, never stdout).";
 
 /// Top-level command line.

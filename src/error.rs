@@ -12,6 +12,9 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// The measurement completed and the verdict failed.
     pub const FAIL: i32 = 3;
+    /// Interrupted before it was complete: `synapse calibrate` stopped by
+    /// Ctrl-C (what it measured is printed), or a second Ctrl-C anywhere.
+    pub const INTERRUPTED: i32 = 130;
 }
 
 /// Anything that stops Synapse before it can report.

@@ -112,7 +112,7 @@ fn install_signal_handlers(stop: &StopFlag) -> Result<(), AppError> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::flag;
     for sig in [SIGINT, SIGTERM, SIGHUP] {
-        flag::register_conditional_shutdown(sig, 130, stop.as_atomic().clone())?;
+        flag::register_conditional_shutdown(sig, exit::INTERRUPTED, stop.as_atomic().clone())?;
         flag::register(sig, stop.as_atomic().clone())?;
     }
     Ok(())
@@ -146,7 +146,9 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
         return synapse::agent::run(args, matches);
     }
     if let Some(Command::Calibrate(args)) = &cli.command {
-        return synapse::calibrate::run(args);
+        let stop = StopFlag::new();
+        install_signal_handlers(&stop)?;
+        return synapse::calibrate::run(args, &stop);
     }
     let plan = plan(cli, matches)?;
     if let Plan::Client(p) = &plan {

@@ -158,3 +158,88 @@ fn bad_cpus_are_a_usage_error() {
         assert_eq!(err.lines().count(), 1, "one line: {err}");
     }
 }
+
+/// Starts a full calibration (a few seconds), waits until it says it is
+/// measuring `step` (`None`: for a second; `--json` says nothing on the
+/// way), and interrupts it as Ctrl-C would. Returns its exit code and
+/// stdout.
+fn interrupted_at(step: Option<&str>, args: &[&str]) -> (Option<i32>, String) {
+    use std::io::{BufRead, BufReader, Read};
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let mut child = synapse()
+        .arg("calibrate")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(step) = step {
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let wanted = format!("measuring {step}…");
+        let mut seen = Vec::new();
+        for line in stderr.lines() {
+            let line = line.unwrap();
+            let found = line.ends_with(&wanted);
+            seen.push(line);
+            if found {
+                break;
+            }
+        }
+        assert!(
+            seen.last().is_some_and(|l| l.ends_with(&wanted)),
+            "never said {wanted:?}: {seen:?}"
+        );
+    } else {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    common::unsafe_free_kill(child.id(), "INT");
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    (child.wait().unwrap().code(), out)
+}
+
+/// Ctrl-C keeps what was measured: the figures so far are printed, the
+/// rest are not made up, nothing is kept (it would replace a whole
+/// calibration) and the exit status says it was interrupted.
+#[test]
+fn ctrl_c_prints_the_figures_so_far_and_keeps_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("calibration.json");
+    let state_arg = state.to_str().unwrap();
+    let (code, out) = interrupted_at(Some("timer overshoot"), &["--state", state_arg]);
+    assert_eq!(code, Some(130), "{out}");
+    let row = |label: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label:?} row: {out}"))
+            .to_string()
+    };
+    assert!(row("syscall (getpid)").contains(" ns"), "{out}");
+    let busy = row("UDP RTT, busy-poll, two CPUs");
+    assert_eq!(
+        busy.split_whitespace().rev().take(2).collect::<Vec<_>>(),
+        ["-", "-"],
+        "{out}"
+    );
+    assert!(
+        out.contains("(interrupted: the figures shown as - were not measured)"),
+        "{out}"
+    );
+    assert!(out.contains("Not kept: interrupted"), "{out}");
+    assert!(!state.exists(), "a calibration in part was kept");
+
+    // A second in: the clock reads are done (milliseconds), the last
+    // figure (a second of busy-poll after four seconds of others) is not.
+    let (code, out) = interrupted_at(None, &["--json", "--state", state_arg]);
+    assert_eq!(code, Some(130), "{out}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["interrupted"], true);
+    assert!(doc["clock_read_ns"].is_number(), "{doc}");
+    assert!(doc["tx_timestamping_cost_ns"].is_null(), "{doc}");
+    assert!(doc["kept"].is_null() && !state.exists(), "{doc}");
+}

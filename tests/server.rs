@@ -66,8 +66,9 @@ fn a_burst_from_many_sockets_is_answered_datagram_for_datagram() {
             .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
             .collect();
         let big = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let payload =
-            |s: usize, i: usize| -> Vec<u8> { (0..=(i % 97)).map(|k| (s * 31 + i + k) as u8).collect() };
+        let payload = |s: usize, i: usize| -> Vec<u8> {
+            (0..=(i % 97)).map(|k| (s * 31 + i + k) as u8).collect()
+        };
         for i in 0..100 {
             for (s, socket) in sockets.iter().enumerate() {
                 socket.send_to(&payload(s, i), ("127.0.0.1", port)).unwrap();
@@ -83,13 +84,20 @@ fn a_burst_from_many_sockets_is_answered_datagram_for_datagram() {
                 .unwrap();
             for i in 0..if s < 10 { 100 } else { 1 } {
                 let n = socket.recv(&mut buf).unwrap();
-                let sent = if s < 10 { payload(s, i) } else { vec![0xAB; 65_507] };
+                let sent = if s < 10 {
+                    payload(s, i)
+                } else {
+                    vec![0xAB; 65_507]
+                };
                 assert_eq!(buf[..n], sent[..], "{mode:?}: socket {s}, datagram {i}");
             }
         }
         let (out, code) = server.interrupt_and_collect();
         assert_eq!(code, Some(0));
-        let sessions = out.lines().filter(|l| l.contains("  100 packets  ")).count();
+        let sessions = out
+            .lines()
+            .filter(|l| l.contains("  100 packets  "))
+            .count();
         assert_eq!(sessions, 10, "{mode:?}: {out}");
         assert!(
             out.contains("totals: 11 sessions, 1,001 packets,"),

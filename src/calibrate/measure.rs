@@ -2,7 +2,7 @@
 //! the CPUs chosen, each in a thread of its own (pinning is per thread).
 
 use crate::engine::floor::{self, Effort, Figure, UdpFloor};
-use crate::engine::{EngineError, TimestampMode};
+use crate::engine::{EngineError, StopFlag, TimestampMode};
 use serde::{Deserialize, Serialize};
 
 /// Every figure, ns (medians, or 99th percentiles: two of these make a
@@ -38,9 +38,18 @@ pub struct Measured {
     pub p50: Figures,
     /// 99th percentiles.
     pub p99: Figures,
+    /// Stopped (Ctrl-C) before every figure was measured.
+    pub interrupted: bool,
 }
 
 impl Measured {
+    fn cut(self) -> Result<Self, EngineError> {
+        Ok(Self {
+            interrupted: true,
+            ..self
+        })
+    }
+
     fn put(&mut self, slot: fn(&mut Figures) -> &mut Option<f64>, f: Figure) {
         *slot(&mut self.p50) = Some(f.p50_ns);
         *slot(&mut self.p99) = Some(f.p99_ns);
@@ -54,27 +63,45 @@ fn apart<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 
 /// Measures everything on CPUs `a` and `b` (`b` = `a`: one CPU, and the
 /// cross-core figures stay `None`), telling `progress` what comes next.
+/// Once `stop` is raised, what is measured so far is returned (the figure
+/// under way is finished first: none takes more than a second or two).
 pub fn measure(
     a: usize,
     b: Option<usize>,
     effort: Effort,
     mut progress: impl FnMut(&str),
+    stop: &StopFlag,
 ) -> Result<Measured, EngineError> {
+    let mut next = |what: &str| {
+        let go = !stop.is_raised();
+        if go {
+            progress(what);
+        }
+        go
+    };
     let mut m = Measured::default();
     let io = EngineError::io;
-    progress("clock reads");
+    if !next("clock reads") {
+        return m.cut();
+    }
     let (mono, real) = apart(|| floor::clock_read(a, effort)).map_err(io("clock reads"))?;
     m.put(|f| &mut f.clock_read_ns, mono);
     m.put(|f| &mut f.clock_read_realtime_ns, real);
-    progress("syscall");
+    if !next("syscall") {
+        return m.cut();
+    }
     m.put(
         |f| &mut f.syscall_ns,
         apart(|| floor::syscall(a, effort)).map_err(io("syscall"))?,
     );
-    progress("context switch on one CPU");
+    if !next("context switch on one CPU") {
+        return m.cut();
+    }
     let same = apart(|| floor::context_switch(a, a, effort)).map_err(io("context switch"))?;
     m.put(|f| &mut f.context_switch_same_core_ns, same);
-    progress("timer overshoot");
+    if !next("timer overshoot") {
+        return m.cut();
+    }
     let timer = apart(|| floor::timer_overshoot(a, effort)).map_err(io("timer"))?;
     m.put(|f| &mut f.timer_overshoot_ns, timer);
     let udp = |reflector_cpu, busy_poll, timestamps, packets| UdpFloor {
@@ -84,22 +111,32 @@ pub fn measure(
         timestamps,
         packets: effort.scale(packets) as u64,
     };
-    progress("loopback ping-pong, blocking, one CPU");
+    if !next("loopback ping-pong, blocking, one CPU") {
+        return m.cut();
+    }
     let one = floor::udp_round_trip(udp(a, false, TimestampMode::User, 20_000))?;
     m.put(|f| &mut f.udp_blocking_rtt_same_core_ns, one);
     let Some(b) = b else {
         return Ok(m);
     };
-    progress("wake-up across CPUs");
+    if !next("wake-up across CPUs") {
+        return m.cut();
+    }
     let cross = apart(|| floor::context_switch(a, b, effort)).map_err(io("wake-up"))?;
     m.put(|f| &mut f.wakeup_cross_core_ns, cross);
-    progress("loopback ping-pong, blocking");
+    if !next("loopback ping-pong, blocking") {
+        return m.cut();
+    }
     let blocking = floor::udp_round_trip(udp(b, false, TimestampMode::User, 20_000))?;
     m.put(|f| &mut f.udp_blocking_rtt_ns, blocking);
-    progress("loopback ping-pong, busy-poll");
+    if !next("loopback ping-pong, busy-poll") {
+        return m.cut();
+    }
     let busy = floor::udp_round_trip(udp(b, true, TimestampMode::User, 100_000))?;
     m.put(|f| &mut f.udp_busy_poll_rtt_ns, busy);
-    progress("loopback ping-pong, busy-poll, kernel stamps");
+    if !next("loopback ping-pong, busy-poll, kernel stamps") {
+        return m.cut();
+    }
     let stamped = floor::udp_round_trip(udp(b, true, TimestampMode::Software, 100_000))?;
     m.p50.tx_timestamping_cost_ns = Some(stamped.p50_ns - busy.p50_ns);
     m.p99.tx_timestamping_cost_ns = Some(stamped.p99_ns - busy.p99_ns);

@@ -11,6 +11,7 @@ mod text;
 pub use measure::Figures;
 
 use crate::cli::CalibrateArgs;
+use crate::engine::StopFlag;
 use crate::engine::floor::Effort;
 use crate::error::AppError;
 use audit::Finding;
@@ -69,10 +70,13 @@ struct JsonOutput<'a> {
     calibration: &'a Calibration,
     audit: &'a [Finding],
     kept: Option<String>,
+    /// Stopped before every figure was measured (the rest are null).
+    interrupted: bool,
 }
 
-/// Runs `synapse calibrate`.
-pub fn run(args: &CalibrateArgs) -> Result<i32, AppError> {
+/// Runs `synapse calibrate`. Stopped (Ctrl-C), it reports what it
+/// measured, keeps nothing, and returns [`crate::error::exit::INTERRUPTED`].
+pub fn run(args: &CalibrateArgs, stop: &StopFlag) -> Result<i32, AppError> {
     let host = Host::this();
     let (a, b) = cpus(args.cpus)?;
     let effort = if args.quick {
@@ -85,7 +89,7 @@ pub fn run(args: &CalibrateArgs) -> Result<i32, AppError> {
             crate::console::note(&format!("measuring {what}…"));
         }
     };
-    let measured = measure::measure(a, b, effort, progress)?;
+    let measured = measure::measure(a, b, effort, progress, stop)?;
     let calibration = Calibration {
         synapse_version: env!("CARGO_PKG_VERSION").into(),
         host: host.name(),
@@ -97,20 +101,34 @@ pub fn run(args: &CalibrateArgs) -> Result<i32, AppError> {
         p99: measured.p99,
     };
     let findings = audit::audit(&host, b.unwrap_or(a));
-    let kept = keep(args, &calibration);
+    // Part of a calibration must not replace a whole one.
+    let kept = if measured.interrupted {
+        None
+    } else {
+        keep(args, &calibration)
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
         let doc = JsonOutput {
             calibration: &calibration,
             audit: &findings,
             kept: kept.as_ref().map(|p| p.display().to_string()),
+            interrupted: measured.interrupted,
         };
         serde_json::to_writer(&mut out, &doc).map_err(anyhow::Error::from)?;
         std::io::Write::write_all(&mut out, b"\n")?;
     } else {
-        text::write(&mut out, &calibration, &findings, kept.as_deref())?;
+        let outcome = text::Outcome {
+            kept: kept.as_deref(),
+            interrupted: measured.interrupted,
+        };
+        text::write(&mut out, &calibration, &findings, outcome)?;
     }
-    Ok(crate::error::exit::PASS)
+    Ok(if measured.interrupted {
+        crate::error::exit::INTERRUPTED
+    } else {
+        crate::error::exit::PASS
+    })
 }
 
 /// The two CPUs: asked for (and allowed), else the first two allowed.

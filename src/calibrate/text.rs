@@ -30,12 +30,21 @@ const ROWS: [(Get, &str); 10] = [
     ),
 ];
 
+/// How the calibration ended.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome<'a> {
+    /// Where it was kept, if it was.
+    pub kept: Option<&'a Path>,
+    /// Stopped before every figure was measured.
+    pub interrupted: bool,
+}
+
 /// Writes the figures, the audit and where the result was kept.
 pub fn write(
     out: &mut impl Write,
     c: &Calibration,
     findings: &[Finding],
-    kept: Option<&Path>,
+    outcome: Outcome<'_>,
 ) -> io::Result<()> {
     let cpus: Vec<String> = c.cpus.iter().map(ToString::to_string).collect();
     writeln!(
@@ -58,7 +67,12 @@ pub fn write(
             cell(&c.p99)
         )?;
     }
-    if c.cpus.len() < 2 {
+    if outcome.interrupted {
+        writeln!(
+            out,
+            "  (interrupted: the figures shown as - were not measured)"
+        )?;
+    } else if c.cpus.len() < 2 {
         writeln!(
             out,
             "  (one CPU: nothing across CPUs, and no busy-poll pair, can be measured)"
@@ -66,11 +80,15 @@ pub fn write(
     }
     writeln!(out)?;
     write_audit(out, findings)?;
-    match kept {
+    match outcome.kept {
         Some(p) => writeln!(
             out,
             "Kept in {}: runs on this host now report their p50 against it.",
             p.display()
+        ),
+        None if outcome.interrupted => writeln!(
+            out,
+            "Not kept: interrupted (a calibration in part would replace a whole one)."
         ),
         None => writeln!(out, "Not kept (--no-save, or it could not be written)."),
     }

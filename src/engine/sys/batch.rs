@@ -180,7 +180,10 @@ mod tests {
             assert_eq!(from.to_socket_addr(), Some(a.local_addr().unwrap()));
         }
         let (bytes, _, from) = batch.datagram(5);
-        assert_eq!((bytes, from.to_socket_addr()), (&b"other"[..], Some(other.local_addr().unwrap())));
+        assert_eq!(
+            (bytes, from.to_socket_addr()),
+            (&b"other"[..], Some(other.local_addr().unwrap()))
+        );
         // Slots 1 and 3 only, back to `a`.
         assert_eq!(batch.send_back(b.as_raw_fd(), &[3, 1]), 0);
         let mut buf = [0u8; 64];
