@@ -8,6 +8,8 @@
 # the bare loop. The Rust std::net reference is `cargo bench --bench
 # loopback` (section 1 of BENCHMARKS.md).
 #
+# c-vs-any runs the bare C client against `synapse server --bind 0.0.0.0`,
+# which reads each request's destination and answers from it.
 # With BASE_BIN=path/to/another/synapse, the config c-vs-base runs the bare
 # C client against that build's reflector (a change against the build
 # before it).
@@ -27,8 +29,10 @@ reflector() { # c|synapse [SERVER_ARGS…]: starts it on $port, CPU 1
   if [ "$kind" = c ]; then
     "$dir/reflector" "$port" 1 > /dev/null 2>&1 &
   else
-    local b=$bin; [ "$kind" = base ] && b=$BASE_BIN
-    "$b" server --no-ui --bind "127.0.0.1:$port" --stamp-port 0 --cpu 1 --busy-poll "$@" > /dev/null 2>&1 &
+    local b=$bin ip=127.0.0.1
+    [ "$kind" = base ] && b=$BASE_BIN
+    [ "$kind" = any ] && ip=0.0.0.0 # the wildcard: answers leave from where they came (IP_PKTINFO)
+    "$b" server --no-ui --bind "$ip:$port" --stamp-port 0 --cpu 1 --busy-poll "$@" > /dev/null 2>&1 &
   fi
   echo $! > "$dir/pid"
   sleep 0.5
@@ -49,6 +53,7 @@ run() { # CONFIG -> "p50 p99"
     syn-user) reflector synapse; synapse_client --timestamps user ;;
     c-vs-syn) reflector synapse; c_client ;;
     c-vs-base) reflector base; c_client ;;
+    c-vs-any) reflector any; c_client ;;
     syn-vs-c) reflector c; synapse_client --timestamps user ;;
     *) echo "unknown config $1" >&2; exit 2 ;;
   esac

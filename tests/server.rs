@@ -106,6 +106,51 @@ fn a_burst_from_many_sockets_is_answered_datagram_for_datagram() {
     }
 }
 
+/// Bound to the wildcard address, the reflector answers from the address
+/// each request came to, not the one the route back prefers (127.0.0.1
+/// here): clients that take replies only from where they sent (connected
+/// sockets, as Synapse's own) get every one, echo and STAMP, one at a time
+/// and in a burst (answered in batches).
+#[test]
+fn a_wildcard_reflector_answers_from_the_address_asked() {
+    let (port, stamp_port) = (free_udp_port(), free_udp_port());
+    let child = synapse()
+        .args(["server", "--no-ui", "--bind", &format!("0.0.0.0:{port}")])
+        .args(["--stamp-port", &stamp_port.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_guard, _stdout, _) = wait_until_ready(child);
+    for (to, stamp) in [(format!("127.0.0.2:{port}"), false), (format!("127.0.0.3:{stamp_port}"), true)] {
+        let out = synapse()
+            .args(["client", &to, "--json", "--packets", "200", "--timeout", "2000"])
+            .args(stamp.then_some("--stamp"))
+            .output()
+            .unwrap();
+        assert_clean(&success_json(&out), 200);
+    }
+    let sockets: Vec<UdpSocket> = (0..4)
+        .map(|_| {
+            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+            s.connect(("127.0.0.2", port)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            s
+        })
+        .collect();
+    for i in 0..50u8 {
+        for s in &sockets {
+            s.send(&[i]).unwrap();
+        }
+    }
+    let mut buf = [0u8; 8];
+    for s in &sockets {
+        for i in 0..50u8 {
+            let n = s.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], &[i]);
+        }
+    }
+}
+
 #[test]
 fn sessions_are_reported_as_they_end_and_totals_on_ctrl_c() {
     let (server, port) = start_server(&["--session-idle", "200ms"]);

@@ -301,6 +301,11 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
         .and_then(|a| a.as_socket())
         .unwrap_or(cfg.bind);
     let (log, responses, rx_cmsg) = enable_timestamps(&socket, &cfg, local)?;
+    let answer_from_arrival = local.ip().is_unspecified();
+    if answer_from_arrival {
+        crate::engine::sys::pktinfo::enable(socket.as_raw_fd(), local.is_ipv6())
+            .map_err(EngineError::io("cannot enable IP_PKTINFO"))?;
+    }
     let (mut producer, events) = rtrb::RingBuffer::new(cfg.ring_capacity.max(16));
     let thread_stop = stop.clone();
     let handle = std::thread::Builder::new()
@@ -312,6 +317,7 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
                 protocol: cfg.protocol,
                 rx_cmsg,
                 busy_poll: cfg.thread.busy_poll,
+                answer_from_arrival,
             };
             let mut reflector =
                 serve::Reflector::new(&socket, wire, log, cfg.session_idle, cfg.admission);

@@ -24,6 +24,7 @@ use crate::engine::protocol::stamp::{self, ErrorEstimate, Layout, NtpTime, Refle
 use crate::engine::protocol::stamp_key::StampKey;
 use crate::engine::protocol::{self, RECV_BUFFER};
 use crate::engine::sys::batch::{BATCH, Batch};
+use crate::engine::sys::pktinfo::{self, Arrival};
 use crate::engine::sys::timestamping::{self, ControlBuf, Stamps};
 use crate::engine::sys::{self, RawAddr, Received, is_network_error};
 use crate::engine::{EngineError, StopFlag};
@@ -43,6 +44,9 @@ pub struct Wire {
     pub rx_cmsg: Option<i32>,
     /// Spin instead of blocking.
     pub busy_poll: bool,
+    /// Bound to a wildcard address: each answer leaves from the address
+    /// its request came to (`IP_PKTINFO`), not the one the route prefers.
+    pub answer_from_arrival: bool,
 }
 
 /// One received datagram and what the kernel said about it.
@@ -50,6 +54,7 @@ struct Datagram {
     got: Received,
     rx: Stamps,
     ttl: Option<u8>,
+    arrival: Option<Arrival>,
 }
 
 /// The serving state. Everything is allocated in `new`.
@@ -105,7 +110,7 @@ impl Reflector {
             total_tat: 0,
             key: None,
             batch: (wire.protocol == Protocol::Echo && wire.rx_cmsg.is_none())
-                .then(|| Box::new(Batch::new(RECV_BUFFER))),
+                .then(|| Box::new(Batch::new(RECV_BUFFER, wire.answer_from_arrival))),
             more_waiting: false,
         }
     }
@@ -262,23 +267,28 @@ impl Reflector {
 
     #[inline]
     fn receive(&mut self) -> io::Result<Datagram> {
-        match self.wire.rx_cmsg {
-            None => sys::recv_from(self.fd, &mut self.buf, &mut self.from).map(|got| Datagram {
-                got,
-                rx: Stamps::default(),
-                ttl: None,
-            }),
-            Some(kind) => timestamping::recv_stamped(
+        match (self.wire.rx_cmsg, self.wire.answer_from_arrival) {
+            (None, false) => {
+                sys::recv_from(self.fd, &mut self.buf, &mut self.from).map(|got| Datagram {
+                    got,
+                    rx: Stamps::default(),
+                    ttl: None,
+                    arrival: None,
+                })
+            }
+            // Control data: stamps, the TTL, where it came to.
+            (kind, _) => timestamping::recv_stamped(
                 self.fd,
                 &mut self.buf,
                 Some(&mut self.from),
                 &mut self.control,
-                kind,
+                kind.unwrap_or(-1),
             )
             .map(|m| Datagram {
                 got: m.received,
                 rx: m.stamps,
                 ttl: m.ttl,
+                arrival: m.arrival,
             }),
         }
     }
@@ -343,7 +353,7 @@ impl Reflector {
             }
         };
         let packet = &self.buf[..d.got.len];
-        let sent = sys::send_to(self.fd, packet, &self.from);
+        let sent = pktinfo::send_to_from(self.fd, packet, &self.from, d.arrival);
         if sent.is_err() {
             self.sessions.totals.send_errors += 1;
         }

@@ -4,6 +4,7 @@
 //! so a lone packet never waits for a batch to fill.
 #![allow(unsafe_code)]
 
+use super::pktinfo::{self, Arrival, ArrivalControl};
 use super::{RawAddr, Received, received};
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -20,18 +21,26 @@ pub struct Batch {
     slot: usize,
     from: [RawAddr; BATCH],
     got: [Received; BATCH],
+    /// Where each came to, when asked for (see [`pktinfo`]).
+    arrival: [Option<Arrival>; BATCH],
+    /// Their control data, when arrivals are asked for.
+    controls: Option<Box<[ArrivalControl; BATCH]>>,
     len: usize,
 }
 
 impl Batch {
     /// Slots of `slot` bytes each (a datagram longer than that is reported
-    /// truncated, as a single receive into `slot` bytes would be).
-    pub fn new(slot: usize) -> Self {
+    /// truncated, as a single receive into `slot` bytes would be), and
+    /// with `arrivals`, where each datagram came to (the socket must have
+    /// [`pktinfo::enable`]d it), for each answer to leave from there.
+    pub fn new(slot: usize, arrivals: bool) -> Self {
         Self {
             bufs: vec![0u8; slot * BATCH].into_boxed_slice(),
             slot,
             from: [RawAddr::empty(); BATCH],
             got: [Received::default(); BATCH],
+            arrival: [None; BATCH],
+            controls: arrivals.then(|| Box::new([ArrivalControl::default(); BATCH])),
             len: 0,
         }
     }
@@ -53,6 +62,11 @@ impl Batch {
         (&self.bufs[at..at + got.len], got, &self.from[i])
     }
 
+    /// Where slot `i`'s datagram came to, when asked for.
+    pub fn arrival(&self, i: usize) -> Option<Arrival> {
+        self.arrival[i]
+    }
+
     /// Receives whatever is waiting, up to `BATCH` datagrams, without
     /// blocking (one `recvmmsg`, `MSG_DONTWAIT`): `EAGAIN` when nothing is.
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
@@ -70,6 +84,10 @@ impl Batch {
             m.msg_hdr.msg_iovlen = 1;
             m.msg_hdr.msg_name = self.from[i].storage_ptr().cast();
             m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            if let Some(controls) = self.controls.as_deref_mut() {
+                m.msg_hdr.msg_control = controls[i].as_mut_ptr();
+                m.msg_hdr.msg_controllen = controls[i].capacity() as _;
+            }
         }
         // SAFETY: every header points at a live slot and address of the
         // sizes given, all owned by `self` and the stack for the call.
@@ -88,6 +106,11 @@ impl Batch {
         self.len = n as usize;
         for (i, m) in msgs.iter().take(self.len).enumerate() {
             self.from[i].set_len(m.msg_hdr.msg_namelen);
+            self.arrival[i] = self
+                .controls
+                .is_some()
+                .then(|| pktinfo::arrival_of(&m.msg_hdr))
+                .flatten();
             let truncated = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
             let len = m.msg_len as usize;
             self.got[i] = if truncated {
@@ -99,16 +122,19 @@ impl Batch {
         Ok(self.len)
     }
 
-    /// Sends slots `which` back to their sources as they are (one
-    /// `sendmmsg` while all go; a slot the kernel refuses is skipped).
-    /// Returns how many could not be sent.
+    /// Sends slots `which` back to their sources as they are, each from
+    /// where it came to when that is known (one `sendmmsg` while all go; a
+    /// slot the kernel refuses is skipped). Returns how many could not be
+    /// sent.
     pub fn send_back(&self, fd: RawFd, which: &[u8]) -> u64 {
         // SAFETY: iovec and mmsghdr are plain old data; all-zero is valid.
         let mut iov: [libc::iovec; BATCH] = unsafe { zeroed() };
         // SAFETY: as above.
         let mut msgs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
+        let mut controls = [ArrivalControl::default(); BATCH];
         let count = which.len().min(BATCH);
-        for ((m, v), &slot) in msgs.iter_mut().zip(iov.iter_mut()).zip(which) {
+        let each = msgs.iter_mut().zip(iov.iter_mut()).zip(controls.iter_mut());
+        for (((m, v), control), &slot) in each.zip(which) {
             let (bytes, _, to) = self.datagram(usize::from(slot));
             v.iov_base = bytes.as_ptr().cast_mut().cast();
             v.iov_len = bytes.len();
@@ -116,6 +142,9 @@ impl Batch {
             m.msg_hdr.msg_iovlen = 1;
             m.msg_hdr.msg_name = to.storage_ptr_const().cast_mut().cast();
             m.msg_hdr.msg_namelen = to.len;
+            if let Some(from) = self.arrival[usize::from(slot)] {
+                pktinfo::put_source(&mut m.msg_hdr, control, from);
+            }
         }
         let mut failed = 0;
         let mut at = 0;
@@ -156,7 +185,7 @@ mod tests {
     #[test]
     fn nothing_waiting_is_eagain_not_a_wait() {
         let (_, b) = pair();
-        let mut batch = Batch::new(64);
+        let mut batch = Batch::new(64, false);
         let e = batch.recv(b.as_raw_fd()).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EAGAIN));
         assert!(batch.is_empty());
@@ -171,7 +200,7 @@ mod tests {
             a.send_to(&vec![i; usize::from(i) + 1], to).unwrap();
         }
         other.send_to(b"other", to).unwrap();
-        let mut batch = Batch::new(64);
+        let mut batch = Batch::new(64, false);
         assert_eq!(batch.recv(b.as_raw_fd()).unwrap(), 6);
         for i in 0..5u8 {
             let (bytes, got, from) = batch.datagram(usize::from(i));
@@ -201,7 +230,7 @@ mod tests {
         let to = b.local_addr().unwrap();
         a.send_to(&[7u8; 100], to).unwrap();
         a.send_to(&[8u8; 16], to).unwrap();
-        let mut batch = Batch::new(16);
+        let mut batch = Batch::new(16, false);
         assert_eq!(batch.recv(b.as_raw_fd()).unwrap(), 2);
         let (bytes, got, _) = batch.datagram(0);
         assert!(got.truncated);
@@ -211,6 +240,43 @@ mod tests {
         assert_eq!(bytes, &[8u8; 16]);
     }
 
+    /// On a wildcard socket, each datagram says where it came to, and its
+    /// answer leaves from there: clients connected to 127.0.0.2 and
+    /// 127.0.0.3 each take theirs (the route back prefers 127.0.0.1).
+    #[test]
+    fn answers_leave_from_the_address_each_request_came_to() {
+        let server = UdpSocket::bind("0.0.0.0:0").unwrap();
+        pktinfo::enable(server.as_raw_fd(), false).unwrap();
+        let port = server.local_addr().unwrap().port();
+        let clients: Vec<UdpSocket> = [[127, 0, 0, 2], [127, 0, 0, 3]]
+            .iter()
+            .map(|ip| {
+                let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+                c.connect((std::net::Ipv4Addr::from(*ip), port)).unwrap();
+                c.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+                    .unwrap();
+                c.send(&ip[3..]).unwrap();
+                c
+            })
+            .collect();
+        let mut batch = Batch::new(64, true);
+        assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 2);
+        let arrivals = [batch.arrival(0), batch.arrival(1)];
+        assert_eq!(
+            arrivals,
+            [
+                Some(Arrival::V4([127, 0, 0, 2])),
+                Some(Arrival::V4([127, 0, 0, 3]))
+            ]
+        );
+        assert_eq!(batch.send_back(server.as_raw_fd(), &[0, 1]), 0);
+        let mut buf = [0u8; 8];
+        for (c, last) in clients.iter().zip([2u8, 3]) {
+            let n = c.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], &[last]);
+        }
+    }
+
     #[test]
     fn more_than_a_batch_waits_for_the_next_call() {
         let (a, b) = pair();
@@ -218,7 +284,7 @@ mod tests {
         for i in 0..(BATCH + 3) {
             a.send_to(&(i as u32).to_be_bytes(), to).unwrap();
         }
-        let mut batch = Batch::new(8);
+        let mut batch = Batch::new(8, false);
         assert_eq!(batch.recv(b.as_raw_fd()).unwrap(), BATCH);
         assert_eq!(batch.recv(b.as_raw_fd()).unwrap(), 3);
         assert_eq!(batch.datagram(2).0, &((BATCH + 2) as u32).to_be_bytes());

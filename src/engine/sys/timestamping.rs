@@ -140,6 +140,8 @@ pub struct RecvMeta {
     pub stamps: Stamps,
     /// TTL or hop limit, when asked for.
     pub ttl: Option<u8>,
+    /// The local address it came to, when asked for (`IP_PKTINFO`).
+    pub arrival: Option<super::pktinfo::Arrival>,
 }
 
 fn timespec_ns(data: &[u8], i: usize) -> Option<u64> {
@@ -157,6 +159,7 @@ struct Parsed {
     stamps: Stamps,
     ttl: Option<u8>,
     error: Option<libc::sock_extended_err>,
+    arrival: Option<super::pktinfo::Arrival>,
 }
 
 fn parse_control(msg: &libc::msghdr, stamp_type: i32) -> Parsed {
@@ -183,6 +186,9 @@ fn parse_control(msg: &libc::msghdr, stamp_type: i32) -> Parsed {
                     .get(..4)
                     .and_then(|b| b.try_into().ok())
                     .map(|b| i32::from_ne_bytes(b) as u8);
+            }
+            (libc::IPPROTO_IP, libc::IP_PKTINFO) | (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO) => {
+                out.arrival = super::pktinfo::parse(hdr.cmsg_level, hdr.cmsg_type, data);
             }
             (libc::IPPROTO_IP, libc::IP_RECVERR) | (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
                 if data.len() >= size_of::<libc::sock_extended_err>() =>
@@ -288,6 +294,7 @@ pub fn recv_stamped(
         received: received(n, capacity),
         stamps: parsed.stamps,
         ttl: parsed.ttl,
+        arrival: parsed.arrival,
     })
 }
 
