@@ -121,9 +121,20 @@ fn a_wildcard_reflector_answers_from_the_address_asked() {
         .spawn()
         .unwrap();
     let (_guard, _stdout, _) = wait_until_ready(child);
-    for (to, stamp) in [(format!("127.0.0.2:{port}"), false), (format!("127.0.0.3:{stamp_port}"), true)] {
+    for (to, stamp) in [
+        (format!("127.0.0.2:{port}"), false),
+        (format!("127.0.0.3:{stamp_port}"), true),
+    ] {
         let out = synapse()
-            .args(["client", &to, "--json", "--packets", "200", "--timeout", "2000"])
+            .args([
+                "client",
+                &to,
+                "--json",
+                "--packets",
+                "200",
+                "--timeout",
+                "2000",
+            ])
             .args(stamp.then_some("--stamp"))
             .output()
             .unwrap();

@@ -62,10 +62,6 @@ impl Batch {
         (&self.bufs[at..at + got.len], got, &self.from[i])
     }
 
-    /// Where slot `i`'s datagram came to, when asked for.
-    pub fn arrival(&self, i: usize) -> Option<Arrival> {
-        self.arrival[i]
-    }
 
     /// Receives whatever is waiting, up to `BATCH` datagrams, without
     /// blocking (one `recvmmsg`, `MSG_DONTWAIT`): `EAGAIN` when nothing is.
@@ -261,7 +257,7 @@ mod tests {
             .collect();
         let mut batch = Batch::new(64, true);
         assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 2);
-        let arrivals = [batch.arrival(0), batch.arrival(1)];
+        let arrivals = [batch.arrival[0], batch.arrival[1]];
         assert_eq!(
             arrivals,
             [

@@ -85,8 +85,7 @@ pub(crate) fn parse(level: i32, kind: i32, data: &[u8]) -> Option<Arrival> {
             if data.len() >= size_of::<libc::in6_pktinfo>() =>
         {
             // SAFETY: as above, for in6_pktinfo.
-            let info: libc::in6_pktinfo =
-                unsafe { std::ptr::read_unaligned(data.as_ptr().cast()) };
+            let info: libc::in6_pktinfo = unsafe { std::ptr::read_unaligned(data.as_ptr().cast()) };
             let addr = info.ipi6_addr.s6_addr;
             (addr[0] != 0xff).then_some(Arrival::V6(addr, info.ipi6_ifindex))
         }
@@ -118,7 +117,11 @@ pub(crate) fn arrival_of(msg: &libc::msghdr) -> Option<Arrival> {
 /// `control`, and points `msg` at it.
 pub(crate) fn put_source(msg: &mut libc::msghdr, control: &mut ArrivalControl, from: Arrival) {
     let (level, kind, len) = match from {
-        Arrival::V4(_) => (libc::IPPROTO_IP, libc::IP_PKTINFO, size_of::<libc::in_pktinfo>()),
+        Arrival::V4(_) => (
+            libc::IPPROTO_IP,
+            libc::IP_PKTINFO,
+            size_of::<libc::in_pktinfo>(),
+        ),
         Arrival::V6(..) => (
             libc::IPPROTO_IPV6,
             libc::IPV6_PKTINFO,
@@ -212,8 +215,14 @@ mod tests {
         let mut buf = [0u8; 16];
         let mut from = RawAddr::empty();
         let mut control = ControlBuf::default();
-        let got = recv_stamped(server.as_raw_fd(), &mut buf, Some(&mut from), &mut control, -1)
-            .unwrap();
+        let got = recv_stamped(
+            server.as_raw_fd(),
+            &mut buf,
+            Some(&mut from),
+            &mut control,
+            -1,
+        )
+        .unwrap();
         let arrival = got.arrival.unwrap();
         match (arrival, to.ip()) {
             (Arrival::V4(a), std::net::IpAddr::V4(ip)) => assert_eq!(a, ip.octets()),
