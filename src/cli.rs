@@ -130,7 +130,8 @@ pub enum ProfilesAction {
 /// `synapse server`.
 #[derive(Debug, Args)]
 pub struct ServerArgs {
-    /// Address to listen on (IPv4 or IPv6).
+    /// Address to listen on (IPv4 or IPv6). On a wildcard (0.0.0.0, ::)
+    /// each answer leaves from the address its request was sent to.
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080", value_parser = address_text)]
     pub bind: String,
 

@@ -62,7 +62,6 @@ impl Batch {
         (&self.bufs[at..at + got.len], got, &self.from[i])
     }
 
-
     /// Receives whatever is waiting, up to `BATCH` datagrams, without
     /// blocking (one `recvmmsg`, `MSG_DONTWAIT`): `EAGAIN` when nothing is.
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
