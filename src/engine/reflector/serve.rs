@@ -4,7 +4,9 @@
 //! locked out. Per datagram: `recvfrom`, `sendto` of exactly the bytes
 //! received (STAMP rewrites them in place first), one clock read and a
 //! session counter bump. With a log, the socket also stamps in the kernel,
-//! both ways, and each answer's points go to the log's ring.
+//! both ways, and each answer's points go to the log's ring. Bound to a
+//! wildcard address, it reads where each request came to and answers from
+//! there (`recvmsg`, `sendmsg`: see `sys::pktinfo`).
 //!
 //! A plain echo reflector (no stamps, no log) batches when datagrams queue
 //! up: after each answer it asks, without waiting, for up to `BATCH` more
