@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Reflector capacity (issue 14): an open-loop generator
-# (benches/reflector_c/flood.c: sendmmsg in batches of 64, pinned to CPU 0,
-# draining the answers on the same socket) offers RATE datagrams/s for 2 s
+# (benches/reflector_c/flood.c: SOURCES sockets, default 8, taking turns to
+# sendmmsg 64 / SOURCES datagrams each, pinned to CPU 0, draining the
+# answers with recvmmsg) offers RATE datagrams/s for 2 s
 # to a reflector pinned to CPU 1, busy-polling: the bare C reflector
 # (benches/pingpong_c/reflector.c) and synapse server with its limits off
-# (--max-pps 0 --max-total-pps 0: one source at these rates is far over the
+# (--max-pps 0 --max-total-pps 0: one address at these rates is far over the
 # default per-source limit). Prints, per offered rate, the share answered
 # (where that falls below 99 % is the loss onset) and the answers per second
 # of sending time (past saturation: the reflector's capacity).
@@ -16,6 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rates=("$@"); [ ${#rates[@]} -gt 0 ] || rates=(100000 200000 300000 400000 600000)
+sources=${SOURCES:-8}
 bin=target/release/synapse
 [ -x "$bin" ] || cargo build --release --quiet
 dir=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
@@ -40,7 +42,7 @@ for rate in "${rates[@]}"; do
   kinds=(c synapse); [ -n "${BASE_BIN:-}" ] && kinds+=(base)
   for kind in "${kinds[@]}" $(printf '%s\n' "${kinds[@]}" | tac); do
     start "$kind"
-    read -r _ sent _ answered _ seconds < <(taskset -c 0 "$dir/flood" 127.0.0.1 "$port" $((rate * 2)) "$rate" 8)
+    read -r _ sent _ answered _ seconds < <(taskset -c 0 "$dir/flood" 127.0.0.1 "$port" $((rate * 2)) "$rate" 8 "$sources")
     kill "$pid"; wait "$pid" 2>/dev/null || true
     printf '%-9s %10d %10d %7.1f%% %11.0f\n' "$kind" "$rate" "$answered" \
       "$(echo "100 * $answered / $sent" | bc -l)" "$(echo "$answered / $seconds" | bc -l)"

@@ -3,9 +3,10 @@
  * sent with sendmmsg in batches of 64, replies drained (recvmmsg, 64 at a
  * time) and counted. Prints "sent N answered M seconds S", S being the time
  * the sending took (longer than COUNT / RATE when the generator cannot keep
- * up).
+ * up). With SOURCES (default 1), that many sockets take turns, each
+ * sending BATCH / SOURCES datagrams per sendmmsg.
  *
- *   flood SRC_ADDR PORT COUNT RATE SIZE */
+ *   flood SRC_ADDR PORT COUNT RATE SIZE [SOURCES] */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #define BATCH 64
+#define MAX_SOURCES 64
 
 static long long now_ns(void) {
     struct timespec t;
@@ -24,23 +26,30 @@ static long long now_ns(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: flood SRC_ADDR PORT COUNT RATE SIZE\n");
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr, "usage: flood SRC_ADDR PORT COUNT RATE SIZE [SOURCES]\n");
         return 2;
     }
     long long count = atoll(argv[3]), rate = atoll(argv[4]);
-    int size = atoi(argv[5]);
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+    int size = atoi(argv[5]), sources = argc == 7 ? atoi(argv[6]) : 1;
+    if (sources < 1 || sources > MAX_SOURCES) {
+        fprintf(stderr, "flood: SOURCES must be 1..%d\n", MAX_SOURCES);
+        return 2;
+    }
+    int fds[MAX_SOURCES], big = 8 << 20;
     struct sockaddr_in src = {.sin_family = AF_INET}, dst = {.sin_family = AF_INET};
     inet_pton(AF_INET, argv[1], &src.sin_addr);
     inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
     dst.sin_port = htons(atoi(argv[2]));
-    if (bind(fd, (struct sockaddr *)&src, sizeof src) || connect(fd, (struct sockaddr *)&dst, sizeof dst)) {
-        perror("flood");
-        return 1;
+    for (int s = 0; s < sources; s++) {
+        fds[s] = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+        if (bind(fds[s], (struct sockaddr *)&src, sizeof src) ||
+            connect(fds[s], (struct sockaddr *)&dst, sizeof dst)) {
+            perror("flood");
+            return 1;
+        }
+        setsockopt(fds[s], SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     }
-    int big = 8 << 20;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     char *buf = calloc(1, size > 0 ? size : 1), *rx = calloc(BATCH, 2048);
     struct mmsghdr msgs[BATCH], answers[BATCH];
     struct iovec iov = {.iov_base = buf, .iov_len = size}, rx_iov[BATCH];
@@ -54,15 +63,23 @@ int main(int argc, char **argv) {
         answers[i].msg_hdr.msg_iov = &rx_iov[i];
         answers[i].msg_hdr.msg_iovlen = 1;
     }
+    /* Each sendmmsg comes from the next source, BATCH / SOURCES at a time,
+     * so the reflector sees the sources interleaved. */
+    int chunk = BATCH / sources, next = 0;
     long long sent = 0, answered = 0, start = now_ns(), got;
-#define DRAIN() while ((got = recvmmsg(fd, answers, BATCH, 0, NULL)) > 0) answered += got
+#define DRAIN()                                                                   \
+    for (int s = 0; s < sources; s++)                                             \
+        while ((got = recvmmsg(fds[s], answers, BATCH, 0, NULL)) > 0) answered += got
     while (sent < count) {
         long long due = start + sent * 1000000000LL / rate;
         while (now_ns() < due)
             DRAIN();
-        int n = count - sent < BATCH ? (int)(count - sent) : BATCH;
-        int done = sendmmsg(fd, msgs, n, 0);
-        sent += done > 0 ? done : 0;
+        for (int c = 0; c < sources && sent < count; c++) {
+            int n = count - sent < chunk ? (int)(count - sent) : chunk;
+            int done = sendmmsg(fds[next], msgs, n, 0);
+            next = (next + 1) % sources;
+            sent += done > 0 ? done : 0;
+        }
         DRAIN();
     }
     double seconds = (now_ns() - start) / 1e9;
