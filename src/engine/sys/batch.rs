@@ -272,6 +272,41 @@ mod tests {
         }
     }
 
+    /// The same on a dual-stack `[::]` socket: IPv4 requests arrive as
+    /// IPv4-mapped addresses and their answers still leave from them.
+    #[test]
+    fn dual_stack_answers_leave_from_the_mapped_address_asked() {
+        let Ok(server) = UdpSocket::bind("[::]:0") else {
+            eprintln!("skipped: no IPv6 here");
+            return;
+        };
+        pktinfo::enable(server.as_raw_fd(), true).unwrap();
+        let port = server.local_addr().unwrap().port();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client.connect(("127.0.0.2", port)).unwrap();
+        client
+            .set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        client.send(b"v4").unwrap();
+        client.send(b"v4 again").unwrap();
+        let mut batch = Batch::new(64, true);
+        assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 2);
+        let mapped = std::net::Ipv4Addr::new(127, 0, 0, 2)
+            .to_ipv6_mapped()
+            .octets();
+        assert!(
+            matches!(batch.arrival[0], Some(Arrival::V6(a, _)) if a == mapped),
+            "{:?}",
+            batch.arrival[0]
+        );
+        assert_eq!(batch.send_back(server.as_raw_fd(), &[0, 1]), 0);
+        let mut buf = [0u8; 16];
+        for sent in [&b"v4"[..], b"v4 again"] {
+            let n = client.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], sent);
+        }
+    }
+
     #[test]
     fn more_than_a_batch_waits_for_the_next_call() {
         let (a, b) = pair();
