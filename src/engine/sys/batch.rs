@@ -5,6 +5,7 @@
 #![allow(unsafe_code)]
 
 use super::pktinfo::{self, Arrival, ArrivalControl};
+use super::timestamping;
 use super::{RawAddr, Received, received};
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -104,7 +105,7 @@ impl Batch {
             self.arrival[i] = self
                 .controls
                 .is_some()
-                .then(|| pktinfo::arrival_of(&m.msg_hdr))
+                .then(|| timestamping::arrival_of(&m.msg_hdr))
                 .flatten();
             let truncated = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
             let len = m.msg_len as usize;

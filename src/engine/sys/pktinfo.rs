@@ -93,26 +93,6 @@ pub(crate) fn parse(level: i32, kind: i32, data: &[u8]) -> Option<Arrival> {
     }
 }
 
-/// The arrival among the control messages of `msg` (filled by `recvmsg`).
-pub(crate) fn arrival_of(msg: &libc::msghdr) -> Option<Arrival> {
-    let mut found = None;
-    // SAFETY: msg came back from recvmsg with msg_control/msg_controllen
-    // describing a live buffer; CMSG_* walk only within it.
-    let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(msg) };
-    while !cmsg.is_null() {
-        // SAFETY: cmsg is non-null and points into the control buffer.
-        let hdr = unsafe { std::ptr::read_unaligned(cmsg) };
-        let len = (hdr.cmsg_len as usize).saturating_sub(size_of::<libc::cmsghdr>());
-        // SAFETY: CMSG_DATA points just past the header, inside the
-        // buffer, and the kernel wrote cmsg_len bytes for this message.
-        let data = unsafe { std::slice::from_raw_parts(libc::CMSG_DATA(cmsg), len) };
-        found = found.or_else(|| parse(hdr.cmsg_level, hdr.cmsg_type, data));
-        // SAFETY: as for CMSG_FIRSTHDR; NXTHDR returns null past the end.
-        cmsg = unsafe { libc::CMSG_NXTHDR(msg, cmsg) };
-    }
-    found
-}
-
 /// Writes the control message that makes `from` an answer's source into
 /// `control`, and points `msg` at it.
 pub(crate) fn put_source(msg: &mut libc::msghdr, control: &mut ArrivalControl, from: Arrival) {

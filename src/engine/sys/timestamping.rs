@@ -205,6 +205,12 @@ fn parse_control(msg: &libc::msghdr, stamp_type: i32) -> Parsed {
     out
 }
 
+/// Where a datagram came to, from the control messages of `msg` (filled by
+/// `recvmsg` on a socket with [`super::pktinfo::enable`]).
+pub(crate) fn arrival_of(msg: &libc::msghdr) -> Option<super::pktinfo::Arrival> {
+    parse_control(msg, -1).arrival
+}
+
 /// One `recvmsg` into `buf`, with control data into `control` and the
 /// sender into `from` when given.
 pub(super) fn recvmsg(
