@@ -8,6 +8,10 @@
 # the bare loop. The Rust std::net reference is `cargo bench --bench
 # loopback` (section 1 of BENCHMARKS.md).
 #
+# cflags-FLAGS and cplain-FLAGS run the bare C client with SO_TIMESTAMPING
+# FLAGS (e.g. cplain-0x18: RX software stamps made for every packet, never
+# read) against the bare C reflector: what a kind of stamp costs the loop.
+#
 # c-vs-any runs the bare C client against `synapse server --bind 0.0.0.0`,
 # which reads each request's destination and answers from it.
 # With BASE_BIN=path/to/another/synapse, the config c-vs-base runs the bare
@@ -55,6 +59,11 @@ run() { # CONFIG -> "p50 p99"
     c-vs-base) reflector base; c_client ;;
     c-vs-any) reflector any; c_client ;;
     syn-vs-c) reflector c; synapse_client --timestamps user ;;
+    # The bare loop with SO_TIMESTAMPING FLAGS on the C client: replies read
+    # with recvmsg and the error queue drained (cflags-0x18), or the stamps
+    # made and never read, replies read with plain recv (cplain-0x18).
+    cflags-*) reflector c; "$dir/client" "$port" "$packets" 2000 0 "${1#cflags-}" ;;
+    cplain-*) reflector c; PLAIN=1 "$dir/client" "$port" "$packets" 2000 0 "${1#cplain-}" ;;
     *) echo "unknown config $1" >&2; exit 2 ;;
   esac
   stop_reflector

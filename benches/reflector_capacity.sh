@@ -10,6 +10,12 @@
 # (where that falls below 99 % is the loss onset) and the answers per second
 # of sending time (past saturation: the reflector's capacity).
 #
+# GSO=1 (the default) has each source send its turn's datagrams as one
+# UDP_SEGMENT message, which the kernel cuts into the same datagrams: the
+# generator then offers more than a batching reflector answers, where one
+# sendmmsg of separate datagrams saturates its own core first. GSO=0: the
+# separate datagrams.
+#
 # With BASE_BIN=path/to/another/synapse, a third reflector "base" runs that
 # build the same way (to compare a change with the build before it).
 #
@@ -17,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rates=("$@"); [ ${#rates[@]} -gt 0 ] || rates=(100000 200000 300000 400000 600000)
-sources=${SOURCES:-8}
+sources=${SOURCES:-8}; gso=${GSO:-1}
 bin=target/release/synapse
 [ -x "$bin" ] || cargo build --release --quiet
 dir=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
@@ -42,7 +48,7 @@ for rate in "${rates[@]}"; do
   kinds=(c synapse); [ -n "${BASE_BIN:-}" ] && kinds+=(base)
   for kind in "${kinds[@]}" $(printf '%s\n' "${kinds[@]}" | tac); do
     start "$kind"
-    read -r _ sent _ answered _ seconds < <(taskset -c 0 "$dir/flood" 127.0.0.1 "$port" $((rate * 2)) "$rate" 8 "$sources")
+    read -r _ sent _ answered _ seconds < <(taskset -c 0 "$dir/flood" 127.0.0.1 "$port" $((rate * 2)) "$rate" 8 "$sources" "$gso")
     kill "$pid"; wait "$pid" 2>/dev/null || true
     printf '%-9s %10d %10d %7.1f%% %11.0f\n' "$kind" "$rate" "$answered" \
       "$(echo "100 * $answered / $sent" | bc -l)" "$(echo "$answered / $seconds" | bc -l)"

@@ -40,6 +40,10 @@ int main(int argc, char **argv) {
     /* PEEK=1: spin on a 1-byte recv(MSG_PEEK), and read the reply with its
      * control data only once it is there. */
     int peek = getenv("PEEK") && atoi(getenv("PEEK"));
+    /* PLAIN=1: with FLAGS, read replies with plain recv all the same: the
+     * kernel makes the stamps asked for and nobody reads them (what an
+     * RX-stamped socket costs a packet outside the sample). */
+    int plain = getenv("PLAIN") && atoi(getenv("PLAIN"));
     long count = atol(argv[2]), warmup = atol(argv[3]);
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -71,7 +75,8 @@ int main(int argc, char **argv) {
             msg.msg_controllen = sizeof control;
             char one;
             if (peek && recv(fd, &one, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN) continue;
-            ssize_t n = flags ? recvmsg(fd, &msg, MSG_DONTWAIT) : recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+            ssize_t n = flags && !plain ? recvmsg(fd, &msg, MSG_DONTWAIT)
+                                        : recv(fd, buf, sizeof buf, MSG_DONTWAIT);
             if (n >= 0) break;
             if (errno != EAGAIN) {
                 perror("recv");
@@ -83,7 +88,7 @@ int main(int argc, char **argv) {
         for (;;) { /* the TX stamps, after the round trip */
             msg.msg_control = control;
             msg.msg_controllen = sizeof control;
-            if (!flags || recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) break;
+            if (!flags || plain || recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) break;
         }
     }
     qsort(rtt, count, sizeof *rtt, cmp);

@@ -6,7 +6,12 @@
  * up). With SOURCES (default 1), that many sockets take turns, each
  * sending BATCH / SOURCES datagrams per sendmmsg.
  *
- *   flood SRC_ADDR PORT COUNT RATE SIZE [SOURCES] */
+ * With GSO 1, each source's turn is one message cut into its datagrams by
+ * the kernel (UDP_SEGMENT): the reflector receives the same datagrams,
+ * and the generator spends far less of its core sending them, so it can
+ * offer more than a batching reflector answers.
+ *
+ *   flood SRC_ADDR PORT COUNT RATE SIZE [SOURCES [GSO]] */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -15,6 +20,10 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/udp.h>
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
 
 #define BATCH 64
 #define MAX_SOURCES 64
@@ -26,12 +35,13 @@ static long long now_ns(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 6 && argc != 7) {
-        fprintf(stderr, "usage: flood SRC_ADDR PORT COUNT RATE SIZE [SOURCES]\n");
+    if (argc < 6 || argc > 8) {
+        fprintf(stderr, "usage: flood SRC_ADDR PORT COUNT RATE SIZE [SOURCES [GSO]]\n");
         return 2;
     }
     long long count = atoll(argv[3]), rate = atoll(argv[4]);
-    int size = atoi(argv[5]), sources = argc == 7 ? atoi(argv[6]) : 1;
+    int size = atoi(argv[5]), sources = argc >= 7 ? atoi(argv[6]) : 1;
+    int gso = argc == 8 && atoi(argv[7]);
     if (sources < 1 || sources > MAX_SOURCES) {
         fprintf(stderr, "flood: SOURCES must be 1..%d\n", MAX_SOURCES);
         return 2;
@@ -50,7 +60,7 @@ int main(int argc, char **argv) {
         }
         setsockopt(fds[s], SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
     }
-    char *buf = calloc(1, size > 0 ? size : 1), *rx = calloc(BATCH, 2048);
+    char *buf = calloc(BATCH, size > 0 ? size : 1), *rx = calloc(BATCH, 2048);
     struct mmsghdr msgs[BATCH], answers[BATCH];
     struct iovec iov = {.iov_base = buf, .iov_len = size}, rx_iov[BATCH];
     memset(msgs, 0, sizeof msgs);
@@ -66,6 +76,20 @@ int main(int argc, char **argv) {
     /* Each sendmmsg comes from the next source, BATCH / SOURCES at a time,
      * so the reflector sees the sources interleaved. */
     int chunk = BATCH / sources, next = 0;
+    /* GSO: one message of up to `chunk` datagrams of SIZE bytes. */
+    char control[CMSG_SPACE(sizeof(unsigned short))] __attribute__((aligned(8))) = {0};
+    struct iovec whole = {.iov_base = buf};
+    struct msghdr one = {.msg_iov = &whole, .msg_iovlen = 1, .msg_control = control,
+                         .msg_controllen = sizeof control};
+    struct cmsghdr *segment = CMSG_FIRSTHDR(&one);
+    segment->cmsg_level = SOL_UDP;
+    segment->cmsg_type = UDP_SEGMENT;
+    segment->cmsg_len = CMSG_LEN(sizeof(unsigned short));
+    *(unsigned short *)CMSG_DATA(segment) = size;
+    if (gso && (size < 1 || chunk * size > 65000)) {
+        fprintf(stderr, "flood: GSO needs 1 <= SIZE and BATCH / SOURCES * SIZE <= 65000\n");
+        return 2;
+    }
     long long sent = 0, answered = 0, start = now_ns(), got;
 #define DRAIN()                                                                   \
     for (int s = 0; s < sources; s++)                                             \
@@ -76,7 +100,13 @@ int main(int argc, char **argv) {
             DRAIN();
         for (int c = 0; c < sources && sent < count; c++) {
             int n = count - sent < chunk ? (int)(count - sent) : chunk;
-            int done = sendmmsg(fds[next], msgs, n, 0);
+            int done;
+            if (gso) {
+                whole.iov_len = (size_t)n * size;
+                done = sendmsg(fds[next], &one, 0) > 0 ? n : -1;
+            } else {
+                done = sendmmsg(fds[next], msgs, n, 0);
+            }
             next = (next + 1) % sources;
             sent += done > 0 ? done : 0;
         }

@@ -2,11 +2,18 @@
 //! with its source address, and `sendmmsg` sends chosen slots back to their
 //! sources. The reflector uses it only when datagrams are already waiting,
 //! so a lone packet never waits for a batch to fill.
+//!
+//! Answers to one source go as one message where they can (UDP GSO,
+//! `UDP_SEGMENT`): the kernel walks its send path once for the lot and cuts
+//! it into the same datagrams at the device (or, on loopback, at the
+//! receiving socket). Per source the order is kept; a route or device
+//! that refuses GSO gets them one by one, and no GSO again.
 #![allow(unsafe_code)]
 
 use super::pktinfo::{self, Arrival, ArrivalControl};
 use super::timestamping;
 use super::{RawAddr, Received, received};
+use std::cell::Cell;
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::os::fd::RawFd;
@@ -14,6 +21,16 @@ use std::os::fd::RawFd;
 /// Datagrams per `recvmmsg`: enough to amortise the syscall, small enough
 /// that a batch's answers leave within microseconds of its first arrival.
 pub const BATCH: usize = 32;
+
+/// `UDP_SEGMENT` (linux/udp.h; the libc crate has it for few targets).
+const UDP_SEGMENT: libc::c_int = 103;
+
+/// Bytes one GSO message may carry: what an IPv4 or IPv6 packet holds,
+/// with room for the headers.
+const MAX_GSO_BYTES: usize = 65_000;
+
+/// One datagram per group, for answers sent one by one.
+const SINGLES: [u8; BATCH] = [1; BATCH];
 
 /// `BATCH` receive slots, allocated once.
 pub struct Batch {
@@ -27,6 +44,9 @@ pub struct Batch {
     /// Their control data, when arrivals are asked for.
     controls: Option<Box<[ArrivalControl; BATCH]>>,
     len: usize,
+    /// The largest datagram still sent with GSO: lowered when a route
+    /// refuses a size (its MTU), zero once a device cannot do it at all.
+    gso_limit: Cell<usize>,
 }
 
 impl Batch {
@@ -43,6 +63,7 @@ impl Batch {
             arrival: [None; BATCH],
             controls: arrivals.then(|| Box::new([ArrivalControl::default(); BATCH])),
             len: 0,
+            gso_limit: Cell::new(usize::from(u16::MAX)),
         }
     }
 
@@ -119,48 +140,167 @@ impl Batch {
     }
 
     /// Sends slots `which` back to their sources as they are, each from
-    /// where it came to when that is known (one `sendmmsg` while all go; a
-    /// slot the kernel refuses is skipped). Returns how many could not be
-    /// sent.
+    /// where it came to when that is known: one `sendmmsg` while all go,
+    /// answers to one source merged by GSO where they can be (a slot the
+    /// kernel refuses is skipped). Returns how many could not be sent.
     pub fn send_back(&self, fd: RawFd, which: &[u8]) -> u64 {
+        let mut order = [0u8; BATCH];
+        let mut sizes = [0u8; BATCH];
+        let groups = self.group(which, &mut order, &mut sizes);
+        self.send_groups(fd, &order[..which.len().min(BATCH)], &sizes[..groups])
+    }
+
+    /// Orders `which` into groups that can each leave as one GSO message:
+    /// the same source and arrival, one size (the last may be shorter),
+    /// the group in the order its datagrams came. A datagram that cannot
+    /// join ends its source's group, so no source's answers overtake each
+    /// other. Fills `order` (the slots, group by group) and `sizes` (each
+    /// group's count); returns the number of groups.
+    fn group(&self, which: &[u8], order: &mut [u8; BATCH], sizes: &mut [u8; BATCH]) -> usize {
+        let count = which.len().min(BATCH);
+        let limit = self.gso_limit.get();
+        let mut used = [false; BATCH];
+        let (mut placed, mut groups) = (0, 0);
+        for a in 0..count {
+            if used[a] {
+                continue;
+            }
+            let lead = usize::from(which[a]);
+            let size = self.got[lead].len;
+            order[placed] = which[a];
+            placed += 1;
+            let (mut members, mut total) = (1, size);
+            // Only a datagram GSO may carry leads a group of more.
+            let end = if (1..=limit).contains(&size) {
+                count
+            } else {
+                a
+            };
+            for b in a + 1..end {
+                let slot = usize::from(which[b]);
+                if used[b] || !self.same_path(lead, slot) {
+                    continue;
+                }
+                let len = self.got[slot].len;
+                if len == 0 || len > size || total + len > MAX_GSO_BYTES {
+                    break;
+                }
+                used[b] = true;
+                order[placed] = which[b];
+                placed += 1;
+                members += 1;
+                total += len;
+                if len < size {
+                    break; // a shorter one can only be a group's last
+                }
+            }
+            sizes[groups] = members;
+            groups += 1;
+        }
+        groups
+    }
+
+    /// Whether slots `a` and `b` answer the same source from the same
+    /// address.
+    fn same_path(&self, a: usize, b: usize) -> bool {
+        self.from[a].same_as(&self.from[b]) && self.arrival[a] == self.arrival[b]
+    }
+
+    /// Sends `order`, cut into groups of `sizes`, a message per group.
+    /// Returns how many datagrams could not be sent.
+    fn send_groups(&self, fd: RawFd, order: &[u8], sizes: &[u8]) -> u64 {
         // SAFETY: iovec and mmsghdr are plain old data; all-zero is valid.
         let mut iov: [libc::iovec; BATCH] = unsafe { zeroed() };
         // SAFETY: as above.
         let mut msgs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
         let mut controls = [ArrivalControl::default(); BATCH];
-        let count = which.len().min(BATCH);
-        let each = msgs.iter_mut().zip(iov.iter_mut()).zip(controls.iter_mut());
-        for (((m, v), control), &slot) in each.zip(which) {
-            let (bytes, _, to) = self.datagram(usize::from(slot));
-            v.iov_base = bytes.as_ptr().cast_mut().cast();
-            v.iov_len = bytes.len();
-            m.msg_hdr.msg_iov = v;
-            m.msg_hdr.msg_iovlen = 1;
-            m.msg_hdr.msg_name = to.storage_ptr_const().cast_mut().cast();
-            m.msg_hdr.msg_namelen = to.len;
-            if let Some(from) = self.arrival[usize::from(slot)] {
-                pktinfo::put_source(&mut m.msg_hdr, control, from);
-            }
-        }
-        let mut failed = 0;
+        let mut firsts = [0usize; BATCH];
         let mut at = 0;
-        while at < count {
-            // SAFETY: headers at..count point at live slots and addresses;
-            // the kernel only reads them for the duration of the call.
+        for (g, &size) in sizes.iter().enumerate() {
+            let members = &order[at..at + usize::from(size)];
+            for (v, &slot) in iov[at..].iter_mut().zip(members) {
+                let (bytes, _, _) = self.datagram(usize::from(slot));
+                v.iov_base = bytes.as_ptr().cast_mut().cast();
+                v.iov_len = bytes.len();
+            }
+            let lead = usize::from(members[0]);
+            let m = &mut msgs[g].msg_hdr;
+            m.msg_iov = &raw mut iov[at];
+            m.msg_iovlen = members.len();
+            m.msg_name = self.from[lead].storage_ptr_const().cast_mut().cast();
+            m.msg_namelen = self.from[lead].len;
+            if let Some(from) = self.arrival[lead] {
+                pktinfo::put_source(m, &mut controls[g], from);
+            }
+            if members.len() > 1 {
+                put_segment_size(m, &mut controls[g], self.got[lead].len as u16);
+            }
+            firsts[g] = at;
+            at += members.len();
+        }
+        let (groups, mut failed, mut g) = (sizes.len(), 0, 0);
+        while g < groups {
+            // SAFETY: headers g..groups point at live iovecs, slots,
+            // addresses and control data; the kernel only reads them for
+            // the duration of the call.
             let n = unsafe {
-                libc::sendmmsg(fd, msgs[at..].as_mut_ptr(), (count - at) as libc::c_uint, 0)
+                libc::sendmmsg(fd, msgs[g..].as_mut_ptr(), (groups - g) as libc::c_uint, 0)
             };
             if n > 0 {
-                at += n as usize;
-            } else {
-                // The first of the rest failed (an error after some were
-                // sent is reported on the next call, for that one).
-                failed += 1;
-                at += 1;
+                g += n as usize;
+                continue;
             }
+            // The first of the rest failed (an error after some were sent
+            // is reported on the next call, for that one).
+            let members = &order[firsts[g]..firsts[g] + usize::from(sizes[g])];
+            failed += match io::Error::last_os_error().raw_os_error() {
+                Some(errno) if members.len() > 1 && refuses_gso(errno) => {
+                    let size = self.got[usize::from(members[0])].len;
+                    let limit = if errno == libc::EIO { 0 } else { size - 1 };
+                    self.gso_limit.set(self.gso_limit.get().min(limit));
+                    self.send_groups(fd, members, &SINGLES[..members.len()])
+                }
+                _ => members.len() as u64,
+            };
+            g += 1;
         }
         failed
     }
+}
+
+/// Whether a GSO send failed for being GSO: `EINVAL` when a segment and
+/// its headers exceed the route's MTU (or the socket sends without
+/// checksums), `EIO` when the device or an IPsec route cannot segment.
+fn refuses_gso(errno: i32) -> bool {
+    matches!(errno, libc::EINVAL | libc::EIO | libc::EMSGSIZE)
+}
+
+/// Adds a `UDP_SEGMENT` control message (`size`: every datagram's but the
+/// last) after whatever `msg` already carries in `control`.
+fn put_segment_size(msg: &mut libc::msghdr, control: &mut ArrivalControl, size: u16) {
+    if msg.msg_control.is_null() {
+        msg.msg_control = control.as_mut_ptr();
+        msg.msg_controllen = 0;
+    }
+    let at = msg.msg_controllen;
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as usize;
+    debug_assert!(at + space <= control.capacity(), "control data overflow");
+    // SAFETY: `at` is 0 or a pktinfo's CMSG_SPACE (32 or 40), a multiple of
+    // 8 in the 8-aligned 64-byte buffer, and this message's 24 bytes end
+    // within it (40 + 24 = 64).
+    unsafe {
+        let cmsg = control
+            .as_mut_ptr()
+            .cast::<u8>()
+            .add(at)
+            .cast::<libc::cmsghdr>();
+        (*cmsg).cmsg_level = libc::SOL_UDP;
+        (*cmsg).cmsg_type = UDP_SEGMENT;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), size);
+    }
+    msg.msg_controllen = (at + space) as _;
 }
 
 #[cfg(test)]
@@ -255,8 +395,10 @@ mod tests {
                 c
             })
             .collect();
+        // A second datagram from 127.0.0.2's client, merged with its first.
+        clients[0].send(&[2]).unwrap();
         let mut batch = Batch::new(64, true);
-        assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 2);
+        assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 3);
         let arrivals = [batch.arrival[0], batch.arrival[1]];
         assert_eq!(
             arrivals,
@@ -265,9 +407,13 @@ mod tests {
                 Some(Arrival::V4([127, 0, 0, 3]))
             ]
         );
-        assert_eq!(batch.send_back(server.as_raw_fd(), &[0, 1]), 0);
+        assert_eq!(batch.send_back(server.as_raw_fd(), &[0, 1, 2]), 0);
+        assert_eq!(batch.gso_limit.get(), 65_535, "the kernel took the GSO");
         let mut buf = [0u8; 8];
-        for (c, last) in clients.iter().zip([2u8, 3]) {
+        for (c, last) in [&clients[0], &clients[0], &clients[1]]
+            .iter()
+            .zip([2u8, 2, 3])
+        {
             let n = c.recv(&mut buf).unwrap();
             assert_eq!(&buf[..n], &[last]);
         }
@@ -288,10 +434,14 @@ mod tests {
         client
             .set_read_timeout(Some(std::time::Duration::from_secs(2)))
             .unwrap();
-        client.send(b"v4").unwrap();
-        client.send(b"v4 again").unwrap();
+        // The last two are merged: the IPv6 source and the segment size
+        // fill the control buffer to its last byte.
+        let sent = [&b"v4"[..], b"v4 again", b"and more"];
+        for datagram in sent {
+            client.send(datagram).unwrap();
+        }
         let mut batch = Batch::new(64, true);
-        assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 2);
+        assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 3);
         let mapped = std::net::Ipv4Addr::new(127, 0, 0, 2)
             .to_ipv6_mapped()
             .octets();
@@ -300,12 +450,100 @@ mod tests {
             "{:?}",
             batch.arrival[0]
         );
-        assert_eq!(batch.send_back(server.as_raw_fd(), &[0, 1]), 0);
+        assert_eq!(batch.send_back(server.as_raw_fd(), &[0, 1, 2]), 0);
+        assert_eq!(batch.gso_limit.get(), 65_535, "the kernel took the GSO");
         let mut buf = [0u8; 16];
-        for sent in [&b"v4"[..], b"v4 again"] {
+        for datagram in sent {
             let n = client.recv(&mut buf).unwrap();
-            assert_eq!(&buf[..n], sent);
+            assert_eq!(&buf[..n], datagram);
         }
+    }
+
+    /// Three sources, interleaved: each source's answers that GSO can carry
+    /// leave as one message, and each source still gets its own datagrams,
+    /// whole and in the order it sent them.
+    #[test]
+    fn answers_to_one_source_are_merged_and_arrive_as_sent() {
+        let (a, server) = pair();
+        let (b, c) = pair();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        b.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        let to = server.local_addr().unwrap();
+        // (who, size), in the order they are sent; each byte is its index.
+        let sent: [(&UdpSocket, usize); 9] = [
+            (&a, 8),
+            (&b, 4),
+            (&a, 8),
+            (&c, 0),
+            (&a, 8),
+            (&b, 4),
+            (&a, 5),
+            (&c, 6),
+            (&a, 8),
+        ];
+        for (i, (who, size)) in sent.iter().enumerate() {
+            who.send_to(&vec![i as u8; *size], to).unwrap();
+        }
+        let mut batch = Batch::new(64, false);
+        assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 9);
+        let all: Vec<u8> = (0..9).collect();
+        let (mut order, mut sizes) = ([0u8; BATCH], [0u8; BATCH]);
+        let groups = batch.group(&all, &mut order, &mut sizes);
+        // a's three 8s and its shorter 5 (a group's last); b's two 4s; c's
+        // empty datagram alone (GSO cannot carry it), its 6 alone; a's last
+        // 8 after its group, never before it.
+        assert_eq!(&sizes[..groups], &[4, 2, 1, 1, 1]);
+        assert_eq!(&order[..9], &[0, 2, 4, 6, 1, 5, 3, 7, 8]);
+        assert_eq!(batch.send_back(server.as_raw_fd(), &all), 0);
+        assert_eq!(batch.gso_limit.get(), 65_535, "the kernel took the GSO");
+        let mut buf = [0u8; 64];
+        for (i, (who, size)) in sent.iter().enumerate() {
+            let n = who.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], &vec![i as u8; *size][..], "datagram {i}");
+        }
+        for who in [&a, &b, &c] {
+            who.set_nonblocking(true).unwrap();
+            assert!(who.recv(&mut buf).is_err(), "nothing else was sent");
+        }
+    }
+
+    /// A socket that sends without UDP checksums cannot use GSO (the kernel
+    /// says `EINVAL`): the datagrams go one by one, all of them, and later
+    /// batches of that size are not merged again.
+    #[test]
+    fn a_gso_refusal_sends_one_by_one_and_stops_merging() {
+        let (a, server) = pair();
+        let on: libc::c_int = 1;
+        // SAFETY: a c_int option of the stated size, on a live socket.
+        let rc = unsafe {
+            libc::setsockopt(
+                server.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_NO_CHECK,
+                (&raw const on).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+        let to = server.local_addr().unwrap();
+        let mut batch = Batch::new(64, false);
+        let mut buf = [0u8; 64];
+        for round in 0..2u8 {
+            for i in 0..4u8 {
+                a.send_to(&[round * 4 + i; 10], to).unwrap();
+            }
+            assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 4);
+            assert_eq!(batch.send_back(server.as_raw_fd(), &[0, 1, 2, 3]), 0);
+            for i in 0..4u8 {
+                let n = a.recv(&mut buf).unwrap();
+                assert_eq!(&buf[..n], &[round * 4 + i; 10]);
+            }
+            assert!(batch.gso_limit.get() < 10, "round {round}");
+        }
+        let (mut order, mut sizes) = ([0u8; BATCH], [0u8; BATCH]);
+        assert_eq!(batch.group(&[0, 1, 2, 3], &mut order, &mut sizes), 4);
     }
 
     #[test]
