@@ -12,6 +12,7 @@
 #     c       the bare C prober, recvfrom per reply
 #     c-stamps  the bare C prober with Synapse's default kernel stamps
 #     c-mmsg  the bare C prober, one recvmmsg per wake-up
+#     c-sendmmsg  the same, and a tick's requests in one sendmmsg
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}; secs=${2:-15}; peers=${3:-1000}; first=21000
@@ -65,6 +66,7 @@ one() { # CONFIG
     c) run_c one ;;
     c-stamps) run_c stamps ;;
     c-mmsg) run_c mmsg ;;
+    c-sendmmsg) run_c sendmmsg ;;
   esac
 }
 

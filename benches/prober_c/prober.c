@@ -12,7 +12,10 @@
  * stamps (SO_TIMESTAMPING: TX SCHED and SND, RX software, OPT_ID), each
  * reply read with recvmsg and its control data, and the error queue
  * drained (recvmmsg, 16 at a time) once after each tick's sends, as the
- * agent does. Prints what it sent, received and stamped. Its CPU is read from
+ * agent does. MODE sendmmsg: as mmsg, and a tick's requests leave in one
+ * sendmmsg (one clock read for all of them: the RTT of each but the first
+ * then includes the sending of those before it). Prints what it sent,
+ * received and stamped. Its CPU is read from
  * /proc by the script, as the agent's is. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -52,7 +55,8 @@ int main(int argc, char **argv) {
     }
     int first = atoi(argv[1]), peers = atoi(argv[2]), rate = atoi(argv[3]);
     uint64_t secs = atoi(argv[4]), tick = (uint64_t)atoi(argv[5]) * 1000;
-    int mmsg = strcmp(argv[7], "mmsg") == 0, stamps = strcmp(argv[7], "stamps") == 0;
+    int batch_send = strcmp(argv[7], "sendmmsg") == 0;
+    int mmsg = batch_send || strcmp(argv[7], "mmsg") == 0, stamps = strcmp(argv[7], "stamps") == 0;
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(atoi(argv[6]), &set);
@@ -106,7 +110,22 @@ int main(int argc, char **argv) {
     for (;;) {
         uint64_t now = now_ns();
         if (now >= end) break;
-        while (p[next].due <= now) {
+        struct mmsghdr out[BATCH];
+        uint64_t payloads[BATCH][2];
+        struct iovec out_iov[BATCH];
+        int queued = 0;
+        while (batch_send && p[next].due <= now && queued < BATCH) {
+            payloads[queued][0] = p[next].seq++;
+            payloads[queued][1] = now;
+            out_iov[queued] = (struct iovec){payloads[queued], sizeof payloads[queued]};
+            out[queued].msg_hdr = (struct msghdr){.msg_name = &p[next].to, .msg_namelen = sizeof p[next].to,
+                                                  .msg_iov = &out_iov[queued], .msg_iovlen = 1};
+            p[next].due += interval;
+            next = (next + 1) % peers;
+            queued++;
+        }
+        if (queued) sent += sendmmsg(fd, out, queued, 0);
+        while (!batch_send && p[next].due <= now) {
             uint64_t msg[2] = {p[next].seq++, now_ns()};
             sendto(fd, msg, sizeof msg, 0, (struct sockaddr *)&p[next].to, sizeof p[next].to);
             p[next].due += interval;
