@@ -15,8 +15,9 @@
 # c-vs-any runs the bare C client against `synapse server --bind 0.0.0.0`,
 # which reads each request's destination and answers from it.
 # With BASE_BIN=path/to/another/synapse, the config c-vs-base runs the bare
-# C client against that build's reflector (a change against the build
-# before it).
+# C client against that build's reflector, and base-vs-c that build's
+# client against the bare C reflector (a change against the build before
+# it).
 #
 #   benches/instrument_cost.sh [ROUNDS]   (CONFIGS="bare syn-default …")
 set -euo pipefail
@@ -59,11 +60,14 @@ run() { # CONFIG -> "p50 p99"
     c-vs-base) reflector base; c_client ;;
     c-vs-any) reflector any; c_client ;;
     syn-vs-c) reflector c; synapse_client --timestamps user ;;
+    base-vs-c) reflector c; bin=$BASE_BIN synapse_client --timestamps user ;;
     # The bare loop with SO_TIMESTAMPING FLAGS on the C client: replies read
     # with recvmsg and the error queue drained (cflags-0x18), or the stamps
     # made and never read, replies read with plain recv (cplain-0x18).
     cflags-*) reflector c; "$dir/client" "$port" "$packets" 2000 0 "${1#cflags-}" ;;
     cplain-*) reflector c; PLAIN=1 "$dir/client" "$port" "$packets" 2000 0 "${1#cplain-}" ;;
+    # The bare C client with a catcher socket sharing its port, as Synapse's.
+    c-catcher) reflector c; CATCHER=1 c_client ;;
     *) echo "unknown config $1" >&2; exit 2 ;;
   esac
   stop_reflector

@@ -44,6 +44,9 @@ int main(int argc, char **argv) {
      * kernel makes the stamps asked for and nobody reads them (what an
      * RX-stamped socket costs a packet outside the sample). */
     int plain = getenv("PLAIN") && atoi(getenv("PLAIN"));
+    /* CATCHER=1: as Synapse's client, a second, unconnected socket shares
+     * the port (SO_REUSEPORT) to take other sources' datagrams. */
+    int catcher = getenv("CATCHER") && atoi(getenv("CATCHER"));
     long count = atol(argv[2]), warmup = atol(argv[3]);
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -52,6 +55,21 @@ int main(int argc, char **argv) {
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
     struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(atoi(argv[1]))};
     inet_pton(AF_INET, "127.0.0.1", &dst.sin_addr);
+    if (catcher) {
+        int on = 1;
+        struct sockaddr_in me = {.sin_family = AF_INET};
+        socklen_t len = sizeof me;
+        inet_pton(AF_INET, "127.0.0.1", &me.sin_addr);
+        int other = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+        if (bind(fd, (struct sockaddr *)&me, sizeof me) ||
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) ||
+            getsockname(fd, (struct sockaddr *)&me, &len) ||
+            setsockopt(other, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) ||
+            bind(other, (struct sockaddr *)&me, sizeof me)) {
+            perror("catcher");
+            return 1;
+        }
+    }
     if (connect(fd, (struct sockaddr *)&dst, sizeof dst)) {
         perror("connect");
         return 1;
