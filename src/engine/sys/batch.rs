@@ -7,7 +7,8 @@
 //! `UDP_SEGMENT`): the kernel walks its send path once for the lot and cuts
 //! it into the same datagrams at the device (or, on loopback, at the
 //! receiving socket). Per source the order is kept; a route or device
-//! that refuses GSO gets them one by one, and no GSO again.
+//! that refuses GSO gets them one by one, and no GSO again; a group that
+//! fails for another reason is sent again one by one.
 #![allow(unsafe_code)]
 
 use super::pktinfo::{self, Arrival, ArrivalControl};
@@ -256,14 +257,19 @@ impl Batch {
             // The first of the rest failed (an error after some were sent
             // is reported on the next call, for that one).
             let members = &order[firsts[g]..firsts[g] + usize::from(sizes[g])];
-            failed += match io::Error::last_os_error().raw_os_error() {
-                Some(errno) if members.len() > 1 && refuses_gso(errno) => {
+            let errno = io::Error::last_os_error().raw_os_error();
+            failed += if members.len() > 1 {
+                if let Some(errno) = errno.filter(|&e| refuses_gso(e)) {
                     let size = self.got[usize::from(members[0])].len;
                     let limit = if errno == libc::EIO { 0 } else { size - 1 };
                     self.gso_limit.set(self.gso_limit.get().min(limit));
-                    self.send_groups(fd, members, &SINGLES[..members.len()])
                 }
-                _ => members.len() as u64,
+                // One by one: GSO refused, or the error was an earlier
+                // send's (an ICMP report the socket held, which failing
+                // this send consumed) and must not cost a whole group.
+                self.send_groups(fd, members, &SINGLES[..members.len()])
+            } else {
+                1
             };
             g += 1;
         }
@@ -547,6 +553,46 @@ mod tests {
         }
         let (mut order, mut sizes) = ([0u8; BATCH], [0u8; BATCH]);
         assert_eq!(batch.group(&[0, 1, 2, 3], &mut order, &mut sizes), 4);
+    }
+
+    /// An ICMP report about an earlier answer, held by the socket, fails
+    /// the next send whatever it is: for a merged group, that must not
+    /// lose the group.
+    #[test]
+    fn an_earlier_answers_error_does_not_cost_a_group() {
+        let (a, server) = pair();
+        let on: libc::c_int = 1;
+        // SAFETY: a c_int option of the stated size, on a live socket.
+        let rc = unsafe {
+            libc::setsockopt(
+                server.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_RECVERR,
+                (&raw const on).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+        let to = server.local_addr().unwrap();
+        for i in 0..3u8 {
+            a.send_to(&[i; 12], to).unwrap();
+        }
+        let mut batch = Batch::new(64, false);
+        assert_eq!(batch.recv(server.as_raw_fd()).unwrap(), 3);
+        // An answer to a port nobody listens on: loopback's "port
+        // unreachable" comes back at once and waits on the socket.
+        let gone = UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        server.send_to(b"to nobody", gone).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(batch.send_back(server.as_raw_fd(), &[0, 1, 2]), 0);
+        let mut buf = [0u8; 64];
+        for i in 0..3u8 {
+            let n = a.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], &[i; 12]);
+        }
     }
 
     #[test]
