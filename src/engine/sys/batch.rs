@@ -319,6 +319,22 @@ mod tests {
     use std::net::UdpSocket;
     use std::os::fd::AsRawFd;
 
+    /// Switches a socket's integer option `name` on.
+    fn switch_on(socket: &UdpSocket, level: libc::c_int, name: libc::c_int) {
+        let on: libc::c_int = 1;
+        // SAFETY: a c_int option of the stated size, on a live socket.
+        let rc = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                level,
+                name,
+                (&raw const on).cast(),
+                size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+    }
+
     fn pair() -> (UdpSocket, UdpSocket) {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
         let b = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -524,18 +540,7 @@ mod tests {
     #[test]
     fn a_gso_refusal_sends_one_by_one_and_stops_merging() {
         let (a, server) = pair();
-        let on: libc::c_int = 1;
-        // SAFETY: a c_int option of the stated size, on a live socket.
-        let rc = unsafe {
-            libc::setsockopt(
-                server.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_NO_CHECK,
-                (&raw const on).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0);
+        switch_on(&server, libc::SOL_SOCKET, libc::SO_NO_CHECK);
         let to = server.local_addr().unwrap();
         let mut batch = Batch::new(64, false);
         let mut buf = [0u8; 64];
@@ -561,18 +566,7 @@ mod tests {
     #[test]
     fn an_earlier_answers_error_does_not_cost_a_group() {
         let (a, server) = pair();
-        let on: libc::c_int = 1;
-        // SAFETY: a c_int option of the stated size, on a live socket.
-        let rc = unsafe {
-            libc::setsockopt(
-                server.as_raw_fd(),
-                libc::IPPROTO_IP,
-                libc::IP_RECVERR,
-                (&raw const on).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0);
+        switch_on(&server, libc::IPPROTO_IP, libc::IP_RECVERR);
         let to = server.local_addr().unwrap();
         for i in 0..3u8 {
             a.send_to(&[i; 12], to).unwrap();
