@@ -426,6 +426,71 @@ fn allow_lists_hold_between_network_namespaces() {
     assert!(out.contains("totals: 1 session, 200 packets"), "{out}");
 }
 
+/// Answers merged for one source (UDP GSO) over a link with a small MTU:
+/// 1,400-byte answers cannot go as one message there (the kernel refuses
+/// GSO past the MTU) and go one by one, fragmented; 200-byte ones go
+/// merged. A paced client at 40,000 requests/s keeps several waiting at
+/// the reflector, so it batches. Every request is answered, whole: a
+/// reply the client did not get is one its own socket buffer dropped
+/// (counted by the kernel in its namespace), never a mangled or missing
+/// answer.
+#[test]
+fn bursts_over_a_small_mtu_link_are_answered_whole() {
+    use common::netns::{self, A_ADDR, B_ADDR, Namespaces};
+    if let Some(why) = netns::unavailable() {
+        println!("SKIPPED bursts_over_a_small_mtu_link_are_answered_whole: {why}");
+        return;
+    }
+    let ns = Namespaces::new();
+    for (name, dev) in [(&ns.a, "vsyn0"), (&ns.b, "vsyn1")] {
+        netns::ip(&["-n", name, "link", "set", dev, "mtu", "1280"]);
+    }
+    let server = ns.two_sources_and_a_server(&[]);
+    let rcvbuf_errors = |name: &str| -> u64 {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", name, "cat", "/proc/net/snmp"])
+            .output()
+            .unwrap();
+        let snmp = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
+        let (names, values) = (udp.next().unwrap(), udp.next().unwrap());
+        let at = names.split(' ').position(|n| n == "RcvbufErrors").unwrap();
+        values.split(' ').nth(at).unwrap().parse().unwrap()
+    };
+    for size in ["1400", "200", "1400"] {
+        let dropped_before = rcvbuf_errors(&ns.a);
+        let out = ns
+            .synapse_in(&ns.a)
+            .args(["client", &format!("{B_ADDR}:7007"), "--bind", A_ADDR])
+            .args(["--json", "--rate", "40000", "--duration", "1s"])
+            .args(["--size", size, "--warmup", "0", "--timeout", "500ms"])
+            .output()
+            .unwrap();
+        let j = json_of(&out.stdout);
+        let sent = j["packets"]["sent"].as_u64().unwrap();
+        let received = j["packets"]["received"].as_u64().unwrap();
+        let dropped = rcvbuf_errors(&ns.a) - dropped_before;
+        assert!(sent > 1000, "{size} bytes: {j}");
+        assert_eq!(
+            received + dropped,
+            sent,
+            "{size} bytes, {dropped} dropped: {j}"
+        );
+        assert_eq!(j["packets"]["stray"], 0, "{size} bytes: {j}");
+    }
+    assert_eq!(
+        rcvbuf_errors(&ns.b),
+        0,
+        "the reflector's socket dropped requests"
+    );
+    let (out, code) = server.interrupt_and_collect();
+    assert_eq!(code, Some(0));
+    assert!(
+        !out.contains("send error") && !out.contains("refused"),
+        "{out}"
+    );
+}
+
 /// `--user`: the ports are bound first, then the server is that user for
 /// good (real, effective and saved ids, every thread), and still answers.
 #[test]

@@ -174,6 +174,11 @@ pub fn paced_socket(
     socket
         .set_nonblocking(true)
         .map_err(EngineError::io("cannot configure socket"))?;
+    // Many requests are in flight, and their replies can come back in a
+    // burst (a batching reflector, a tick's worth of peers): a reply the
+    // default buffer drops would be counted as the network's loss. The
+    // kernel caps this at net.core.rmem_max; failure is harmless.
+    let _ = socket.set_recv_buffer_size(4 << 20);
     let mut local = socket
         .local_addr()
         .ok()
