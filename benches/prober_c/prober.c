@@ -5,7 +5,7 @@
  * in ppoll until the next tick or a reply; a reply is read with a clock
  * read. No timestamps, no matching beyond a counter, no histograms.
  *
- *   prober FIRST_PORT PEERS RATE SECONDS TICK_US CPU MODE
+ *   prober FIRST_PORT PEERS RATE SECONDS TICK_US CPU one|mmsg|stamps|sendmmsg
  *
  * MODE one: recvfrom per reply until EAGAIN. MODE mmsg: one recvmmsg per
  * wake-up (up to 64). MODE stamps: as one, with Synapse's default kernel
@@ -50,7 +50,7 @@ static int by_due(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     if (argc != 8) {
-        fprintf(stderr, "usage: prober FIRST_PORT PEERS RATE SECONDS TICK_US CPU one|mmsg\n");
+        fprintf(stderr, "usage: prober FIRST_PORT PEERS RATE SECONDS TICK_US CPU one|mmsg|stamps|sendmmsg\n");
         return 2;
     }
     int first = atoi(argv[1]), peers = atoi(argv[2]), rate = atoi(argv[3]);
@@ -124,7 +124,8 @@ int main(int argc, char **argv) {
             next = (next + 1) % peers;
             queued++;
         }
-        if (queued) sent += sendmmsg(fd, out, queued, 0);
+        int went = queued ? sendmmsg(fd, out, queued, 0) : 0;
+        sent += went > 0 ? went : 0;
         while (!batch_send && p[next].due <= now) {
             uint64_t msg[2] = {p[next].seq++, now_ns()};
             sendto(fd, msg, sizeof msg, 0, (struct sockaddr *)&p[next].to, sizeof p[next].to);
