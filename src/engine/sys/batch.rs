@@ -6,9 +6,10 @@
 //! Answers to one source go as one message where they can (UDP GSO,
 //! `UDP_SEGMENT`): the kernel walks its send path once for the lot and cuts
 //! it into the same datagrams at the device (or, on loopback, at the
-//! receiving socket). Per source the order is kept; a route or device
-//! that refuses GSO gets them one by one, and no GSO again; a group that
-//! fails for another reason is sent again one by one.
+//! receiving socket). Per source the order is kept. A route or device
+//! that refuses GSO gets them one by one, and no more GSO: of that size or
+//! larger past an MTU, at all otherwise. A group that fails for another
+//! reason is sent again one by one.
 #![allow(unsafe_code)]
 
 use super::pktinfo::{self, Arrival, ArrivalControl};
