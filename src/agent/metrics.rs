@@ -471,6 +471,8 @@ mod tests {
             stamp,
             ssid: 0,
             key: None,
+            marks: None,
+            tlvs: Default::default(),
         }
     }
 

@@ -249,6 +249,9 @@ mod tests {
                 "size",
                 "stamp",
                 "ssid",
+                "dscp",
+                "ecn",
+                "tlv",
                 "hmac_key_file"
             ]
         );

@@ -571,6 +571,7 @@ mod tests {
             log_overflow: 0,
             stale_stamps: 0,
             unauthenticated: 0,
+            extensions: None,
             stamping: StampingInfo {
                 source: Source::Software,
                 interface: Some("eth0".into()),

@@ -43,6 +43,9 @@ pub struct AnswerPoints {
     /// When the answer entered the packet scheduler, was taken by the
     /// driver, and left the NIC: its TX stamps.
     pub t3: TxPoints,
+    /// STAMP: the answer's own number, when its request asked for
+    /// Follow-Up Telemetry (the next answer carries its TX stamp).
+    pub follow_up: Option<u32>,
 }
 
 impl AnswerPoints {
@@ -57,6 +60,7 @@ impl AnswerPoints {
             t2_user: None,
             t3_user: None,
             t3: TxPoints::default(),
+            follow_up: None,
         }
     }
 
@@ -91,6 +95,12 @@ pub struct AnswerLog {
     out: rtrb::Producer<AnswerPoints>,
     /// Answers the log ring had no room for.
     pub overflow: u64,
+    /// Follow-Up answers stamped since the reflector last looked (room
+    /// for `PENDING`, allocated up front; more are dropped, and their
+    /// sessions' next answers carry no follow-up).
+    follow_ups: Vec<AnswerPoints>,
+    /// Follow-Up answers still waiting for their stamps.
+    follow_ups_waiting: usize,
 }
 
 impl AnswerLog {
@@ -110,6 +120,20 @@ impl AnswerLog {
             matcher: TxMatcher::new(),
             out,
             overflow: 0,
+            follow_ups: Vec::with_capacity(PENDING),
+            follow_ups_waiting: 0,
+        }
+    }
+
+    /// Whether a Follow-Up answer still waits for its stamps.
+    pub fn follow_ups_pending(&self) -> bool {
+        self.follow_ups_waiting > 0
+    }
+
+    /// Hands each Follow-Up answer stamped since the last call to `f`.
+    pub fn take_follow_ups(&mut self, mut f: impl FnMut(&AnswerPoints)) {
+        for p in self.follow_ups.drain(..) {
+            f(&p);
         }
     }
 
@@ -121,6 +145,7 @@ impl AnswerLog {
 
     /// Files an answer that went out to wait for its stamps.
     fn track(&mut self, points: AnswerPoints) {
+        self.follow_ups_waiting += usize::from(points.follow_up.is_some());
         if let (_, Some(old)) = self.matcher.sent(points) {
             self.emit(old);
         }
@@ -158,6 +183,12 @@ impl AnswerLog {
     }
 
     fn emit(&mut self, p: AnswerPoints) {
+        if p.follow_up.is_some() {
+            self.follow_ups_waiting = self.follow_ups_waiting.saturating_sub(1);
+            if self.follow_ups.len() < self.follow_ups.capacity() {
+                self.follow_ups.push(p);
+            }
+        }
         if self.out.push(p).is_err() {
             self.overflow += 1;
         }
