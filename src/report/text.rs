@@ -49,6 +49,7 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     }
     writeln!(out)?;
     super::timing_text::write_timing(out, s)?;
+    super::extensions_text::write_extensions(out, report)?;
     if let Some(b) = &report.breakdown {
         write_breakdown(out, b, s.packets.received)?;
         writeln!(out)?;

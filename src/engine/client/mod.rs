@@ -126,6 +126,9 @@ pub struct StampingInfo {
     /// Kernel stamps: TX stamps on one packet in this many (1: all); the
     /// split comes from those packets.
     pub tx_every: u32,
+    /// STAMP Follow-Up Telemetry: T3 is the reflector's kernel TX stamp,
+    /// carried by the next reply.
+    pub follow_up: bool,
 }
 
 impl Default for StampingInfo {
@@ -138,6 +141,7 @@ impl Default for StampingInfo {
             stamp: false,
             segments: SegmentSet::default(),
             tx_every: 1,
+            follow_up: false,
         }
     }
 }
@@ -280,6 +284,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         stamp: cfg.stamp,
         segments: SegmentSet::for_run(kernel, cfg.stamp, hardware),
         tx_every,
+        follow_up: cfg.stamp && cfg.tlvs.follow_up,
     };
     let (log, points) = match cfg.log_capacity {
         0 => (None, None),
