@@ -461,7 +461,11 @@ fn record_cos(f: &Families, l: &Pair, c: &mut CosSeries, m: &crate::stats::Marks
     ];
     for (i, (sent, received)) in legs.into_iter().enumerate() {
         let mut count = |dir: usize, tos: u8| {
-            let fam = if dir == 0 { &f.cos_sent } else { &f.cos_received };
+            let fam = if dir == 0 {
+                &f.cos_sent
+            } else {
+                &f.cos_received
+            };
             c.by_tos[i][dir][usize::from(tos)]
                 .get_or_insert_with(|| {
                     fam.get_or_create(&LegMarks {

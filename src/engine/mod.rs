@@ -17,10 +17,10 @@ pub(crate) mod sys;
 pub mod timestamping;
 
 pub use affinity::{Placement, Role, ThreadPlacement, choose_cpu, pin_thread};
+pub use client::extensions;
 pub use client::paced::schedule::Schedule;
 pub use client::paced::{Budget, MAX_IN_FLIGHT, ProbeConfig, in_flight_bound};
 pub use client::prober::{NO_PEER, PeerRecord, ProberConfig, ProberRun, start_prober};
-pub use client::extensions;
 pub use client::sequence;
 pub use client::{ClientConfig, ClientOutcome, ClientRun, StampingInfo, start_client};
 pub use error::EngineError;

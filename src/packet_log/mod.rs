@@ -431,7 +431,10 @@ mod tests {
             lines[0],
             "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2,,,,46,ce"
         );
-        assert_eq!(lines[1], "4,lost,,,,,,,,,,,,,,,,,,,", "a lost packet has no RTT");
+        assert_eq!(
+            lines[1], "4,lost,,,,,,,,,,,,,,,,,,,",
+            "a lost packet has no RTT"
+        );
         let columns = HEADER.split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == columns));
     }

@@ -141,7 +141,8 @@ impl ClientPlan {
     pub fn wire_size(&self) -> usize {
         let p = &self.run.packet;
         if p.stamp {
-            let sender = crate::engine::protocol::StampSender::new(p.size, 0, self.stamp_key.clone());
+            let sender =
+                crate::engine::protocol::StampSender::new(p.size, 0, self.stamp_key.clone());
             sender.with_tlvs(p.tlvs(), p.marks().unwrap_or(0)).size()
         } else {
             p.size

@@ -61,7 +61,10 @@ pub fn point_sources(info: &StampingInfo) -> Vec<PointSource> {
         ("T2", pick(info.stamp, REFLECTOR)),
         (
             "T3",
-            pick(info.stamp, if info.follow_up { FOLLOW_UP } else { REFLECTOR }),
+            pick(
+                info.stamp,
+                if info.follow_up { FOLLOW_UP } else { REFLECTOR },
+            ),
         ),
         ("T4 hw", pick(hardware, NIC)),
         ("T4 driver", pick(kernel, KERNEL)),

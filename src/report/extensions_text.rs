@@ -98,7 +98,11 @@ fn leg(out: &mut impl Write, arrow: &str, l: &LegFigures) -> io::Result<()> {
         Some(n) => format!(" ({} re-marked)", group_thousands(n)),
         None => String::new(),
     };
-    writeln!(out, "              arrived: {}{remarked}", dscps(&l.dscp_received))?;
+    writeln!(
+        out,
+        "              arrived: {}{remarked}",
+        dscps(&l.dscp_received)
+    )?;
     if let Some(e) = &l.ecn_received {
         let on_path = match l.ce_on_path {
             Some(n) if e.ce > 0 => format!(", {} set on this leg's path", group_thousands(n)),
@@ -168,7 +172,10 @@ fn write_tlvs(out: &mut impl Write, e: &TlvSummary) -> io::Result<()> {
             let nat = match (l.source_translated, l.destination_translated) {
                 (false, false) => "as sent: no NAT".to_string(),
                 (true, false) => format!("sent from {}: a NAT rewrote the source", l.source_sent),
-                (false, true) => format!("sent to {}: the destination was rewritten", l.destination_sent),
+                (false, true) => format!(
+                    "sent to {}: the destination was rewritten",
+                    l.destination_sent
+                ),
                 (true, true) => format!(
                     "sent {} → {}: both rewritten",
                     l.source_sent, l.destination_sent

@@ -158,7 +158,9 @@ impl std::str::FromStr for Ecn {
             "ect1" | "ect(1)" => Ok(Ecn::Ect1),
             "ce" => Ok(Ecn::Ce),
             "off" | "not-ect" | "none" => Ok(Ecn::NotEct),
-            _ => Err(format!("'{s}' is not an ECN setting: ect0, ect1, ce or off")),
+            _ => Err(format!(
+                "'{s}' is not an ECN setting: ect0, ect1, ce or off"
+            )),
         }
     }
 }
@@ -533,11 +535,15 @@ mod tests {
         let mut s = CosStats::new(tos(Dscp(46), Ecn::Ect0));
         let back = |m: Marks| m.with_rev_sent(Some(Dscp(46)), Some(Ecn::Ect0));
         for _ in 0..3 {
-            s.record(&back(Marks::NONE.with_fwd_received(tos(Dscp(46), Ecn::Ect0)))
-                .with_rev_received(tos(Dscp(46), Ecn::Ce)));
+            s.record(
+                &back(Marks::NONE.with_fwd_received(tos(Dscp(46), Ecn::Ect0)))
+                    .with_rev_received(tos(Dscp(46), Ecn::Ce)),
+            );
         }
-        s.record(&back(Marks::NONE.with_fwd_received(tos(Dscp(10), Ecn::Ect0)))
-            .with_rev_received(tos(Dscp(46), Ecn::Ect0)));
+        s.record(
+            &back(Marks::NONE.with_fwd_received(tos(Dscp(10), Ecn::Ect0)))
+                .with_rev_received(tos(Dscp(46), Ecn::Ect0)),
+        );
         s.record(&Marks::NONE);
         let f = s.figures();
         assert_eq!((f.forward.reported, f.forward.not_reported), (4, 1));

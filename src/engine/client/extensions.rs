@@ -178,7 +178,9 @@ impl TlvTally {
                 synchronised: t[0] != sync::LOCAL && t[2] != sync::LOCAL && t[0] != 0,
                 changed: self.timestamp_info_changed,
             }),
-            location: self.location.map(|l| location_figures(l, self, local, server)),
+            location: self
+                .location
+                .map(|l| location_figures(l, self, local, server)),
             direct: self.direct_figures(),
         }
     }
@@ -203,7 +205,12 @@ impl TlvTally {
     }
 }
 
-fn location_figures(l: Location, t: &TlvTally, local: SocketAddr, server: SocketAddr) -> LocationFigures {
+fn location_figures(
+    l: Location,
+    t: &TlvTally,
+    local: SocketAddr,
+    server: SocketAddr,
+) -> LocationFigures {
     let unmap = |ip: IpAddr| match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
         v4 => v4,
@@ -386,7 +393,11 @@ mod tests {
             ..TlvReport::default()
         });
         let m = marks_of(&r, Some(0xbb));
-        assert_eq!(m.fwd_received(), Some(0x2a), "AF11, ECT(0) at the reflector");
+        assert_eq!(
+            m.fwd_received(),
+            Some(0x2a),
+            "AF11, ECT(0) at the reflector"
+        );
         assert_eq!(m.rev_sent_dscp(), Some(Dscp(46)));
         assert_eq!(m.rev_sent_ecn(), Some(Ecn::Ect0));
         assert_eq!(m.rev_received(), Some(0xbb), "EF, CE here");
@@ -414,9 +425,17 @@ mod tests {
         };
         assert_eq!(held.record.split.get(Segment::Dwell), None, "waiting");
         let t3 = |ns| NtpTime::from_unix_ns(ns);
-        let other = FollowUp { seq: 3, t3: t3(53_000), mode: method::SOFTWARE };
+        let other = FollowUp {
+            seq: 3,
+            t3: t3(53_000),
+            mode: method::SOFTWARE,
+        };
         assert!(!held.follow_up(&other));
-        let fu = FollowUp { seq: 4, t3: t3(52_500), mode: method::SOFTWARE };
+        let fu = FollowUp {
+            seq: 4,
+            t3: t3(52_500),
+            mode: method::SOFTWARE,
+        };
         assert!(held.follow_up(&fu));
         let d = held.record.split.get(Segment::Dwell).unwrap();
         assert!(d.abs_diff(2_500) <= 1, "{d}");

@@ -27,9 +27,9 @@ mod sender;
 pub mod stamp;
 pub mod stamp_key;
 pub mod tlv;
-pub mod tlv_reflect;
 #[cfg(test)]
 mod tlv_props;
+pub mod tlv_reflect;
 #[cfg(test)]
 mod wire_props;
 

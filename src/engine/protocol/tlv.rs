@@ -291,9 +291,15 @@ impl std::str::FromStr for StampTlvs {
             }
             let i = TLV_NAMES
                 .iter()
-                .position(|n| n.eq_ignore_ascii_case(word) || (*n == "direct-measurement" && word.eq_ignore_ascii_case("direct")))
+                .position(|n| {
+                    n.eq_ignore_ascii_case(word)
+                        || (*n == "direct-measurement" && word.eq_ignore_ascii_case("direct"))
+                })
                 .ok_or_else(|| {
-                    format!("'{word}' is not a STAMP TLV Synapse asks for ({}, or all)", TLV_NAMES.join(", "))
+                    format!(
+                        "'{word}' is not a STAMP TLV Synapse asks for ({}, or all)",
+                        TLV_NAMES.join(", ")
+                    )
                 })?;
             *set.flag_mut(i) = true;
         }
@@ -339,7 +345,11 @@ impl TlvRequest {
         if set.cos {
             // DSCP1 and EC1 (draft-ietf-ippm-stamp-cos-ecn) ask the reflector
             // to mark its reply so; DSCP2, ECN, RP and RPE are its to fill.
-            put(packet, kind::COS, &[cos_tos & 0xfc, 0, (cos_tos & 3) << 6, 0]);
+            put(
+                packet,
+                kind::COS,
+                &[cos_tos & 0xfc, 0, (cos_tos & 3) << 6, 0],
+            );
         }
         if set.timestamp_info {
             put(packet, kind::TIMESTAMP_INFO, &[0; 4]);
@@ -352,7 +362,9 @@ impl TlvRequest {
             v[24..28].copy_from_slice(&[U, sub::DESTINATION_IP, 0, 16]);
             put(packet, kind::LOCATION, &v);
         }
-        let direct = set.direct.then(|| put(packet, kind::DIRECT, &[0; 12]) + HEADER);
+        let direct = set
+            .direct
+            .then(|| put(packet, kind::DIRECT, &[0; 12]) + HEADER);
         if set.follow_up {
             put(packet, kind::FOLLOW_UP, &[0; 16]);
         }
@@ -591,7 +603,10 @@ fn read_value(r: &mut TlvReport, t: Tlv, v: &[u8]) {
                 secs: be32(&v[4..8]),
                 frac: be32(&v[8..12]),
             };
-            let known = matches!(v[12], method::HARDWARE | method::SOFTWARE | method::CONTROL_PLANE);
+            let known = matches!(
+                v[12],
+                method::HARDWARE | method::SOFTWARE | method::CONTROL_PLANE
+            );
             if t3 == NtpTime::default() || !known {
                 r.follow_up_empty = true;
             } else {
@@ -662,12 +677,36 @@ mod tests {
         area.extend_from_slice(&[9; 4]);
         let steps: Vec<Step> = walk(&area).collect();
         assert_eq!(steps.len(), 2);
-        assert!(matches!(steps[0], Step::Tlv(Tlv { kind: 4, len: 4, .. })));
-        assert!(matches!(steps[1], Step::Overrun(Tlv { at: 8, len: 200, .. })));
+        assert!(matches!(
+            steps[0],
+            Step::Tlv(Tlv {
+                kind: 4,
+                len: 4,
+                ..
+            })
+        ));
+        assert!(matches!(
+            steps[1],
+            Step::Overrun(Tlv {
+                at: 8,
+                len: 200,
+                ..
+            })
+        ));
         // Zeros after a TLV are padding; a zero value inside one is not.
-        let padded = [0x80, 5, 0, 12, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let padded = [
+            0x80, 5, 0, 12, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ];
         let steps: Vec<Step> = walk(&padded).collect();
-        assert_eq!(steps, [Step::Tlv(Tlv { at: 0, flags: 0x80, kind: 5, len: 12 })]);
+        assert_eq!(
+            steps,
+            [Step::Tlv(Tlv {
+                at: 0,
+                flags: 0x80,
+                kind: 5,
+                len: 12
+            })]
+        );
         assert_eq!(walk(&[0u8; 40]).count(), 0);
         assert_eq!(walk(&[1, 2, 3]).count(), 0, "shorter than a header");
     }
@@ -678,7 +717,10 @@ mod tests {
         // arrived EF/CE: DSCP1 46, DSCP2 46, ECN 3, RP 0, EC1 2, RPE 3.
         let v = [0xba, 0xec, 0xb0, 0x00];
         let c = CosTlv::read(&v);
-        assert_eq!((c.dscp1, c.dscp2, c.ecn, c.rp, c.ecn1, c.rpe), (46, 46, 3, 0, 2, 3));
+        assert_eq!(
+            (c.dscp1, c.dscp2, c.ecn, c.rp, c.ecn1, c.rpe),
+            (46, 46, 3, 0, 2, 3)
+        );
         let mut out = [0xffu8; 4];
         c.write(&mut out);
         assert_eq!(out, v);
@@ -692,7 +734,12 @@ mod tests {
         let some: StampTlvs = "cos, direct".parse().unwrap();
         assert!(some.cos && some.direct && !some.follow_up);
         assert_eq!(some.to_string(), "cos,direct-measurement");
-        assert!("cos,bogus".parse::<StampTlvs>().unwrap_err().contains("'bogus'"));
+        assert!(
+            "cos,bogus"
+                .parse::<StampTlvs>()
+                .unwrap_err()
+                .contains("'bogus'")
+        );
     }
 
     #[test]
@@ -709,11 +756,20 @@ mod tests {
             .collect();
         assert_eq!(
             kinds,
-            [(U, 4, 4), (U, 5, 12), (U, 7, 16), (U, 1, 200 - 44 - 8 - 16 - 20 - 4)]
+            [
+                (U, 4, 4),
+                (U, 5, 12),
+                (U, 7, 16),
+                (U, 1, 200 - 44 - 8 - 16 - 20 - 4)
+            ]
         );
         req.finish(&mut p, 44, 7, None);
         assert_eq!(p[44 + 8 + 4..44 + 8 + 8], [0, 0, 0, 7], "S_TxC");
-        assert_eq!(p[44 + 4..44 + 8], [0xb8, 0, 0x80, 0], "DSCP1 EF, EC1 ECT(0)");
+        assert_eq!(
+            p[44 + 4..44 + 8],
+            [0xb8, 0, 0x80, 0],
+            "DSCP1 EF, EC1 ECT(0)"
+        );
         // Nothing asked: the packet stays as it was.
         let mut q = vec![0u8; 44];
         TlvRequest::build(&mut q, 44, 44, StampTlvs::default(), 0, false);

@@ -4,7 +4,7 @@
 
 use super::stamp::NtpTime;
 use super::stamp_key::StampKey;
-use super::tlv::{self, I, M, Step, StampTlvs, TlvRequest, U, kind, walk};
+use super::tlv::{self, I, M, StampTlvs, Step, TlvRequest, U, kind, walk};
 use super::tlv_reflect::{Answered, Answering, answer_tlvs};
 use proptest::prelude::*;
 use std::net::SocketAddr;
@@ -20,7 +20,11 @@ fn answering(k: Option<&StampKey>, authenticated: bool) -> Answering<'_> {
         received_tos: Some(0x2a),
         source: Some(SocketAddr::from(([192, 0, 2, 7], 40_000))),
         destination: Some(SocketAddr::from(([192, 0, 2, 1], 862))),
-        clock: (tlv::sync::LOCAL, tlv::method::SOFTWARE, tlv::method::SOFTWARE),
+        clock: (
+            tlv::sync::LOCAL,
+            tlv::method::SOFTWARE,
+            tlv::method::SOFTWARE,
+        ),
         counters: Some((9, 8)),
         follow_up: Some(tlv::FollowUp {
             seq: 7,
@@ -171,7 +175,22 @@ proptest! {
 /// and not one octet read or written past the end.
 #[test]
 fn an_overrunning_tlv_is_refused_and_counted() {
-    let mut area = vec![U, kind::COS, 0, 4, 0xb8, 0, 0, 0, U, kind::DIRECT, 0xff, 0xff, 1, 2];
+    let mut area = vec![
+        U,
+        kind::COS,
+        0,
+        4,
+        0xb8,
+        0,
+        0,
+        0,
+        U,
+        kind::DIRECT,
+        0xff,
+        0xff,
+        1,
+        2,
+    ];
     let done = answer_tlvs(&mut area, [0; 4], &answering(None, false));
     assert_eq!((done.tlvs, done.malformed, done.unrecognized), (2, 1, 0));
     assert_eq!(area[0], 0, "the CoS TLV before it was answered");
@@ -189,7 +208,11 @@ fn unknown_types_keep_u_and_a_bad_length_stops_the_processing() {
     let done = answer_tlvs(&mut area, [0; 4], &answering(None, false));
     assert_eq!((done.unrecognized, done.malformed), (2, 1));
     assert_eq!((area[0], area[6], area[13]), (U, M, U));
-    assert_eq!(&area[17..], &[0, 0, 0, 0], "the CoS TLV after it not filled");
+    assert_eq!(
+        &area[17..],
+        &[0, 0, 0, 0],
+        "the CoS TLV after it not filled"
+    );
 }
 
 /// Authenticated mode: TLVs without an HMAC TLV, or with a wrong one, are

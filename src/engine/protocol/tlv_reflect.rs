@@ -337,7 +337,11 @@ pub fn method_of(hardware: bool) -> u8 {
 
 /// A Follow-Up TLV's content from a TX stamp: the NIC's when it stamped,
 /// else the kernel's software one.
-pub fn follow_up_of(seq: u32, software: Option<u64>, hardware: Option<u64>) -> Option<tlv::FollowUp> {
+pub fn follow_up_of(
+    seq: u32,
+    software: Option<u64>,
+    hardware: Option<u64>,
+) -> Option<tlv::FollowUp> {
     let (ns, mode) = match (hardware, software) {
         (Some(hw), _) => (hw, method::HARDWARE),
         (None, Some(sw)) => (sw, method::SOFTWARE),

@@ -421,7 +421,8 @@ impl Reflector {
     /// and a failed send is not counted as sent (Direct Measurement).
     fn after_stamp_send(&mut self, send: &StampSend, ok: bool, asked_stamp: bool) {
         let (Some(seq), Some(peer)) = (send.follow_up, self.from.to_socket_addr()) else {
-            if !ok && self.wire.protocol == Protocol::Stamp
+            if !ok
+                && self.wire.protocol == Protocol::Stamp
                 && let Some(peer) = self.from.to_socket_addr()
             {
                 self.counters.send_failed(&peer);

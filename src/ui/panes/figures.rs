@@ -223,7 +223,9 @@ fn cos_lines(p: &Parts) -> Vec<Line<'static>> {
         let Some(top) = l.dscp_received.iter().max_by_key(|d| d.count) else {
             return row(t, label, "not reported".into());
         };
-        let name = top.name.map_or_else(|| top.dscp.to_string(), str::to_string);
+        let name = top
+            .name
+            .map_or_else(|| top.dscp.to_string(), str::to_string);
         let remarked = l.remarked.unwrap_or(0);
         let ce = l.ce.unwrap_or(0);
         Line::from(vec![
