@@ -234,10 +234,10 @@ fn a_remarked_forward_leg_and_a_congested_backward_leg_are_told_apart() {
     t.remark("cosra", "AF11");
     t.congest("cosrb");
     let server = t.server();
-    let j = t.client(
-        &format!("{B_ADDR}:8862"),
-        &["--stamp", "--dscp", "EF", "--ecn", "ect0"],
-    );
+    let args = [
+        "--stamp", "--dscp", "EF", "--ecn", "ect0", "--tlv", "location",
+    ];
+    let j = t.client(&format!("{B_ADDR}:8862"), &args);
     assert_leg(&j, "forward", "AF11", "ect0", 200, 0);
     assert_leg(&j, "backward", "EF", "ce", 0, 200);
     assert_eq!(
@@ -245,6 +245,11 @@ fn a_remarked_forward_leg_and_a_congested_backward_leg_are_told_apart() {
         "EF",
         "the reflector marked it EF"
     );
+    // A router, not a NAT: the reflector saw this host's own address.
+    let loc = &j["stamp_extensions"]["location"];
+    let seen = loc["source_seen"].as_str().unwrap();
+    assert!(seen.starts_with(&format!("{A_ADDR}:")), "{loc}");
+    assert_eq!(loc["source_translated"], false, "{loc}");
     drop(server);
 }
 

@@ -164,7 +164,7 @@ impl TlvTally {
             hmac_verified: self.hmac_verified,
             hmac_failed: self.hmac_failed,
             cos_replies: asked.cos.then_some(self.cos),
-            follow_up: asked.follow_up.then(|| FollowUpFigures {
+            follow_up: asked.follow_up.then_some(FollowUpFigures {
                 matched: self.follow_up_matched,
                 hardware: self.follow_up_hardware,
                 none_yet: self.follow_up_empty,

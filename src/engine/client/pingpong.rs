@@ -575,7 +575,8 @@ impl<'a> Pinger<'a> {
             PacketStatus::Lost
         };
         // A packet held for its follow-up is logged when released.
-        if !warmup && !(self.holding && self.points.rtt_ns.is_some()) {
+        let held = self.holding && self.points.rtt_ns.is_some();
+        if !(warmup || held) {
             self.log(self.points);
         }
         if self.in_sample {
