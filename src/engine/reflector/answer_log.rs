@@ -99,8 +99,6 @@ pub struct AnswerLog {
     /// for `PENDING`, allocated up front; more are dropped, and their
     /// sessions' next answers carry no follow-up).
     follow_ups: Vec<AnswerPoints>,
-    /// Follow-Up answers still waiting for their stamps.
-    follow_ups_waiting: usize,
 }
 
 impl AnswerLog {
@@ -121,13 +119,7 @@ impl AnswerLog {
             out,
             overflow: 0,
             follow_ups: Vec::with_capacity(PENDING),
-            follow_ups_waiting: 0,
         }
-    }
-
-    /// Whether a Follow-Up answer still waits for its stamps.
-    pub fn follow_ups_pending(&self) -> bool {
-        self.follow_ups_waiting > 0
     }
 
     /// Hands each Follow-Up answer stamped since the last call to `f`.
@@ -145,7 +137,6 @@ impl AnswerLog {
 
     /// Files an answer that went out to wait for its stamps.
     fn track(&mut self, points: AnswerPoints) {
-        self.follow_ups_waiting += usize::from(points.follow_up.is_some());
         if let (_, Some(old)) = self.matcher.sent(points) {
             self.emit(old);
         }
@@ -183,11 +174,8 @@ impl AnswerLog {
     }
 
     fn emit(&mut self, p: AnswerPoints) {
-        if p.follow_up.is_some() {
-            self.follow_ups_waiting = self.follow_ups_waiting.saturating_sub(1);
-            if self.follow_ups.len() < self.follow_ups.capacity() {
-                self.follow_ups.push(p);
-            }
+        if p.follow_up.is_some() && self.follow_ups.len() < self.follow_ups.capacity() {
+            self.follow_ups.push(p);
         }
         if self.out.push(p).is_err() {
             self.overflow += 1;

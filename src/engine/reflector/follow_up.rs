@@ -5,9 +5,10 @@
 //! Only those answers are stamped: each asks for its TX stamp in its own
 //! `sendmsg` (`SO_TIMESTAMPING` control message), so the kernel numbers
 //! them (`OPT_ID`) and every other answer costs nothing. The error queue
-//! is read only when a stamp is awaited: just before the next request is
-//! answered (by then the stamp has long been taken) and every tick. With
-//! a `--log`, the log's own stamps serve instead (`AnswerLog`).
+//! is read only when a session's next request finds its stamp not in yet
+//! (by then it has long been taken; one read files every stamp waiting, so
+//! many sessions share it), and every tick. With a `--log`, the log's own
+//! stamps serve instead (`AnswerLog`).
 
 use super::stamp_counters::StampCounters;
 use crate::engine::protocol::tlv_reflect::follow_up_of;
@@ -45,8 +46,6 @@ impl TxEntry for Waiting {
 pub struct FollowUpStamps {
     reader: TxStampReader,
     matcher: TxMatcher<Waiting, WAITING>,
-    /// Answers sent and not yet stamped (or given up on).
-    waiting: usize,
 }
 
 impl FollowUpStamps {
@@ -56,7 +55,6 @@ impl FollowUpStamps {
         Self {
             reader: TxStampReader::new(cmsg_type),
             matcher: TxMatcher::new(),
-            waiting: 0,
         }
     }
 
@@ -71,9 +69,7 @@ impl FollowUpStamps {
             seq,
             stamps: Stamps::default(),
         };
-        if self.matcher.sent(entry).1.is_none() {
-            self.waiting += 1;
-        }
+        self.matcher.sent(entry);
     }
 
     /// An answer that asked could not be sent.
@@ -81,21 +77,18 @@ impl FollowUpStamps {
         self.matcher.send_failed();
     }
 
-    /// Whether a stamp is awaited.
-    #[inline]
-    pub fn pending(&self) -> bool {
-        self.waiting > 0
-    }
-
-    /// Reads the error queue (never blocking) and gives each session the
-    /// stamp of its answer. Returns the errno of an ICMP error it read past.
+    /// Reads the error queue (never blocking; one `recvmmsg` unless it
+    /// holds more than a batch) and gives each session the stamp of its
+    /// answer. Returns the errno of an ICMP error it read past.
     pub fn collect(&mut self, fd: RawFd, counters: &mut StampCounters) -> Option<i32> {
         while let Some((id, point, stamps)) = self.reader.next(fd) {
-            if let Some(w) = self.matcher.file(id, point, stamps) {
-                self.waiting = self.waiting.saturating_sub(1);
-                if let Some(f) = follow_up_of(w.seq, w.stamps.software, w.stamps.hardware) {
-                    counters.stamped(&w.peer, f);
-                }
+            if let Some(w) = self.matcher.file(id, point, stamps)
+                && let Some(f) = follow_up_of(w.seq, w.stamps.software, w.stamps.hardware)
+            {
+                counters.stamped(&w.peer, f);
+            }
+            if self.reader.drained() {
+                break;
             }
         }
         self.reader.take_error()

@@ -165,7 +165,7 @@ impl Reflector {
             now_ns = self.clock();
             if now_ns >= next_tick {
                 next_tick = now_ns + TICK.as_nanos() as u64;
-                self.collect_follow_ups(true);
+                self.collect_follow_ups();
                 self.sessions.tick(now_ns, events);
                 self.counters.prune(now_ns);
                 if stop.is_raised() {
@@ -280,7 +280,7 @@ impl Reflector {
                 if self.log.is_none() && self.follow_ups.is_none() {
                     let _ = sys::drain_error_queue(self.fd);
                 } else {
-                    self.collect_follow_ups(true);
+                    self.collect_follow_ups();
                 }
             }
             _ => return Err(EngineError::io("receive failed")(e)),
@@ -411,7 +411,7 @@ impl Reflector {
                 Err(_) => log.send_failed(p),
             }
             if send.follow_up.is_some() {
-                self.collect_follow_ups(false);
+                self.take_logged_follow_ups();
             }
         }
         Ok(())
@@ -419,20 +419,23 @@ impl Reflector {
 
     /// A STAMP answer went out (or not): its Follow-Up stamp is awaited,
     /// and a failed send is not counted as sent (Direct Measurement).
+    #[inline]
     fn after_stamp_send(&mut self, send: &StampSend, ok: bool, asked_stamp: bool) {
-        let (Some(seq), Some(peer)) = (send.follow_up, self.from.to_socket_addr()) else {
-            if !ok
-                && self.wire.protocol == Protocol::Stamp
-                && let Some(peer) = self.from.to_socket_addr()
-            {
-                self.counters.send_failed(&peer);
-            }
+        let stamp = self.wire.protocol == Protocol::Stamp;
+        if !stamp || (ok && send.follow_up.is_none()) {
+            return;
+        }
+        let Some(peer) = self.from.to_socket_addr() else {
             return;
         };
         if !ok {
             self.counters.send_failed(&peer);
+        } else if send.follow_up.is_some() {
+            self.counters.await_stamp(&peer);
         }
-        if let Some(f) = self.follow_ups.as_mut().filter(|_| asked_stamp) {
+        if let (Some(seq), Some(f)) = (send.follow_up, self.follow_ups.as_mut())
+            && asked_stamp
+        {
             if ok {
                 f.sent(peer, seq);
             } else {
@@ -441,29 +444,32 @@ impl Reflector {
         }
     }
 
-    /// Files the TX stamps of Follow-Up answers with their sessions: read
-    /// off the error queue when one is awaited (or `always`), or taken from
-    /// the log, which reads the queue itself.
-    fn collect_follow_ups(&mut self, always: bool) {
-        if let Some(f) = self.follow_ups.as_mut()
-            && (always || f.pending())
-        {
+    /// Files the TX stamps of Follow-Up answers with their sessions, read
+    /// off the error queue (never blocking), by the log when there is one.
+    fn collect_follow_ups(&mut self) {
+        if let Some(f) = self.follow_ups.as_mut() {
             let _ = f.collect(self.fd, &mut self.counters);
         }
         if let Some(log) = self.log.as_mut() {
-            if always || log.follow_ups_pending() {
-                log.collect(self.fd);
-            }
-            let counters = &mut self.counters;
-            log.take_follow_ups(|p| {
-                if let Some(f) = p
-                    .follow_up
-                    .and_then(|seq| tlv_reflect::follow_up_of(seq, p.t3.driver, p.t3.hw))
-                {
-                    counters.stamped(&p.peer, f);
-                }
-            });
+            log.collect(self.fd);
         }
+        self.take_logged_follow_ups();
+    }
+
+    /// The log's Follow-Up answers whose stamps are in, to their sessions.
+    fn take_logged_follow_ups(&mut self) {
+        let Some(log) = self.log.as_mut() else {
+            return;
+        };
+        let counters = &mut self.counters;
+        log.take_follow_ups(|p| {
+            if let Some(f) = p
+                .follow_up
+                .and_then(|seq| tlv_reflect::follow_up_of(seq, p.t3.driver, p.t3.hw))
+            {
+                counters.stamped(&p.peer, f);
+            }
+        });
     }
 
     /// Turns the STAMP request in the buffer into its answer in place and
@@ -480,10 +486,15 @@ impl Reflector {
         let sender = stamp::SenderPacket::decode_as(&self.buf[..len], layout)
             .map_err(|_| Refusal::Malformed)?;
         let tlvs = len > layout.len;
-        if tlvs {
-            self.collect_follow_ups(false);
+        let mut counted = self.counters.count(&self.from, now_ns);
+        if let Some(c) = counted.as_mut().filter(|c| tlvs && c.awaiting) {
+            // The session's previous answer asked for its TX stamp: it is
+            // read off the queue now (with every other one waiting there).
+            self.collect_follow_ups();
+            if let Some(peer) = self.from.to_socket_addr() {
+                c.follow_up = self.counters.follow_up_for(&peer, c.seq);
+            }
         }
-        let counted = self.counters.count(&self.from, now_ns);
         let mut send = StampSend::default();
         if tlvs {
             let reply_seq = counted.map_or(sender.seq, |c| c.seq);

@@ -36,6 +36,8 @@ struct Counter {
     sent: u32,
     /// The send time of the answer numbered `follow.seq`, once stamped.
     follow: Option<FollowUp>,
+    /// Its last answer asked for its TX stamp, which is not in yet.
+    awaiting: bool,
 }
 
 impl Counter {
@@ -46,6 +48,7 @@ impl Counter {
             received: 0,
             sent: 0,
             follow: None,
+            awaiting: false,
         }
     }
 }
@@ -61,6 +64,8 @@ pub struct Counted {
     pub sent: u32,
     /// The previous answer's real send time, when its stamp is in.
     pub follow_up: Option<FollowUp>,
+    /// The previous answer's stamp was asked for and is not in yet.
+    pub awaiting: bool,
 }
 
 /// Per-sender sequence numbers.
@@ -120,7 +125,22 @@ impl StampCounters {
             received: c.received,
             sent,
             follow_up,
+            awaiting: c.awaiting,
         })
+    }
+
+    /// The send time of `peer`'s answer before the one numbered `seq`,
+    /// if it is in (asked again once the error queue has been read).
+    pub fn follow_up_for(&self, peer: &std::net::SocketAddr, seq: u32) -> Option<FollowUp> {
+        let c = self.counters.get(peer)?;
+        c.follow.filter(|f| f.seq.wrapping_add(1) == seq)
+    }
+
+    /// `peer`'s answer just sent asked for its TX stamp.
+    pub fn await_stamp(&mut self, peer: &std::net::SocketAddr) {
+        if let Some(c) = self.counters.get_mut(peer) {
+            c.awaiting = true;
+        }
     }
 
     /// The answer just counted for `peer` could not be sent.
@@ -131,12 +151,16 @@ impl StampCounters {
     }
 
     /// `peer`'s answer numbered `f.seq` left at `f.t3`: the next answer
-    /// follows it up.
+    /// follows it up (a stamp older than the one kept is not kept).
     pub fn stamped(&mut self, peer: &std::net::SocketAddr, f: FollowUp) {
-        if let Some(c) = self.counters.get_mut(peer)
-            && c.next.wrapping_sub(1) == f.seq
-        {
-            c.follow = Some(f);
+        // The latest answer, or (while the request after it is being
+        // answered, its number already taken) the one before it.
+        if let Some(c) = self.counters.get_mut(peer) {
+            let latest = c.next.wrapping_sub(1);
+            if f.seq == latest || f.seq == latest.wrapping_sub(1) {
+                c.follow = Some(f);
+                c.awaiting = false;
+            }
         }
     }
 
