@@ -3,16 +3,19 @@
 //!
 //! Per packet the loop does exactly: encode (no allocation), one clock read,
 //! `send`, `recv` (blocking, or spinning when busy-polling), one clock read,
-//! a histogram record and a ring push. With kernel timestamps it also reads
-//! `CLOCK_REALTIME` next to each monotonic read, receives with `recvmsg` (RX
-//! stamps ride in its control data), and, after the reply is in hand and the
-//! RTT taken, reads the packet's TX stamps off the error queue, so stamping
-//! costs the measured round trip only what the kernel itself adds. The
-//! socket is connected, so the kernel neither looks up a route per packet
-//! nor hands us other sources' datagrams; those land on a catch-all socket
-//! sharing the port, drained every `STRAY_DRAIN_EVERY` packets and after
-//! each timeout. Anything else (a late reply, a timeout) is rare and may
-//! cost a syscall more.
+//! a histogram record and a ring push: two system calls, as a bare C loop.
+//! Blocking, the receive is the wait: the socket blocks with `SO_RCVTIMEO`
+//! armed once (see `recv_timeout.rs`), and only what is left of a wait
+//! after it (a lost or late reply) is waited in `ppoll`. With kernel
+//! timestamps it also reads `CLOCK_REALTIME` next to each monotonic read,
+//! receives with `recvmsg` (RX stamps ride in its control data), and, after
+//! the reply is in hand and the RTT taken, reads the packet's TX stamps off
+//! the error queue, so stamping costs the measured round trip only what the
+//! kernel itself adds. The socket is connected, so the kernel neither looks
+//! up a route per packet nor hands us other sources' datagrams; those land
+//! on a catch-all socket sharing the port, drained every
+//! `STRAY_DRAIN_EVERY` packets and after each timeout. Anything else (a
+//! late reply, a timeout) is rare and may cost a syscall more.
 
 use super::seen::{GIVE_UP_AFTER, Seen};
 use super::sequence::{Reply, SequenceTracker};
@@ -106,6 +109,9 @@ pub(super) struct Pinger<'a> {
     epoch: Instant,
     timeout: Duration,
     busy_poll: bool,
+    /// Blocking mode: how long one receive may block on its own (the
+    /// socket's `SO_RCVTIMEO`); `None`: waits are all `ppoll`.
+    armed: Option<Duration>,
     /// Packets below this sequence number are warm-up.
     warmup: u64,
     seen: Seen,
@@ -115,6 +121,7 @@ impl<'a> Pinger<'a> {
     pub(super) fn new(
         cfg: &ClientConfig,
         sockets: &'a ClientSockets,
+        armed: Option<Duration>,
         out: Output,
         stamps: Option<ClientStamps>,
         stats: Stats,
@@ -147,6 +154,7 @@ impl<'a> Pinger<'a> {
             epoch,
             timeout: cfg.timeout,
             busy_poll: cfg.thread.busy_poll,
+            armed,
             warmup: cfg.warmup,
             seen: Seen::default(),
         }
@@ -313,8 +321,12 @@ impl<'a> Pinger<'a> {
     ) -> Result<(Wait, Instant), EngineError> {
         let fd = self.socket.as_raw_fd();
         let deadline = t1 + self.timeout;
+        // The first receive starts right after the send, with the whole
+        // timeout ahead: it may block without reading the clock first.
+        let mut fresh = true;
         loop {
-            let received = self.receive(fd, deadline, stop);
+            let received = self.receive(fd, deadline, fresh, stop);
+            fresh = false;
             let now = Instant::now();
             let t4_user = if self.read_realtime { realtime_ns() } else { 0 };
             match received {
@@ -441,28 +453,27 @@ impl<'a> Pinger<'a> {
     }
 
     /// One datagram with its RX stamps: spinning on the non-blocking
-    /// socket when busy-polling, else sleeping in `ppoll` with a nanosecond
-    /// timeout (at most `STOP_CHECK` at a time), until something arrives,
-    /// the deadline passes or `stop` is raised (then `EAGAIN`).
+    /// socket when busy-polling, else blocking in the receive itself (at
+    /// most the armed `SO_RCVTIMEO`) and waiting out what is left before
+    /// the deadline in `ppoll`, until something arrives, the deadline
+    /// passes or `stop` is raised (then `EAGAIN`). `fresh`: the packet was
+    /// just sent, so the whole timeout is ahead.
     #[inline]
     fn receive(
         &mut self,
         fd: i32,
         deadline: Instant,
+        fresh: bool,
         stop: &StopFlag,
     ) -> io::Result<(sys::Received, Stamps)> {
-        let nothing = || Err(io::Error::from_raw_os_error(libc::EAGAIN));
         if self.busy_poll {
-            loop {
-                match self.receive_once(fd) {
-                    Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                        if stop.is_raised() || Instant::now() >= deadline {
-                            return Err(e);
-                        }
-                        std::hint::spin_loop();
-                    }
-                    other => return other,
-                }
+            return self.spin(fd, deadline, stop);
+        }
+        let nothing = || Err(io::Error::from_raw_os_error(libc::EAGAIN));
+        if fresh && self.armed.is_some() && !stop.is_raised() {
+            match self.receive_once(fd) {
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
+                other => return other,
             }
         }
         loop {
@@ -470,8 +481,16 @@ impl<'a> Pinger<'a> {
             if now >= deadline || stop.is_raised() {
                 return nothing();
             }
-            match sys::wait_readable(fd, (deadline - now).min(STOP_CHECK))? {
-                Readiness::Readable => return self.receive_once(fd),
+            let left = deadline - now;
+            if self.armed.is_some_and(|a| left >= a) {
+                match self.receive_once(fd) {
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
+                    other => return other,
+                }
+                continue;
+            }
+            match sys::wait_readable(fd, left.min(STOP_CHECK))? {
+                Readiness::Readable => return self.receive_once_now(fd),
                 Readiness::TimedOut => {}
                 Readiness::ErrorQueue => {
                     // The packet's TX stamps, or an ICMP report: taken now,
@@ -480,12 +499,42 @@ impl<'a> Pinger<'a> {
                     if let Some(errno) = self.clear_error_queue(fd) {
                         return Err(io::Error::from_raw_os_error(errno));
                     }
-                    match self.receive_once(fd) {
-                        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {}
-                        other => return other,
-                    }
                 }
             }
+        }
+    }
+
+    /// Busy-polling: spins on the non-blocking socket until something
+    /// arrives, the deadline passes or `stop` is raised.
+    #[inline]
+    fn spin(
+        &mut self,
+        fd: i32,
+        deadline: Instant,
+        stop: &StopFlag,
+    ) -> io::Result<(sys::Received, Stamps)> {
+        loop {
+            match self.receive_once(fd) {
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    if stop.is_raised() || Instant::now() >= deadline {
+                        return Err(e);
+                    }
+                    std::hint::spin_loop();
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// A datagram `ppoll` said is there. On a blocking socket the receive
+    /// is still told not to wait: readiness was for the queue, and a
+    /// second reader (there is none) or a bad checksum could empty it.
+    fn receive_once_now(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
+        match &mut self.stamps {
+            Some(s) if self.in_sample => s
+                .recv_now(fd, &mut self.buf)
+                .map(|m| (m.received, m.stamps)),
+            _ => sys::recv_now(fd, &mut self.buf).map(|r| (r, Stamps::default())),
         }
     }
 
