@@ -25,8 +25,9 @@ use crate::engine::affinity::Placement;
 use crate::engine::points::{PacketStatus, Points};
 use crate::engine::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use crate::engine::socket::ClientSockets;
-use crate::engine::sys::timestamping::{Stamps, realtime_ns};
+use crate::engine::sys::timestamping::Stamps;
 use crate::engine::sys::{self, RawAddr, Readiness, is_network_error, is_send_drop};
+use crate::engine::wall_clock::WallClock;
 use crate::engine::{EngineError, StopFlag};
 use crate::stats::{Outage, OutageDetector, Record, RecordKind, Split, Stats};
 use socket2::Socket;
@@ -92,6 +93,8 @@ pub(super) struct Pinger<'a> {
     realtime: bool,
     /// Whether the packet in flight reads it.
     read_realtime: bool,
+    /// The wall time of a monotonic reading.
+    wall: WallClock,
     /// The packet in flight: its points so far, and whether it went out
     /// asking for TX stamps (a failed send, or one outside the sample, has
     /// none to fetch).
@@ -142,6 +145,7 @@ impl<'a> Pinger<'a> {
             // STAMP carries T1; kernel stamps are subtracted from user ones.
             realtime: cfg.stamp || stamps.is_some(),
             read_realtime: false,
+            wall: WallClock::sync(),
             stamps,
             points: Points::default(),
             tx_sent: false,
@@ -189,6 +193,9 @@ impl<'a> Pinger<'a> {
             }
             if seq.is_multiple_of(STRAY_DRAIN_EVERY) {
                 self.drain_strays(seq, warmup);
+                // A step of the wall clock is followed within this many
+                // packets.
+                self.wall = WallClock::sync();
             }
             let (wait, now) = self.exchange(cfg, seq, warmup, stop)?;
             last = now;
@@ -227,8 +234,8 @@ impl<'a> Pinger<'a> {
     ) -> Result<(Wait, Instant), EngineError> {
         let fd = self.socket.as_raw_fd();
         self.tracker.sent(seq);
-        // The two clocks back to back, so the realtime span the split
-        // partitions and the monotonic RTT differ only by a clock read.
+        // The wall time is the monotonic reading's own (see wall_clock.rs),
+        // so the realtime span the split partitions is the RTT exactly.
         // Encoding (STAMP carries T1) is inside the RTT, as in any loop
         // that builds its request after reading the clock.
         let index = seq.checked_sub(cfg.warmup);
@@ -236,8 +243,12 @@ impl<'a> Pinger<'a> {
         // The wall clock only where something needs it: STAMP's T1, or a
         // split (packets outside the sample have none).
         self.read_realtime = self.realtime && (cfg.stamp || stamped);
-        let t1_user = if self.read_realtime { realtime_ns() } else { 0 };
         let t1 = Instant::now();
+        let t1_user = if self.read_realtime {
+            self.wall.at(t1)
+        } else {
+            0
+        };
         let payload = self.codec.encode(seq, t1_user);
         let sent = match &self.stamps {
             Some(stamps) => stamps.send(fd, payload, stamped),
@@ -328,7 +339,11 @@ impl<'a> Pinger<'a> {
             let received = self.receive(fd, deadline, fresh, stop);
             fresh = false;
             let now = Instant::now();
-            let t4_user = if self.read_realtime { realtime_ns() } else { 0 };
+            let t4_user = if self.read_realtime {
+                self.wall.at(now)
+            } else {
+                0
+            };
             match received {
                 Ok((got, rx)) if now > deadline => {
                     // Lost at its deadline; what came is classified after
