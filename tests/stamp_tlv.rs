@@ -425,3 +425,45 @@ fn authenticated_tlvs_are_answered_only_under_a_verifying_hmac_tlv() {
         "{out}"
     );
 }
+
+/// Class of service over IPv6: the traffic class set once on the client's
+/// socket (`IPV6_TCLASS`), read on arrival at both ends
+/// (`IPV6_RECVTCLASS`); every packet of both legs arrives as it was sent.
+#[test]
+fn class_of_service_over_ipv6_reads_both_legs() {
+    if UdpSocket::bind("[::1]:0").is_err() {
+        println!("SKIPPED class_of_service_over_ipv6_reads_both_legs: no IPv6 loopback");
+        return;
+    }
+    let (echo, stamp) = (free_udp_port(), free_udp_port());
+    let child = synapse()
+        .args(["server", "--no-ui", "--bind", &format!("[::1]:{echo}")])
+        .args(["--stamp-port", &stamp.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (guard, stdout, _) = wait_until_ready(child);
+    let server = Server { guard, stdout };
+    let j = success_json(
+        &synapse()
+            .args(["client", &format!("[::1]:{stamp}"), "--stamp"])
+            .args(["--dscp", "AF41", "--ecn", "ect1"])
+            .args(["--packets", "200", "--json", "--threshold", "1s"])
+            .output()
+            .unwrap(),
+    );
+    drop(server);
+    for leg in ["forward", "backward"] {
+        let l = &j["class_of_service"][leg];
+        assert_eq!(l["reported"], 200, "{leg}: {l}");
+        assert_eq!(l["dscp_sent"][0]["name"], "AF41", "{leg}: {l}");
+        assert_eq!(l["dscp_received"][0]["name"], "AF41", "{leg}: {l}");
+        assert_eq!(l["dscp_received"][0]["count"], 200, "{leg}: {l}");
+        assert_eq!(l["ecn_received"]["ect1"], 200, "{leg}: {l}");
+        assert_eq!(
+            (l["remarked"].as_u64(), l["ce"].as_u64()),
+            (Some(0), Some(0)),
+            "{leg}: {l}"
+        );
+    }
+}
