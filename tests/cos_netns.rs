@@ -15,7 +15,7 @@ mod common;
 use common::routed::{A_ADDR, B_ADDR, Routed};
 use common::*;
 use serde_json::Value;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 /// Whether the test can run here: root, tools, and the iptables targets.
 fn can_route(test: &str) -> bool {
