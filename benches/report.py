@@ -171,6 +171,15 @@ def r50(name, key, ref_key, ref_name=None, i=0):
     return ratio(run(name).get(key, i), run(ref_name or name).get(ref_key, i))
 
 
+def below_one(ratios, lead=False):
+    """A note when a Synapse row came out under its bare reference."""
+    if not any(r is not None and r < 0.98 for r in ratios):
+        return ""
+    note = ("a ratio below 1 means this run's spread between rounds is larger than any difference, "
+            "not that Synapse is faster than the bare loop")
+    return f" ({note})" if lead else f"; {note}"
+
+
 def says(r, target=None, digits=3, at_least=False):
     """'1.031 × (target ≤ 1.02: not met)'"""
     if r is None:
@@ -205,10 +214,24 @@ p("(`git log -p BENCHMARKS.md`), not in this file.")
 p()
 p("| | |")
 p("|---|---|")
+hv = machine.get("hypervisor", "").strip()
 p(f"| machine | `nproc` {machine.get('nproc', '?')}, {machine.get('cpu', '?')}, "
-  f"{machine.get('memory', '?')}, virtualization: {machine.get('virt', '?')} |")
+  f"{machine.get('memory', '?')}, virtualization: {machine.get('virt', '?')}"
+  + (f" (hypervisor: {hv})" if hv else "") + " |")
 p(f"| kernel | {machine.get('kernel', '?')}, clocksource `{machine.get('clocksource', '?')}` |")
 p(f"| toolchain | {machine.get('rustc', '?')}, release profile (`lto = \"fat\"`, `codegen-units = 1`) |")
+floor = []
+_c = run("blocking").get("c-block")
+if _c:
+    floor.append(f"bare C blocking ping-pong p50 {ns(_c)} (§1)")
+_c = run("instrument").get("bare")
+if _c:
+    floor.append(f"busy-poll {ns(_c)} (§2)")
+_c = run("calibrate").get("wakeup_cross_core_ns", 1)
+if _c:
+    floor.append(f"a cross-core wake-up {ns(_c)} (§10, C)")
+if floor:
+    p(f"| this run's floor | {', '.join(floor)} |")
 p(f"| run | `{regen}` ({'quick: fewer rounds, shorter runs' if mode == 'quick' else 'full'}), "
   f"{minutes} min, at `{commit}` |")
 p()
@@ -241,7 +264,8 @@ p(f"Reading: Synapse's default blocking p50 against the bare C loop "
   f"{says(r50(B, 'syn-block', 'sockperf'), 0.98)}; the engine against the `std::net` loop "
   f"{says(r50('loopback', 'blocking.user', 'blocking.bare'))}. A blocking round trip here is two "
   "cross-core wake-ups, whose spread between rounds can be larger than these gaps (§14 counts the "
-  "system calls, which do not vary).")
+  "system calls, which do not vary)" + below_one(
+      [r50(B, k, "c-block") for k in ("syn-block", "syn-user")]) + ".")
 p()
 
 # 2. busy-poll ---------------------------------------------------------------------
@@ -264,7 +288,7 @@ table([
     pair_row("Synapse engine (user stamps), in process, against the `std::net` loop", "loopback",
              "busy.user", "busy.bare", "`std::net` loop"),
 ])
-p(f"Reading: against the bare C loop, defaults {says(r50(I, 'syn-default', 'bare'), 1.05)}, `--timestamps user` "
+p(f"Reading{below_one([r50(I, k, 'bare') for k in ('syn-default', 'syn-user', 'c-vs-syn', 'syn-vs-c', 'cplain-0x18')], lead=True)}: against the bare C loop, defaults {says(r50(I, 'syn-default', 'bare'), 1.05)}, `--timestamps user` "
   f"{says(r50(I, 'syn-user', 'bare'), 1.02)}, a bare client against Synapse's reflector "
   f"{says(r50(I, 'c-vs-syn', 'bare'), 1.02)}; the floor a loop with RX stamps on pays before any "
   f"work of its own is {says(r50(I, 'cplain-0x18', 'bare'))}. Earlier runs on this VM found busy-poll "
@@ -583,9 +607,9 @@ def onset(kind):
         return f"none up to {rates[-1]:,}/s" if rates else "not measured"
     lo = max([r for r in above if r < min(below)], default=None)
     return f"between {lo:,} and {min(below):,}/s" if lo else f"below {min(below):,}/s"
-p(f"Reading: capacity against the bare C loop {says(ratio(sc, cc), 1.5, 2, at_least=True) if sc and cc else '(not resolvable in this run)'} ("
+p(f"Reading: capacity against the bare C loop {says(ratio(sc, cc), 1.5, 2, at_least=True) if sc and cc else '(not resolvable in this run)'}; "
   f"the batching reflector answers a burst with `recvmmsg` and one GSO `sendmmsg` per "
-  f"source); loss onset {onset('synapse')} for Synapse, {onset('c')} for the C loop. On loopback GSO "
+  f"source. Loss onset {onset('synapse')} for Synapse, {onset('c')} for the C loop. On loopback GSO "
   "also saves the receive path, which a real network puts on the far host.")
 p()
 
@@ -594,7 +618,8 @@ p("## 14. System calls per round trip")
 p()
 p("`strace -c -f` over two runs of different lengths, subtracted (start-up and report fall out),")
 p("client against `synapse server` on loopback; failed calls (the `EAGAIN` that ends a spin or a")
-p("drain) counted apart. The reference is the bare blocking C client against the same server.")
+p("drain) counted apart (a difference of two runs, so a failed count can also carry how the two runs")
+p("differed). The reference is the bare blocking C client against the same server.")
 p()
 Y = "syscalls"
 sy = run(Y)

@@ -7,8 +7,8 @@
 #
 #   benches/run-all.sh [--quick]
 #
-# --quick: fewer rounds and shorter runs (about 15 minutes on a 2-core VM);
-# the default takes about three times as long.
+# --quick: fewer rounds and shorter runs (9 minutes on the 2-core development
+# VM, plus the build); the default takes about three times as long.
 #
 # Run it alone on the machine: on a shared one, under its lock, e.g.
 #   flock /work/.cargo-lock benches/run-all.sh --quick
@@ -90,6 +90,7 @@ run syscalls "strace gcc python3" "benches/syscalls.sh"
   echo "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2> /dev/null)"
   echo "memory $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
   echo "virt $(systemd-detect-virt 2> /dev/null || echo unknown)"
+  echo "hypervisor $(lscpu 2> /dev/null | sed -n 's/^Hypervisor vendor: *//p' | head -1)"
   echo "rustc $(rustc --version)"
   echo "perf_cycles $(perf stat -e cycles -x, true 2>&1 | head -1 | cut -d, -f1)"
   echo "hw_clock $(ls /sys/class/ptp 2> /dev/null | wc -l)"
