@@ -544,8 +544,8 @@ table([
 ])
 ans = ml.get("dgram.rate", 1)
 p(f"Reading: a refusal costs the reflector, against an answer, {says(r50(M, 'dgram.allow', 'dgram.answered'), digits=2)} "
-  f"(not allowed) and {says(r50(M, 'dgram.rate', 'dgram.answered'), digits=2)} (rate): the receive is paid "
-  f"either way, the send is saved. The rate case answered {num(ans, '', 0)} datagrams (its burst of 256 "
+  f"(not allowed) and {says(r50(M, 'dgram.rate', 'dgram.answered'), digits=2)} (rate): the receive, and the "
+  f"`recvmmsg` try for more that follows every datagram since batching, are paid either way; the send is saved. The rate case answered {num(ans, '', 0)} datagrams (its burst of 256 "
   f"plus 1,000/s over the run). The ping-pong p50 against no limits: default limits "
   f"{says(r50(M, 'pp.defaults', 'pp.no-limits'))}, with the `--allow` list "
   f"{says(r50(M, 'pp.allow-list', 'pp.no-limits'))}.")
