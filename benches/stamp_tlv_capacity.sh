@@ -16,8 +16,9 @@
 #          off the error queue before the session's next request and puts
 #          it in that request's answer.
 #
-# Prints each round's answers per second of sending time, then the medians
-# and their ratio (tlvs / plain).
+# Prints each round's answers per second of sending time (and a `result
+# KIND PPS` line for benches/report.py), then the medians and their ratio
+# (tlvs / plain).
 #
 #   benches/stamp_tlv_capacity.sh [ROUNDS [RATE]]   (default 10 rounds, 400k/s)
 set -euo pipefail
@@ -61,6 +62,7 @@ for r in $(seq 1 "$rounds"); do
   for kind in "${order[@]}"; do
     read -r pps answered sent < <(run "$kind")
     printf '%-6s %-6s %12s %10s %10s\n' "$r" "$kind" "$pps" "$answered" "$sent"
+    echo "result $kind $pps"
     if [ "$kind" = plain ]; then plain+=("$pps"); else tlvs+=("$pps"); fi
   done
 done
