@@ -4,6 +4,7 @@
 
 mod breakdown;
 mod direction;
+pub mod intervals;
 mod jitter;
 mod live;
 mod one_way;
@@ -12,6 +13,7 @@ mod record;
 mod rtt_figures;
 mod schedule;
 mod segment;
+pub mod significance;
 mod summary;
 mod threshold;
 
