@@ -20,6 +20,7 @@ pub mod config;
 pub mod console;
 pub mod engine;
 pub mod error;
+pub mod hdr_log;
 pub mod headless;
 pub mod interfaces;
 pub mod key_file;

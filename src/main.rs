@@ -191,7 +191,9 @@ fn log_on_stdout(log: Option<&std::path::Path>) -> bool {
 /// 1 when the log could not be written (what was measured was reported),
 /// else the verdict's: 0 PASS, 3 FAIL.
 fn exit_code(report: &Report) -> i32 {
-    if report.log.as_ref().is_some_and(|l| l.error.is_some()) {
+    if report.log.as_ref().is_some_and(|l| l.error.is_some())
+        || report.hdr_log.as_ref().is_some_and(|l| l.error.is_some())
+    {
         exit::RUNTIME
     } else if report.verdict.pass {
         exit::PASS

@@ -475,7 +475,7 @@ const LAYERS: &[&[&str]] = &[
     &["plan"],
     &["error"],
     &["cli", "config", "key_file"],
-    &["packet_log"],
+    &["packet_log", "hdr_log"],
     &["engine"],
     &["stats"],
     &["units", "console"],

@@ -188,6 +188,27 @@ impl IntervalRecorder {
     }
 }
 
+/// Halves the number of intervals: each pair of neighbours becomes one
+/// (series added up), so a long run kept in memory stays bounded.
+pub fn coarsen(intervals: &mut Vec<Interval>) {
+    let old = std::mem::take(intervals);
+    let mut it = old.into_iter();
+    while let Some(mut a) = it.next() {
+        if let Some(b) = it.next() {
+            a.length_ns = (b.start_ns + b.length_ns).saturating_sub(a.start_ns);
+            for (tag, h) in b.series {
+                match a.series.iter_mut().find(|(t, _)| *t == tag) {
+                    Some((_, mine)) => {
+                        let _ = mine.add(&h);
+                    }
+                    None => a.series.push((tag, h)),
+                }
+            }
+        }
+        intervals.push(a);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,6 +245,26 @@ mod tests {
             (1, lost.highest_equivalent(7 * MS))
         );
         assert_eq!((last[1].start_ns, last[1].length_ns), (400 * MS, 70 * MS));
+    }
+
+    #[test]
+    fn coarsening_merges_neighbours_and_keeps_every_count() {
+        let mut r = IntervalRecorder::new(Duration::from_millis(10));
+        for i in 0..5u64 {
+            r.add_record(
+                i * 10 * MS,
+                &Record::sample(i, 0, 1_000 * (i + 1), false),
+                0,
+                "",
+            );
+        }
+        let mut all = r.finish(50 * MS);
+        coarsen(&mut all);
+        let spans: Vec<(u64, u64, u64)> = all
+            .iter()
+            .map(|i| (i.start_ns / MS, i.length_ns / MS, i.get(RTT).unwrap().len()))
+            .collect();
+        assert_eq!(spans, [(0, 20, 2), (20, 20, 2), (40, 10, 1)]);
     }
 
     #[test]
