@@ -9,9 +9,11 @@
 
 pub mod agent;
 pub mod calibrate;
+pub mod compare;
 
 pub use agent::{AgentArgs, AgentOptions, PeerOptions};
 pub use calibrate::CalibrateArgs;
+pub use compare::{CompareArgs, PlotArgs};
 
 use crate::engine::protocol::payload_size;
 use crate::engine::reflector_admission::Cidr;
@@ -93,6 +95,11 @@ pub enum Command {
     /// Measure this host's floor (syscall, context switch, loopback RTT…)
     /// and audit its latency settings.
     Calibrate(CalibrateArgs),
+    /// Did it get slower? Compare runs (JSON reports, interval logs, saved
+    /// baselines): differences with 95 % confidence intervals.
+    Compare(CompareArgs),
+    /// Draw runs: percentile distribution, latency over time, the split.
+    Plot(PlotArgs),
     /// Print the manual page (roff), e.g. `synapse man | man -l -`.
     Man,
 }

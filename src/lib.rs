@@ -16,6 +16,7 @@
 pub mod agent;
 pub mod calibrate;
 pub mod cli;
+pub mod compare;
 pub mod config;
 pub mod console;
 pub mod engine;
@@ -26,8 +27,10 @@ pub mod interfaces;
 pub mod key_file;
 pub mod packet_log;
 pub mod plan;
+pub mod plot;
 pub mod profiles;
 pub mod report;
+pub mod runs;
 pub mod session;
 pub mod stats;
 pub mod ui;

@@ -31,6 +31,23 @@ pub const FORMAT_VERSION: &str = "1.3";
 /// Interval maxima are written in milliseconds, as Java's writer does.
 const MAX_DIVISOR: f64 = 1_000_000.0;
 
+/// The first lines of every interval log Synapse writes.
+pub fn header(what: &str) -> Vec<String> {
+    vec![
+        format!(
+            "[Synapse {} interval log: {what}; values in nanoseconds]",
+            env!("CARGO_PKG_VERSION")
+        ),
+        "[Series: rtt = application-to-application round trip; send_path, network, \
+         server_dwell, receive_path, nic_round_trip = its segments (from the packets with \
+         kernel stamps); forward, backward = STAMP one-way delays as the two clocks read them \
+         (negative readings left out); unanswered = requests without a timely reply, each \
+         recorded as its timeout; outage = each outage's length; response, dwell = a \
+         server's T3 driver - T2 driver and T3 user - T2 driver]"
+            .into(),
+    ]
+}
+
 /// Why an interval log could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum HdrLogError {
@@ -278,6 +295,19 @@ fn strip_divisor_line(buf: &mut Vec<u8>, from: usize) {
             .map_or(buf.len(), |p| from + p + 1);
         buf.drain(from..end);
     }
+}
+
+/// A name as a tag: HdrHistogram tags hold no `,`, space or line break.
+pub fn tag_safe(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if matches!(c, ',' | ' ' | '\r' | '\n') {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

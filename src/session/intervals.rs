@@ -3,7 +3,7 @@
 //! and keep them for a baseline or a comparison. Fed by the ring's
 //! consumer, never by the measurement thread.
 
-use crate::hdr_log::{HdrLogError, HdrLogOutcome, HdrLogWriter};
+use crate::hdr_log::{HdrLogError, HdrLogOutcome, HdrLogWriter, header};
 use crate::stats::Record;
 use crate::stats::intervals::{Interval, IntervalRecorder, coarsen};
 use std::path::Path;
@@ -12,23 +12,6 @@ use std::time::{Duration, Instant, SystemTime};
 /// Intervals kept in memory at most: past this, neighbours merge (the
 /// interval doubles), so a run of any length fits.
 pub const MAX_KEPT: usize = 4096;
-
-/// The first lines of every interval log Synapse writes.
-pub fn header(what: &str) -> Vec<String> {
-    vec![
-        format!(
-            "[Synapse {} interval log: {what}; values in nanoseconds]",
-            env!("CARGO_PKG_VERSION")
-        ),
-        "[Series: rtt = application-to-application round trip; send_path, network, \
-         server_dwell, receive_path, nic_round_trip = its segments (from the packets with \
-         kernel stamps); forward, backward = STAMP one-way delays as the two clocks read them \
-         (negative readings left out); unanswered = requests without a timely reply, each \
-         recorded as its timeout; outage = each outage's length; response, dwell = a \
-         server's T3 driver - T2 driver and T3 user - T2 driver]"
-            .into(),
-    ]
-}
 
 /// Intervals of one or more runs, to a log and (if asked) kept.
 #[derive(Debug)]
