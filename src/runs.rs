@@ -74,7 +74,11 @@ fn from_log(label: &str, log: LoggedRun, prefix: &str) -> Result<Input, AppError
             "interval log: {} of {}, {}",
             count_of(log.intervals.len() as u64, "interval"),
             crate::units::format_ns(length as f64),
-            count_of(replies, "reply")
+            if replies == 1 {
+                "1 reply".to_string()
+            } else {
+                format!("{} replies", crate::units::group_thousands(replies))
+            }
         ),
         run: Run::from_intervals(label, &log.intervals, prefix),
         log: Some(log),
