@@ -106,6 +106,14 @@ pub fn run_server(
     let finish = session.finish(&mut print);
     result?;
     server_text::write_totals(out, &finish)?;
+    if let Some(h) = &finish.hdr_log {
+        writeln!(
+            out,
+            "interval log: {} written to {}",
+            crate::units::count_of(h.intervals, "interval"),
+            h.path.display()
+        )?;
+    }
     out.flush()?;
     for o in [Some(&finish.echo), finish.stamp.as_ref()]
         .into_iter()
@@ -115,6 +123,10 @@ pub fn run_server(
         if let Some(why) = &o.placement.refused {
             console::warning(why);
         }
+    }
+    if let Some(e) = finish.hdr_log.as_ref().and_then(|h| h.error.as_ref()) {
+        console::error(e);
+        return Ok(crate::error::exit::RUNTIME);
     }
     let log_error = finish.log.as_ref().and_then(|l| l.error.as_ref());
     if let Some(e) = log_error.filter(|_| !log_failed) {

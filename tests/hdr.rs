@@ -232,3 +232,67 @@ fn ctrl_c_leaves_whole_lines_with_everything_measured() {
         j["packets"]["received"].as_u64().unwrap()
     );
 }
+
+/// The server logs each answer's response (T3 driver − T2 driver) and
+/// dwell; the agent each peer's series under the peer's name.
+#[test]
+fn the_server_and_the_agent_log_their_own_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv_log = dir.path().join("server.hlog");
+    let (server, port) = start_server(&[
+        "--hdr-interval",
+        "200ms",
+        "--hdr-log",
+        srv_log.to_str().unwrap(),
+    ]);
+    let out = synapse()
+        .args(["client", &format!("127.0.0.1:{port}"), "--json"])
+        .args(["--packets", "2000", "--threshold", "1s"])
+        .output()
+        .unwrap();
+    let j = success_json(&out);
+    let warmup = j["config"]["warmup"].as_u64().unwrap();
+    let agent_log = dir.path().join("agent.hlog");
+    let agent = synapse()
+        .args([
+            "agent",
+            "--no-ui",
+            "--reflect",
+            "none",
+            "--interval",
+            "10ms",
+        ])
+        .args(["--metrics-listen", "127.0.0.1:0", "--hdr-interval", "200ms"])
+        .arg("--peer")
+        .arg(format!("far end=127.0.0.1:{port}"))
+        .arg("--hdr-log")
+        .arg(&agent_log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe_free_kill(agent.id(), "INT");
+    let a = agent.wait_with_output().unwrap();
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a.stderr));
+    assert!(text(&a.stderr).contains("synapse: note: interval log: "));
+    let (rest, code) = server.interrupt_and_collect();
+    assert_eq!(code, Some(0));
+    assert!(rest.contains("interval log: "), "{rest}");
+
+    let (series, _) = decode(&srv_log);
+    let answered = series["response"].len();
+    // Every answer the client's run asked for (warm-up included), and the
+    // agent's probes on top.
+    assert!(answered >= 2000 + warmup, "{answered}");
+    assert_eq!(series["dwell"].len(), answered);
+    assert!(series["response"].value_at_quantile(0.5) > 0);
+    let (series, intervals) = decode(&agent_log);
+    assert!(intervals >= 5, "{intervals}");
+    let probes = series["far_end/rtt"].len();
+    assert!((50..=160).contains(&probes), "1.5 s at 10 ms: {probes}");
+    assert!(
+        series.keys().all(|k| k.starts_with("far_end/")),
+        "{series:?}"
+    );
+}
