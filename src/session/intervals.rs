@@ -54,6 +54,20 @@ impl IntervalTap {
         })
     }
 
+    /// Intervals `length` long, kept in memory only (no log).
+    pub fn in_memory(length: Duration) -> Self {
+        Self {
+            recorder: IntervalRecorder::new(length),
+            writer: None,
+            keep: true,
+            kept: Vec::new(),
+            base: Instant::now(),
+            offset_ns: 0,
+            last_ns: 0,
+            timeout_ns: 0,
+        }
+    }
+
     /// Whether there is anything to do (a log, or intervals to keep).
     pub fn is_active(&self) -> bool {
         self.writer.is_some() || self.keep
@@ -123,6 +137,14 @@ impl IntervalTap {
     pub fn end_run(&mut self) {
         let closed = self.recorder.finish(self.last_ns + 1);
         self.pass_on(closed);
+    }
+
+    /// Starts afresh on the same clock: the open interval is closed where
+    /// its last record was, and everything kept so far is dropped (the
+    /// live display's `m`: what follows is compared with what came before).
+    pub fn cut(&mut self) {
+        self.end_run();
+        self.kept.clear();
     }
 
     /// A comment line in the log, after the intervals so far.
