@@ -6,6 +6,7 @@
 pub mod action;
 pub mod animation;
 pub mod app;
+pub mod columns;
 pub mod draw;
 mod keys;
 pub mod panes;
@@ -15,6 +16,8 @@ pub mod versus;
 
 #[cfg(test)]
 mod fixtures;
+#[cfg(test)]
+pub(crate) mod layout_check;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
