@@ -167,7 +167,9 @@ where
     DB::ErrorType: 'static,
 {
     let tag = format!("{prefix}{RTT}");
-    let curves: Vec<(String, Vec<(f64, f64)>, bool)> = inputs
+    // Each run: its label, its points, and whether it has figures only.
+    type Curve = (String, Vec<(f64, f64)>, bool);
+    let curves: Vec<Curve> = inputs
         .iter()
         .map(|i| match &i.log {
             Some(log) => {

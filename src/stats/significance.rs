@@ -158,7 +158,10 @@ impl Run {
         let (rtt_tag, lost_tag) = (format!("{prefix}{RTT}"), format!("{prefix}{UNANSWERED}"));
         let mut whole = super::intervals::empty_histogram();
         let (mut sent, mut unanswered) = (0, 0);
-        let mut raw: Vec<(Vec<(u64, u64, u64)>, u64, u64)> = Vec::new();
+        // Per interval: (highest equivalent, median equivalent, count) of
+        // each value, then requests sent and unanswered.
+        type Raw = (Vec<(u64, u64, u64)>, u64, u64);
+        let mut raw: Vec<Raw> = Vec::new();
         for i in intervals {
             let lost = i.get(&lost_tag).map_or(0, Histogram::len);
             let mut counts = Vec::new();

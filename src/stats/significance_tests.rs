@@ -100,7 +100,7 @@ fn a_run_has_the_figures_its_merged_histogram_has() {
 #[test]
 fn a_run_against_itself_shows_no_difference() {
     let a = run("a", 1, 60_000.0);
-    let c = compare(&[a.clone()], &[a], None);
+    let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&a), None);
     for f in &c.figures {
         assert_eq!(f.difference, Some(0.0), "{}", f.sentence);
         assert!(!f.significant, "{}", f.sentence);
@@ -120,7 +120,7 @@ fn a_run_against_itself_shows_no_difference() {
 fn one_run_a_side_finds_a_shift_within_the_runs_but_calls_no_regression_without_min_effect() {
     let a = run("a", 1, 60_000.0);
     let b = run("b", 2, 160_000.0);
-    let c = compare(&[a.clone()], &[b.clone()], None);
+    let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), None);
     let p50 = fig(&c, Figure::P50);
     assert_eq!(p50.method, Method::WithinRun);
     assert!(p50.significant, "{}", p50.sentence);
@@ -136,8 +136,22 @@ fn one_run_a_side_finds_a_shift_within_the_runs_but_calls_no_regression_without_
         p50.sentence
     );
     assert!(!c.regression, "one run a side needs --min-effect");
-    assert!(compare(&[a.clone()], &[b.clone()], Some(50.0)).regression);
-    assert!(!compare(&[a.clone()], &[b.clone()], Some(500.0)).regression);
+    assert!(
+        compare(
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&b),
+            Some(50.0)
+        )
+        .regression
+    );
+    assert!(
+        !compare(
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&b),
+            Some(500.0)
+        )
+        .regression
+    );
     assert!(
         !compare(&[b], &[a], Some(1.0)).regression,
         "faster is no regression"
@@ -148,7 +162,7 @@ fn one_run_a_side_finds_a_shift_within_the_runs_but_calls_no_regression_without_
 fn too_few_intervals_give_no_interval_and_only_min_effect_judges() {
     let a = Run::from_intervals("a", &synthetic(1, 60_000.0, 4, false), "");
     let b = Run::from_intervals("b", &synthetic(2, 90_000.0, 4, false), "");
-    let c = compare(&[a.clone()], &[b.clone()], None);
+    let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), None);
     let p50 = fig(&c, Figure::P50);
     assert_eq!(p50.method, Method::None);
     assert_eq!(p50.ci_low, None);

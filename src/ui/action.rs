@@ -62,7 +62,7 @@ pub const KEYS: &[(&str, &str, Action)] = &[
     ),
     (
         "m",
-        "mark a reference: the figures pane then compares with it (* significant)",
+        "mark a reference and compare the figures with it",
         Action::MarkReference,
     ),
     (

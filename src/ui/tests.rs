@@ -142,11 +142,11 @@ fn the_save_prompt_and_the_baseline_change_are_drawn() {
 fn the_running_comparison_with_the_mark_is_drawn_under_the_figures() {
     let mut app = client_app();
     app.theme = Theme::new(true);
-    app.client.versus = Some((" vs mark p50 +12.0 µs* p99 −3.00 µs ".into(), true));
+    app.client.versus = Some((" vs mark p50 +15%* p99 −3% ".into(), true));
     let t = frame(&app, 120, 36);
     let row = &rows(&t)[14];
     let at = row
-        .find("vs mark p50 +12.0 µs* p99 −3.00 µs")
+        .find("vs mark p50 +15%* p99 −3% ")
         .unwrap_or_else(|| panic!("{row}"));
     assert!(row.starts_with("└"), "{row}");
     // Significant: in the warning colour, not dimmed.
@@ -154,7 +154,7 @@ fn the_running_comparison_with_the_mark_is_drawn_under_the_figures() {
     let cell = &t.backend().buffer()[(x, 14)];
     assert_eq!(cell.fg, app.theme.warn().fg.unwrap(), "{cell:?}");
     // Not significant yet: dimmed.
-    app.client.versus = Some((" vs mark p50 +1.00 µs p99 +2.00 µs ".into(), false));
+    app.client.versus = Some((" vs mark p50 +1% p99 +2% ".into(), false));
     let t = frame(&app, 120, 36);
     let cell = &t.backend().buffer()[(x, 14)];
     assert_eq!(cell.fg, app.theme.dim().fg.unwrap(), "{cell:?}");

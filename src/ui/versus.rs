@@ -1,21 +1,21 @@
 //! The `m` key: what was measured so far becomes a reference, and the
-//! figures pane shows the running comparison with it: p50 and p99, each
-//! marked `*` once the difference is significant within this run (the
-//! same test as `synapse compare`, one run a side: a block bootstrap over
-//! 250 ms intervals).
+//! figures pane shows the running comparison with it: p50 and p99 in
+//! percent of the reference, each marked `*` once the difference is
+//! significant within this run (the same test as `synapse compare`, one
+//! run a side: a block bootstrap over half-second intervals). The bootstrap runs on the display's thread, so
+//! it is kept small: a minute a side at most, worked out every 2 s.
 
 use crate::session::IntervalTap;
 use crate::stats::Record;
 use crate::stats::significance::{Figure, MIN_INTERVALS, Run, compare};
-use crate::units::format_ns;
 use std::time::{Duration, Instant};
 
 /// The intervals compared.
-const INTERVAL: Duration = Duration::from_millis(250);
+const INTERVAL: Duration = Duration::from_millis(500);
 /// Intervals a side at most (the last minute).
-const WINDOW: usize = 240;
+const WINDOW: usize = 120;
 /// How often the comparison is worked out again.
-const EVERY: Duration = Duration::from_secs(1);
+const EVERY: Duration = Duration::from_secs(2);
 
 /// The reference and what came since.
 #[derive(Debug)]
@@ -102,15 +102,15 @@ impl Versus {
             .iter()
             .filter(|f| matches!(f.figure, Figure::P50 | Figure::P99))
         {
-            let Some(d) = f.difference else { continue };
+            // In percent of the reference, like the baseline's change:
+            // it fits under the figures where a time would not.
+            let Some(d) = f.difference_percent else {
+                continue;
+            };
             let sign = if d < 0.0 { "−" } else { "+" };
             let star = if f.significant { "*" } else { "" };
             any |= f.significant;
-            text.push_str(&format!(
-                " {} {sign}{}{star}",
-                f.figure.name(),
-                format_ns(d.abs())
-            ));
+            text.push_str(&format!(" {} {sign}{:.0}%{star}", f.figure.name(), d.abs()));
         }
         text.push(' ');
         self.view = Some((text, any));
@@ -140,16 +140,20 @@ mod tests {
             "one second is too little"
         );
         feed(&mut v, 1_000, 4_000, 50_000);
-        assert!(v.mark().starts_with("marked the last 4 s as the reference"));
+        let marked = v.mark();
+        assert!(
+            marked.starts_with("marked the last ") && marked.contains(" s as the reference"),
+            "{marked}"
+        );
         let t0 = Instant::now();
         feed(&mut v, 5_000, 1_000, 50_000);
         assert_eq!(v.update(t0), Some((" vs mark: measuring… ".into(), false)));
-        feed(&mut v, 6_000, 3_000, 50_000);
+        feed(&mut v, 6_000, 4_000, 50_000);
         let (text, significant) = v.update(t0 + EVERY).unwrap();
         assert!(!significant, "{text}");
         assert!(text.starts_with(" vs mark p50 "), "{text}");
-        assert!(v.update(t0 + EVERY).is_none(), "once a second");
-        feed(&mut v, 9_000, 6_000, 80_000);
+        assert!(v.update(t0 + EVERY).is_none(), "not again before EVERY");
+        feed(&mut v, 10_000, 6_000, 80_000);
         let (text, significant) = v.update(t0 + 2 * EVERY).unwrap();
         assert!(significant, "{text}");
         assert!(text.contains("p50 +") && text.contains('*'), "{text}");
