@@ -159,6 +159,12 @@ impl IntervalTap {
         self.writer.as_ref().and_then(HdrLogWriter::failure)
     }
 
+    /// Forgets all but the last `n` intervals kept.
+    pub fn keep_last(&mut self, n: usize) {
+        let old = self.kept.len().saturating_sub(n);
+        self.kept.drain(..old);
+    }
+
     /// The intervals kept so far.
     pub fn kept(&self) -> &[Interval] {
         &self.kept

@@ -51,6 +51,9 @@ impl Versus {
     /// Accounts for a record.
     pub fn record(&mut self, r: &Record) {
         self.tap.record(r);
+        // Only the last minute is ever compared: a long session must not
+        // keep every interval's histograms.
+        self.tap.keep_last(WINDOW);
     }
 
     fn recent(&self) -> &[crate::stats::intervals::Interval] {
@@ -157,5 +160,8 @@ mod tests {
         let (text, significant) = v.update(t0 + 2 * EVERY).unwrap();
         assert!(significant, "{text}");
         assert!(text.contains("p50 +") && text.contains('*'), "{text}");
+        // Two and a half minutes more: only the last minute is kept.
+        feed(&mut v, 16_000, 150_000, 80_000);
+        assert_eq!(v.tap.kept().len(), WINDOW);
     }
 }
