@@ -68,8 +68,13 @@ fn render_command(out: &mut String, cmd: &Command) {
         let _ = writeln!(out, "{}.\n", about.to_string().trim_end_matches('.'));
     }
     let usage = cmd.clone().render_usage().to_string();
-    let usage = usage.trim().trim_start_matches("Usage:").trim();
-    let _ = writeln!(out, "```\n{usage}\n```\n");
+    let usage: Vec<&str> = usage
+        .trim()
+        .trim_start_matches("Usage:")
+        .lines()
+        .map(str::trim)
+        .collect();
+    let _ = writeln!(out, "```\n{}\n```\n", usage.join("\n"));
     let subs: Vec<&Command> = cmd
         .get_subcommands()
         .filter(|s| s.get_name() != "help")
@@ -102,13 +107,8 @@ fn render_command(out: &mut String, cmd: &Command) {
     if !options.is_empty() {
         out.push_str("| option | default | meaning |\n|---|---|---|\n");
         for arg in options {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} |",
-                flag(arg),
-                default(arg),
-                cell(&meaning(arg))
-            );
+            let (default, meaning) = default_and_meaning(arg);
+            let _ = writeln!(out, "| {} | {} | {} |", flag(arg), default, meaning);
         }
     } else {
         out.push_str("No options besides `-h`, `--help`.\n");
@@ -145,17 +145,30 @@ fn flag(arg: &Arg) -> String {
     text
 }
 
-/// The default clap fills in, for an option that takes a value.
-fn default(arg: &Arg) -> String {
-    if !arg.get_action().takes_values() {
-        return String::new();
-    }
+/// The default and the meaning cells: the default clap fills in, else the
+/// one the help text states as `[default: …]` (taken out of the meaning).
+fn default_and_meaning(arg: &Arg) -> (String, String) {
+    let mut text = meaning(arg);
     let values: Vec<String> = arg
         .get_default_values()
         .iter()
         .map(|v| format!("`{}`", v.to_string_lossy()))
         .collect();
-    cell(&values.join(", "))
+    let mut default = if arg.get_action().takes_values() {
+        values.join(", ")
+    } else {
+        String::new()
+    };
+    if let Some(at) = text.find(" [default: ")
+        && let Some(len) = text[at..].find(']')
+    {
+        if default.is_empty() {
+            default = text[at + 11..at + len].to_string();
+        }
+        text.replace_range(at..=at + len, "");
+        text = text.replace(" .", ".").replace("..", ".");
+    }
+    (cell(&default), cell(&text))
 }
 
 /// The long help (else the short), and the values it may take when clap
