@@ -24,7 +24,7 @@ const WARMUP: u64 = 1;
 
 /// The prober's wake-up tick at most: one wake-up a millisecond serves a
 /// thousand peers' slots, and a millisecond's lag is nothing to a 100 ms
-/// interval (BENCHMARKS.md §11 measures what it saves).
+/// interval (what it saves was measured for issue 12: `git log -p BENCHMARKS.md`).
 const MAX_TICK: Duration = Duration::from_millis(1);
 
 /// The tick for these peers: at most a tenth of the tightest slot
