@@ -81,6 +81,7 @@ run stamp_hmac "" "cargo bench --bench stamp_hmac"
 run capacity "gcc bc taskset" \
   "benches/reflector_capacity.sh $(q '200000 400000 1000000' '200000 300000 400000 600000 1000000')"
 run syscalls "strace gcc python3" "benches/syscalls.sh"
+run stamp_tlv "gcc python3 bc taskset" "benches/stamp_tlv_capacity.sh $(q 4 10)"
 
 # The machine, from the commands that say so.
 {

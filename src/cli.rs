@@ -14,13 +14,14 @@ pub use agent::{AgentArgs, AgentOptions, PeerOptions};
 pub use calibrate::CalibrateArgs;
 
 use crate::engine::protocol::payload_size;
+use crate::engine::protocol::tlv::StampTlvs;
 use crate::engine::reflector_admission::Cidr;
 use crate::engine::reflector_limits::Limits;
 use crate::engine::socket::address_text;
 use crate::engine::{Schedule, TimestampMode};
 use crate::packet_log::Opening;
-use crate::stats::Pattern;
 use crate::stats::Threshold;
+use crate::stats::{Dscp, Ecn, Pattern};
 use crate::units::{self, count, percent, seconds};
 use clap::{ArgAction, ArgGroup, Args, CommandFactory, Parser, Subcommand};
 use serde::Serialize;
@@ -392,9 +393,61 @@ pub struct PacketArgs {
     #[arg(long, value_name = "N", requires = "stamp", value_parser = clap::value_parser!(u16).range(1..))]
     pub ssid: Option<u16>,
 
+    /// Class of service: send the requests with this DSCP (a number 0..=63
+    /// or a name: EF, AF11..AF43, CS0..CS7, VA, LE, DF), set once on the
+    /// socket. Each reply's DSCP and ECN are read on arrival; with --stamp a
+    /// Class of Service TLV (RFC 8972 §4.4) asks the reflector to report
+    /// what the request arrived with and to mark its reply the same, so the
+    /// report says per leg what was sent, what arrived (re-marked or not)
+    /// and how many were marked CE.
+    #[arg(long, value_name = "NAME|N", value_parser = clap::value_parser!(Dscp))]
+    #[serde(serialize_with = "units::serde_opt_display")]
+    pub dscp: Option<Dscp>,
+
+    /// Class of service: send the requests ECN-capable (ect0, ect1), marked
+    /// CE (ce: a test of the far end, not of the path), or not (off, the
+    /// default). Only an ECN-capable packet can be marked CE on its way.
+    #[arg(long, value_name = "ect0|ect1|ce|off", value_parser = clap::value_parser!(Ecn))]
+    #[serde(serialize_with = "units::serde_opt_display")]
+    pub ecn: Option<Ecn>,
+
+    /// STAMP: ask the reflector for these RFC 8972 TLVs, comma-separated:
+    /// cos (Class of Service; implied by --dscp and --ecn), follow-up (each
+    /// answer's real send time, in the next answer: the dwell ends there),
+    /// timestamp-info (how the reflector's clock is synchronised and
+    /// stamps), location (the addresses and ports it saw: a NAT shows),
+    /// direct-measurement (its counters: loss split by direction), padding
+    /// (--size reached with an Extra Padding TLV), or all. Authenticated,
+    /// an HMAC TLV closes the list.
+    #[arg(long = "tlv", value_name = "LIST", requires = "stamp", value_parser = clap::value_parser!(StampTlvs))]
+    #[serde(rename = "tlv", serialize_with = "units::serde_opt_display")]
+    pub tlv: Option<StampTlvs>,
+
     #[command(flatten)]
     #[serde(flatten)]
     pub key: KeyArgs,
+}
+
+impl PacketArgs {
+    /// Class of service: the requests' TOS byte, when the run marks its
+    /// requests or asks for the CoS TLV (else the system's, nothing read).
+    pub fn marks(&self) -> Option<u8> {
+        let cos_tlv = self.stamp && self.tlv.is_some_and(|t| t.cos);
+        (self.dscp.is_some() || self.ecn.is_some() || cos_tlv).then(|| {
+            crate::stats::cos::tos(self.dscp.unwrap_or_default(), self.ecn.unwrap_or_default())
+        })
+    }
+
+    /// STAMP: the TLVs each request carries: `--tlv`, and the CoS TLV
+    /// whenever the requests are marked.
+    pub fn tlvs(&self) -> StampTlvs {
+        if !self.stamp {
+            return StampTlvs::default();
+        }
+        let mut set = self.tlv.unwrap_or_default();
+        set.cos |= self.marks().is_some();
+        set
+    }
 }
 
 /// The STAMP key: `synapse client --stamp` and `synapse server` alike.

@@ -248,6 +248,9 @@ mod tests {
                 "size",
                 "stamp",
                 "ssid",
+                "dscp",
+                "ecn",
+                "tlv",
                 "hmac_key_file"
             ]
         );

@@ -21,7 +21,7 @@ use std::time::Duration;
 /// and the kernel's driver-level software stamps, the RTT, then (paced
 /// runs) the time the request was scheduled to leave and (STAMP) the
 /// reflector's own sequence number.
-pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ";
+pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN";
 
 /// What the writer can put in a log: one CSV row per item.
 pub trait LogRow: Send + 'static {
@@ -369,7 +369,7 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
         None, // T2_HW: STAMP carries one receive time; it goes in T2_SW.
         p.t2,
         p.t3,
-        None, // T3_HW: likewise.
+        p.t3_hw, // From a later reply's Follow-Up, when the NIC stamped.
         p.t4_hw,
         p.t4_driver,
         p.t4_user,
@@ -382,9 +382,18 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
     }
     stamp(out, p.sched)?;
     match p.reflector_seq {
-        Some(r) => writeln!(out, ",{r}"),
-        None => writeln!(out, ","),
+        Some(r) => write!(out, ",{r}")?,
+        None => write!(out, ",")?,
     }
+    stamp(out, p.t3_driver)?;
+    let tos = |t: Option<u8>| t.map(|t| (t >> 2, crate::stats::Ecn::from_bits(t).name()));
+    for leg in [tos(p.marks.fwd_received()), tos(p.marks.rev_received())] {
+        match leg {
+            Some((dscp, ecn)) => write!(out, ",{dscp},{ecn}")?,
+            None => write!(out, ",,")?,
+        }
+    }
+    writeln!(out)
 }
 
 #[cfg(test)]
@@ -404,6 +413,7 @@ mod tests {
             status: PacketStatus::Ok,
             sched: Some(1_771_555_281_293_180_000),
             reflector_seq: Some(2),
+            marks: crate::stats::Marks::NONE.with_rev_received(0xbb),
             ..Points::default()
         };
         write_row(&mut out, &p).unwrap();
@@ -419,9 +429,12 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2"
+            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2,,,,46,ce"
         );
-        assert_eq!(lines[1], "4,lost,,,,,,,,,,,,,,", "a lost packet has no RTT");
+        assert_eq!(
+            lines[1], "4,lost,,,,,,,,,,,,,,,,,,,",
+            "a lost packet has no RTT"
+        );
         let columns = HEADER.split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == columns));
     }
@@ -450,8 +463,8 @@ mod tests {
         assert_eq!(text.lines().next(), Some(HEADER));
         assert_eq!(text.lines().count(), 1001);
         assert!(
-            text.ends_with(",999,,\n"),
-            "RTT, then no SCHED nor REFLECTOR_SEQ"
+            text.ends_with(",999,,,,,,,\n"),
+            "RTT, then no SCHED, REFLECTOR_SEQ, T3_DRV nor marks"
         );
     }
 
@@ -473,7 +486,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             text,
-            format!("{HEADER}\n0,lost,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,\n")
+            format!("{HEADER}\n0,lost,,,,,,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,,,,,,\n")
         );
     }
 

@@ -124,6 +124,8 @@ impl ClientPlan {
             stamp: r.packet.stamp,
             ssid: r.packet.ssid.unwrap_or(0),
             stamp_key: self.stamp_key.clone(),
+            marks: r.packet.marks(),
+            tlvs: r.packet.tlvs(),
             tx_stamp_every: r.tx_stamp_every.unwrap_or(if self.log.is_some() {
                 1
             } else {
@@ -135,14 +137,15 @@ impl ClientPlan {
     }
 
     /// The payload size on the wire: STAMP packets are never shorter than
-    /// 44 octets (112 authenticated).
+    /// 44 octets (112 authenticated), plus the RFC 8972 TLVs asked for.
     pub fn wire_size(&self) -> usize {
-        if self.stamp_key.is_some() {
-            self.run.packet.size.max(stamp::Layout::AUTHENTICATED.len)
-        } else if self.run.packet.stamp {
-            self.run.packet.size.max(stamp::PACKET_LEN)
+        let p = &self.run.packet;
+        if p.stamp {
+            let sender =
+                crate::engine::protocol::StampSender::new(p.size, 0, self.stamp_key.clone());
+            sender.with_tlvs(p.tlvs(), p.marks().unwrap_or(0)).size()
         } else {
-            self.run.packet.size
+            p.size
         }
     }
 

@@ -49,6 +49,7 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     }
     writeln!(out)?;
     super::timing_text::write_timing(out, s)?;
+    super::extensions_text::write_extensions(out, report)?;
     if let Some(b) = &report.breakdown {
         write_breakdown(out, b, s.packets.received)?;
         writeln!(out)?;
@@ -571,6 +572,7 @@ mod tests {
             log_overflow: 0,
             stale_stamps: 0,
             unauthenticated: 0,
+            extensions: None,
             stamping: StampingInfo {
                 source: Source::Software,
                 interface: Some("eth0".into()),

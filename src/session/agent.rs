@@ -186,6 +186,8 @@ fn probe_of(p: &PeerConfig) -> ProbeConfig {
         stamp: p.stamp,
         ssid: p.ssid,
         key: p.key.clone(),
+        marks: p.marks,
+        tlvs: p.tlvs,
     }
 }
 
@@ -235,6 +237,8 @@ mod tests {
             stamp: false,
             ssid: 0,
             key: None,
+            marks: None,
+            tlvs: Default::default(),
         }
     }
 

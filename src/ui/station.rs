@@ -62,6 +62,8 @@ struct ClientTotals {
     stale_stamps: u64,
     /// Authenticated STAMP: answers whose HMAC failed.
     unauthenticated: u64,
+    /// STAMP extensions, as the last run's replies said.
+    extensions: Option<crate::engine::extensions::TlvSummary>,
 }
 
 /// The reflector's totals as the server view counts them.
@@ -121,6 +123,7 @@ impl Station {
                 log_error: None,
                 stale_stamps: 0,
                 unauthenticated: 0,
+                extensions: None,
             },
             served: ServerTotals::default(),
             server_log: None,
@@ -284,6 +287,9 @@ impl Station {
         t.placement = Some(o.placement.clone());
         t.stale_stamps += o.stale_stamps;
         t.unauthenticated += o.unauthenticated;
+        if o.extensions.is_some() {
+            t.extensions.clone_from(&o.extensions);
+        }
     }
 
     /// Starts the current role's threads.
@@ -501,6 +507,7 @@ impl Station {
                 stale_stamps: t.stale_stamps,
                 unauthenticated: t.unauthenticated,
                 stamping: t.stamping.clone().unwrap_or_default(),
+                extensions: t.extensions.clone(),
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));
             let mut report = Report::new(
@@ -568,6 +575,7 @@ impl ServerTotals {
             oversized: t.oversized - b.oversized,
             t2_from_user: t.t2_from_user - b.t2_from_user,
             refused: t.refused.since(&b.refused),
+            tlv: t.tlv.since(&b.tlv),
         }
     }
 }
