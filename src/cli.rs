@@ -9,9 +9,11 @@
 
 pub mod agent;
 pub mod calibrate;
+pub mod compare;
 
 pub use agent::{AgentArgs, AgentOptions, PeerOptions};
 pub use calibrate::CalibrateArgs;
+pub use compare::{CompareArgs, PlotArgs};
 
 use crate::engine::protocol::payload_size;
 use crate::engine::protocol::tlv::StampTlvs;
@@ -94,6 +96,11 @@ pub enum Command {
     /// Measure this host's floor (syscall, context switch, loopback RTT…)
     /// and audit its latency settings.
     Calibrate(CalibrateArgs),
+    /// Did it get slower? Compare runs (JSON reports, interval logs, saved
+    /// baselines): differences with 95 % confidence intervals.
+    Compare(CompareArgs),
+    /// Draw runs: percentile distribution, latency over time, the split.
+    Plot(PlotArgs),
     /// Print the manual page (roff), e.g. `synapse man | man -l -`.
     Man,
 }
@@ -160,6 +167,9 @@ pub struct ServerArgs {
 
     #[command(flatten)]
     pub log: LogArgs,
+
+    #[command(flatten)]
+    pub hdr: HdrLogArgs,
 
     /// A client silent for this long has ended its session (e.g. 1s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = seconds)]
@@ -537,11 +547,48 @@ impl LogArgs {
     }
 }
 
+/// `--hdr-log`: an HdrHistogram interval log, client, server and agent alike.
+#[derive(Debug, Args, Clone)]
+pub struct HdrLogArgs {
+    /// Write an HdrHistogram interval log to FILE: one line per interval
+    /// and series (Tag=rtt, each measured segment, forward/backward with
+    /// STAMP, unanswered, outage; the server: response, dwell; the agent:
+    /// PEER/rtt …), compressed V2 histograms in ns, readable by
+    /// HdrHistogram's own tools. Written off the measurement thread. An
+    /// existing FILE is refused.
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+
+    /// The interval log's interval (e.g. 1s, 100ms; 1ms..=1h).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = hdr_interval)]
+    pub hdr_interval: Duration,
+}
+
+impl Default for HdrLogArgs {
+    fn default() -> Self {
+        Self {
+            hdr_log: None,
+            hdr_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+fn hdr_interval(s: &str) -> Result<Duration, String> {
+    let d = units::parse_duration(s, units::DefaultUnit::Seconds)?;
+    if d < Duration::from_millis(1) || d > Duration::from_secs(3600) {
+        return Err(format!("'{s}' is outside 1ms..=1h"));
+    }
+    Ok(d)
+}
+
 /// How a measurement is shown and kept: not part of a profile.
 #[derive(Debug, Args, Clone)]
 pub struct OutputArgs {
     #[command(flatten)]
     pub log: LogArgs,
+
+    #[command(flatten)]
+    pub hdr: HdrLogArgs,
 
     /// Print the text report instead of the live display.
     #[arg(long)]

@@ -74,6 +74,9 @@ pub enum LogError {
     },
 }
 
+/// What sees each item the writer takes (see [`PacketLog::start_teed`]).
+pub type Tee<R> = Box<dyn FnMut(&R) + Send>;
+
 /// How long the writer sleeps when the ring is empty.
 const IDLE: Duration = Duration::from_millis(20);
 
@@ -86,6 +89,9 @@ const CHUNK: usize = 1 << 16;
 enum Sink {
     File(File),
     Stdout,
+    /// Nowhere: the rows are only seen (the server's `--hdr-log` without
+    /// `--log`).
+    Null,
 }
 
 impl Sink {
@@ -96,6 +102,7 @@ impl Sink {
                 let mut out = io::stdout().lock();
                 out.write_all(bytes).and_then(|()| out.flush())
             }
+            Sink::Null => Ok(()),
         }
     }
 
@@ -219,14 +226,34 @@ impl PacketLog {
         })
     }
 
+    /// A log that writes nowhere: its writer only hands each item to a tee.
+    pub fn discard() -> Self {
+        Self {
+            path: PathBuf::from("(none)"),
+            sink: Sink::Null,
+            start_len: 0,
+        }
+    }
+
     /// Starts the writer thread on the measurement threads' rings.
     pub fn start<R: LogRow>(self, rings: Vec<rtrb::Consumer<R>>) -> io::Result<RunningLog> {
+        self.start_teed(rings, None)
+    }
+
+    /// Starts the writer thread; `tee` sees every item it takes off the
+    /// rings (on the writer's thread, never the measurement's), and is
+    /// dropped when the rings are done.
+    pub fn start_teed<R: LogRow>(
+        self,
+        rings: Vec<rtrb::Consumer<R>>,
+        tee: Option<Tee<R>>,
+    ) -> io::Result<RunningLog> {
         let path = self.path.clone();
         let failure = Arc::new(Mutex::new(None));
         let told = Arc::clone(&failure);
         let handle = std::thread::Builder::new()
             .name("synapse-log".into())
-            .spawn(move || self.write(rings, &told))?;
+            .spawn(move || self.write(rings, tee, &told))?;
         Ok(RunningLog {
             path,
             failure,
@@ -240,6 +267,7 @@ impl PacketLog {
     fn write<R: LogRow>(
         mut self,
         mut rings: Vec<rtrb::Consumer<R>>,
+        mut tee: Option<Tee<R>>,
         failure: &Mutex<Option<String>>,
     ) -> Written {
         let mut buf = Vec::with_capacity(CHUNK + 4096);
@@ -260,6 +288,9 @@ impl PacketLog {
                 // everything there will ever be.
                 finished &= ring.is_abandoned();
                 while let Ok(item) = ring.pop() {
+                    if let Some(t) = tee.as_mut() {
+                        t(&item);
+                    }
                     if done.error.is_some() {
                         done.unwritten += 1;
                         continue;

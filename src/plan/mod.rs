@@ -5,8 +5,8 @@
 pub mod agent;
 
 use crate::cli::{
-    Cli, ClientArgs, Command, KeyArgs, LogArgs, OutputArgs, RunArgs, ServerArgs, TargetArgs,
-    settings_schema,
+    Cli, ClientArgs, Command, HdrLogArgs, KeyArgs, LogArgs, OutputArgs, RunArgs, ServerArgs,
+    TargetArgs, settings_schema,
 };
 use crate::config::layering::{Named, layer};
 use crate::config::{self, Baseline, ConfigFile, Settings};
@@ -74,6 +74,8 @@ pub struct ClientPlan {
     pub log: Option<PathBuf>,
     /// How the log file is opened.
     pub log_opening: Opening,
+    /// `--hdr-log`, `--hdr-interval`.
+    pub hdr: HdrLogArgs,
     /// The configuration file's part in this run.
     pub profile: ProfileUse,
     /// What the user should be warned of before the run.
@@ -185,6 +187,8 @@ pub struct ServerPlan {
     pub log: Option<PathBuf>,
     /// How the log file is opened.
     pub log_opening: Opening,
+    /// `--hdr-log`, `--hdr-interval`.
+    pub hdr: HdrLogArgs,
     /// Who the reflectors answer, and how much.
     pub admission: Admission,
     /// The STAMP reflector's key: it answers authenticated requests only.
@@ -497,6 +501,7 @@ fn client_plan(
         output: shown,
         log: output.log.log.clone(),
         log_opening: output.log.opening(),
+        hdr: output.hdr.clone(),
         run,
         profile: ProfileUse::default(),
         warnings,
@@ -573,6 +578,7 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
         stamp_required: s.stamp_port.is_some_and(|p| p != 0),
         log: s.log.log.clone(),
         log_opening: s.log.opening(),
+        hdr: s.hdr.clone(),
         admission: Admission {
             allow: AllowList::new(s.admission.allow.clone()),
             limits: s.limits.limits(),
@@ -601,7 +607,11 @@ impl ServerPlan {
             thread: self.thread,
             session_idle: self.session_idle,
             ring_capacity: REFLECTOR_RING,
-            log_capacity: if self.log.is_some() { RESPONSE_RING } else { 0 },
+            log_capacity: if self.log.is_some() || self.hdr.hdr_log.is_some() {
+                RESPONSE_RING
+            } else {
+                0
+            },
             admission: self.admission.clone(),
             stamp_key: match protocol {
                 Protocol::Stamp => self.stamp_key.clone(),
@@ -671,6 +681,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         stamp_required: false,
         log: None,
         log_opening: Opening::New,
+        hdr: HdrLogArgs::default(),
         admission: Admission::default(),
         // The in-process reflector of `synapse --stamp --hmac-key-file`
         // authenticates with the client's key.
@@ -688,6 +699,7 @@ pub fn counterpart_client(s: &ServerPlan) -> Result<ClientPlan, AppError> {
     run.thread.rt = s.thread.rt;
     let output = OutputArgs {
         log: LogArgs::default(),
+        hdr: HdrLogArgs::default(),
         no_ui: s.output != Output::Ui,
         json: false,
         config: None,

@@ -16,6 +16,7 @@ struct JsonReport<'a> {
     baseline: Option<&'a BaselineComparison>,
     breakdown: Option<&'a BreakdownReport>,
     log: Option<&'a LogSummary>,
+    hdr_log: Option<&'a crate::hdr_log::HdrLogOutcome>,
     floor: Option<&'a super::FloorComparison>,
     /// Present in authenticated mode only.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -42,6 +43,7 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
         baseline: report.baseline.as_ref(),
         breakdown: report.breakdown.as_ref(),
         log: report.log.as_ref(),
+        hdr_log: report.hdr_log.as_ref(),
         floor: report.floor.as_ref(),
         unauthenticated_replies: report.unauthenticated_replies,
         stamp_extensions: report.extensions.as_ref().map(|summary| Extensions {

@@ -108,6 +108,8 @@ pub struct Report {
     pub breakdown: Option<BreakdownReport>,
     /// The per-packet log, if one was written.
     pub log: Option<LogSummary>,
+    /// The interval log (`--hdr-log`), if one was written.
+    pub hdr_log: Option<crate::hdr_log::HdrLogOutcome>,
     /// The p50 against this host's calibrated floor, when there is one.
     pub floor: Option<FloorComparison>,
     /// Authenticated STAMP: datagrams refused as replies because their
@@ -180,6 +182,7 @@ impl Report {
             summary,
             breakdown: BreakdownReport::from_outcome(outcome),
             log: None,
+            hdr_log: None,
             floor: None,
             unauthenticated_replies: plan.stamp_key.as_ref().map(|_| outcome.unauthenticated),
             extension_warnings,

@@ -62,6 +62,18 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     if let Some(log) = &report.log {
         write_log(out, log, &paint)?;
     }
+    if let Some(h) = &report.hdr_log {
+        writeln!(
+            out,
+            "Interval log: {} ({})",
+            h.path.display(),
+            count_of(h.intervals, "interval")
+        )?;
+        if let Some(e) = &h.error {
+            writeln!(out, "{}", paint.red(&format!("  ✗ {e}")))?;
+        }
+        writeln!(out)?;
+    }
     if let Some(b) = &report.baseline {
         write_baseline(out, report, b)?;
         writeln!(out)?;
@@ -553,6 +565,7 @@ mod tests {
             output: Output::Text,
             log: None,
             log_opening: crate::packet_log::Opening::New,
+            hdr: Default::default(),
             profile: ProfileUse::default(),
             warnings: Vec::new(),
             stamp_key: None,

@@ -211,6 +211,7 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         stamp_required: cfg.stamp_required,
         log: None,
         log_opening: Opening::New,
+        hdr: crate::cli::HdrLogArgs::default(),
         admission: cfg.admission.clone(),
         stamp_key: None,
         user: None,

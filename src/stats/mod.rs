@@ -5,6 +5,7 @@
 mod breakdown;
 pub mod cos;
 mod direction;
+pub mod intervals;
 mod jitter;
 mod live;
 mod one_way;
@@ -13,6 +14,7 @@ mod record;
 mod rtt_figures;
 mod schedule;
 mod segment;
+pub mod significance;
 mod summary;
 mod threshold;
 

@@ -147,6 +147,15 @@ pub fn render_client(
         room = room.saturating_sub(text.chars().count());
         block = block.title_bottom(Span::styled(text, style));
     }
+    if let Some((text, significant)) = v
+        .versus
+        .as_ref()
+        .filter(|(text, _)| text.chars().count() <= room)
+    {
+        room = room.saturating_sub(text.chars().count());
+        let style = if *significant { t.warn() } else { t.dim() };
+        block = block.title_bottom(Span::styled(text.clone(), style));
+    }
     if let Some(text) = floor_title(&parts.s, &v.info, floor).filter(|t| t.chars().count() <= room)
     {
         block = block.title_bottom(Line::from(Span::styled(text, t.dim())).right_aligned());
