@@ -1,14 +1,15 @@
 //! The real binary's `--help`, command by command, against
-//! `docs/options.md`: every option the help lists is in that command's
-//! section of the page, and the section lists no other.
+//! `docs/options.md` as rendered (which `options_md` holds the file to):
+//! every option the help lists is in that command's section of the page,
+//! and the section lists no other.
 
-use super::{command, commands, full_name, options_md_path};
+use super::{command, commands, full_name, read_doc};
 use std::collections::BTreeSet;
 use std::process::Command;
 
 #[test]
 fn every_commands_help_lists_what_options_md_lists() {
-    let page = std::fs::read_to_string(options_md_path()).unwrap();
+    let page = read_doc(&super::options_md_path());
     let cmd = command();
     for sub in commands(&cmd) {
         let name = full_name(sub);

@@ -4,7 +4,7 @@
 //!   (`options_md`); a test fails when the file differs from it, and
 //!   `UPDATE_DOCS=1 cargo test --test docs` writes it anew.
 //! - The real binary's `--help` of every command lists the options
-//!   `docs/options.md` lists for it (`help_matches`).
+//!   `docs/options.md` lists for it (`help_matches`, against the rendering).
 //! - README.md and every `docs/*.md` name only options that exist
 //!   (`option_names`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -23,6 +23,16 @@ fn root() -> &'static Path {
 /// `docs/options.md`.
 fn options_md_path() -> PathBuf {
     root().join("docs/options.md")
+}
+
+/// A document's text; `docs/options.md` as rendered (the test that compares
+/// the file with its rendering runs alongside, and may be rewriting it).
+fn read_doc(path: &Path) -> String {
+    if path == options_md_path() {
+        options_md::render(&command())
+    } else {
+        std::fs::read_to_string(path).unwrap()
+    }
 }
 
 /// The whole command line, built (subcommands know their full names, global

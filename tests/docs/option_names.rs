@@ -2,7 +2,7 @@
 //! `--name` in the text must be a long option of `synapse` or of one of its
 //! subcommands, or one of the few other programs' options listed here.
 
-use super::{command, commands, root};
+use super::{command, commands, read_doc, root};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -35,7 +35,7 @@ fn documents_name_only_options_that_exist() {
     let mut unknown = Vec::new();
     let mut foreign_used = BTreeSet::new();
     for file in documents() {
-        let text = std::fs::read_to_string(&file).unwrap();
+        let text = read_doc(&file);
         let shown = file
             .strip_prefix(root())
             .unwrap_or(&file)
