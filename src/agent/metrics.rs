@@ -8,7 +8,7 @@
 
 use super::config::PeerConfig;
 use crate::engine::{ReflectorTotals, Refusals};
-use crate::stats::{Record, RecordKind, Segment};
+use crate::stats::{Record, RecordKind, ReplyOrder, Segment};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -122,6 +122,7 @@ struct PeerSeries {
     misses: Counter,
     /// The last fresh RTT, for |IPDV| (arrival order, losses skipped).
     previous_rtt_ns: Option<u64>,
+    order: ReplyOrder,
 }
 
 /// The agent's metrics, and the registry `/metrics` encodes.
@@ -261,6 +262,7 @@ impl Metrics {
             stray: counter(&f.stray),
             misses: counter(&f.misses),
             previous_rtt_ns: None,
+            order: ReplyOrder::default(),
             info,
             labels,
         }
@@ -307,6 +309,9 @@ impl Metrics {
         match r.kind {
             RecordKind::Sample => {
                 s.sent.inc();
+                if s.order.timely(r.seq) {
+                    s.reordered.inc();
+                }
                 s.rtt.observe(seconds(r.rtt_ns));
                 if let Some(prev) = s.previous_rtt_ns.replace(r.rtt_ns) {
                     s.ipdv.observe(seconds(prev.abs_diff(r.rtt_ns)));
@@ -326,6 +331,7 @@ impl Metrics {
                 if reordered {
                     s.reordered.inc();
                 }
+                s.order.answered(r.seq);
             }
             RecordKind::Duplicate => {
                 s.duplicate.inc();
@@ -416,7 +422,7 @@ fn register(r: &mut Registry, f: &Families) {
         ),
         (
             "synapse_replies_reordered",
-            "Late replies that came after a later one's",
+            "Replies that came after a later probe's (RFC 4737), timely or late",
             &f.reordered,
         ),
         (

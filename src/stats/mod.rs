@@ -7,6 +7,7 @@ mod direction;
 mod jitter;
 mod live;
 mod one_way;
+mod order;
 pub mod outages;
 mod record;
 mod schedule;
@@ -18,6 +19,7 @@ pub use direction::{DirectionStats, LossDirection};
 pub use jitter::{Jitter, JitterFigures};
 pub use live::{BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, WINDOW, WindowPoint};
 pub use one_way::{DelayFigures, OneWay, OneWayFigures};
+pub use order::ReplyOrder;
 pub use outages::{Outage, OutageDetector, Outages};
 pub use record::{FarSide, Record, RecordKind};
 pub use schedule::{Pattern, ScheduleFigures, ScheduleStats};
@@ -45,7 +47,8 @@ pub struct Counters {
     pub late: u64,
     /// Repeated replies.
     pub duplicate: u64,
-    /// Late replies that arrived after a later request's reply.
+    /// Replies (timely or late) that arrived after a later request's reply
+    /// (RFC 4737).
     pub reordered: u64,
     /// Datagrams that were not replies to this run (other source, wrong
     /// form, unknown sequence).
@@ -113,6 +116,8 @@ pub struct Stats {
     one_way: Option<OneWay>,
     /// STAMP runs: which way losses went.
     direction: DirectionStats,
+    /// The highest request answered, for reordering.
+    order: ReplyOrder,
 }
 
 impl Default for Stats {
@@ -137,6 +142,7 @@ impl Stats {
             schedule: None,
             one_way: None,
             direction: DirectionStats::default(),
+            order: ReplyOrder::default(),
         }
     }
 
@@ -214,21 +220,23 @@ impl Stats {
         self.breakdown.as_ref()
     }
 
-    /// Accounts for one record. Warm-up records are ignored.
+    /// Accounts for one record. Warm-up records are ignored (but for the
+    /// reflector numbers their replies show).
     #[inline]
     pub fn record(&mut self, r: &Record) {
+        self.direction.record(r);
         if r.warmup {
             return;
         }
         if let Some(s) = &mut self.schedule {
             s.record(r);
         }
-        self.direction.record(r);
         let c = &mut self.counters;
         match r.kind {
             RecordKind::Sample => {
                 c.sent += 1;
                 c.received += 1;
+                c.reordered += u64::from(self.order.timely(r.seq));
                 self.hist.saturating_record(r.rtt_ns.max(1));
                 self.jitter.add(r.rtt_ns as i64);
                 if let Some(b) = &mut self.breakdown {
@@ -249,6 +257,7 @@ impl Stats {
                 c.lost = c.lost.saturating_sub(1);
                 c.late += 1;
                 c.reordered += u64::from(reordered);
+                self.order.answered(r.seq);
             }
             RecordKind::Duplicate => c.duplicate += 1,
             RecordKind::Stray => c.stray += 1,
@@ -279,11 +288,12 @@ impl Stats {
             (None, Some(b)) => self.one_way = Some(b.clone()),
             _ => {}
         }
-        // Direction is a walk along one run's sequence numbers: the later
-        // run's walk is the one kept.
+        // Direction and order are walks along one run's sequence numbers:
+        // the later run's walk is the one kept.
         if other.direction.figures(0).is_some() {
-            self.direction = other.direction;
+            self.direction = other.direction.clone();
         }
+        self.order = other.order;
     }
 
     /// Forgets everything.
@@ -297,6 +307,7 @@ impl Stats {
         let fresh = Stats::new();
         self.jitter = fresh.jitter;
         self.direction = fresh.direction;
+        self.order = fresh.order;
         if let Some(s) = &mut self.schedule {
             *s = s.emptied();
         }

@@ -19,14 +19,17 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
     let (mu, sigma) = (s.told_f64("mu_ns") as i64, s.told_f64("sigma_ns") as i64);
     let dist = told["dist"].clone();
     let test_netem = &told[&format!("netem_{leg}_test")];
+    let how = if dist == "uniform" {
+        "uniform jitter (no table: `rnd % 2σ + μ − σ`)".to_string()
+    } else {
+        format!("{dist} jitter (its own table, as `tabledist()` computes it)")
+    };
     let what = format!(
         "The {} leg alone: `netem {test_netem}` on the impaired flow; `netem {}` on the \
          reference flow beside it, at the same time. Expected: the reference's per-packet \
-         figures plus netem's {dist} delay (its own table, as `tabledist()` computes it) \
-         less the reference's constant {}; intervals at {:.3} % each.",
+         figures plus netem's {how}; intervals at {:.3} % each.",
         if leg == "fwd" { "forward" } else { "reverse" },
         told[&format!("netem_{leg}_reference")],
-        ms(mu as f64),
         per_check_confidence()
     );
     sheet.scenario(s, &what);

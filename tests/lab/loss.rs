@@ -121,7 +121,7 @@ fn burst(sheet: &mut Sheet, s: &Scenario) {
     let z = super::stats::z();
     sheet.within(
         "netem's mean burst, requests",
-        "1/r",
+        &format!("1/r = {:.2}", 1.0 / r),
         &format!("{mean:.2} over {bursts:.0} bursts"),
         Interval {
             lo: 1.0 / r - z * sd,

@@ -35,7 +35,7 @@ impl Sheet {
         self.scenario = s.name.clone();
         let _ = write!(
             self.text,
-            "\n### `{}` ({:.0} s)\n\n{what}\n\n| figure | told, or what follows from it | kernel counted | Synapse reported | check |\n|---|---|---|---|---|\n",
+            "\n### `{}` ({:.0} s)\n\n{what}\n\n| figure | told, or what follows from it | the kernel (or the reflector) counted | Synapse reported | check |\n|---|---|---|---|---|\n",
             s.name,
             s.seconds()
         );
@@ -45,11 +45,6 @@ impl Sheet {
                 format!("exited {:?}:\n{}", s.rc(), s.log_tail()),
             );
         }
-    }
-
-    /// A free-form paragraph under the current table.
-    pub fn note(&mut self, text: &str) {
-        let _ = writeln!(self.text, "\n{text}\n");
     }
 
     fn fail(&mut self, figure: &str, why: String) {

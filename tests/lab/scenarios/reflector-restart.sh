@@ -10,6 +10,7 @@ kill -KILL "$REFLECTOR"
 wait "$REFLECTOR" 2>/dev/null || true
 snapshot down
 sleep 2
+now restart
 reflector srv2
 now ready
 wait_client run
