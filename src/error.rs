@@ -45,9 +45,9 @@ impl AppError {
     }
 }
 
-impl From<crate::report::packet_log::LogError> for AppError {
-    fn from(e: crate::report::packet_log::LogError) -> Self {
-        use crate::report::packet_log::LogError;
+impl From<crate::packet_log::LogError> for AppError {
+    fn from(e: crate::packet_log::LogError) -> Self {
+        use crate::packet_log::LogError;
         match e {
             // A path that cannot be opened, or would be overwritten, is the
             // user's to fix.

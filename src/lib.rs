@@ -4,6 +4,7 @@
 //!   protocol. No UI dependency.
 //! - [`stats`]: histogram and counters, shared by every consumer.
 //! - [`report`]: headless text/JSON output and progress.
+//! - [`packet_log`]: the per-packet CSV logs, written off the hot path.
 //! - [`cli`], [`plan`]: the command line (the one declaration of every
 //!   option) and its validation.
 //! - [`config`], [`profiles`]: the TOML file, layered over the defaults.
@@ -22,6 +23,7 @@ pub mod error;
 pub mod headless;
 pub mod interfaces;
 pub mod key_file;
+pub mod packet_log;
 pub mod plan;
 pub mod profiles;
 pub mod report;

@@ -185,7 +185,7 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
 
 /// Whether `--log -` put the rows on stdout.
 fn log_on_stdout(log: Option<&std::path::Path>) -> bool {
-    log.is_some_and(|p| p.as_os_str() == synapse::report::packet_log::STDOUT)
+    log.is_some_and(|p| p.as_os_str() == synapse::packet_log::STDOUT)
 }
 
 /// 1 when the log could not be written (what was measured was reported),

@@ -265,6 +265,10 @@ fn a_log_on_stdout() {
     assert!(csv.starts_with("SEQ,STATUS,"), "{csv}");
     assert_eq!(csv.lines().count(), 51);
     assert!(text(&out.stderr).contains("✓ PASS"));
+    assert!(
+        !common::scratch_dir().join("-").exists(),
+        "`-` is stdout, never a file named `-`"
+    );
     let out = synapse()
         .args(["client", &peer.addr(), "--json", "--log", "-"])
         .output()

@@ -3,6 +3,9 @@
  * recv(MSG_DONTWAIT) for the answer; CLOCK_MONOTONIC around each round
  * trip; WARMUP exchanges first. Prints "p50 p99" in ns.
  *
+ * BLOCK=1: sleep in a blocking recv instead of spinning (the blocking
+ * loop Synapse's default client is measured against).
+ *
  * With FLAGS (SO_TIMESTAMPING bits, e.g. 0x4890), the socket stamps as
  * asked, replies are read with recvmsg and their control data, and the
  * error queue is drained after each round trip (outside the timed part):
@@ -47,6 +50,7 @@ int main(int argc, char **argv) {
     /* CATCHER=1: as Synapse's client, a second, unconnected socket shares
      * the port (SO_REUSEPORT) to take other sources' datagrams. */
     int catcher = getenv("CATCHER") && atoi(getenv("CATCHER"));
+    int wait = getenv("BLOCK") && atoi(getenv("BLOCK")) ? 0 : MSG_DONTWAIT;
     long count = atol(argv[2]), warmup = atol(argv[3]);
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -93,8 +97,8 @@ int main(int argc, char **argv) {
             msg.msg_controllen = sizeof control;
             char one;
             if (peek && recv(fd, &one, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN) continue;
-            ssize_t n = flags && !plain ? recvmsg(fd, &msg, MSG_DONTWAIT)
-                                        : recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+            ssize_t n = flags && !plain ? recvmsg(fd, &msg, wait)
+                                        : recv(fd, buf, sizeof buf, wait);
             if (n >= 0) break;
             if (errno != EAGAIN) {
                 perror("recv");

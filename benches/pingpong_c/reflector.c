@@ -1,6 +1,6 @@
 /* The bare reflector: recvfrom(MSG_DONTWAIT) in a spin, sendto of what
  * came back to whoever sent it, nothing else. Pinned to CPU; runs until
- * killed.
+ * killed. BLOCK=1: sleeps in a blocking recvfrom instead of spinning.
  *
  *   reflector PORT CPU */
 #define _GNU_SOURCE
@@ -28,11 +28,12 @@ int main(int argc, char **argv) {
     }
     int big = 4 << 20;
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    int wait = getenv("BLOCK") && atoi(getenv("BLOCK")) ? 0 : MSG_DONTWAIT;
     char buf[65536];
     struct sockaddr_storage from;
     for (;;) {
         socklen_t len = sizeof from;
-        ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT, (struct sockaddr *)&from, &len);
+        ssize_t n = recvfrom(fd, buf, sizeof buf, wait, (struct sockaddr *)&from, &len);
         if (n >= 0) sendto(fd, buf, n, 0, (struct sockaddr *)&from, len);
     }
 }

@@ -6,8 +6,8 @@
 //! sparse ones as well. Base unit seconds. A peer's handles are looked up
 //! once, when the peer is added, so recording a result hashes no labels.
 
-use super::config::PeerConfig;
 use crate::engine::{ReflectorTotals, Refusals};
+use crate::plan::agent::PeerConfig;
 use crate::stats::{Record, RecordKind, ReplyOrder, Segment};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;

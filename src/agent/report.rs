@@ -2,10 +2,10 @@
 //! summary line (text) or one JSON object per peer (`--json`), for users
 //! without Prometheus.
 
-use super::config::PeerConfig;
 use super::window::Figures;
 use super::{Agent, POLL, Signals};
 use crate::error::AppError;
+use crate::plan::agent::PeerConfig;
 use crate::stats::Segment;
 use crate::units::{count_of, format_ns};
 use serde::Serialize;
@@ -91,7 +91,7 @@ pub fn summary_line(peers: &[PeerConfig], figures: &[Figures]) -> String {
 }
 
 /// What `--check` prints: the configuration as it would run.
-pub fn check_text(c: &super::config::AgentConfig) -> String {
+pub fn check_text(c: &crate::plan::agent::AgentConfig) -> String {
     let reflect = c.reflect.map_or_else(|| "none".into(), |a| a.to_string());
     let mut out = format!(
         "agent '{}': reflect {reflect}, metrics on {}, {} at {:.0} probes/s (max_pps {:.0})\n",

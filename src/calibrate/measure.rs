@@ -1,35 +1,9 @@
 //! The figures `synapse calibrate` reports, measured one after another on
 //! the CPUs chosen, each in a thread of its own (pinning is per thread).
 
+use crate::engine::floor::Figures;
 use crate::engine::floor::{self, Effort, Figure, UdpFloor};
 use crate::engine::{EngineError, StopFlag, TimestampMode};
-use serde::{Deserialize, Serialize};
-
-/// Every figure, ns (medians, or 99th percentiles: two of these make a
-/// calibration). `None`: not measurable here (one CPU, say).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Figures {
-    /// `CLOCK_MONOTONIC` through the vDSO.
-    pub clock_read_ns: Option<f64>,
-    /// `CLOCK_REALTIME` (what kernel stamps are compared with).
-    pub clock_read_realtime_ns: Option<f64>,
-    /// `getpid` as a syscall.
-    pub syscall_ns: Option<f64>,
-    /// A token handed between two threads on one CPU, per hand-over.
-    pub context_switch_same_core_ns: Option<f64>,
-    /// The same across two CPUs: a sleeping thread woken.
-    pub wakeup_cross_core_ns: Option<f64>,
-    /// Loopback ping-pong, blocking, client and reflector on two CPUs.
-    pub udp_blocking_rtt_ns: Option<f64>,
-    /// The same with both on one CPU.
-    pub udp_blocking_rtt_same_core_ns: Option<f64>,
-    /// Loopback ping-pong, both spinning, on two CPUs.
-    pub udp_busy_poll_rtt_ns: Option<f64>,
-    /// The busy-poll RTT with kernel stamps less without.
-    pub tx_timestamping_cost_ns: Option<f64>,
-    /// How late a 100 µs sleep wakes.
-    pub timer_overshoot_ns: Option<f64>,
-}
 
 /// Medians and 99th percentiles.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

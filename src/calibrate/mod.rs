@@ -8,7 +8,7 @@ mod measure;
 pub mod store;
 mod text;
 
-pub use measure::Figures;
+pub use crate::engine::floor::{Calibration, Figures};
 
 use crate::cli::CalibrateArgs;
 use crate::engine::StopFlag;
@@ -16,52 +16,7 @@ use crate::engine::floor::Effort;
 use crate::error::AppError;
 use audit::Finding;
 use host::Host;
-use serde::{Deserialize, Serialize};
-
-/// One calibration of one host, as reported and kept.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Calibration {
-    /// The Synapse that measured it.
-    pub synapse_version: String,
-    /// The host name.
-    pub host: String,
-    /// The kernel release.
-    pub kernel: String,
-    /// When, RFC 3339 UTC.
-    pub calibrated_at: String,
-    /// Measured with `--quick`.
-    pub quick: bool,
-    /// The CPUs measured on (one: no cross-core figures).
-    pub cpus: Vec<usize>,
-    /// The medians, ns, under the fixed key names.
-    #[serde(flatten)]
-    pub p50: Figures,
-    /// The 99th percentiles, ns.
-    pub p99: Figures,
-}
-
-impl Calibration {
-    /// A calibration of host `h` on 2026-11-22 with these medians, for
-    /// tests of what is drawn from one.
-    #[cfg(test)]
-    pub(crate) fn fixture(p50: Figures) -> Self {
-        Self {
-            synapse_version: "0".into(),
-            host: "h".into(),
-            kernel: "k".into(),
-            calibrated_at: "2026-11-22T10:00:00Z".into(),
-            quick: false,
-            cpus: vec![0, 1],
-            p50,
-            p99: Figures::default(),
-        }
-    }
-
-    /// The date part of `calibrated_at`.
-    pub fn date(&self) -> &str {
-        self.calibrated_at.get(..10).unwrap_or(&self.calibrated_at)
-    }
-}
+use serde::Serialize;
 
 /// What `--json` prints.
 #[derive(Serialize)]

@@ -2,7 +2,7 @@
 
 use super::Calibration;
 use super::audit::Finding;
-use super::measure::Figures;
+use crate::engine::floor::Figures;
 use crate::units::format_ns;
 use std::io::{self, Write};
 use std::path::Path;

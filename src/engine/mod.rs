@@ -15,6 +15,7 @@ mod reflector;
 pub mod socket;
 pub(crate) mod sys;
 pub mod timestamping;
+mod wall_clock;
 
 pub use affinity::{Placement, Role, ThreadPlacement, choose_cpu, pin_thread};
 pub use client::paced::schedule::Schedule;

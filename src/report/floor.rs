@@ -2,7 +2,7 @@
 //! times the loopback round trip of the same mode it is, and in blocking
 //! mode how much of it two cross-core wake-ups explain.
 
-use crate::calibrate::Calibration;
+use crate::engine::floor::Calibration;
 use crate::units::format_ns;
 use serde::Serialize;
 
@@ -80,7 +80,7 @@ impl FloorComparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::Figures;
+    use crate::engine::floor::Figures;
 
     fn calibration() -> Calibration {
         Calibration::fixture(Figures {

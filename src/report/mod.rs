@@ -1,15 +1,11 @@
 //! Report writers: the text and JSON reports of a client run (both read a
 //! [`Report`], built from the same [`Summary`] the live display uses), the
-//! round-trip breakdown, progress on stderr, the server's text output, and
-//! the per-packet CSV logs (`packet_log` writes them; `response_log` is the
-//! server's row).
+//! round-trip breakdown, progress on stderr and the server's text output.
 
 mod breakdown;
 mod floor;
 mod json;
-pub mod packet_log;
 mod progress;
-pub mod response_log;
 pub mod server_text;
 mod text;
 mod timing_text;
@@ -20,7 +16,7 @@ pub use floor::FloorComparison;
 pub use json::write_json;
 pub use progress::Progress;
 pub use text::write_text;
-pub use verdict::{Criterion, Threshold, Verdict};
+pub use verdict::{Criterion, Verdict};
 
 use crate::cli::RunArgs;
 use crate::config::BaselineComparison;
@@ -184,7 +180,7 @@ impl Report {
 impl Report {
     /// Puts the p50 against this host's floor, from a calibration (no
     /// replies, no p50: nothing to compare).
-    pub fn compare_with_floor(&mut self, c: Option<&crate::calibrate::Calibration>) {
+    pub fn compare_with_floor(&mut self, c: Option<&crate::engine::floor::Calibration>) {
         let remote = !crate::engine::socket::is_this_host(self.config.server.ip());
         self.floor = c
             .zip(self.summary.rtt_ns.as_ref())

@@ -551,7 +551,7 @@ mod tests {
             reflector_thread: thread,
             output: Output::Text,
             log: None,
-            log_opening: crate::report::packet_log::Opening::New,
+            log_opening: crate::packet_log::Opening::New,
             profile: ProfileUse::default(),
             warnings: Vec::new(),
             stamp_key: None,

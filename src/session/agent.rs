@@ -3,12 +3,12 @@
 //! reflector keeps answering throughout.
 
 use super::ServerSession;
-use crate::agent::config::AgentConfig;
 use crate::engine::{
     Budget, EngineError, NO_PEER, Placement, ProbeConfig, ProberConfig, ProberRun, Protocol,
     ReflectorEvent, Role, StampingInfo, StopFlag, ThreadPlacement, choose_cpu, start_prober,
 };
 use crate::error::AppError;
+use crate::plan::agent::{AgentConfig, PeerConfig};
 use crate::plan::{Output, ServerPlan};
 use crate::session::{Opening, Side};
 use crate::stats::Record;
@@ -175,7 +175,7 @@ impl AgentSession {
 }
 
 /// The engine's request for one peer: probed until stopped.
-fn probe_of(p: &crate::agent::config::PeerConfig) -> ProbeConfig {
+fn probe_of(p: &PeerConfig) -> ProbeConfig {
     ProbeConfig {
         addr: p.addr,
         schedule: p.schedule,

@@ -7,8 +7,8 @@ use crate::engine::{
     start_client, start_reflector,
 };
 use crate::error::AppError;
+use crate::packet_log::RunningLog;
 use crate::plan::{ClientPlan, Target, counterpart_server};
-use crate::report::packet_log::RunningLog;
 use crate::stats::{Record, Shape};
 use std::net::SocketAddr;
 

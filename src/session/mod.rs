@@ -15,12 +15,12 @@ mod agent;
 mod client;
 mod server;
 
-pub use crate::report::packet_log::Opening;
+pub use crate::packet_log::Opening;
 pub use agent::AgentSession;
 pub use client::{ClientFinish, ClientSession};
 pub use server::{ServerFinish, ServerSession, Side};
 
-use crate::report::packet_log::{LogError, PacketLog, RunningLog};
+use crate::packet_log::{LogError, PacketLog, RunningLog};
 use std::path::{Path, PathBuf};
 
 /// Records the ring holds for a live consumer: over half a second at 100 k

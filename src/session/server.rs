@@ -7,8 +7,8 @@ use crate::engine::{
     start_reflector,
 };
 use crate::error::AppError;
+use crate::packet_log::RunningLog;
 use crate::plan::ServerPlan;
-use crate::report::packet_log::RunningLog;
 use std::net::SocketAddr;
 
 /// Which reflector an event came from.

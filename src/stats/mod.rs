@@ -10,9 +10,11 @@ mod one_way;
 mod order;
 pub mod outages;
 mod record;
+mod rtt_figures;
 mod schedule;
 mod segment;
 mod summary;
+mod threshold;
 
 pub use breakdown::{Breakdown, SegmentFigures};
 pub use direction::{DirectionStats, LossDirection};
@@ -25,7 +27,9 @@ pub use record::{FarSide, Record, RecordKind};
 pub use schedule::{Pattern, ScheduleFigures, ScheduleStats};
 pub use segment::{Segment, SegmentSet, Split};
 // `Shape` is defined below.
-pub use summary::{Distribution, DistributionBucket, RttFigures, Summary};
+pub use rtt_figures::RttFigures;
+pub use summary::{Distribution, DistributionBucket, Summary};
+pub use threshold::{RttMetric, Threshold};
 
 use hdrhistogram::Histogram;
 

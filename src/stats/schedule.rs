@@ -2,7 +2,7 @@
 //! the schedule rather than from the send (so a sender that stalls cannot
 //! hide its stall: coordinated omission).
 
-use super::summary::RttFigures;
+use super::rtt_figures::RttFigures;
 use super::{MAX_TRACKABLE_NS, Record, RecordKind};
 use hdrhistogram::Histogram;
 use serde::Serialize;

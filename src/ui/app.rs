@@ -183,7 +183,7 @@ pub struct App {
     /// Its baseline, if it has one.
     pub baseline: Option<Baseline>,
     /// This host's calibrated floor, if `synapse calibrate` kept one.
-    pub floor: Option<crate::calibrate::Calibration>,
+    pub floor: Option<crate::engine::floor::Calibration>,
     /// A profile name being typed after `s`.
     pub prompt: Option<Prompt>,
     /// A question waiting for y or n.

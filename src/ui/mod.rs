@@ -6,6 +6,7 @@
 pub mod action;
 pub mod animation;
 pub mod app;
+pub mod columns;
 pub mod draw;
 mod keys;
 pub mod panes;
@@ -14,6 +15,8 @@ pub mod theme;
 
 #[cfg(test)]
 mod fixtures;
+#[cfg(test)]
+pub(crate) mod layout_check;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

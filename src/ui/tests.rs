@@ -160,7 +160,7 @@ fn the_floor_ratio_is_drawn_under_the_figures_when_it_fits() {
         crate::stats::Summary::from_stats(app.client.live.total(), std::time::Duration::ZERO);
     let p50 = live.rtt_ns.unwrap().p50 as f64;
     let floor = |blocking: f64| {
-        crate::calibrate::Calibration::fixture(crate::calibrate::Figures {
+        crate::engine::floor::Calibration::fixture(crate::engine::floor::Figures {
             udp_blocking_rtt_ns: Some(blocking),
             ..Default::default()
         })

@@ -54,7 +54,9 @@ pub fn is_root() -> bool {
 /// names (to show that a test fails on an older build).
 /// Its state directory is one that holds nothing, so no calibration of
 /// this machine finds its way into a report under test (a test that wants
-/// one sets `XDG_STATE_HOME` itself).
+/// one sets `XDG_STATE_HOME` itself). It runs in a scratch directory, so a
+/// relative path (or `-` taken for a file name) never writes into the
+/// working tree.
 pub fn synapse() -> Command {
     let mut cmd = match std::env::var_os("SYNAPSE_TEST_BIN") {
         Some(bin) => Command::new(bin),
@@ -64,7 +66,16 @@ pub fn synapse() -> Command {
         "XDG_STATE_HOME",
         std::env::temp_dir().join("synapse-tests-no-state"),
     );
+    cmd.current_dir(scratch_dir());
     cmd
+}
+
+/// The directory the binary under test runs in: empty at first, one per
+/// test process.
+pub fn scratch_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("synapse-tests-cwd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// What a scripted peer does with one request.

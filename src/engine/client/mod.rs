@@ -10,6 +10,7 @@ mod output;
 pub mod paced;
 mod pingpong;
 pub mod prober;
+mod recv_timeout;
 mod seen;
 pub mod sequence;
 mod stamps;
@@ -25,7 +26,8 @@ use crate::stats::{Record, SegmentSet, Shape, Stats};
 use output::{ClientSink, Output};
 use paced::schedule::Schedule;
 use paced::{Budget, PacedStamps, Pacer, PacerConfig, ProbeConfig, SlotWake};
-use pingpong::Pinger;
+use pingpong::{Pinger, STOP_CHECK};
+use recv_timeout::RecvTimeout;
 use stamps::ClientStamps;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -208,14 +210,16 @@ fn bind_work(cfg: &ClientConfig) -> Result<(Work, SocketAddr), EngineError> {
     Ok(match cfg.schedule {
         None => {
             let sockets = client_sockets(bind, cfg.server)?;
-            // Never blocks: the loop spins on it, or waits in ppoll, whose
-            // timeout is exact where SO_RCVTIMEO's is rounded up to ticks.
-            sockets
-                .fast
-                .set_nonblocking(true)
-                .map_err(EngineError::io("cannot configure socket"))?;
+            // Busy-polling spins on a non-blocking socket; blocking mode
+            // waits in the receive itself (see recv_timeout.rs).
+            let armed = if cfg.thread.busy_poll {
+                sockets.fast.set_nonblocking(true).map(|()| None)
+            } else {
+                RecvTimeout::arm(&sockets.fast, cfg.timeout.min(STOP_CHECK)).map(|r| r.armed)
+            }
+            .map_err(EngineError::io("cannot configure socket"))?;
             let local = sockets.local;
-            (Work::PingPong(sockets), local)
+            (Work::PingPong(sockets, armed), local)
         }
         Some(schedule) => {
             let (socket, local) = paced_socket(bind, cfg.server)?;
@@ -235,7 +239,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
     // Paced runs stamp every packet: their split is per probe, and a
     // probe's rate is the user's choice, not the loop's.
     let tx_every = match work {
-        Work::PingPong(_) if kernel => cfg.tx_stamp_every.max(1),
+        Work::PingPong(..) if kernel => cfg.tx_stamp_every.max(1),
         _ => 1,
     };
     let stamps = kernel
@@ -276,9 +280,9 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
             let placed = place_current_thread(cfg.thread);
             let placement = placed.placement.clone();
             let outcome = match (work, stamps) {
-                (Work::PingPong(sockets), stamps) => {
+                (Work::PingPong(sockets, armed), stamps) => {
                     let stamps = stamps.map(Stamping::into_ping_pong);
-                    Pinger::new(&cfg, &sockets, output, stamps.flatten(), stats).run(
+                    Pinger::new(&cfg, &sockets, armed, output, stamps.flatten(), stats).run(
                         &cfg,
                         &thread_stop,
                         placement,
@@ -328,7 +332,9 @@ fn shape_of(cfg: &ClientConfig, segments: SegmentSet) -> Shape {
 
 /// The sockets of one kind of run.
 enum Work {
-    PingPong(ClientSockets),
+    /// The sockets, and the receive timeout armed on the fast one
+    /// (`None`: it never blocks, or its waits are all `ppoll`).
+    PingPong(ClientSockets, Option<Duration>),
     Paced(socket2::Socket, Schedule),
 }
 
@@ -358,7 +364,7 @@ impl Stamping {
 impl Work {
     fn enable_stamps(&self, hardware: bool, every: u32) -> std::io::Result<Stamping> {
         Ok(match self {
-            Work::PingPong(s) => {
+            Work::PingPong(s, _) => {
                 Stamping::PingPong(ClientStamps::enable(s.fast.as_raw_fd(), hardware, every)?)
             }
             Work::Paced(s, _) => Stamping::Paced(PacedStamps::enable(s.as_raw_fd(), hardware)?),

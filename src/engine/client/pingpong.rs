@@ -3,16 +3,19 @@
 //!
 //! Per packet the loop does exactly: encode (no allocation), one clock read,
 //! `send`, `recv` (blocking, or spinning when busy-polling), one clock read,
-//! a histogram record and a ring push. With kernel timestamps it also reads
-//! `CLOCK_REALTIME` next to each monotonic read, receives with `recvmsg` (RX
-//! stamps ride in its control data), and, after the reply is in hand and the
-//! RTT taken, reads the packet's TX stamps off the error queue, so stamping
-//! costs the measured round trip only what the kernel itself adds. The
-//! socket is connected, so the kernel neither looks up a route per packet
-//! nor hands us other sources' datagrams; those land on a catch-all socket
-//! sharing the port, drained every `STRAY_DRAIN_EVERY` packets and after
-//! each timeout. Anything else (a late reply, a timeout) is rare and may
-//! cost a syscall more.
+//! a histogram record and a ring push: two system calls, as a bare C loop.
+//! Blocking, the receive is the wait: the socket blocks with `SO_RCVTIMEO`
+//! armed once (see `recv_timeout.rs`), and only what is left of a wait
+//! after it (a lost or late reply) is waited in `ppoll`. With kernel
+//! timestamps it also reads `CLOCK_REALTIME` next to each monotonic read,
+//! receives with `recvmsg` (RX stamps ride in its control data), and, after
+//! the reply is in hand and the RTT taken, reads the packet's TX stamps off
+//! the error queue, so stamping costs the measured round trip only what the
+//! kernel itself adds. The socket is connected, so the kernel neither looks
+//! up a route per packet nor hands us other sources' datagrams; those land
+//! on a catch-all socket sharing the port, drained every
+//! `STRAY_DRAIN_EVERY` packets and after each timeout. Anything else (a
+//! late reply, a timeout) is rare and may cost a syscall more.
 
 use super::seen::{GIVE_UP_AFTER, Seen};
 use super::sequence::{Reply, SequenceTracker};
@@ -22,8 +25,9 @@ use crate::engine::affinity::Placement;
 use crate::engine::points::{PacketStatus, Points};
 use crate::engine::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use crate::engine::socket::ClientSockets;
-use crate::engine::sys::timestamping::{Stamps, realtime_ns};
+use crate::engine::sys::timestamping::Stamps;
 use crate::engine::sys::{self, RawAddr, Readiness, is_network_error, is_send_drop};
+use crate::engine::wall_clock::WallClock;
 use crate::engine::{EngineError, StopFlag};
 use crate::stats::{Outage, OutageDetector, Record, RecordKind, Split, Stats};
 use socket2::Socket;
@@ -89,6 +93,8 @@ pub(super) struct Pinger<'a> {
     realtime: bool,
     /// Whether the packet in flight reads it.
     read_realtime: bool,
+    /// The wall time of a monotonic reading.
+    wall: WallClock,
     /// The packet in flight: its points so far, and whether it went out
     /// asking for TX stamps (a failed send, or one outside the sample, has
     /// none to fetch).
@@ -106,6 +112,9 @@ pub(super) struct Pinger<'a> {
     epoch: Instant,
     timeout: Duration,
     busy_poll: bool,
+    /// Blocking mode: how long one receive may block on its own (the
+    /// socket's `SO_RCVTIMEO`); `None`: waits are all `ppoll`.
+    armed: Option<Duration>,
     /// Packets below this sequence number are warm-up.
     warmup: u64,
     seen: Seen,
@@ -115,6 +124,7 @@ impl<'a> Pinger<'a> {
     pub(super) fn new(
         cfg: &ClientConfig,
         sockets: &'a ClientSockets,
+        armed: Option<Duration>,
         out: Output,
         stamps: Option<ClientStamps>,
         stats: Stats,
@@ -135,6 +145,7 @@ impl<'a> Pinger<'a> {
             // STAMP carries T1; kernel stamps are subtracted from user ones.
             realtime: cfg.stamp || stamps.is_some(),
             read_realtime: false,
+            wall: WallClock::sync(),
             stamps,
             points: Points::default(),
             tx_sent: false,
@@ -147,6 +158,7 @@ impl<'a> Pinger<'a> {
             epoch,
             timeout: cfg.timeout,
             busy_poll: cfg.thread.busy_poll,
+            armed,
             warmup: cfg.warmup,
             seen: Seen::default(),
         }
@@ -181,6 +193,9 @@ impl<'a> Pinger<'a> {
             }
             if seq.is_multiple_of(STRAY_DRAIN_EVERY) {
                 self.drain_strays(seq, warmup);
+                // A step of the wall clock is followed within this many
+                // packets.
+                self.wall = WallClock::sync();
             }
             let (wait, now) = self.exchange(cfg, seq, warmup, stop)?;
             last = now;
@@ -219,8 +234,8 @@ impl<'a> Pinger<'a> {
     ) -> Result<(Wait, Instant), EngineError> {
         let fd = self.socket.as_raw_fd();
         self.tracker.sent(seq);
-        // The two clocks back to back, so the realtime span the split
-        // partitions and the monotonic RTT differ only by a clock read.
+        // The wall time is the monotonic reading's own (see wall_clock.rs),
+        // so the realtime span the split partitions is the RTT exactly.
         // Encoding (STAMP carries T1) is inside the RTT, as in any loop
         // that builds its request after reading the clock.
         let index = seq.checked_sub(cfg.warmup);
@@ -228,8 +243,12 @@ impl<'a> Pinger<'a> {
         // The wall clock only where something needs it: STAMP's T1, or a
         // split (packets outside the sample have none).
         self.read_realtime = self.realtime && (cfg.stamp || stamped);
-        let t1_user = if self.read_realtime { realtime_ns() } else { 0 };
         let t1 = Instant::now();
+        let t1_user = if self.read_realtime {
+            self.wall.at(t1)
+        } else {
+            0
+        };
         let payload = self.codec.encode(seq, t1_user);
         let sent = match &self.stamps {
             Some(stamps) => stamps.send(fd, payload, stamped),
@@ -313,10 +332,18 @@ impl<'a> Pinger<'a> {
     ) -> Result<(Wait, Instant), EngineError> {
         let fd = self.socket.as_raw_fd();
         let deadline = t1 + self.timeout;
+        // The first receive starts right after the send, with the whole
+        // timeout ahead: it may block without reading the clock first.
+        let mut fresh = true;
         loop {
-            let received = self.receive(fd, deadline, stop);
+            let received = self.receive(fd, deadline, fresh, stop);
+            fresh = false;
             let now = Instant::now();
-            let t4_user = if self.read_realtime { realtime_ns() } else { 0 };
+            let t4_user = if self.read_realtime {
+                self.wall.at(now)
+            } else {
+                0
+            };
             match received {
                 Ok((got, rx)) if now > deadline => {
                     // Lost at its deadline; what came is classified after
@@ -441,28 +468,27 @@ impl<'a> Pinger<'a> {
     }
 
     /// One datagram with its RX stamps: spinning on the non-blocking
-    /// socket when busy-polling, else sleeping in `ppoll` with a nanosecond
-    /// timeout (at most `STOP_CHECK` at a time), until something arrives,
-    /// the deadline passes or `stop` is raised (then `EAGAIN`).
+    /// socket when busy-polling, else blocking in the receive itself (at
+    /// most the armed `SO_RCVTIMEO`) and waiting out what is left before
+    /// the deadline in `ppoll`, until something arrives, the deadline
+    /// passes or `stop` is raised (then `EAGAIN`). `fresh`: the packet was
+    /// just sent, so the whole timeout is ahead.
     #[inline]
     fn receive(
         &mut self,
         fd: i32,
         deadline: Instant,
+        fresh: bool,
         stop: &StopFlag,
     ) -> io::Result<(sys::Received, Stamps)> {
-        let nothing = || Err(io::Error::from_raw_os_error(libc::EAGAIN));
         if self.busy_poll {
-            loop {
-                match self.receive_once(fd) {
-                    Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                        if stop.is_raised() || Instant::now() >= deadline {
-                            return Err(e);
-                        }
-                        std::hint::spin_loop();
-                    }
-                    other => return other,
-                }
+            return self.spin(fd, deadline, stop);
+        }
+        let nothing = || Err(io::Error::from_raw_os_error(libc::EAGAIN));
+        if fresh && self.armed.is_some() && !stop.is_raised() {
+            match self.receive_once(fd) {
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
+                other => return other,
             }
         }
         loop {
@@ -470,8 +496,16 @@ impl<'a> Pinger<'a> {
             if now >= deadline || stop.is_raised() {
                 return nothing();
             }
-            match sys::wait_readable(fd, (deadline - now).min(STOP_CHECK))? {
-                Readiness::Readable => return self.receive_once(fd),
+            let left = deadline - now;
+            if self.armed.is_some_and(|a| left >= a) {
+                match self.receive_once(fd) {
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
+                    other => return other,
+                }
+                continue;
+            }
+            match sys::wait_readable(fd, left.min(STOP_CHECK))? {
+                Readiness::Readable => return self.receive_once_now(fd),
                 Readiness::TimedOut => {}
                 Readiness::ErrorQueue => {
                     // The packet's TX stamps, or an ICMP report: taken now,
@@ -480,12 +514,42 @@ impl<'a> Pinger<'a> {
                     if let Some(errno) = self.clear_error_queue(fd) {
                         return Err(io::Error::from_raw_os_error(errno));
                     }
-                    match self.receive_once(fd) {
-                        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {}
-                        other => return other,
-                    }
                 }
             }
+        }
+    }
+
+    /// Busy-polling: spins on the non-blocking socket until something
+    /// arrives, the deadline passes or `stop` is raised.
+    #[inline]
+    fn spin(
+        &mut self,
+        fd: i32,
+        deadline: Instant,
+        stop: &StopFlag,
+    ) -> io::Result<(sys::Received, Stamps)> {
+        loop {
+            match self.receive_once(fd) {
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    if stop.is_raised() || Instant::now() >= deadline {
+                        return Err(e);
+                    }
+                    std::hint::spin_loop();
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// A datagram `ppoll` said is there. On a blocking socket the receive
+    /// is still told not to wait: readiness was for the queue, and a
+    /// second reader (there is none) or a bad checksum could empty it.
+    fn receive_once_now(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
+        match &mut self.stamps {
+            Some(s) if self.in_sample => s
+                .recv_now(fd, &mut self.buf)
+                .map(|m| (m.received, m.stamps)),
+            _ => sys::recv_now(fd, &mut self.buf).map(|r| (r, Stamps::default())),
         }
     }
 

@@ -86,6 +86,12 @@ impl ClientStamps {
         timestamping::recv_stamped(fd, buf, None, self.reader.control(), cmsg_type)
     }
 
+    /// [`Self::recv`] that never waits, even on a blocking socket.
+    pub fn recv_now(&mut self, fd: RawFd, buf: &mut [u8]) -> io::Result<RecvMeta> {
+        let cmsg_type = self.reader.cmsg_type();
+        timestamping::recv_stamped_now(fd, buf, self.reader.control(), cmsg_type)
+    }
+
     /// Reads what the error queue holds now (never blocking): TX stamps
     /// are filed for the packet in flight; the errno of an ICMP report, if
     /// one was there, is returned. Called while waiting, when the queue

@@ -4,9 +4,11 @@
 //! round trip sits on these (the seed `003_…` measures the first three);
 //! `synapse calibrate` reports them and runs are explained against them.
 
+mod calibration;
 mod cpu;
 mod udp;
 
+pub use calibration::{Calibration, Figures};
 pub use cpu::{clock_read, context_switch, syscall, timer_overshoot};
 pub use udp::{UdpFloor, udp_round_trip};
 

@@ -222,12 +222,13 @@ impl Refusals {
 }
 
 impl std::fmt::Display for Refusals {
-    /// `12 rate, 3 unauthenticated` (the non-zero reasons), or `none`.
+    /// `1,200 rate, 3 unauthenticated` (the non-zero reasons), or `none`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut first = true;
         for (name, n) in Self::REASONS.iter().zip(self.counts()) {
             if n > 0 {
                 let sep = if first { "" } else { ", " };
+                let n = crate::units::group_thousands(n);
                 write!(f, "{sep}{n} {}", name.replace('_', " "))?;
                 first = false;
             }

@@ -186,8 +186,17 @@ pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
 /// Receives one datagram on a connected socket (the kernel has already
 /// checked its source). One `recv` syscall.
 pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
+    recv_flags(fd, buf, libc::MSG_TRUNC)
+}
+
+/// [`recv`] that never waits, even on a blocking socket (`EAGAIN`).
+pub fn recv_now(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
+    recv_flags(fd, buf, libc::MSG_TRUNC | libc::MSG_DONTWAIT)
+}
+
+fn recv_flags(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<Received> {
     // SAFETY: buf is writable for buf.len() bytes; the kernel writes no further.
-    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_TRUNC) };
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -293,8 +293,30 @@ pub fn recv_stamped(
     control: &mut ControlBuf,
     stamp_type: i32,
 ) -> io::Result<RecvMeta> {
+    recv_stamped_flags(fd, buf, from, control, stamp_type, libc::MSG_TRUNC)
+}
+
+/// [`recv_stamped`] that never waits, even on a blocking socket.
+pub fn recv_stamped_now(
+    fd: RawFd,
+    buf: &mut [u8],
+    control: &mut ControlBuf,
+    stamp_type: i32,
+) -> io::Result<RecvMeta> {
+    let flags = libc::MSG_TRUNC | libc::MSG_DONTWAIT;
+    recv_stamped_flags(fd, buf, None, control, stamp_type, flags)
+}
+
+fn recv_stamped_flags(
+    fd: RawFd,
+    buf: &mut [u8],
+    from: Option<&mut RawAddr>,
+    control: &mut ControlBuf,
+    stamp_type: i32,
+    flags: i32,
+) -> io::Result<RecvMeta> {
     let capacity = buf.len();
-    let (n, msg) = recvmsg(fd, buf, from, control, libc::MSG_TRUNC)?;
+    let (n, msg) = recvmsg(fd, buf, from, control, flags)?;
     let parsed = parse_control(&msg, stamp_type);
     Ok(RecvMeta {
         received: received(n, capacity),

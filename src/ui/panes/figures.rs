@@ -1,7 +1,7 @@
 //! The live numbers: current RTT, percentiles, rate, packet fates.
 
-use crate::calibrate::Calibration;
 use crate::config::Baseline;
+use crate::engine::floor::Calibration;
 use crate::engine::{Refusals, Schedule};
 use crate::report::FloorComparison;
 use crate::stats::{Pattern, RttFigures, Summary};

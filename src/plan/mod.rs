@@ -2,6 +2,8 @@
 //! settings applied, every address resolved, every CPU checked. Nothing
 //! starts until this succeeds, so bad input fails fast with one clear line.
 
+pub mod agent;
+
 use crate::cli::{
     Cli, ClientArgs, Command, KeyArgs, LogArgs, OutputArgs, RunArgs, ServerArgs, TargetArgs,
     settings_schema,
@@ -16,7 +18,7 @@ use crate::engine::{
 };
 use crate::error::AppError;
 use crate::key_file;
-use crate::report::packet_log::{Opening, STDOUT};
+use crate::packet_log::{Opening, STDOUT};
 use clap::ArgMatches;
 use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};

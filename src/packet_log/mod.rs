@@ -5,6 +5,8 @@
 //! no row; it writes whole rows only, and when the disk says no it cuts
 //! the file back to its last whole row and says so at once.
 
+mod response;
+
 use crate::engine::Points;
 use std::fs::File;
 use std::io::{self, Write};

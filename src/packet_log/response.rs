@@ -1,7 +1,7 @@
 //! The server's `--log FILE` rows (rant's `response.txt`): one per answered
 //! datagram, written by the same writer as the client's log.
 
-use super::packet_log::{LogRow, stamp};
+use super::{LogRow, stamp};
 use crate::engine::{AnswerPoints, Protocol};
 use std::io::{self, Write};
 
@@ -48,7 +48,7 @@ impl LogRow for AnswerPoints {
 mod tests {
     use super::*;
     use crate::engine::timestamping::tx_matcher::TxPoints;
-    use crate::report::packet_log::PacketLog;
+    use crate::packet_log::PacketLog;
     use std::net::SocketAddr;
 
     fn answer(protocol: Protocol, seq: Option<u64>) -> AnswerPoints {
