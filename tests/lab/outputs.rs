@@ -218,8 +218,6 @@ pub struct ClientRow {
     pub t2: Option<i64>,
     pub t3: Option<i64>,
     pub t4: Option<i64>,
-    /// The client kernel's receive stamp of the reply.
-    pub t4_kernel: Option<i64>,
     pub rtt: Option<i64>,
 }
 
@@ -232,7 +230,6 @@ impl From<HashMap<String, String>> for ClientRow {
             t2: ns(r.get("T2_SW")),
             t3: ns(r.get("T3_SW")),
             t4: ns(r.get("T4_SW")),
-            t4_kernel: ns(r.get("T4_DRV")),
             rtt: r.get("RTT").and_then(|v| v.parse().ok()),
         }
     }
