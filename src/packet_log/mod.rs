@@ -20,8 +20,10 @@ use std::time::Duration;
 /// of its own, with the times it arrived), the rant columns, T1 scheduler
 /// and the kernel's driver-level software stamps, the RTT, then (paced
 /// runs) the time the request was scheduled to leave and (STAMP) the
-/// reflector's own sequence number.
-pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ";
+/// reflector's own sequence number; then TCP's: when the far kernel's ACK
+/// of the request came back and whether it rode on the reply, and (with
+/// `--connect-each`) when the connection was begun and when it was open.
+pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW";
 
 /// What the writer can put in a log: one CSV row per item.
 pub trait LogRow: Send + 'static {
@@ -382,9 +384,18 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
     }
     stamp(out, p.sched)?;
     match p.reflector_seq {
-        Some(r) => writeln!(out, ",{r}"),
-        None => writeln!(out, ","),
+        Some(r) => write!(out, ",{r}")?,
+        None => write!(out, ",")?,
     }
+    stamp(out, p.t1_ack)?;
+    match p.ack_with_reply {
+        Some(true) => write!(out, ",yes")?,
+        Some(false) => write!(out, ",no")?,
+        None => write!(out, ",")?,
+    }
+    stamp(out, p.t0_user)?;
+    stamp(out, p.connected)?;
+    writeln!(out)
 }
 
 #[cfg(test)]
@@ -419,9 +430,12 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2"
+            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2,,,,"
         );
-        assert_eq!(lines[1], "4,lost,,,,,,,,,,,,,,", "a lost packet has no RTT");
+        assert_eq!(
+            lines[1], "4,lost,,,,,,,,,,,,,,,,,,",
+            "a lost packet has no RTT"
+        );
         let columns = HEADER.split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == columns));
     }
@@ -450,8 +464,8 @@ mod tests {
         assert_eq!(text.lines().next(), Some(HEADER));
         assert_eq!(text.lines().count(), 1001);
         assert!(
-            text.ends_with(",999,,\n"),
-            "RTT, then no SCHED nor REFLECTOR_SEQ"
+            text.ends_with(",999,,,,,,\n"),
+            "RTT, then no SCHED, REFLECTOR_SEQ nor TCP points"
         );
     }
 
@@ -473,7 +487,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             text,
-            format!("{HEADER}\n0,lost,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,\n")
+            format!("{HEADER}\n0,lost,,,,,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,,,,,\n")
         );
     }
 
