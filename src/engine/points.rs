@@ -7,7 +7,7 @@
 //! (PHC), used only as T4 hw − T1 hw. The RTT itself stays on the monotonic
 //! clock; the segments add up to it within the cost of a clock read.
 
-use crate::stats::{FarSide, Segment, Split};
+use crate::stats::{FarSide, Split};
 
 /// What became of a packet, as its log row says.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -20,6 +20,9 @@ struct JsonReport<'a> {
     /// Present in authenticated mode only.
     #[serde(skip_serializing_if = "Option::is_none")]
     unauthenticated_replies: Option<u64>,
+    /// Present in TCP runs only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tcp: Option<&'a crate::stats::TcpFigures>,
     interrupted: bool,
 }
 
@@ -35,6 +38,7 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
         log: report.log.as_ref(),
         floor: report.floor.as_ref(),
         unauthenticated_replies: report.unauthenticated_replies,
+        tcp: report.tcp.as_ref(),
         interrupted: report.interrupted,
     };
     serde_json::to_writer(&mut *out, &doc)?;

@@ -7,6 +7,7 @@ mod floor;
 mod json;
 mod progress;
 pub mod server_text;
+mod tcp_text;
 mod text;
 mod timing_text;
 pub mod verdict;
@@ -112,6 +113,8 @@ pub struct Report {
     /// Authenticated STAMP: datagrams refused as replies because their
     /// HMAC did not verify (`None`: not authenticated).
     pub unauthenticated_replies: Option<u64>,
+    /// TCP: connections, handshakes, ACKs and the kernel's view.
+    pub tcp: Option<crate::stats::TcpFigures>,
 }
 
 /// What `--log` wrote.
@@ -173,6 +176,7 @@ impl Report {
             unauthenticated_replies: plan.stamp_key.as_ref().map(|_| outcome.unauthenticated),
             config: EffectiveConfig::new(plan, server, local, outcome),
             interrupted: outcome.interrupted,
+            tcp: outcome.tcp.clone(),
         }
     }
 }

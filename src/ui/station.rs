@@ -62,6 +62,8 @@ struct ClientTotals {
     stale_stamps: u64,
     /// Authenticated STAMP: answers whose HMAC failed.
     unauthenticated: u64,
+    /// TCP: the latest run's connections and the kernel's view.
+    tcp: Option<crate::stats::TcpFigures>,
 }
 
 /// The reflector's totals as the server view counts them.
@@ -121,6 +123,7 @@ impl Station {
                 log_error: None,
                 stale_stamps: 0,
                 unauthenticated: 0,
+                tcp: None,
             },
             served: ServerTotals::default(),
             server_log: None,
@@ -284,6 +287,7 @@ impl Station {
         t.placement = Some(o.placement.clone());
         t.stale_stamps += o.stale_stamps;
         t.unauthenticated += o.unauthenticated;
+        t.tcp = o.tcp.clone().or(t.tcp.take());
     }
 
     /// Starts the current role's threads.
@@ -501,6 +505,7 @@ impl Station {
                 stale_stamps: t.stale_stamps,
                 unauthenticated: t.unauthenticated,
                 stamping: t.stamping.clone().unwrap_or_default(),
+                tcp: t.tcp.clone(),
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));
             let mut report = Report::new(

@@ -67,16 +67,35 @@ pub fn send_now_stamped(fd: RawFd, buf: &[u8], tx_flags: u32) -> io::Result<usiz
     timestamping::send_stamped_flags(fd, buf, tx_flags, flags)
 }
 
+/// Waits until `fd` can take more bytes (or failed), at most `timeout`
+/// (`ppoll`, to the nanosecond). Returns whether it can.
+pub fn wait_writable(fd: RawFd, timeout: std::time::Duration) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    };
+    // SAFETY: pfd and ts are live for the call; one pollfd is passed; a
+    // null signal mask leaves the thread's mask alone.
+    let n = unsafe { libc::ppoll(&raw mut pfd, 1, &raw const ts, std::ptr::null()) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EINTR) => Ok(false),
+            _ => Err(e),
+        };
+    }
+    Ok(n > 0)
+}
+
 /// Turns Nagle's algorithm off (`TCP_NODELAY`): a request leaves at once,
 /// whatever is still unacknowledged.
 pub fn set_nodelay(fd: RawFd) -> io::Result<()> {
     super::set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)
-}
-
-/// `TCP_QUICKACK`: acknowledge at once what comes next, instead of
-/// waiting to piggy-back the ACK (the kernel clears it again by itself).
-pub fn set_quickack(fd: RawFd) -> io::Result<()> {
-    super::set_int_option(fd, libc::IPPROTO_TCP, libc::TCP_QUICKACK, 1)
 }
 
 /// What the kernel's own TCP says about a connection (`TCP_INFO`), in
