@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{json_of, start_server, success_json, synapse, tool};
+use common::{json_of, start_server, synapse, tool};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
@@ -85,6 +85,18 @@ fn client(addr: &str, extra: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// The JSON of a run that passed; its report and errors when it did not.
+fn passed(out: &std::process::Output) -> serde_json::Value {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    json_of(&out.stdout)
+}
+
 fn segment<'a>(json: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     json["breakdown"]["segments"]
         .as_array()
@@ -108,7 +120,7 @@ fn request_response_against_synapse_server_splits_and_counts() {
             "1",
         ],
     );
-    let json = success_json(&out);
+    let json = passed(&out);
     assert_eq!(json["packets"]["received"], 2000, "{json}");
     assert_eq!(json["packets"]["lost"], 0);
     assert_eq!(json["config"]["transport"], "tcp");
@@ -157,9 +169,11 @@ fn a_peer_that_answers_after_its_delayed_ack_gives_the_kernel_rtt_apart() {
             "1",
             "--timeout",
             "1s",
+            "--threshold",
+            "1s",
         ],
     );
-    let json = success_json(&out);
+    let json = passed(&out);
     assert_eq!(json["packets"]["received"], 8, "{json}");
     let acks = &json["tcp"]["acks"];
     assert!(acks["separate"].as_u64().unwrap() >= 4, "{acks}");
@@ -188,8 +202,11 @@ fn a_reply_in_two_pieces_is_read_whole_and_counted() {
             }
         });
     });
-    let out = client(&peer.addr(), &["--packets", "40", "--warmup", "2"]);
-    let json = success_json(&out);
+    let out = client(
+        &peer.addr(),
+        &["--packets", "40", "--warmup", "2", "--threshold", "1s"],
+    );
+    let json = passed(&out);
     assert_eq!(json["packets"]["received"], 40, "{json}");
     assert_eq!(json["packets"]["stray"], 0, "no piece taken for a reply");
     assert_eq!(json["tcp"]["pieces"]["split"], 40, "{}", json["tcp"]);
@@ -217,7 +234,7 @@ fn a_reset_mid_run_is_counted_and_the_client_reconnects() {
         &peer.addr(),
         &["--packets", "500", "--warmup", "0", "--max-loss", "100"],
     );
-    let json = success_json(&out);
+    let json = passed(&out);
     let tcp = &json["tcp"];
     assert_eq!(tcp["broken"][0], 1, "one reset: {tcp}");
     assert!(tcp["reconnects"].as_u64().unwrap() >= 1, "{tcp}");
@@ -274,7 +291,7 @@ fn connect_each_opens_one_connection_per_transaction() {
         &format!("127.0.0.1:{port}"),
         &["--connect-each", "--packets", "200", "--warmup", "10"],
     );
-    let json = success_json(&out);
+    let json = passed(&out);
     assert_eq!(json["packets"]["received"], 200, "{json}");
     let tcp = &json["tcp"];
     assert_eq!(tcp["connect_each"], true);
@@ -304,7 +321,7 @@ fn socat_as_a_tcp_echo_peer() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = client(&format!("127.0.0.1:{port}"), &["--packets", "1000"]);
-    let json = success_json(&out);
+    let json = passed(&out);
     assert_eq!(json["packets"]["received"], 1000, "{json}");
     assert_eq!(json["tcp"]["broken"], serde_json::json!([0, 0, 0, 0]));
 }
@@ -323,7 +340,11 @@ fn ctrl_c_keeps_what_was_measured() {
     std::thread::sleep(Duration::from_millis(1500));
     common::unsafe_free_kill(child.id(), "INT");
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the verdict's code, as with UDP"
+    );
     let json = json_of(&out.stdout);
     assert_eq!(json["interrupted"], true);
     assert!(
@@ -335,7 +356,12 @@ fn ctrl_c_keeps_what_was_measured() {
 
 #[test]
 fn the_server_caps_connections_per_source() {
-    let (server, port) = start_server(&["--max-connections-per-source", "2"]);
+    let (server, port, banner) =
+        common::start_server_with_banner(&["--max-connections-per-source", "2"]);
+    assert!(
+        banner.contains(&format!("TCP echo on 127.0.0.1:{port} (at most 2")),
+        "{banner}"
+    );
     let held: Vec<TcpStream> = (0..2)
         .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
         .collect();
@@ -386,7 +412,7 @@ fn over_a_veth_pair_between_namespaces() {
         .current_dir(common::scratch_dir())
         .output()
         .unwrap();
-    let json = success_json(&out);
+    let json = passed(&out);
     assert_eq!(json["packets"]["received"], 500, "{json}");
     assert_eq!(json["tcp"]["connections"], 1);
     assert_eq!(
