@@ -213,6 +213,35 @@ fn a_reply_in_two_pieces_is_read_whole_and_counted() {
     assert!(json["rtt_ns"]["min"].as_u64().unwrap() >= 5_000_000);
 }
 
+/// A peer with Nagle's algorithm on that writes each reply in two parts:
+/// the second waits for the client's delayed ACK of the first, tens of
+/// milliseconds, and the report names the cause.
+#[test]
+fn replies_held_by_nagle_on_the_peer_are_named() {
+    let peer = Peer::start(|s, _| {
+        s.set_nodelay(false).unwrap();
+        echo_requests(s, |s, b| {
+            s.write_all(&b[..3]).is_ok() && s.write_all(&b[3..]).is_ok()
+        });
+    });
+    let out = synapse()
+        .args(["client", &peer.addr(), "--tcp", "--no-ui"])
+        .args(["--packets", "20", "--warmup", "5", "--threshold", "1s"])
+        .current_dir(common::scratch_dir())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("Nagle's algorithm"), "{text}");
+    let stalled: u64 = text
+        .split(" with 30-250 ms between pieces")
+        .next()
+        .and_then(|head| head.rsplit('(').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no stalled count: {text}"));
+    assert!(stalled >= 10, "most of 20 replies stall: {text}");
+}
+
 #[test]
 fn a_reset_mid_run_is_counted_and_the_client_reconnects() {
     // The first connection is reset after 100 replies; later ones echo.
