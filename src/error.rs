@@ -62,3 +62,16 @@ impl From<std::io::Error> for AppError {
         AppError::Runtime(e.into())
     }
 }
+
+impl From<crate::hdr_log::HdrLogError> for AppError {
+    fn from(e: crate::hdr_log::HdrLogError) -> Self {
+        use crate::hdr_log::HdrLogError;
+        match e {
+            // A file that exists, or cannot be created, or an input that is
+            // not a log: the user's to fix.
+            HdrLogError::Exists { .. } | HdrLogError::Io { .. } | HdrLogError::Format { .. } => {
+                AppError::Usage(e.to_string())
+            }
+        }
+    }
+}

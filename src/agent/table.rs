@@ -2,14 +2,15 @@
 //! the segment split and a sparkline of past windows' medians), under a
 //! header that says who measures, how, and where the metrics are.
 
-use super::window::{Figures, HISTORY};
+use super::window::Figures;
 use crate::stats::Segment;
+use crate::ui::columns::{Column, Fitted, fit};
 use crate::ui::theme::Theme;
 use crate::units::{count_of, format_ns};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Widget};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 
 /// What one row shows.
 #[derive(Debug, Clone)]
@@ -68,6 +69,7 @@ pub fn sparkline(history: &[Option<u64>], width: usize) -> String {
 }
 
 /// A segment's name in a narrow column.
+#[cfg(test)]
 fn short_name(s: Segment) -> &'static str {
     match s {
         Segment::Send => "send",
@@ -92,12 +94,6 @@ const SPLIT: [Segment; 4] = [
     Segment::Receive,
 ];
 
-/// The split column's header.
-fn split_header() -> String {
-    let names: Vec<&str> = SPLIT.iter().map(|s| short_name(*s)).collect();
-    names.join(" / ")
-}
-
 /// The segment split: each segment's mean in one unit (the largest's),
 /// "—" for a segment not measured, and "—" alone when none was.
 fn split(f: &Figures) -> String {
@@ -120,10 +116,15 @@ fn split(f: &Figures) -> String {
     format!("{} {unit}", parts.join(" / "))
 }
 
-fn row<'a>(r: &'a PeerRow, theme: Theme) -> Row<'a> {
-    let f = &r.figures;
-    let loss = match f.loss_percent {
-        None => Cell::from("—"),
+/// The history column shows at most this many windows, and is left out
+/// below this many.
+const HISTORY_SHOWN: u16 = 24;
+const HISTORY_MIN: u16 = 8;
+const HISTORY: &str = "p50 history";
+
+fn loss_cell(f: &Figures, theme: Theme) -> Span<'static> {
+    match f.loss_percent {
+        None => Span::raw("—"),
         Some(l) => {
             let style = if l >= 1.0 {
                 theme.bad()
@@ -132,96 +133,145 @@ fn row<'a>(r: &'a PeerRow, theme: Theme) -> Row<'a> {
             } else {
                 theme.good()
             };
-            Cell::from(Span::styled(format!("{l:.2} %"), style))
+            Span::styled(format!("{l:.2} %"), style)
         }
-    };
-    let p99 = Cell::from(Span::styled(
-        ns(f.rtt_p99_ns),
-        f.rtt_p99_ns.map_or(theme.dim(), |v| theme.rtt(v)),
-    ));
-    Row::new(vec![
-        Cell::from(r.name.as_str()),
-        Cell::from(Span::styled(
-            format!("{} {}", r.address, r.protocol),
-            theme.dim(),
-        )),
-        Cell::from(ns(f.rtt_p50_ns)),
-        p99,
-        loss,
-        Cell::from(ns(f.ipdv_p99_ns)),
-        Cell::from(split(f)),
-        Cell::from(Span::styled(sparkline(&r.history, 24), theme.spark(0))),
-    ])
+    }
+}
+
+/// Every column the table can show, in order; when the terminal is
+/// narrow the history goes first, then |IPDV|, the split, the address.
+/// The history's cells are drawn once its width is known.
+fn columns(view: &TableView, theme: Theme) -> Vec<Column> {
+    let cells = |cell: &dyn Fn(&PeerRow) -> Span<'static>| view.rows.iter().map(cell).collect();
+    let rtt = |v: Option<u64>| Span::styled(ns(v), v.map_or(theme.dim(), |v| theme.rtt(v)));
+    vec![
+        Column::new("Peer", cells(&|r| Span::raw(r.name.clone()))),
+        Column::new(
+            "Address",
+            cells(&|r| Span::styled(format!("{} {}", r.address, r.protocol), theme.dim())),
+        )
+        .drop_rank(1),
+        Column::new("p50", cells(&|r| Span::raw(ns(r.figures.rtt_p50_ns)))).min_width(8),
+        Column::new("p99", cells(&|r| rtt(r.figures.rtt_p99_ns))).min_width(8),
+        Column::new("Loss", cells(&|r| loss_cell(&r.figures, theme))).min_width(8),
+        Column::new(
+            "|IPDV| p99",
+            cells(&|r| Span::raw(ns(r.figures.ipdv_p99_ns))),
+        )
+        .drop_rank(3),
+        Column::new(SPLIT_HEADER, cells(&|r| Span::raw(split(&r.figures)))).drop_rank(2),
+        Column::new(HISTORY, Vec::new())
+            .drop_rank(4)
+            .min_width(HISTORY_MIN)
+            .grow(HISTORY_SHOWN - HISTORY_MIN),
+    ]
+}
+
+/// The split column's header: [`SPLIT`]'s short names.
+const SPLIT_HEADER: &str = "send / net / dwell / recv";
+
+/// The columns that fit `width`, the history drawn to its width.
+fn fitted(view: &TableView, width: u16, theme: Theme) -> Fitted {
+    let mut f = fit(columns(view, theme), width);
+    if let Some(w) = f.width_of(HISTORY)
+        && let Some(c) = f.columns.iter_mut().find(|c| c.header == HISTORY)
+    {
+        c.cells = view
+            .rows
+            .iter()
+            .map(|r| Span::styled(sparkline(&r.history, usize::from(w)), theme.spark(0)))
+            .collect();
+    }
+    f
+}
+
+/// `parts` joined by `sep` into as few lines of at most `width` as they
+/// fit in whole.
+fn wrap_parts(parts: &[Line<'static>], sep: &'static str, width: u16) -> Vec<Line<'static>> {
+    let mut lines: Vec<Line> = Vec::new();
+    let mut line = Line::default();
+    for part in parts {
+        let joined = line.width() + sep.len() + part.width();
+        if !line.spans.is_empty() && joined > usize::from(width) {
+            lines.push(std::mem::take(&mut line));
+        }
+        let lead = if line.spans.is_empty() { " " } else { sep };
+        line.spans.push(Span::raw(lead));
+        line.spans.extend(part.spans.iter().cloned());
+    }
+    lines.push(line);
+    lines
+}
+
+/// The lines above the table: who measures, how, where the metrics are,
+/// and what the figures cover; wrapped, never cut.
+fn header_lines(view: &TableView, width: u16, theme: Theme) -> Vec<Line<'static>> {
+    let parts = [
+        Span::styled(format!("Synapse agent '{}'", view.source), theme.title()),
+        Span::raw(count_of(view.rows.len() as u64, "peer")),
+        Span::raw(view.reflect.clone()),
+        Span::raw(format!("timestamps {}", view.timestamps)),
+        Span::raw(format!("metrics on http://{}/metrics", view.metrics)),
+    ];
+    let mut lines = wrap_parts(&parts.map(Line::from), " · ", width);
+    let note = [
+        format!(
+            "figures over the last whole {} s window (the first as it fills)",
+            view.window_s
+        ),
+        format!(
+            "history: median per window, last {}",
+            super::window::HISTORY.min(HISTORY_SHOWN as usize)
+        ),
+    ];
+    let note = note.map(|n| Line::from(Span::styled(n, theme.dim())));
+    lines.extend(wrap_parts(&note, "; ", width));
+    lines
 }
 
 /// Draws the whole view into `area` of `buf`.
 pub fn render(view: &TableView, area: Rect, buf: &mut Buffer, theme: Theme) {
+    let fitted = fitted(view, area.width, theme);
+    let head_lines = header_lines(view, area.width, theme);
+    let foot_lines = wrap_parts(&footer(view, &fitted.hidden, theme), "   ", area.width);
     let [head, body, foot] = Layout::vertical([
-        Constraint::Length(2),
+        Constraint::Length(head_lines.len() as u16),
         Constraint::Min(3),
-        Constraint::Length(1),
+        Constraint::Length(foot_lines.len() as u16),
     ])
     .areas(area);
-    let title = Line::from(vec![
-        Span::styled(format!(" Synapse agent '{}' ", view.source), theme.title()),
-        Span::raw(format!(
-            "{} peers · {} · timestamps {} · metrics on http://{}/metrics",
-            view.rows.len(),
-            view.reflect,
-            view.timestamps,
-            view.metrics
-        )),
-    ]);
-    let note = Line::styled(
-        format!(
-            " figures over the last whole {0} s window (the first as it fills); history: median per window, last {1}",
-            view.window_s,
-            HISTORY.min(24)
-        ),
-        theme.dim(),
-    );
-    Paragraph::new(vec![title, note]).render(head, buf);
-    let header = Row::new([
-        "Peer".to_string(),
-        "Address".into(),
-        "p50".into(),
-        "p99".into(),
-        "Loss".into(),
-        "|IPDV| p99".into(),
-        split_header(),
-        "p50 history".into(),
-    ])
-    .style(theme.title());
-    let widths = [
-        Constraint::Length(14),
-        Constraint::Length(22),
-        Constraint::Length(9),
-        Constraint::Length(9),
-        Constraint::Length(8),
-        Constraint::Length(10),
-        Constraint::Min(20),
-        Constraint::Length(24),
-    ];
-    let rows: Vec<Row> = view.rows.iter().map(|r| row(r, theme)).collect();
-    Table::new(rows, widths)
-        .header(header)
-        .column_spacing(1)
+    Paragraph::new(head_lines).render(head, buf);
+    fitted
+        .table(theme.title())
         .block(Block::default().borders(Borders::TOP))
         .render(body, buf);
-    let mut hints = vec![Span::styled(" q", theme.key()), Span::raw(" quit   ")];
-    hints.push(Span::styled("r", theme.key()));
-    hints.push(Span::raw(" reload the configuration"));
+    Paragraph::new(foot_lines).render(foot, buf);
+}
+
+/// The keys, what went wrong, and which columns a wider terminal shows,
+/// as parts to wrap.
+fn footer(view: &TableView, hidden: &[&str], theme: Theme) -> Vec<Line<'static>> {
+    let key = |k: &'static str, what: &'static str| {
+        Line::from(vec![Span::styled(k, theme.key()), Span::raw(what)])
+    };
+    let mut parts = vec![key("q", " quit"), key("r", " reload the configuration")];
     if view.overflow > 0 || view.reload_errors > 0 {
-        hints.push(Span::styled(
+        parts.push(Line::styled(
             format!(
-                "   {} missed, {} refused",
+                "{} missed, {} refused",
                 count_of(view.overflow, "record"),
                 count_of(view.reload_errors, "reload")
             ),
             theme.warn(),
         ));
     }
-    Paragraph::new(Line::from(hints)).render(foot, buf);
+    if !hidden.is_empty() {
+        parts.push(Line::styled(
+            format!("wider shows: {}", hidden.join(", ")),
+            theme.dim(),
+        ));
+    }
+    parts
 }
 
 #[cfg(test)]
@@ -296,6 +346,70 @@ mod tests {
         let mut buf = Buffer::empty(area);
         render(&view(), area, &mut buf, Theme::new(false));
         insta::assert_snapshot!(text(&buf));
+    }
+
+    /// A fleet as a user names it: longer names and addresses, an IPv6
+    /// metrics address.
+    fn fleet() -> TableView {
+        let mut v = view();
+        v.metrics = "[2001:db8::17]:9862".into();
+        v.reflect = "answers on [2001:db8::17]:8080".into();
+        v.rows[0].name = "db-primary".into();
+        v.rows[0].address = "10.20.30.40:862".into();
+        v.rows[1].name = "cache-7".into();
+        v.rows[1].address = "[2001:db8::42]:8080".into();
+        v
+    }
+
+    /// At 80, 120 and 200 columns: every header part whole (wrapped if
+    /// need be), and in every row each shown column whole and apart.
+    #[test]
+    fn columns_stand_apart_and_nothing_is_cut_at_any_width() {
+        use crate::ui::layout_check::{columns_apart, lines};
+        let v = fleet();
+        for width in [80u16, 120, 200] {
+            let area = Rect::new(0, 0, width, 12);
+            let mut buf = Buffer::empty(area);
+            render(&v, area, &mut buf, Theme::new(false));
+            let screen = lines(&buf);
+            let all = screen.join("\n");
+            for part in [
+                "Synapse agent 'alpha'",
+                "2 peers",
+                "answers on [2001:db8::17]:8080",
+                "timestamps software",
+                "metrics on http://[2001:db8::17]:9862/metrics",
+                "history: median per window, last 24",
+            ] {
+                assert!(all.contains(part), "{width}: {part:?} cut:\n{all}");
+            }
+            let f = fitted(&v, width, Theme::new(false));
+            let (shown, hidden) = (&f.columns, &f.hidden);
+            let heads: Vec<&str> = shown.iter().map(|c| c.header).collect();
+            let at = |text: &str| screen.iter().find(|l| l.contains(text)).unwrap();
+            columns_apart(at("Peer"), &heads).unwrap_or_else(|e| panic!("{width}: {e}"));
+            for (i, r) in v.rows.iter().enumerate() {
+                let cells: Vec<String> = shown
+                    .iter()
+                    .map(|c| c.cells[i].content.trim_end().to_string())
+                    .collect();
+                let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+                columns_apart(at(&r.name), &cells).unwrap_or_else(|e| panic!("{width}: {e}"));
+            }
+            for h in hidden {
+                assert!(all.contains(h), "{width}: the footer names {h}:\n{all}");
+            }
+            match width {
+                80 => assert_eq!(heads, ["Peer", "Address", "p50", "p99", "Loss"]),
+                _ => assert!(hidden.is_empty(), "{width}: {hidden:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_split_header_names_the_split_segments_in_order() {
+        let names: Vec<&str> = SPLIT.iter().map(|s| short_name(*s)).collect();
+        assert_eq!(SPLIT_HEADER, names.join(" / "));
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub struct AgentArgs {
     /// and exit (0: good, 2: not), sending nothing.
     #[arg(long)]
     pub check: bool,
+
+    #[command(flatten)]
+    pub hdr: super::HdrLogArgs,
 }
 
 /// What the agent does: flags, and keys of the `[agent]` table.
@@ -249,6 +252,9 @@ mod tests {
                 "size",
                 "stamp",
                 "ssid",
+                "dscp",
+                "ecn",
+                "tlv",
                 "hmac_key_file"
             ]
         );

@@ -20,10 +20,11 @@ use std::time::Duration;
 /// of its own, with the times it arrived), the rant columns, T1 scheduler
 /// and the kernel's driver-level software stamps, the RTT, then (paced
 /// runs) the time the request was scheduled to leave and (STAMP) the
-/// reflector's own sequence number; then TCP's: when the far kernel's ACK
+/// reflector's own sequence number, the reflector's measured T3 and the
+/// DSCP and ECN marks each leg arrived with; then TCP's: when the far kernel's ACK
 /// of the request came back and whether it rode on the reply, and (with
 /// `--connect-each`) when the connection was begun and when it was open.
-pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW";
+pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW";
 
 /// What the writer can put in a log: one CSV row per item.
 pub trait LogRow: Send + 'static {
@@ -76,6 +77,9 @@ pub enum LogError {
     },
 }
 
+/// What sees each item the writer takes (see [`PacketLog::start_teed`]).
+pub type Tee<R> = Box<dyn FnMut(&R) + Send>;
+
 /// How long the writer sleeps when the ring is empty.
 const IDLE: Duration = Duration::from_millis(20);
 
@@ -88,6 +92,9 @@ const CHUNK: usize = 1 << 16;
 enum Sink {
     File(File),
     Stdout,
+    /// Nowhere: the rows are only seen (the server's `--hdr-log` without
+    /// `--log`).
+    Null,
 }
 
 impl Sink {
@@ -98,6 +105,7 @@ impl Sink {
                 let mut out = io::stdout().lock();
                 out.write_all(bytes).and_then(|()| out.flush())
             }
+            Sink::Null => Ok(()),
         }
     }
 
@@ -221,14 +229,34 @@ impl PacketLog {
         })
     }
 
+    /// A log that writes nowhere: its writer only hands each item to a tee.
+    pub fn discard() -> Self {
+        Self {
+            path: PathBuf::from("(none)"),
+            sink: Sink::Null,
+            start_len: 0,
+        }
+    }
+
     /// Starts the writer thread on the measurement threads' rings.
     pub fn start<R: LogRow>(self, rings: Vec<rtrb::Consumer<R>>) -> io::Result<RunningLog> {
+        self.start_teed(rings, None)
+    }
+
+    /// Starts the writer thread; `tee` sees every item it takes off the
+    /// rings (on the writer's thread, never the measurement's), and is
+    /// dropped when the rings are done.
+    pub fn start_teed<R: LogRow>(
+        self,
+        rings: Vec<rtrb::Consumer<R>>,
+        tee: Option<Tee<R>>,
+    ) -> io::Result<RunningLog> {
         let path = self.path.clone();
         let failure = Arc::new(Mutex::new(None));
         let told = Arc::clone(&failure);
         let handle = std::thread::Builder::new()
             .name("synapse-log".into())
-            .spawn(move || self.write(rings, &told))?;
+            .spawn(move || self.write(rings, tee, &told))?;
         Ok(RunningLog {
             path,
             failure,
@@ -242,6 +270,7 @@ impl PacketLog {
     fn write<R: LogRow>(
         mut self,
         mut rings: Vec<rtrb::Consumer<R>>,
+        mut tee: Option<Tee<R>>,
         failure: &Mutex<Option<String>>,
     ) -> Written {
         let mut buf = Vec::with_capacity(CHUNK + 4096);
@@ -262,6 +291,9 @@ impl PacketLog {
                 // everything there will ever be.
                 finished &= ring.is_abandoned();
                 while let Ok(item) = ring.pop() {
+                    if let Some(t) = tee.as_mut() {
+                        t(&item);
+                    }
                     if done.error.is_some() {
                         done.unwritten += 1;
                         continue;
@@ -371,7 +403,7 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
         None, // T2_HW: STAMP carries one receive time; it goes in T2_SW.
         p.t2,
         p.t3,
-        None, // T3_HW: likewise.
+        p.t3_hw, // From a later reply's Follow-Up, when the NIC stamped.
         p.t4_hw,
         p.t4_driver,
         p.t4_user,
@@ -386,6 +418,14 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
     match p.reflector_seq {
         Some(r) => write!(out, ",{r}")?,
         None => write!(out, ",")?,
+    }
+    stamp(out, p.t3_driver)?;
+    let tos = |t: Option<u8>| t.map(|t| (t >> 2, crate::stats::Ecn::from_bits(t).name()));
+    for leg in [tos(p.marks.fwd_received()), tos(p.marks.rev_received())] {
+        match leg {
+            Some((dscp, ecn)) => write!(out, ",{dscp},{ecn}")?,
+            None => write!(out, ",,")?,
+        }
     }
     stamp(out, p.t1_ack)?;
     match p.ack_with_reply {
@@ -415,6 +455,7 @@ mod tests {
             status: PacketStatus::Ok,
             sched: Some(1_771_555_281_293_180_000),
             reflector_seq: Some(2),
+            marks: crate::stats::Marks::NONE.with_rev_received(0xbb),
             ..Points::default()
         };
         write_row(&mut out, &p).unwrap();
@@ -430,10 +471,10 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2,,,,"
+            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2,,,,46,ce,,,,"
         );
         assert_eq!(
-            lines[1], "4,lost,,,,,,,,,,,,,,,,,,",
+            lines[1], "4,lost,,,,,,,,,,,,,,,,,,,,,,,",
             "a lost packet has no RTT"
         );
         let columns = HEADER.split(',').count();
@@ -464,8 +505,8 @@ mod tests {
         assert_eq!(text.lines().next(), Some(HEADER));
         assert_eq!(text.lines().count(), 1001);
         assert!(
-            text.ends_with(",999,,,,,,\n"),
-            "RTT, then no SCHED, REFLECTOR_SEQ nor TCP points"
+            text.ends_with(",999,,,,,,,,,,,\n"),
+            "RTT, then no SCHED, REFLECTOR_SEQ, T3_DRV, marks nor TCP points"
         );
     }
 
@@ -487,7 +528,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             text,
-            format!("{HEADER}\n0,lost,,,,,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,,,,,\n")
+            format!("{HEADER}\n0,lost,,,,,,,,,,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,,,,,,,,,,\n")
         );
     }
 

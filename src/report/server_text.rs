@@ -100,7 +100,7 @@ fn echo_totals(t: &ReflectorTotals) -> String {
 
 fn stamp_totals(t: &ReflectorTotals) -> String {
     format!(
-        "STAMP totals: {}, {} reflected{}{}",
+        "STAMP totals: {}, {} reflected{}{}{}",
         count_of(t.sessions, "session"),
         count_of(t.packets, "packet"),
         unanswered(t),
@@ -111,7 +111,23 @@ fn stamp_totals(t: &ReflectorTotals) -> String {
             )
         } else {
             String::new()
-        }
+        },
+        tlv_totals(&t.tlv)
+    )
+}
+
+/// `; TLVs (RFC 8972) in 1,000 requests: 3 U, 1 M, 0 I, 999 follow-ups`.
+fn tlv_totals(t: &crate::engine::TlvTotals) -> String {
+    if t.requests == 0 {
+        return String::new();
+    }
+    format!(
+        "; TLVs (RFC 8972) in {}: {} unrecognized, {} malformed, {} failed integrity; {} carried a follow-up",
+        count_of(t.requests, "request"),
+        t.unrecognized,
+        t.malformed,
+        t.integrity_failed,
+        count_of(t.follow_ups, "answer")
     )
 }
 
@@ -170,7 +186,10 @@ pub fn write_totals(out: &mut impl Write, f: &ServerFinish) -> io::Result<()> {
         }
         writeln!(out, "{}", stamp_totals(&o.totals))?;
     }
-    if let Some(Ok(o)) = &f.tcp {
+    // Said only when a TCP client came: a UDP-only server's totals stay as they were.
+    if let Some(Ok(o)) = &f.tcp
+        && o.totals.connections + o.totals.refused() > 0
+    {
         writeln!(out, "{}", tcp_totals(&o.totals))?;
     }
     if let Some(log) = &f.log {

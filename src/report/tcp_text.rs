@@ -29,8 +29,13 @@ pub fn write_tcp(out: &mut impl Write, t: &TcpFigures, replies: u64) -> io::Resu
     if t.pieces.split > 0 {
         writeln!(
             out,
-            "  {} read in two or more pieces ({} with 30-250 ms between pieces)",
-            count_of(t.pieces.split, "reply"),
+            "  {} {} read in two or more pieces ({} with 30-250 ms between pieces)",
+            t.pieces.split,
+            if t.pieces.split == 1 {
+                "reply"
+            } else {
+                "replies"
+            },
             t.pieces.stalled
         )?;
     }

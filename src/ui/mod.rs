@@ -6,14 +6,18 @@
 pub mod action;
 pub mod animation;
 pub mod app;
+pub mod columns;
 pub mod draw;
 mod keys;
 pub mod panes;
 pub mod station;
 pub mod theme;
+pub mod versus;
 
 #[cfg(test)]
 mod fixtures;
+#[cfg(test)]
+pub(crate) mod layout_check;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -270,3 +270,61 @@ fn large_server_figures_fit_their_pane() {
         "a line ran over: {text}"
     );
 }
+
+/// At 80, 120 and 200 columns, the server's client table and the client's
+/// segment table keep every column whole and apart (headers too).
+#[test]
+fn tables_keep_their_columns_apart_at_every_width() {
+    use super::layout_check::columns_apart;
+    let find = |screen: &[String], text: &str| {
+        screen
+            .iter()
+            .find(|l| l.contains(text))
+            .unwrap_or_else(|| panic!("no {text:?} in\n{}", screen.join("\n")))
+            .clone()
+    };
+    for width in [80u16, 120, 200] {
+        let screen = rows(&frame(&server_app(), width, 30));
+        let check = |line: String, cells: &[&str]| {
+            columns_apart(&line, cells).unwrap_or_else(|e| panic!("{width}: {e}"));
+        };
+        check(
+            find(&screen, "last seen"),
+            &[
+                "client",
+                "packets",
+                "bytes",
+                "refused",
+                "last seen",
+                "state",
+            ],
+        );
+        check(
+            find(&screen, "192.0.2.7:40100"),
+            &[
+                "192.0.2.7:40100",
+                "3,000",
+                "24,000",
+                "1,200 rate",
+                "0.1 s ago",
+                "active",
+            ],
+        );
+        let screen = rows(&frame(&client_app(), width, 30));
+        let notes = width >= 120;
+        let with = |cells: &[&'static str], note: &'static str| {
+            let mut v = cells.to_vec();
+            if notes {
+                v.push(note);
+            }
+            v
+        };
+        let head = with(&["send", "network", "dwell", "receive"], "software stamps");
+        check(find(&screen, "receive  "), &head);
+        let p50 = with(
+            &["p50", "2.5 µs", "63.3 µs", "3.0 µs", "17.2 µs"],
+            "since start or clear",
+        );
+        check(find(&screen, " p50 "), &p50);
+    }
+}

@@ -5,6 +5,7 @@
 
 pub mod http;
 pub mod netns;
+pub mod routed;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::UdpSocket;

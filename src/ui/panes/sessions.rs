@@ -1,13 +1,14 @@
 //! The reflector's clients: active sessions first, then recently ended ones.
 
-use crate::engine::Refusals;
+use crate::engine::{Refusals, SessionInfo};
 use crate::ui::app::ServerView;
+use crate::ui::columns::{Column, fit};
 use crate::ui::theme::Theme;
 use crate::units::group_thousands;
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::Span;
-use ratatui::widgets::{Block, Row, Table};
+use ratatui::widgets::Block;
 
 fn ago(now_ns: u64, then_ns: u64) -> String {
     format!("{:.1} s ago", now_ns.saturating_sub(then_ns) as f64 / 1e9)
@@ -21,17 +22,10 @@ fn refused(r: &Refusals, t: Theme) -> Span<'static> {
     Span::styled(r.to_string(), t.warn())
 }
 
-/// Draws the client table.
+/// Draws the client table. Columns are as wide as their widest cell;
+/// a narrow terminal leaves out bytes, then the last-seen time, and says so
+/// in the title.
 pub fn render(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
-    let header = Row::new([
-        "client",
-        "packets",
-        "bytes",
-        "refused",
-        "last seen",
-        "state",
-    ])
-    .style(t.title());
     let active = v
         .active
         .iter()
@@ -41,31 +35,23 @@ pub fn render(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
     // Rows that fit under the header; the table scrolls through the rest.
     let visible = usize::from(area.height.saturating_sub(3)).max(1);
     let first = v.scroll.min(total.saturating_sub(visible));
-    let rows: Vec<Row> = active
-        .chain(ended)
-        .skip(first)
-        .take(visible)
-        .map(|(s, state)| {
-            Row::new(vec![
-                Span::raw(s.peer.to_string()),
-                Span::raw(group_thousands(s.packets)),
-                Span::raw(group_thousands(s.bytes)),
-                refused(&s.refused, t),
-                Span::raw(ago(v.now_ns, s.last_seen_ns)),
-                state,
-            ])
-        })
-        .collect();
-    let empty = rows.is_empty();
-    let widths = [
-        Constraint::Min(24),
-        Constraint::Length(14),
-        Constraint::Length(16),
-        Constraint::Length(22),
-        Constraint::Length(12),
-        Constraint::Length(8),
+    let shown: Vec<_> = active.chain(ended).skip(first).take(visible).collect();
+    let column = |header, cell: &dyn Fn(&SessionInfo) -> Span<'static>| {
+        Column::new(header, shown.iter().map(|(s, _)| cell(s)).collect())
+    };
+    let columns = vec![
+        column("client", &|s| Span::raw(s.peer.to_string())).min_width(21),
+        column("packets", &|s| Span::raw(group_thousands(s.packets))).min_width(7),
+        column("bytes", &|s| Span::raw(group_thousands(s.bytes)))
+            .min_width(9)
+            .drop_rank(2),
+        column("refused", &|s| refused(&s.refused, t)),
+        column("last seen", &|s| Span::raw(ago(v.now_ns, s.last_seen_ns))).drop_rank(1),
+        Column::new("state", shown.iter().map(|(_, st)| st.clone()).collect()),
     ];
-    let title = if empty {
+    // Inside the block's borders.
+    let fitted = fit(columns, area.width.saturating_sub(2));
+    let title = if shown.is_empty() {
         let reach = v.reach.first().cloned().unwrap_or_else(|| v.bind.clone());
         format!(" Clients · none yet: synapse client {reach} ")
     } else if total > visible {
@@ -77,8 +63,15 @@ pub fn render(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
     } else {
         " Clients ".to_string()
     };
-    let table = Table::new(rows, widths)
-        .header(header)
-        .block(Block::bordered().title(Span::styled(title, t.title())));
+    let mut title = vec![Span::styled(title, t.title())];
+    if !fitted.hidden.is_empty() {
+        title.push(Span::styled(
+            format!("wider shows: {} ", fitted.hidden.join(", ")),
+            t.dim(),
+        ));
+    }
+    let table = fitted
+        .table(t.title())
+        .block(Block::bordered().title(ratatui::text::Line::from(title)));
     f.render_widget(table, area);
 }

@@ -150,6 +150,7 @@ impl<'a> TcpCrr<'a> {
             stale_stamps: 0,
             unauthenticated: 0,
             stamping: StampingInfo::default(),
+            extensions: None,
             tcp: Some(self.tcp.figures()),
         })
     }

@@ -173,10 +173,12 @@ mod tests {
         assert!(!link.reopen(Instant::now(), &mut tcp, &mut kernel, &live));
         assert_eq!(tcp.figures().connect_failed, [0, 0, 0]);
         std::thread::sleep(Duration::from_millis(25));
-        assert!(!link.reopen(Instant::now(), &mut tcp, &mut kernel, &live));
+        let before = Instant::now();
+        assert!(!link.reopen(before, &mut tcp, &mut kernel, &live));
         assert!(link.refused(), "nothing listens any more");
-        let waited = link.next_try.duration_since(Instant::now());
-        assert!(waited > Duration::from_millis(20), "doubled: {waited:?}");
+        let waited = link.next_try.duration_since(before);
+        assert!(waited >= Duration::from_millis(20), "doubled: {waited:?}");
+        assert_eq!(link.backoff, Duration::from_millis(40), "and doubles again");
         let l = TcpListener::bind(addr).unwrap();
         std::thread::sleep(waited + Duration::from_millis(5));
         assert!(link.reopen(Instant::now(), &mut tcp, &mut kernel, &live));

@@ -80,6 +80,7 @@ fn choose_stamps(cfg: &ClientConfig, local: SocketAddr) -> Result<StampingInfo, 
         stamp: false,
         segments: SegmentSet::for_run(kernel, false, false).with_tcp(),
         tx_every: if kernel { cfg.tx_stamp_every.max(1) } else { 1 },
+        follow_up: false,
     })
 }
 
@@ -170,6 +171,7 @@ fn spawn(
         segments: stamping.segments,
         schedule: None,
         one_way: None,
+        cos: None,
     };
     let live = Arc::new(TcpLive::default());
     let (thread_live, thread_stop, thread_info) =

@@ -168,6 +168,7 @@ impl<'a> TcpPinger<'a> {
             stale_stamps: self.link.stale,
             unauthenticated: 0,
             stamping: StampingInfo::default(),
+            extensions: None,
             tcp: Some(self.figures()),
         })
     }
