@@ -20,7 +20,7 @@ use crate::engine::protocol::tlv::StampTlvs;
 use crate::engine::reflector_admission::Cidr;
 use crate::engine::reflector_limits::Limits;
 use crate::engine::socket::address_text;
-use crate::engine::{Schedule, TimestampMode};
+use crate::engine::{Schedule, TimestampMode, Transport};
 use crate::packet_log::Opening;
 use crate::stats::Threshold;
 use crate::stats::{Dscp, Ecn, Pattern};
@@ -150,6 +150,20 @@ pub struct ServerArgs {
     #[arg(long, value_name = "PORT")]
     pub stamp_port: Option<u16>,
 
+    /// Also answer TCP echo (every byte of every connection back, RFC 862)
+    /// on this TCP port, same address (0: don't) [default: the UDP echo
+    /// port's number]. When the default cannot be bound the server says so
+    /// once and serves UDP; a port given here that cannot be bound is an
+    /// error.
+    #[arg(long, value_name = "PORT")]
+    pub tcp_port: Option<u16>,
+
+    /// TCP: connections one source address may hold open at once; more are
+    /// closed at once and counted (--max-sessions caps all together).
+    #[arg(long, value_name = "N", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections_per_source: u32,
+
     #[command(flatten)]
     pub admission: AdmissionArgs,
 
@@ -219,6 +233,7 @@ pub struct LimitArgs {
 
     /// Serve at most this many sessions (source address and port) at once;
     /// a new one beyond them is refused until one ends (--session-idle).
+    /// TCP echo holds at most this many connections at once too.
     #[arg(long, value_name = "N", default_value_t = Limits::DEFAULT.max_sessions as u32,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_sessions: u32,
@@ -308,6 +323,23 @@ pub struct RunArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub pace: PaceArgs,
+
+    /// Measure over TCP: request and response over one connection
+    /// (TCP_NODELAY on, the reply read whole however the stream splits
+    /// it), reconnecting with backoff when it is lost. With kernel stamps
+    /// the round trip is split at the far kernel's ACK as well. In a
+    /// configuration file: transport = "tcp".
+    #[arg(id = "transport", long = "tcp", value_name = "TRANSPORT", num_args = 0..=1,
+          require_equals = true, default_missing_value = "tcp", default_value = "udp",
+          hide_default_value = true, value_parser = transport)]
+    #[serde(serialize_with = "units::serde_display")]
+    pub transport: Transport,
+
+    /// TCP: a new connection for every transaction (connect, request,
+    /// response, close: netperf's TCP_CRR); the handshake's share (connect,
+    /// first byte) is reported apart.
+    #[arg(long)]
+    pub connect_each: bool,
 
     #[command(flatten)]
     #[serde(flatten)]
@@ -672,6 +704,10 @@ pub fn command() -> clap::Command {
 }
 
 fn timestamp_mode(s: &str) -> Result<TimestampMode, String> {
+    s.parse()
+}
+
+fn transport(s: &str) -> Result<Transport, String> {
     s.parse()
 }
 

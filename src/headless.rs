@@ -83,6 +83,9 @@ pub fn run_server(
     if let Some(why) = &session.stamp_refused {
         console::note(why);
     }
+    if let Some(why) = &session.tcp_refused {
+        console::note(why);
+    }
     out.flush()?;
     let mut result = Ok(());
     let mut print = |side, ev| {
@@ -115,6 +118,9 @@ pub fn run_server(
         )?;
     }
     out.flush()?;
+    if let Some(Err(e)) = &finish.tcp {
+        console::error(&format!("TCP echo: {e}"));
+    }
     for o in [Some(&finish.echo), finish.stamp.as_ref()]
         .into_iter()
         .flatten()

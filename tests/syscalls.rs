@@ -125,6 +125,29 @@ fn a_busy_poll_round_trip_is_two_successful_system_calls() {
     assert!(total >= 1.95, "a send and a receive each: {each:?}");
 }
 
+/// TCP over one connection: a request is one `send`, its reply one
+/// receive (the 8-byte reply comes in one segment), blocking or spinning.
+#[test]
+fn a_tcp_round_trip_is_two_system_calls() {
+    let Some(strace) = tool("strace", "a_tcp_round_trip_is_two_system_calls") else {
+        return;
+    };
+    for (extra, successful_only) in [
+        (&["--tcp", "--timestamps", "user"][..], false),
+        (&["--tcp"][..], false),
+        (&["--tcp", "--busy-poll"][..], true),
+    ] {
+        let (total, each) = per_packet(&strace, extra, successful_only);
+        println!("{extra:?}: {total:.3} per round trip: {each:?}");
+        assert!(
+            total <= 2.05,
+            "{extra:?}: {total:.3} per round trip: {each:?}"
+        );
+        assert!(total >= 1.95, "a send and a receive each: {each:?}");
+        assert!(!each.contains_key("ppoll"), "{each:?}");
+    }
+}
+
 #[test]
 fn the_strace_table_is_read() {
     let table = "% time     seconds  usecs/call     calls    errors syscall

@@ -148,7 +148,7 @@ struct PeerSeries {
     info: PeerInfo,
     rtt: Histogram,
     ipdv: Histogram,
-    segments: [Option<Histogram>; 5],
+    segments: [Option<Histogram>; crate::stats::SEGMENTS],
     sent: Counter,
     lost: Counter,
     late: Counter,

@@ -74,6 +74,8 @@ fn short_name(s: Segment) -> &'static str {
     match s {
         Segment::Send => "send",
         Segment::Network => "net",
+        Segment::KernelRtt => "kern",
+        Segment::FarShare => "far",
         Segment::Dwell => "dwell",
         Segment::Receive => "recv",
         Segment::NicRoundTrip => "nic",
@@ -283,7 +285,15 @@ mod tests {
             rtt_p50_ns: Some(21_300),
             rtt_p99_ns: Some(48_900),
             ipdv_p99_ns: Some(12_100),
-            segments_mean_ns: [Some(2_100), Some(15_000), Some(3_200), Some(1_000), None],
+            segments_mean_ns: [
+                Some(2_100),
+                Some(15_000),
+                None,
+                None,
+                Some(3_200),
+                Some(1_000),
+                None,
+            ],
             ..Figures::default()
         };
         let dead = Figures {

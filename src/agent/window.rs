@@ -37,7 +37,7 @@ pub struct Figures {
     pub ipdv_p99_ns: Option<u64>,
     /// Mean of each segment, ns, in [`Segment::ALL`] order.
     #[serde(skip)]
-    pub segments_mean_ns: [Option<u64>; 5],
+    pub segments_mean_ns: [Option<u64>; crate::stats::SEGMENTS],
 }
 
 /// A window being filled.
@@ -46,8 +46,8 @@ struct Window {
     rtt: Histogram<u32>,
     ipdv: Histogram<u32>,
     counts: Figures,
-    seg_sum: [u64; 5],
-    seg_n: [u64; 5],
+    seg_sum: [u64; crate::stats::SEGMENTS],
+    seg_n: [u64; crate::stats::SEGMENTS],
 }
 
 impl Window {
@@ -62,8 +62,8 @@ impl Window {
             rtt: h(),
             ipdv: h(),
             counts: Figures::default(),
-            seg_sum: [0; 5],
-            seg_n: [0; 5],
+            seg_sum: [0; crate::stats::SEGMENTS],
+            seg_n: [0; crate::stats::SEGMENTS],
         }
     }
 
@@ -71,8 +71,8 @@ impl Window {
         self.rtt.reset();
         self.ipdv.reset();
         self.counts = Figures::default();
-        self.seg_sum = [0; 5];
-        self.seg_n = [0; 5];
+        self.seg_sum = [0; crate::stats::SEGMENTS];
+        self.seg_n = [0; crate::stats::SEGMENTS];
     }
 
     fn figures(&self) -> Figures {
@@ -245,7 +245,15 @@ mod tests {
         let f = w.turn();
         assert_eq!(
             f.segments_mean_ns,
-            [Some(2_000), Some(7_000), None, Some(1_000), None]
+            [
+                Some(2_000),
+                Some(7_000),
+                None,
+                None,
+                None,
+                Some(1_000),
+                None
+            ]
         );
     }
 }

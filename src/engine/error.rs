@@ -14,6 +14,14 @@ pub enum EngineError {
         /// A short explanation.
         reason: String,
     },
+    /// Listening on a TCP port failed.
+    #[error("cannot listen on TCP {addr}: {reason}")]
+    TcpBind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// A short explanation.
+        reason: String,
+    },
     /// A host name or address could not be turned into a socket address.
     #[error("cannot resolve '{0}': {1}")]
     Resolve(String, String),
@@ -78,6 +86,36 @@ pub enum EngineError {
         "{0} answers, but no answer carries a valid HMAC: the reflector has another key, or does not authenticate (check --hmac-key-file on both ends)"
     )]
     Unauthenticated(SocketAddr),
+    /// TCP: nothing listens at the peer's port (RST to the SYN).
+    #[error(
+        "{0} refused the TCP connection: nothing listens there (synapse server answers TCP on its UDP port unless --tcp-port moves it or turns it off)"
+    )]
+    TcpRefused(SocketAddr),
+    /// TCP: the connection could not be opened.
+    #[error("cannot open a TCP connection to {addr}: {reason}")]
+    TcpConnect {
+        /// The peer.
+        addr: SocketAddr,
+        /// What happened (no answer to the SYN, no route, …).
+        reason: String,
+    },
+    /// TCP: the peer closed every connection before answering anything.
+    #[error(
+        "{addr} closed the TCP connection {times} times before any reply ({how}): a server over its connection limit, or not an echo server"
+    )]
+    TcpClosed {
+        /// The peer.
+        addr: SocketAddr,
+        /// How many connections it closed.
+        times: u64,
+        /// `reset` or `closed`.
+        how: &'static str,
+    },
+    /// TCP: what comes back is not our requests.
+    #[error(
+        "{0} answers with bytes that are not the requests sent: it is not an echo server (RFC 862 returns every byte unchanged)"
+    )]
+    NotEcho(SocketAddr),
     /// The timestamp source asked for cannot be had.
     #[error("{0}")]
     Timestamps(String),

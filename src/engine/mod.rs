@@ -15,6 +15,7 @@ mod reflector;
 pub mod socket;
 pub(crate) mod sys;
 pub mod timestamping;
+mod transport;
 mod wall_clock;
 
 pub use affinity::{Placement, Role, ThreadPlacement, choose_cpu, pin_thread};
@@ -30,6 +31,9 @@ pub use protocol::stamp;
 pub use protocol::stamp_key;
 pub use reflector::admission as reflector_admission;
 pub use reflector::limits as reflector_limits;
+pub use reflector::tcp::{
+    TcpEchoConfig, TcpEchoOutcome, TcpEchoRun, TcpEchoTotals, start_tcp_echo,
+};
 pub use reflector::{
     AnswerPoints, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun,
     ReflectorTotals, Refusal, Refusals, SessionInfo, TlvTotals, start_reflector,
@@ -42,6 +46,7 @@ pub use sys::become_user;
 pub use sys::terminal_input;
 pub use timestamping::capabilities;
 pub use timestamping::{TimestampMode, Timestamping};
+pub use transport::Transport;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

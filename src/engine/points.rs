@@ -7,7 +7,7 @@
 //! (PHC), used only as T4 hw − T1 hw. The RTT itself stays on the monotonic
 //! clock; the segments add up to it within the cost of a clock read.
 
-use crate::stats::{FarSide, Marks, Segment, Split};
+use crate::stats::{FarSide, Marks, Split};
 
 /// What became of a packet, as its log row says.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -79,6 +79,16 @@ pub struct Points {
     pub sched: Option<u64>,
     /// STAMP: the reflector's own sequence number for the reply.
     pub reflector_seq: Option<u32>,
+    /// TCP: the far kernel's ACK of the request's last byte came back
+    /// (kernel software stamp, `SOF_TIMESTAMPING_TX_ACK`).
+    pub t1_ack: Option<u64>,
+    /// TCP: whether that ACK rode on the reply (then it says nothing of
+    /// the far kernel apart from the far application); `None`: unknown.
+    pub ack_with_reply: Option<bool>,
+    /// TCP `--connect-each`: client, before the connection was opened.
+    pub t0_user: Option<u64>,
+    /// TCP `--connect-each`: client, when `connect` returned.
+    pub connected: Option<u64>,
 }
 
 impl Points {
@@ -132,13 +142,23 @@ impl Points {
         let network = between(self.t1_driver, self.t4_driver)
             .filter(|_| !self.follow_up || dwell.is_some())
             .and_then(|total| total.checked_sub(dwell.unwrap_or(0)));
-        let mut parts = [None; 5];
-        parts[Segment::Send.index()] = between(self.t1_user, self.t1_driver);
-        parts[Segment::Network.index()] = network;
-        parts[Segment::Dwell.index()] = dwell;
-        parts[Segment::Receive.index()] = between(self.t4_driver, self.t4_user);
-        parts[Segment::NicRoundTrip.index()] = between(self.t1_hw, self.t4_hw);
-        Split::from_parts(parts)
+        // In `Split::from_parts` order.
+        let split = Split::from_parts([
+            between(self.t1_user, self.t1_driver),
+            network,
+            dwell,
+            between(self.t4_driver, self.t4_user),
+            between(self.t1_hw, self.t4_hw),
+        ]);
+        match self.ack_with_reply {
+            Some(true) => split.with_ack(None, None, true),
+            Some(false) => split.with_ack(
+                between(self.t1_driver, self.t1_ack),
+                between(self.t1_ack, self.t4_driver),
+                false,
+            ),
+            None => split,
+        }
     }
 }
 
@@ -255,6 +275,36 @@ mod tests {
             ..full()
         };
         assert_eq!(p.split().get(Segment::Receive), None);
+    }
+
+    #[test]
+    fn a_separate_ack_splits_the_network_segment_and_a_piggybacked_one_does_not() {
+        let tcp = Points {
+            t2: None,
+            t3: None,
+            t1_ack: Some(4_000),
+            ack_with_reply: Some(false),
+            ..full()
+        };
+        let s = tcp.split();
+        assert_eq!(s.get(Segment::KernelRtt), Some(2_100));
+        assert_eq!(s.get(Segment::FarShare), Some(5_900));
+        assert_eq!(
+            s.get(Segment::KernelRtt).unwrap() + s.get(Segment::FarShare).unwrap(),
+            s.get(Segment::Network).unwrap(),
+            "the two parts of the network segment add up to it"
+        );
+        let rode = Points {
+            ack_with_reply: Some(true),
+            ..tcp
+        };
+        let s = rode.split();
+        assert_eq!(s.get(Segment::KernelRtt), None);
+        assert!(s.is_piggybacked(Segment::KernelRtt));
+        assert_eq!(s.get(Segment::Network), Some(8_000), "still measured whole");
+        let udp = full().split();
+        assert!(!udp.is_piggybacked(Segment::KernelRtt));
+        assert_eq!(udp.get(Segment::KernelRtt), None);
     }
 
     #[test]

@@ -13,8 +13,8 @@ use crate::config::{self, Baseline, ConfigFile, Settings};
 use crate::engine::reflector_admission::{Admission, AllowList};
 use crate::engine::stamp_key::StampKey;
 use crate::engine::{
-    ClientConfig, EngineError, MAX_IN_FLIGHT, Protocol, ReflectorConfig, Role, ThreadPlacement,
-    choose_cpu, in_flight_bound, resolve, stamp,
+    ClientConfig, EngineError, MAX_IN_FLIGHT, Protocol, ReflectorConfig, Role, TcpEchoConfig,
+    ThreadPlacement, Transport, choose_cpu, in_flight_bound, resolve, stamp,
 };
 use crate::error::AppError;
 use crate::key_file;
@@ -135,6 +135,8 @@ impl ClientPlan {
             }),
             log_capacity: if self.log.is_some() { LOG_RING } else { 0 },
             schedule: r.schedule(),
+            transport: r.transport,
+            connect_each: r.connect_each,
         }
     }
 
@@ -195,6 +197,12 @@ pub struct ServerPlan {
     pub stamp_key: Option<StampKey>,
     /// Who to become once the ports are bound.
     pub user: Option<String>,
+    /// TCP echo: its port (`Some(0)`: the UDP echo port's number), or none.
+    pub tcp_port: Option<u16>,
+    /// The TCP port was asked for: failing to bind it is an error.
+    pub tcp_required: bool,
+    /// TCP: connections one source may hold at once.
+    pub tcp_per_source: u32,
 }
 
 /// What to do.
@@ -437,6 +445,31 @@ fn check_pacing(run: &RunArgs) -> Result<(), AppError> {
     Ok(())
 }
 
+/// TCP is request/response, one in flight, plain echo, to a server
+/// address; `--connect-each` is one of its modes.
+fn check_transport(run: &RunArgs, target: Target) -> Result<(), AppError> {
+    let tcp = run.transport == Transport::Tcp;
+    let refuse = |why: &str| Err(AppError::Usage(why.into()));
+    if run.connect_each && !tcp {
+        return refuse("--connect-each is a TCP mode: add --tcp");
+    }
+    if !tcp {
+        return Ok(());
+    }
+    if run.schedule().is_some() {
+        return refuse(
+            "--tcp measures request and response, one in flight: --interval and --rate are UDP only",
+        );
+    }
+    if run.packet.stamp {
+        return refuse("--stamp is STAMP over UDP: --tcp speaks plain echo");
+    }
+    if target == Target::Loopback {
+        return refuse("--tcp needs a server address (synapse server answers TCP on its UDP port)");
+    }
+    Ok(())
+}
+
 fn client_plan(
     target: Target,
     bind: Option<SocketAddr>,
@@ -484,6 +517,7 @@ fn client_plan(
         ));
     }
     check_pacing(&run)?;
+    check_transport(&run, target)?;
     let stamp_key = stamp_key_of(&run.packet.key, run.packet.stamp, "synapse client")?;
     let placement = |cpu, cpu_auto| ThreadPlacement {
         cpu,
@@ -585,6 +619,13 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
         },
         stamp_key,
         user: s.user.clone(),
+        tcp_port: match s.tcp_port {
+            Some(0) => None,
+            Some(p) => Some(p),
+            None => Some(0),
+        },
+        tcp_required: s.tcp_port.is_some_and(|p| p != 0),
+        tcp_per_source: s.max_connections_per_source,
     }))
 }
 
@@ -619,6 +660,33 @@ impl ServerPlan {
             },
             ..ReflectorConfig::new(bind, protocol)
         }
+    }
+
+    /// The TCP echo reflector's settings, if it is to run: same address,
+    /// the TCP port (the UDP echo reflector's, `echo_port`, unless told),
+    /// blocking in `epoll_wait` on the echo reflector's CPU (another one
+    /// when that one spins: beside it, it would starve).
+    pub fn tcp_config(&self, echo_port: u16) -> Option<TcpEchoConfig> {
+        let port = match self.tcp_port? {
+            0 => echo_port,
+            p => p,
+        };
+        let cpu = match choose_cpu(None, Role::Client) {
+            Ok((other, _)) if self.thread.busy_poll => other,
+            _ => self.thread.cpu,
+        };
+        Some(TcpEchoConfig {
+            bind: SocketAddr::new(self.bind.ip(), port),
+            thread: ThreadPlacement {
+                cpu,
+                busy_poll: false,
+                rt: false,
+                ..self.thread
+            },
+            allow: self.admission.allow.clone(),
+            per_source: self.tcp_per_source,
+            max_connections: self.admission.limits.max_sessions,
+        })
     }
 
     /// The STAMP reflector's settings, if it is to run: same address, the
@@ -687,6 +755,9 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         // authenticates with the client's key.
         stamp_key: c.stamp_key.clone(),
         user: None,
+        tcp_port: None,
+        tcp_required: false,
+        tcp_per_source: 1024,
     }
 }
 

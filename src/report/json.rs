@@ -21,6 +21,9 @@ struct JsonReport<'a> {
     /// Present in authenticated mode only.
     #[serde(skip_serializing_if = "Option::is_none")]
     unauthenticated_replies: Option<u64>,
+    /// Present in TCP runs only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tcp: Option<&'a crate::stats::TcpFigures>,
     stamp_extensions: Option<Extensions<'a>>,
     interrupted: bool,
 }
@@ -46,6 +49,7 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
         hdr_log: report.hdr_log.as_ref(),
         floor: report.floor.as_ref(),
         unauthenticated_replies: report.unauthenticated_replies,
+        tcp: report.tcp.as_ref(),
         stamp_extensions: report.extensions.as_ref().map(|summary| Extensions {
             summary,
             warnings: &report.extension_warnings,

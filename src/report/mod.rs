@@ -8,6 +8,7 @@ mod floor;
 mod json;
 mod progress;
 pub mod server_text;
+mod tcp_text;
 mod text;
 mod timing_text;
 pub mod verdict;
@@ -115,6 +116,8 @@ pub struct Report {
     /// Authenticated STAMP: datagrams refused as replies because their
     /// HMAC did not verify (`None`: not authenticated).
     pub unauthenticated_replies: Option<u64>,
+    /// TCP: connections, handshakes, ACKs and the kernel's view.
+    pub tcp: Option<crate::stats::TcpFigures>,
     /// STAMP: what the replies' RFC 8972 TLVs said (`None`: none asked).
     pub extensions: Option<crate::engine::extensions::TlvSummary>,
     /// What the one-way figures rest on that the reader must know.
@@ -189,6 +192,7 @@ impl Report {
             extensions: outcome.extensions.clone(),
             config: EffectiveConfig::new(plan, server, local, outcome),
             interrupted: outcome.interrupted,
+            tcp: outcome.tcp.clone(),
         }
     }
 }

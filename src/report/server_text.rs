@@ -1,7 +1,7 @@
 //! What a headless `synapse server` prints: a banner, one line per session
 //! as it ends, and the totals at the end.
 
-use crate::engine::{ReflectorTotals, SessionInfo};
+use crate::engine::{ReflectorTotals, SessionInfo, TcpEchoTotals};
 use crate::plan::ServerPlan;
 use crate::session::{ServerFinish, ServerSession, Side};
 use crate::units::count_of;
@@ -25,6 +25,13 @@ pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) 
             ""
         };
         writeln!(out, "STAMP (RFC 8762) reflector on {addr}{auth}")?;
+    }
+    if let Some(addr) = s.tcp_addr() {
+        writeln!(
+            out,
+            "TCP echo on {addr} (at most {} connections per source)",
+            plan.tcp_per_source
+        )?;
     }
     if let Some(path) = s.log_path() {
         writeln!(out, "Logging every answer to {}", path.display())?;
@@ -124,6 +131,45 @@ fn tlv_totals(t: &crate::engine::TlvTotals) -> String {
     )
 }
 
+fn tcp_totals(t: &TcpEchoTotals) -> String {
+    let mut ended = Vec::new();
+    for (n, what) in [
+        (t.closed, "closed by the client"),
+        (t.reset, "reset"),
+        (t.stalled, "stalled (client not reading) and closed"),
+        (t.open, "open at the stop"),
+    ] {
+        if n > 0 {
+            ended.push(format!("{n} {what}"));
+        }
+    }
+    let mut refused = Vec::new();
+    for (n, why) in [
+        (t.refused_not_allowed, "not allowed"),
+        (t.refused_per_source, "over the per-source cap"),
+        (t.refused_total, "over --max-sessions"),
+    ] {
+        if n > 0 {
+            refused.push(format!("{n} {why}"));
+        }
+    }
+    format!(
+        "TCP totals: {}, {} echoed{}{}",
+        count_of(t.connections, "connection"),
+        count_of(t.bytes, "byte"),
+        if ended.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", ended.join(", "))
+        },
+        if refused.is_empty() {
+            String::new()
+        } else {
+            format!("; refused: {}", refused.join(", "))
+        }
+    )
+}
+
 /// The sessions still open at the stop, the totals of each reflector and
 /// what the log holds. A failed reflector's error is returned after what
 /// the others did is written.
@@ -139,6 +185,12 @@ pub fn write_totals(out: &mut impl Write, f: &ServerFinish) -> io::Result<()> {
             writeln!(out, "{}", session_line(Side::Stamp, s))?;
         }
         writeln!(out, "{}", stamp_totals(&o.totals))?;
+    }
+    // Said only when a TCP client came: a UDP-only server's totals stay as they were.
+    if let Some(Ok(o)) = &f.tcp
+        && o.totals.connections + o.totals.refused() > 0
+    {
+        writeln!(out, "{}", tcp_totals(&o.totals))?;
     }
     if let Some(log) = &f.log {
         let stale: u64 = [Some(&f.echo), f.stamp.as_ref()]

@@ -57,6 +57,9 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
         writeln!(out, "Timestamps: {note}")?;
         writeln!(out)?;
     }
+    if let Some(t) = &report.tcp {
+        super::tcp_text::write_tcp(out, t, s.packets.received)?;
+    }
     write_distribution(out, s, &paint)?;
     writeln!(out)?;
     if let Some(log) = &report.log {
@@ -592,6 +595,7 @@ mod tests {
                 segments,
                 ..StampingInfo::default()
             },
+            tcp: None,
         };
         let server = "192.0.2.10:8080".parse().unwrap();
         Report::new(&plan, server, "192.0.2.1:40000".parse().unwrap(), &outcome)

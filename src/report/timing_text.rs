@@ -9,6 +9,13 @@ use std::io::{self, Write};
 
 /// `ping-pong (one request in flight)` or `paced, periodic, every 1 ms`.
 pub fn mode_line(c: &EffectiveConfig) -> String {
+    if c.options.transport == crate::engine::Transport::Tcp {
+        return if c.options.connect_each {
+            "TCP connect-request-response (a new connection per transaction, one at a time)".into()
+        } else {
+            "TCP request/response over one connection (one request in flight)".into()
+        };
+    }
     match c.interval_ns {
         None => {
             "ping-pong (one request in flight; the next when its reply or timeout comes)".into()

@@ -215,6 +215,10 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         admission: cfg.admission.clone(),
         stamp_key: None,
         user: None,
+        // The agent's reflector answers UDP only (TCP peers: not yet).
+        tcp_port: None,
+        tcp_required: false,
+        tcp_per_source: 1024,
     })
 }
 

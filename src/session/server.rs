@@ -5,7 +5,7 @@ use super::{LogOutcome, open_log};
 use crate::engine::AnswerPoints;
 use crate::engine::{
     EngineError, Protocol, ReflectorEvent, ReflectorOutcome, ReflectorRun, StopFlag,
-    start_reflector,
+    TcpEchoOutcome, TcpEchoRun, start_reflector, start_tcp_echo,
 };
 use crate::error::AppError;
 use crate::hdr_log::HdrLogOutcome;
@@ -33,6 +33,9 @@ pub struct ServerSession {
     stamp: Option<ReflectorRun>,
     /// Why the STAMP reflector is not running, when it was asked for.
     pub stamp_refused: Option<String>,
+    tcp: Option<TcpEchoRun>,
+    /// Why the TCP echo reflector is not running, when it was asked for.
+    pub tcp_refused: Option<String>,
     /// `--user`: who the server became once its ports were bound.
     pub became: Option<String>,
     log: Option<RunningLog>,
@@ -49,6 +52,8 @@ pub struct ServerFinish {
     pub echo: Result<ReflectorOutcome, EngineError>,
     /// The STAMP reflector's, when it ran.
     pub stamp: Option<Result<ReflectorOutcome, EngineError>>,
+    /// The TCP echo reflector's, when it ran.
+    pub tcp: Option<Result<TcpEchoOutcome, EngineError>>,
     /// The answer log, if one was written.
     pub log: Option<LogOutcome>,
     /// The interval log (`--hdr-log`), if one was written.
@@ -90,6 +95,18 @@ impl ServerSession {
                 ),
             },
         };
+        let (tcp, tcp_refused) = match start_tcp(plan, echo.local, stop) {
+            Ok(started) => started,
+            Err(e) => {
+                echo.stop();
+                let _ = echo.join();
+                if let Some(s) = stamp.as_mut() {
+                    s.stop();
+                    let _ = s.join();
+                }
+                return Err(e);
+            }
+        };
         let rings: Vec<_> = [echo.responses.take()]
             .into_iter()
             .chain(stamp.as_mut().map(|s| s.responses.take()))
@@ -109,6 +126,8 @@ impl ServerSession {
             echo,
             stamp,
             stamp_refused,
+            tcp,
+            tcp_refused,
             became: None,
             log,
             tee_only,
@@ -137,6 +156,11 @@ impl ServerSession {
         self.stamp.as_ref().map(|s| s.local)
     }
 
+    /// Where the TCP echo reflector listens, when it runs.
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        self.tcp.as_ref().map(|t| t.local)
+    }
+
     /// The answer log's file, when there is one.
     pub fn log_path(&self) -> Option<&std::path::Path> {
         self.log.as_ref().map(RunningLog::path)
@@ -162,7 +186,9 @@ impl ServerSession {
     /// Whether a reflector thread has ended (a system call failed): the
     /// front end should end too, with its error, rather than sit silent.
     pub fn failed(&self) -> bool {
-        self.echo.is_finished() || self.stamp.as_ref().is_some_and(ReflectorRun::is_finished)
+        self.echo.is_finished()
+            || self.stamp.as_ref().is_some_and(ReflectorRun::is_finished)
+            || self.tcp.as_ref().is_some_and(TcpEchoRun::is_finished)
     }
 
     /// Stops both reflectors, hands their last events to `each`, and lets
@@ -172,8 +198,12 @@ impl ServerSession {
         if let Some(s) = &self.stamp {
             s.stop();
         }
+        if let Some(t) = &self.tcp {
+            t.stop();
+        }
         let echo = self.echo.join();
         let stamp = self.stamp.as_mut().map(ReflectorRun::join);
+        let tcp = self.tcp.as_mut().map(TcpEchoRun::join);
         self.drain(&mut each);
         let dropped = [Some(&echo), stamp.as_ref()]
             .into_iter()
@@ -192,6 +222,7 @@ impl ServerSession {
         ServerFinish {
             echo,
             stamp,
+            tcp,
             log,
             hdr_log,
         }
@@ -244,4 +275,24 @@ fn answer_tee(tap: IntervalTap, done: Arc<Mutex<Option<HdrLogOutcome>>>) -> Tee<
         done,
     };
     Box::new(move |a: &AnswerPoints| t.see(a))
+}
+
+/// Starts the TCP echo reflector when the plan has one. A port the user
+/// named must be had; the default (the UDP echo port's number) is a bonus.
+fn start_tcp(
+    plan: &ServerPlan,
+    echo: SocketAddr,
+    stop: &StopFlag,
+) -> Result<(Option<TcpEchoRun>, Option<String>), AppError> {
+    let Some(cfg) = plan.tcp_config(echo.port()) else {
+        return Ok((None, None));
+    };
+    match start_tcp_echo(cfg, stop.clone()) {
+        Ok(run) => Ok((Some(run), None)),
+        Err(e) if plan.tcp_required => Err(AppError::Usage(format!("--tcp-port: {e}"))),
+        Err(e) => Ok((
+            None,
+            Some(format!("TCP echo not served ({e}); UDP goes on")),
+        )),
+    }
 }

@@ -2,6 +2,7 @@
 //! measured segment, and how many replies lacked the stamps for it.
 
 use super::MAX_TRACKABLE_NS;
+use super::segment::SEGMENTS;
 use super::{Segment, SegmentSet, Split};
 use hdrhistogram::Histogram;
 
@@ -9,8 +10,11 @@ use hdrhistogram::Histogram;
 #[derive(Debug, Clone)]
 pub struct Breakdown {
     segments: SegmentSet,
-    hists: [Option<Histogram<u64>>; 5],
-    missing: [u64; 5],
+    hists: [Option<Histogram<u64>>; SEGMENTS],
+    missing: [u64; SEGMENTS],
+    /// TCP: replies whose far kernel's ACK rode on them, so the kernel RTT
+    /// and the far side's share do not exist (neither missing nor zero).
+    piggybacked: u64,
     /// The RTTs of the packets the split comes from: their sum and count,
     /// so the split can be checked against its own packets' mean.
     rtt_sum: u128,
@@ -30,7 +34,8 @@ impl Breakdown {
         Self {
             segments,
             hists,
-            missing: [0; 5],
+            missing: [0; SEGMENTS],
+            piggybacked: 0,
             rtt_sum: 0,
             rtt_count: 0,
         }
@@ -49,11 +54,15 @@ impl Breakdown {
         }
         self.rtt_sum += u128::from(rtt_ns);
         self.rtt_count += 1;
+        if self.segments.contains(Segment::KernelRtt) && split.is_piggybacked(Segment::KernelRtt) {
+            self.piggybacked += 1;
+        }
         for seg in Segment::ALL {
             let i = seg.index();
             if let Some(h) = &mut self.hists[i] {
                 match split.get(seg) {
                     Some(ns) => h.saturating_record(ns.max(1)),
+                    None if split.is_piggybacked(seg) => {}
                     None => self.missing[i] += 1,
                 }
             }
@@ -62,12 +71,13 @@ impl Breakdown {
 
     /// Adds another run's figures for the segments both measure.
     pub fn merge(&mut self, other: &Breakdown) {
-        for i in 0..5 {
+        for i in 0..SEGMENTS {
             if let (Some(a), Some(b)) = (&mut self.hists[i], &other.hists[i]) {
                 let _ = a.add(b);
                 self.missing[i] += other.missing[i];
             }
         }
+        self.piggybacked += other.piggybacked;
         self.rtt_sum += other.rtt_sum;
         self.rtt_count += other.rtt_count;
     }
@@ -75,12 +85,19 @@ impl Breakdown {
     /// Forgets everything.
     pub fn clear(&mut self) {
         self.hists.iter_mut().flatten().for_each(Histogram::reset);
-        self.missing = [0; 5];
+        self.missing = [0; SEGMENTS];
+        self.piggybacked = 0;
     }
 
     /// One segment's histogram, when measured.
     pub fn histogram(&self, seg: Segment) -> Option<&Histogram<u64>> {
         self.hists[seg.index()].as_ref()
+    }
+
+    /// TCP: replies whose far kernel's ACK rode on them (no kernel RTT,
+    /// no far side's share for those).
+    pub fn piggybacked(&self) -> u64 {
+        self.piggybacked
     }
 
     /// Replies that lacked a stamp for `seg`.

@@ -17,6 +17,7 @@ mod schedule;
 mod segment;
 pub mod significance;
 mod summary;
+pub mod tcp;
 mod threshold;
 
 pub use breakdown::{Breakdown, SegmentFigures};
@@ -29,10 +30,11 @@ pub use order::ReplyOrder;
 pub use outages::{Outage, OutageDetector, Outages};
 pub use record::{FarSide, Record, RecordKind};
 pub use schedule::{Pattern, ScheduleFigures, ScheduleStats};
-pub use segment::{Segment, SegmentSet, Split};
+pub use segment::{SEGMENTS, Segment, SegmentSet, Split};
 // `Shape` is defined below.
 pub use rtt_figures::RttFigures;
 pub use summary::{Distribution, DistributionBucket, Summary};
+pub use tcp::{TcpFigures, TcpLive, TcpLiveView, TcpStats};
 pub use threshold::{RttMetric, Threshold};
 
 use hdrhistogram::Histogram;

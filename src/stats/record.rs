@@ -206,4 +206,4 @@ impl Record {
 }
 
 // The README quotes the size; a ring slot per packet.
-const _: () = assert!(std::mem::size_of::<Record>() == 112);
+const _: () = assert!(std::mem::size_of::<Record>() == 128);

@@ -3,6 +3,9 @@
 //! the points in time it stamps (`engine::Points`); everything else reads
 //! them.
 
+/// How many segments there are.
+pub const SEGMENTS: usize = 7;
+
 /// The segments of a round trip, in display order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Segment {
@@ -11,6 +14,13 @@ pub enum Segment {
     /// T1 driver → T4 driver, less the server dwell: wires, switches and
     /// the far side's stacks.
     Network,
+    /// TCP: T1 driver → T1 ack, the request leaving until the far kernel's
+    /// ACK of its last byte came back (a part of `Network`; only when that
+    /// ACK did not ride on the reply).
+    KernelRtt,
+    /// TCP: T1 ack → T4 driver, the rest of `Network`: the far
+    /// application's share (it read, answered, and the reply came back).
+    FarShare,
     /// T2 → T3 on the reflector's clock (STAMP only).
     Dwell,
     /// T4 driver → T4 user: the client's receive stack, wake-up and copy.
@@ -21,9 +31,11 @@ pub enum Segment {
 
 impl Segment {
     /// All segments, in display order.
-    pub const ALL: [Segment; 5] = [
+    pub const ALL: [Segment; SEGMENTS] = [
         Segment::Send,
         Segment::Network,
+        Segment::KernelRtt,
+        Segment::FarShare,
         Segment::Dwell,
         Segment::Receive,
         Segment::NicRoundTrip,
@@ -39,6 +51,8 @@ impl Segment {
         match self {
             Segment::Send => "client send path",
             Segment::Network => "network + remote",
+            Segment::KernelRtt => "  kernel RTT (ACK)",
+            Segment::FarShare => "  far side's share",
             Segment::Dwell => "server dwell",
             Segment::Receive => "client receive path",
             Segment::NicRoundTrip => "NIC round trip",
@@ -50,6 +64,8 @@ impl Segment {
         match self {
             Segment::Send => "send_path",
             Segment::Network => "network",
+            Segment::KernelRtt => "kernel_rtt",
+            Segment::FarShare => "far_share",
             Segment::Dwell => "server_dwell",
             Segment::Receive => "receive_path",
             Segment::NicRoundTrip => "nic_round_trip",
@@ -61,6 +77,8 @@ impl Segment {
         match self {
             Segment::Send => "T1 user → T1 driver",
             Segment::Network => "T1 driver → T4 driver − dwell",
+            Segment::KernelRtt => "T1 driver → T1 ack (far kernel's ACK)",
+            Segment::FarShare => "T1 ack → T4 driver",
             Segment::Dwell => "T2 → T3 (reflector clock)",
             Segment::Receive => "T4 driver → T4 user",
             Segment::NicRoundTrip => "T1 hw → T4 hw (NIC clock)",
@@ -70,19 +88,29 @@ impl Segment {
 
 /// Which segments a run can measure at all: what its stamps allow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SegmentSet([bool; 5]);
+pub struct SegmentSet([bool; SEGMENTS]);
 
 impl SegmentSet {
     /// Kernel stamps give the send, network and receive segments; STAMP
     /// the dwell; NIC stamps the NIC round trip.
     pub fn for_run(kernel: bool, stamp: bool, hardware: bool) -> Self {
-        let mut s = [false; 5];
+        let mut s = [false; SEGMENTS];
         for seg in [Segment::Send, Segment::Network, Segment::Receive] {
             s[seg.index()] = kernel;
         }
         s[Segment::Dwell.index()] = stamp;
         s[Segment::NicRoundTrip.index()] = hardware;
         Self(s)
+    }
+
+    /// The same set, for a TCP run: with kernel stamps, the network
+    /// segment splits further at the far kernel's ACK.
+    #[must_use]
+    pub fn with_tcp(mut self) -> Self {
+        let kernel = self.contains(Segment::Network);
+        self.0[Segment::KernelRtt.index()] = kernel;
+        self.0[Segment::FarShare.index()] = kernel;
+        self
     }
 
     /// Whether `seg` is measured.
@@ -104,13 +132,16 @@ impl SegmentSet {
 /// One packet's segments, nanoseconds. Small and `Copy`: it rides in every
 /// [`Record`](super::Record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Split([u64; 5]);
+pub struct Split([u64; SEGMENTS]);
 
 /// Marks a segment whose end points were not both stamped.
 const MISSING: u64 = u64::MAX;
 /// Marks a packet outside the stamped sample (`--tx-stamp-every`): not a
 /// missing split, no split asked for.
 const UNSAMPLED: u64 = u64::MAX - 1;
+/// Marks a TCP segment that cannot exist for this reply: the far kernel's
+/// ACK rode on the reply, so the two arrived together.
+const PIGGYBACKED: u64 = u64::MAX - 2;
 
 impl Default for Split {
     fn default() -> Self {
@@ -120,34 +151,80 @@ impl Default for Split {
 
 impl Split {
     /// No segment known.
-    pub const NONE: Split = Split([MISSING; 5]);
+    pub const NONE: Split = Split([MISSING; SEGMENTS]);
 
     /// A packet the split was not sampled from: statistics neither count
     /// it nor call its segments missing.
-    pub const UNSAMPLED: Split = Split([UNSAMPLED; 5]);
+    pub const UNSAMPLED: Split = Split([UNSAMPLED; SEGMENTS]);
 
-    /// A split from each segment's length, in [`Segment::ALL`] order
-    /// (`None`: not measured).
+    /// A split from each UDP segment's length: send, network, dwell,
+    /// receive, NIC round trip (`None`: not measured). The TCP segments
+    /// are missing; [`Split::with_ack`] sets them.
     pub fn from_parts(parts: [Option<u64>; 5]) -> Self {
-        Self(parts.map(|v| v.map_or(MISSING, |v| v.min(UNSAMPLED - 1))))
+        let mut s = Self::NONE;
+        let at = [
+            Segment::Send,
+            Segment::Network,
+            Segment::Dwell,
+            Segment::Receive,
+            Segment::NicRoundTrip,
+        ];
+        for (seg, v) in at.into_iter().zip(parts) {
+            s.0[seg.index()] = clamp(v);
+        }
+        s
+    }
+
+    /// The same split with TCP's two parts of the network segment: the
+    /// kernel RTT and the far side's share, both `Some` when the far
+    /// kernel's ACK came on its own, or `piggybacked` when it rode on the
+    /// reply (then neither exists).
+    #[must_use]
+    pub fn with_ack(
+        mut self,
+        kernel_rtt: Option<u64>,
+        far: Option<u64>,
+        piggybacked: bool,
+    ) -> Self {
+        let (k, f) = if piggybacked {
+            (PIGGYBACKED, PIGGYBACKED)
+        } else {
+            (clamp(kernel_rtt), clamp(far))
+        };
+        self.0[Segment::KernelRtt.index()] = k;
+        self.0[Segment::FarShare.index()] = f;
+        self
     }
 
     /// One segment, if it was measured.
     #[inline]
     pub fn get(&self, seg: Segment) -> Option<u64> {
         let v = self.0[seg.index()];
-        (v < UNSAMPLED).then_some(v)
+        (v < PIGGYBACKED).then_some(v)
+    }
+
+    /// Whether `seg` does not exist for this reply because the far
+    /// kernel's ACK rode on the reply (TCP).
+    #[inline]
+    pub fn is_piggybacked(&self, seg: Segment) -> bool {
+        self.0[seg.index()] == PIGGYBACKED
     }
 
     /// Whether any segment was measured.
     pub fn is_empty(&self) -> bool {
-        self.0.iter().all(|&v| v >= UNSAMPLED)
+        self.0.iter().all(|&v| v >= PIGGYBACKED)
     }
 
     /// Whether the packet is outside the stamped sample.
     pub fn is_unsampled(&self) -> bool {
         self.0[0] == UNSAMPLED
     }
+}
+
+/// A length as stored: `None` is missing, and no length is taken for a
+/// marker.
+fn clamp(v: Option<u64>) -> u64 {
+    v.map_or(MISSING, |v| v.min(PIGGYBACKED - 1))
 }
 
 #[cfg(test)]
@@ -162,8 +239,8 @@ mod tests {
         assert_eq!(s.get(Segment::Dwell), Some(3));
         assert_eq!(
             s.get(Segment::Receive),
-            Some(u64::MAX - 2),
-            "clamped, never missing or unsampled"
+            Some(u64::MAX - 3),
+            "clamped, never missing, unsampled or piggy-backed"
         );
         assert!(Split::UNSAMPLED.is_unsampled() && Split::UNSAMPLED.is_empty());
         assert!(!Split::NONE.is_unsampled());
@@ -171,6 +248,19 @@ mod tests {
         assert!(!s.is_empty());
         assert!(Split::from_parts([None; 5]).is_empty());
         assert_eq!(Split::from_parts([None; 5]), Split::NONE);
+        let tcp = s.with_ack(Some(10), Some(20), false);
+        assert_eq!(tcp.get(Segment::KernelRtt), Some(10));
+        assert_eq!(tcp.get(Segment::FarShare), Some(20));
+        assert_eq!(
+            tcp.get(Segment::Dwell),
+            Some(3),
+            "the others keep their places"
+        );
+        let rode = s.with_ack(Some(10), Some(20), true);
+        assert_eq!(rode.get(Segment::KernelRtt), None);
+        assert!(rode.is_piggybacked(Segment::FarShare));
+        assert!(!rode.is_piggybacked(Segment::Send));
+        assert!(!tcp.is_piggybacked(Segment::KernelRtt));
     }
 
     #[test]
@@ -180,5 +270,21 @@ mod tests {
         assert_eq!(keys, ["send_path", "network", "receive_path"]);
         assert!(SegmentSet::for_run(false, false, false).is_empty());
         assert!(SegmentSet::for_run(false, true, false).contains(Segment::Dwell));
+        let tcp: Vec<_> = kernel.with_tcp().iter().map(Segment::key).collect();
+        assert_eq!(
+            tcp,
+            [
+                "send_path",
+                "network",
+                "kernel_rtt",
+                "far_share",
+                "receive_path"
+            ]
+        );
+        assert!(
+            SegmentSet::for_run(false, false, false)
+                .with_tcp()
+                .is_empty()
+        );
     }
 }

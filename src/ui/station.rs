@@ -62,6 +62,8 @@ struct ClientTotals {
     stale_stamps: u64,
     /// Authenticated STAMP: answers whose HMAC failed.
     unauthenticated: u64,
+    /// TCP: the latest run's connections and the kernel's view.
+    tcp: Option<crate::stats::TcpFigures>,
     /// STAMP extensions, as the last run's replies said.
     extensions: Option<crate::engine::extensions::TlvSummary>,
 }
@@ -127,6 +129,7 @@ impl Station {
                 log_error: None,
                 stale_stamps: 0,
                 unauthenticated: 0,
+                tcp: None,
                 extensions: None,
             },
             served: ServerTotals::default(),
@@ -325,6 +328,7 @@ impl Station {
         t.placement = Some(o.placement.clone());
         t.stale_stamps += o.stale_stamps;
         t.unauthenticated += o.unauthenticated;
+        t.tcp = o.tcp.clone().or(t.tcp.take());
         if o.extensions.is_some() {
             t.extensions.clone_from(&o.extensions);
         }
@@ -555,6 +559,7 @@ impl Station {
                 stale_stamps: t.stale_stamps,
                 unauthenticated: t.unauthenticated,
                 stamping: t.stamping.clone().unwrap_or_default(),
+                tcp: t.tcp.clone(),
                 extensions: t.extensions.clone(),
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));

@@ -15,6 +15,7 @@ mod recv_timeout;
 mod seen;
 pub mod sequence;
 mod stamps;
+mod tcp;
 
 use super::affinity::{Placement, Role, ThreadPlacement, place_current_thread};
 use super::points::Points;
@@ -80,6 +81,10 @@ pub struct ClientConfig {
     pub log_capacity: usize,
     /// Send on this schedule (paced) instead of ping-pong.
     pub schedule: Option<Schedule>,
+    /// UDP datagrams, or request and response over TCP.
+    pub transport: super::Transport,
+    /// TCP: a new connection per transaction (TCP_CRR).
+    pub connect_each: bool,
 }
 
 impl ClientConfig {
@@ -105,6 +110,8 @@ impl ClientConfig {
             tx_stamp_every: 1,
             log_capacity: 0,
             schedule: None,
+            transport: super::Transport::Udp,
+            connect_each: false,
         }
     }
 }
@@ -171,6 +178,8 @@ pub struct ClientOutcome {
     pub unauthenticated: u64,
     /// How the packets were stamped.
     pub stamping: StampingInfo,
+    /// TCP: its connections, handshakes, ACKs and the kernel's view.
+    pub tcp: Option<crate::stats::TcpFigures>,
     /// STAMP: what the replies' RFC 8972 TLVs said (`None`: none asked).
     pub extensions: Option<extensions::TlvSummary>,
 }
@@ -188,6 +197,8 @@ pub struct ClientRun {
     pub stamping: StampingInfo,
     /// What its statistics hold, for consumers that keep their own.
     pub shape: Shape,
+    /// TCP: the connection's state and the kernel's view, as they go.
+    pub tcp_live: Option<Arc<crate::stats::TcpLive>>,
     stop: StopFlag,
     overflow: Arc<AtomicU64>,
     handle: Option<JoinHandle<Result<ClientOutcome, EngineError>>>,
@@ -266,6 +277,9 @@ fn mark(socket: &socket2::Socket, cfg: &ClientConfig) -> Result<(), EngineError>
 /// the pinned measurement thread: ping-pong, or paced when the config has
 /// a schedule.
 pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, EngineError> {
+    if cfg.transport == super::Transport::Tcp {
+        return tcp::start(cfg, stop);
+    }
     let (work, local) = bind_work(&cfg)?;
     let chosen = timestamping::choose(cfg.timestamps, local.ip())?;
     let kernel = chosen.source != Source::User;
@@ -347,6 +361,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         local,
         shape,
         stamping,
+        tcp_live: None,
         stop,
         overflow,
         handle: Some(handle),
@@ -470,6 +485,7 @@ impl PacedRun<'_> {
             stale_stamps: ended.stale_stamps,
             unauthenticated: ended.unauthenticated,
             stamping: StampingInfo::default(),
+            tcp: None,
             extensions: (cfg.stamp && !cfg.tlvs.is_empty())
                 .then(|| ended.tally.summary(cfg.tlvs, self.local, cfg.server)),
         })

@@ -56,7 +56,7 @@ enum Wait {
 
 /// Sleeps until `deadline` in slices, so `stop` is still noticed. Returns
 /// whether it was.
-fn pause_until(deadline: Instant, stop: &StopFlag) -> bool {
+pub(crate) fn pause_until(deadline: Instant, stop: &StopFlag) -> bool {
     loop {
         if stop.is_raised() {
             return true;
@@ -71,7 +71,7 @@ fn pause_until(deadline: Instant, stop: &StopFlag) -> bool {
 
 /// A per-run token: random, so another run's datagrams (or a restarted
 /// run's, in the live display) are never taken for replies.
-fn run_token(epoch: Instant) -> u64 {
+pub(crate) fn run_token(epoch: Instant) -> u64 {
     sys::random_u64().unwrap_or_else(|_| {
         // getrandom cannot fail on a kernel Synapse runs on; should it, the
         // clock's low bits still differ from run to run.
@@ -237,6 +237,7 @@ impl<'a> Pinger<'a> {
             stale_stamps: self.stamps.as_ref().map_or(0, ClientStamps::stale),
             unauthenticated: self.seen.unauthenticated,
             stamping: StampingInfo::default(),
+            tcp: None,
             extensions: (cfg.stamp && !cfg.tlvs.is_empty())
                 .then(|| self.tally.summary(cfg.tlvs, self.local(), cfg.server)),
         })

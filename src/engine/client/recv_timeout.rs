@@ -52,7 +52,7 @@ pub fn armed_for(slice: Duration, tick: Duration) -> Option<Duration> {
 
 /// The kernel's timer tick: a 1 µs receive timeout reads back as one
 /// tick, because the kernel keeps it in jiffies, rounded up.
-fn kernel_tick(socket: &Socket) -> io::Result<Duration> {
+pub(crate) fn kernel_tick(socket: &Socket) -> io::Result<Duration> {
     socket.set_read_timeout(Some(Duration::from_micros(1)))?;
     let tick = socket.read_timeout()?.unwrap_or(Duration::from_millis(4));
     socket.set_read_timeout(None)?;

@@ -121,7 +121,12 @@ impl AllowList {
         self.0.is_empty()
             || from
                 .to_socket_addr()
-                .is_some_and(|a| self.0.iter().any(|n| n.contains(a.ip())))
+                .is_some_and(|a| self.allows_ip(a.ip()))
+    }
+
+    /// Whether `ip` may be answered (a TCP connection's peer).
+    pub fn allows_ip(&self, ip: std::net::IpAddr) -> bool {
+        self.0.is_empty() || self.0.iter().any(|n| n.contains(ip))
     }
 }
 

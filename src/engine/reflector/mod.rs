@@ -18,6 +18,7 @@ pub mod limits;
 mod serve;
 mod sessions;
 mod stamp_counters;
+pub mod tcp;
 
 pub use answer_log::AnswerPoints;
 

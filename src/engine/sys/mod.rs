@@ -10,6 +10,7 @@ pub mod ethtool;
 pub mod floor;
 pub mod marks;
 pub mod pktinfo;
+pub mod tcp;
 pub mod timestamping;
 
 use std::io;

@@ -17,6 +17,8 @@ const SO_TIMESTAMPING_OLD: i32 = 37;
 const SCM_TSTAMP_SND: u32 = 0;
 /// `ee_info` of a stamp taken on entering the packet scheduler.
 const SCM_TSTAMP_SCHED: u32 = 1;
+/// `ee_info` of a stamp taken when the peer's ACK covered the bytes (TCP).
+const SCM_TSTAMP_ACK: u32 = 2;
 
 /// `SOF_TIMESTAMPING_*` flag sets.
 pub mod flags {
@@ -256,6 +258,16 @@ pub(super) fn recvmsg(
 /// TX stamps in `tx_flags` (`SOF_TIMESTAMPING_TX_*`: Linux takes them per
 /// `sendmsg` as an `SO_TIMESTAMPING` control message). One `sendmsg`.
 pub fn send_stamped(fd: RawFd, buf: &[u8], tx_flags: u32) -> io::Result<usize> {
+    send_stamped_flags(fd, buf, tx_flags, 0)
+}
+
+/// [`send_stamped`] with `sendmsg` flags (`MSG_NOSIGNAL`, `MSG_DONTWAIT`).
+pub(super) fn send_stamped_flags(
+    fd: RawFd,
+    buf: &[u8],
+    tx_flags: u32,
+    flags: i32,
+) -> io::Result<usize> {
     // Room for one cmsg holding a u32, aligned as the kernel wants.
     #[repr(C, align(8))]
     struct Control([u8; 32]);
@@ -282,7 +294,7 @@ pub fn send_stamped(fd: RawFd, buf: &[u8], tx_flags: u32) -> io::Result<usize> {
     }
     // SAFETY: every pointer in msg refers to a live buffer of the stated
     // length (the payload and the control data); the kernel only reads.
-    let n = unsafe { libc::sendmsg(fd, &raw const msg, 0) };
+    let n = unsafe { libc::sendmsg(fd, &raw const msg, flags) };
     if n < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -313,7 +325,7 @@ pub fn recv_stamped_now(
     recv_stamped_flags(fd, buf, None, control, stamp_type, flags)
 }
 
-fn recv_stamped_flags(
+pub(super) fn recv_stamped_flags(
     fd: RawFd,
     buf: &mut [u8],
     from: Option<&mut RawAddr>,
@@ -340,6 +352,9 @@ pub enum TxPoint {
     Sched,
     /// Handed to the device (software stamp) or sent by it (hardware).
     Sent,
+    /// TCP: the peer's cumulative ACK moved past the last byte
+    /// (`SOF_TIMESTAMPING_TX_ACK`).
+    Acked,
 }
 
 /// What one read of the error queue found.
@@ -393,6 +408,7 @@ fn classify(parsed: &Parsed) -> ErrQueue {
             let point = match ee.ee_info {
                 SCM_TSTAMP_SCHED => TxPoint::Sched,
                 SCM_TSTAMP_SND => TxPoint::Sent,
+                SCM_TSTAMP_ACK => TxPoint::Acked,
                 _ => return ErrQueue::Other,
             };
             ErrQueue::Stamp {
@@ -575,6 +591,7 @@ mod tests {
                         match point {
                             TxPoint::Sched => sched = stamps.software,
                             TxPoint::Sent => sent = stamps.software,
+                            TxPoint::Acked => panic!("a UDP datagram is never acknowledged"),
                         }
                     }
                     ErrQueue::Other | ErrQueue::Error(_) => {

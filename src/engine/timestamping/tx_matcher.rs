@@ -44,6 +44,8 @@ impl TxEntry for TxPoints {
                 self.driver = self.driver.or(stamps.software);
                 self.hw = self.hw.or(stamps.hardware);
             }
+            // UDP datagrams are never acknowledged.
+            TxPoint::Acked => {}
         }
     }
 
