@@ -21,6 +21,7 @@ const FOREIGN: &[(&str, &str)] = &[
     ("web.listen-address", "prometheus --web.listen-address"),
     ("storage.tsdb.path", "prometheus --storage.tsdb.path"),
     ("data-urlencode", "curl --data-urlencode"),
+    ("exec", "ncat --exec"),
     ("purge", "dpkg --purge"),
     ("full", "systemctl edit --full"),
     ("now", "systemctl enable --now"),
