@@ -34,7 +34,11 @@ pub fn arrived(server: &[ServerRow], proto: &str, port: u16) -> HashSet<u64> {
 }
 
 /// Places a flow's losses from its client log and the requests that
-/// arrived.
+/// arrived, and counts its reordered replies (RFC 4737) in the order the
+/// client's socket delivered them (T4 user stamps, one receiving thread):
+/// the order an application sees. The kernel's RX stamps can order two
+/// replies the other way when two CPUs handle them (each stamps on its own
+/// backlog, and the later-stamped one may reach the socket first).
 pub fn place(rows: &[ClientRow], arrived: &HashSet<u64>) -> Placed {
     let late: HashSet<u64> = rows
         .iter()
@@ -44,7 +48,7 @@ pub fn place(rows: &[ClientRow], arrived: &HashSet<u64>) -> Placed {
     let mut replies: Vec<(i64, u64)> = rows
         .iter()
         .filter(|r| r.status == "ok" || r.status == "late")
-        .filter_map(|r| Some((r.t4_kernel.or(r.t4)?, r.seq)))
+        .filter_map(|r| Some((r.t4.or(r.t4_kernel)?, r.seq)))
         .collect();
     replies.sort_unstable();
     let answered: Vec<&(i64, u64)> = replies.iter().filter(|r| !late.contains(&r.1)).collect();
