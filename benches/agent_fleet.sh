@@ -80,4 +80,9 @@ awk -v p="$peers" -v secs="$(echo "$s1 - $s0" | bc)" -v t="$((t1 - t0))" -v a="$
   printf "/metrics text           %6.1f ms, %d bytes (%d per peer)\n", tx[1] * 1000, tx[2], tx[2] / p
   printf "/metrics protobuf       %6.1f ms, %d bytes (%d per peer)\n", pb[1] * 1000, pb[2], pb[2] / p
   printf "probes sent %d, lost %d (%.3f %%; the Python echo may drop under load)\n", sent, lost, 100 * lost / (sent ? sent : 1)
+  # Machine-readable (benches/run-all.sh)
+  printf "result prober_cpu_pct %.2f\nresult agent_cpu_pct %.2f\n", 100 * t / hz / secs, 100 * a / hz / secs
+  printf "result mem_per_peer_kib %.1f\nresult rss_kib %d %d\n", (rss - base) / (p - 1), rss, base
+  printf "result text %.2f %d\nresult proto %.2f %d\n", tx[1] * 1000, tx[2], pb[1] * 1000, pb[2]
+  printf "result probes %d %d\nresult measured %d %.1f\n", sent, lost, p, secs
 }'

@@ -47,4 +47,6 @@ awk '
     ip99 = median(p99, "idle", n["idle"]); bp99 = median(p99, "busy", n["busy"])
     printf "median p50: idle server %.1f us, busy agent %.1f us, ratio %.2f\n", ip50 / 1000, bp50 / 1000, bp50 / ip50
     printf "median p99: idle server %.1f us, busy agent %.1f us, ratio %.2f\n", ip99 / 1000, bp99 / 1000, bp99 / ip99
+    # Machine-readable (benches/run-all.sh): result WHICH P50_NS P99_NS ROUNDS
+    printf "result idle %d %d %d\nresult busy %d %d %d\n", ip50, ip99, n["idle"], bp50, bp99, n["busy"]
   }' "$dir/rounds"

@@ -85,3 +85,10 @@ for c in $configs; do
       m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
       printf "%-7s median %6.2f   rounds:%s\n", c, m, s }'
 done
+# Machine-readable (benches/run-all.sh): result CONFIG MEDIAN_CPU_PCT ROUNDS
+for c in $configs; do
+  awk -v c="$c" '$1 == c {print $2}' "$dir/results" | sort -n |
+    awk -v c="$c" '{v[NR] = $1} END {
+      m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+      printf "result %s %.2f %d\n", c, m, NR }'
+done

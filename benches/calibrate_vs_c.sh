@@ -30,6 +30,7 @@ import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 seed = {"syscall_ns": 225, "context_switch_same_core_ns": 4338, "wakeup_cross_core_ns": None}
 bad = False
+results = []
 print(f"{'figure':<30} {'synapse':>10} {'C':>10} {'ratio':>7} {'seed (its machine)':>19}")
 for key in seed:
     s = statistics.median(float(v) for who, k, v in rows if who == "synapse" and k == key)
@@ -38,6 +39,10 @@ for key in seed:
     bad |= not (0.5 <= ratio <= 2.0)
     shown = f"{seed[key]} ns" if seed[key] else "-"
     print(f"{key:<30} {s:>10.0f} {c:>10.0f} {ratio:>7.2f} {shown:>19}")
+    results.append(f"result {key} {s:.0f} {c:.0f}")
 print("agree within 2x" if not bad else "DISAGREE by more than 2x")
+# Machine-readable (benches/run-all.sh): result FIGURE SYNAPSE_NS C_NS
+print("\n".join(results))
+print(f"result rounds {max(sum(1 for r in rows if r[0] == 'c' and r[1] == 'syscall_ns'), 0)}")
 sys.exit(1 if bad else 0)
 PY

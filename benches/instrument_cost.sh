@@ -6,7 +6,7 @@
 # recvfrom/sendto spin reflector). ROUNDS rounds (default 3), the order
 # reversed every other round; medians of p50 and p99, and their ratios to
 # the bare loop. The Rust std::net reference is `cargo bench --bench
-# loopback` (section 1 of BENCHMARKS.md).
+# loopback` (BENCHMARKS.md, §1 and §2).
 #
 # cflags-FLAGS and cplain-FLAGS run the bare C client with SO_TIMESTAMPING
 # FLAGS (e.g. cplain-0x18: RX software stamps made for every packet, never
@@ -94,4 +94,7 @@ for k, (p50, p99) in med.items():
     r50 = f"{p50 / b50:9.3f}" if b50 else "        -"
     r99 = f"{p99 / b99:9.3f}" if b99 else "        -"
     print(f"{k:<13} {p50:>7.0f} {p99:>7.0f}  {r50}  {r99}   {sorted(p for p, _ in rows[k])}")
+# Machine-readable: result CONFIG P50_NS P99_NS ROUNDS (medians over the rounds)
+for k, (p50, p99) in med.items():
+    print(f"result {k} {p50:.0f} {p99:.0f} {len(rows[k])}")
 PY

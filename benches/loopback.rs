@@ -215,6 +215,16 @@ fn compare(label: &str, busy: bool, packets: u64, rounds: usize, c: usize, r: us
         l50 as f64 / s50 as f64,
         l99 as f64 / s99 as f64
     );
+    // Machine-readable (benches/run-all.sh): result MODE.CONFIG P50_NS P99_NS ROUNDS
+    let mode = if busy { "busy" } else { "blocking" };
+    for (name, p50, p99) in [
+        ("user", s50, s99),
+        ("kernel", k50, k99),
+        ("log", l50, l99),
+        ("bare", b50, b99),
+    ] {
+        println!("result {mode}.{name} {p50} {p99} {rounds}");
+    }
 }
 
 fn main() {

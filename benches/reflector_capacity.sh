@@ -19,6 +19,9 @@
 # With BASE_BIN=path/to/another/synapse, a third reflector "base" runs that
 # build the same way (to compare a change with the build before it).
 #
+# Machine-readable lines, one per reflector run (benches/run-all.sh reads
+# them): result KIND OFFERED_PER_S SHARE_PCT ANSWERED_PER_S
+#
 #   benches/reflector_capacity.sh [RATES…]   (default 100k 200k 300k 400k 600k)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,7 +53,9 @@ for rate in "${rates[@]}"; do
     start "$kind"
     read -r _ sent _ answered _ seconds < <(taskset -c 0 "$dir/flood" 127.0.0.1 "$port" $((rate * 2)) "$rate" 8 "$sources" "$gso")
     kill "$pid"; wait "$pid" 2>/dev/null || true
-    printf '%-9s %10d %10d %7.1f%% %11.0f\n' "$kind" "$rate" "$answered" \
-      "$(echo "100 * $answered / $sent" | bc -l)" "$(echo "$answered / $seconds" | bc -l)"
+    share=$(echo "100 * $answered / $sent" | bc -l); per_s=$(echo "$answered / $seconds" | bc -l)
+    printf '%-9s %10d %10d %7.1f%% %11.0f\n' "$kind" "$rate" "$answered" "$share" "$per_s"
+    printf 'result %s %d %.2f %.0f\n' "$kind" "$rate" "$share" "$per_s" >> "$dir/results"
   done
 done
+cat "$dir/results"

@@ -7,9 +7,14 @@
 #    is divided by COUNT: answered (no limits), refused as "not allowed",
 #    and refused as "rate". A refusal must cost no more than an answer.
 # 2. A busy-poll ping-pong (client CPU 0, reflector CPU 1, --timestamps
-#    user, 100,000 packets) against the default limits, against no limits
-#    (--max-pps 0 --max-total-pps 0) and, with OLD_BIN, against a build from
+#    user, 100,000 packets) against no limits (--max-pps 0 --max-total-pps 0),
+#    the default limits, the default limits with an --allow list of two
+#    networks (the second matching) and, with OLD_BIN, against a build from
 #    before the limits; order A B C C B A, ROUNDS times; p50 and p99 medians.
+#
+#    Machine-readable lines (benches/run-all.sh reads them):
+#      result dgram.KEY NS_PER_DATAGRAM ANSWERED     (one per round)
+#      result pp.VARIANT P50_NS P99_NS ROUNDS        (medians)
 #
 #    (What authenticated STAMP costs per packet: cargo bench --bench
 #    stamp_hmac.)
@@ -32,8 +37,8 @@ reflector_cpu_ns() { # PID -> CPU ns of its reflector thread
   done
 }
 
-per_datagram() { # LABEL SERVER_ARGS... -> one row
-  local label=$1; shift
+per_datagram() { # KEY LABEL SERVER_ARGS... -> one row
+  local key=$1 label=$2; shift 2
   "$bin" server --no-ui --bind 127.0.0.1:25000 --stamp-port 0 --cpu 1 "$@" > /dev/null 2>&1 &
   local pid=$!
   sleep 0.5
@@ -41,14 +46,16 @@ per_datagram() { # LABEL SERVER_ARGS... -> one row
   local out; out=$(taskset -c 0 "$dir/flood" 127.0.0.1 25000 "$count" "$rate" 8)
   local after; after=$(reflector_cpu_ns "$pid")
   kill -INT "$pid"; wait "$pid" 2>/dev/null || true
-  printf '%-22s %-26s %8.0f ns/datagram\n' "$label" "$out" "$(echo "($after - $before) / $count" | bc -l)"
+  local ns; ns=$(echo "($after - $before) / $count" | bc -l)
+  printf '%-22s %-26s %8.0f ns/datagram\n' "$label" "$out" "$ns"
+  printf 'result dgram.%s %.0f %s\n' "$key" "$ns" "$(echo "$out" | awk '{print $4}')" >> "$dir/results"
 }
 
 echo "== per datagram: $count at $rate/s, blocking reflector on CPU 1"
 for ((r = 1; r <= rounds; r++)); do
-  per_datagram answered --max-pps 0 --max-total-pps 0
-  per_datagram "refused: not allowed" --allow 10.0.0.0/8
-  per_datagram "refused: rate" --max-pps 1000
+  per_datagram answered answered --max-pps 0 --max-total-pps 0
+  per_datagram allow "refused: not allowed" --allow 10.0.0.0/8
+  per_datagram rate "refused: rate" --max-pps 1000
 done
 
 p50_p99() { # REFLECTOR_BIN SERVER_ARGS... -> "p50 p99"
@@ -63,11 +70,12 @@ p50_p99() { # REFLECTOR_BIN SERVER_ARGS... -> "p50 p99"
 }
 
 echo "== busy-poll ping-pong, p50 p99 (ns)"
-variants=("defaults" "no limits")
+variants=(no-limits defaults allow-list)
 run() {
   case $1 in
+    no-limits) p50_p99 "$bin" --max-pps 0 --max-total-pps 0 ;;
     defaults) p50_p99 "$bin" ;;
-    "no limits") p50_p99 "$bin" --max-pps 0 --max-total-pps 0 ;;
+    allow-list) p50_p99 "$bin" --allow 10.0.0.0/8 --allow 127.0.0.1/32 ;;
     before) p50_p99 "$OLD_BIN" ;;
   esac
 }
@@ -83,12 +91,16 @@ rows = {}
 for line in open(sys.argv[1]):
     *name, p50, p99 = line.split()
     rows.setdefault(" ".join(name), []).append((int(p50), int(p99)))
-base = statistics.median(p for p, _ in rows["defaults"])
-base99 = statistics.median(q for _, q in rows["defaults"])
+base = statistics.median(p for p, _ in rows["no-limits"])
+base99 = statistics.median(q for _, q in rows["no-limits"])
 for name, v in rows.items():
     p50 = statistics.median(p for p, _ in v); p99 = statistics.median(q for _, q in v)
     print(f"{name:<10} median p50 {p50:>6.0f} ns  p99 {p99:>6.0f} ns  "
-          f"ratio to defaults p50 {p50 / base:.3f}  p99 {p99 / base99:.3f}  "
+          f"ratio to no limits p50 {p50 / base:.3f}  p99 {p99 / base99:.3f}  "
           f"(p50s {sorted(p for p, _ in v)})")
+for name, v in rows.items():
+    p50 = statistics.median(p for p, _ in v); p99 = statistics.median(q for _, q in v)
+    print(f"result pp.{name} {p50:.0f} {p99:.0f} {len(v)}")
 PY
+cat "$dir/results"
 

@@ -16,7 +16,15 @@ use synapse::engine::{Role, choose_cpu, pin_thread};
 use synapse::stats::{FarSide, Pattern, Record, Shape, Stats};
 
 const N: u64 = 20_000_000;
+/// Rounds unless SYNAPSE_BENCH_ROUNDS says otherwise.
 const ROUNDS: usize = 5;
+
+fn rounds() -> usize {
+    std::env::var("SYNAPSE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(ROUNDS)
+}
 
 fn rtt(i: u64) -> u64 {
     // A spread of plausible RTTs, so the histogram touches many buckets.
@@ -113,11 +121,12 @@ fn median(v: &mut [f64]) -> f64 {
 fn main() {
     let (a, _) = choose_cpu(None, Role::Client).unwrap();
     let (b, _) = choose_cpu(None, Role::Reflector).unwrap();
+    let rounds = rounds();
     println!(
-        "sample path, {N} samples per round, {ROUNDS} rounds, producer CPU {a}, consumer CPU {b}"
+        "sample path, {N} samples per round, {rounds} rounds, producer CPU {a}, consumer CPU {b}"
     );
     let (mut syn, mut bare) = (Vec::new(), Vec::new());
-    for round in 1..=ROUNDS {
+    for round in 1..=rounds {
         let s = synapse_path(a, b);
         let r = bare_reference(a);
         println!(
@@ -142,7 +151,7 @@ fn main() {
     };
     println!("\nStats::record on one thread, CPU {a}, ns per sample");
     let (mut pp, mut pc, mut br) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 1..=ROUNDS {
+    for round in 1..=rounds {
         let (x, y, z) = (
             stats_record(a, Shape::default()),
             stats_record(a, paced),
@@ -155,4 +164,10 @@ fn main() {
     }
     let (x, y, z) = (median(&mut pp), median(&mut pc), median(&mut br));
     println!("median:  ping-pong {x:.1} ns, paced STAMP {y:.1} ns, bare {z:.1} ns");
+    // Machine-readable (benches/run-all.sh).
+    println!("result path.synapse_msps {:.2} {rounds}", s / 1e6);
+    println!("result path.bare_msps {:.2} {rounds}", r / 1e6);
+    println!("result record.pingpong_ns {x:.2} {rounds}");
+    println!("result record.paced_ns {y:.2} {rounds}");
+    println!("result record.bare_ns {z:.2} {rounds}");
 }

@@ -8,6 +8,11 @@
 #
 # Needs: irtt (apt-get install irtt), python3, a release build
 # (cargo build --release).
+#
+# Also prints machine-readable lines (benches/run-all.sh reads them):
+#   result KEY.irtt MISSED_PCT ERR_MEAN_US ERR_MAX_US RTT_MEDIAN_US CPU_PCT
+#   result KEY.synapse MISSED_PCT ERR_MEAN_US ERR_MAX_US RTT_MEDIAN_US CPU_PCT ERR_P99_US
+#   result stalls.before|after GAPS_OVER_50US GAPS_OVER_500US LONGEST_US
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
@@ -27,7 +32,8 @@ pids+=($!)
 pids+=($!)
 sleep 1
 
-row() { # LABEL INTERVAL [busy]: busy spins both (irtt --timer=busy, Synapse --busy-poll)
+row() { # KEY LABEL INTERVAL [busy]: busy spins both (irtt --timer=busy, Synapse --busy-poll)
+  local key=$1; shift
   local label=$1 interval=$2 irtt_timer=comp syn_busy=()
   if [ "${3:-}" = busy ]; then irtt_timer=busy; syn_busy=(--busy-poll); fi
   # irtt: its own JSON stats.
@@ -46,9 +52,9 @@ row() { # LABEL INTERVAL [busy]: busy spins both (irtt --timer=busy, Synapse --b
     --timestamps user --log "$work/syn.csv" --force "${syn_busy[@]}" > "$work/syn.json"
   t1=$(date +%s.%N)
   echo "$t0 $t1" > "$work/syn.wall"
-  python3 - "$work" "$label" <<'PY'
+  python3 - "$work" "$label" "$key" <<'PY'
 import csv, json, sys
-work, label = sys.argv[1], sys.argv[2]
+work, label, key = sys.argv[1], sys.argv[2], sys.argv[3]
 def cpu(name):
     u, s = map(float, open(f"{work}/{name}.cpu").read().split()[-2:])
     t0, t1 = map(float, open(f"{work}/{name}.wall").read().split())
@@ -63,6 +69,9 @@ slots = s["packets"]["sent"] + sch["misses"]
 us = lambda ns: f"{ns / 1e3:.1f}"
 print(f"| {label} | irtt | {i['timer_miss_percent']:.2f} % | {us(i['timer_error']['mean'])} | – | {us(i['timer_error']['max'])} | {us(i['rtt']['median'])} | {cpu('irtt'):.1f} % |")
 print(f"| {label} | Synapse | {100 * sch['misses'] / slots:.2f} % | {mean_err:.1f} | {us(sch['error_p99_ns'])} | {us(sch['error_max_ns'])} | {us(s['rtt_ns']['p50'])} | {cpu('syn'):.1f} % |")
+with open(f"{work}/results", "a") as out:
+    print(f"result {key}.irtt {i['timer_miss_percent']:.3f} {us(i['timer_error']['mean'])} {us(i['timer_error']['max'])} {us(i['rtt']['median'])} {cpu('irtt'):.1f}", file=out)
+    print(f"result {key}.synapse {100 * sch['misses'] / slots:.3f} {mean_err:.2f} {us(sch['error_max_ns'])} {us(s['rtt_ns']['p50'])} {cpu('syn'):.1f} {us(sch['error_p99_ns'])}", file=out)
 PY
 }
 
@@ -78,14 +87,19 @@ for(;;){long t=ns(),g=t-p;p=t;if(g>50000)a++;if(g>500000)b++;if(g>m)m=g;if(t-s>s
 printf("bare spin on CPU 1 for %ld s: %ld gaps > 50 us, %ld > 500 us, longest %.0f us\n",secs,a,b,m/1e3);}
 C
 stalls() { cc -O2 -o "$work/stalls" "$work/stalls.c" 2>/dev/null && taskset -c 1 "$work/stalls" "$secs" || echo "(no C compiler: stalls not measured)"; }
-echo "Before: $(stalls)"
+stall_result() { # WHEN SENTENCE
+  echo "$2" | sed -nE "s/.*: ([0-9]+) gaps > 50 us, ([0-9]+) > 500 us, longest ([0-9]+) us/result stalls.$1 \1 \2 \3/p" >> "$work/results"
+}
+b=$(stalls); echo "Before: $b"; stall_result before "$b"
 echo
 echo "| interval | tool | slots missed | send error mean µs | p99 µs | max µs | RTT median µs | client CPU |"
 echo "|---|---|---|---|---|---|---|---|"
-row "10 ms" 10ms
-row "1 ms" 1ms
-row "100 µs" 100us
-row "1 ms, spinning" 1ms busy
-row "100 µs, spinning" 100us busy
+row 10ms "10 ms" 10ms
+row 1ms "1 ms" 1ms
+row 100us "100 µs" 100us
+row 1ms-spin "1 ms, spinning" 1ms busy
+row 100us-spin "100 µs, spinning" 100us busy
 echo
-echo "After: $(stalls)"
+a=$(stalls); echo "After: $a"; stall_result after "$a"
+echo
+cat "$work/results"

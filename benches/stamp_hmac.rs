@@ -79,4 +79,7 @@ fn main() {
         a - o,
         (a - o) / 4.0
     );
+    // Machine-readable (benches/run-all.sh): result NAME NS ROUNDS
+    println!("result open_ns {o:.2} {ROUNDS}");
+    println!("result auth_ns {a:.2} {ROUNDS}");
 }

@@ -5,17 +5,19 @@
 set -euo pipefail
 rounds=${1:-5}; packets=${2:-30000}; shift 2 2>/dev/null || shift $#
 extra=("$@")
-bin=${SYNAPSE_BIN:-target/release/synapse}
+cd "$(dirname "$0")/.."
+bin=$(readlink -f "${SYNAPSE_BIN:-target/release/synapse}") # tmux runs it from its own directory
 command -v tmux >/dev/null || { echo "needs tmux" >&2; exit 1; }
+dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
 
 us() { # "P50:   73.3 µs" / "1.25 ms" / "850 ns" -> microseconds
   awk -v v="$1" -v u="$2" 'BEGIN { f = (u == "ms") ? 1000 : (u == "ns") ? 0.001 : 1; printf "%.2f", v * f }'
 }
 
 headless() {
-  "$bin" --no-ui --packets "$packets" --threshold 1s "${extra[@]}" > /tmp/ui_cost_a.txt
+  "$bin" --no-ui --packets "$packets" --threshold 1s "${extra[@]}" > "$dir/a.txt"
   local p50 p99
-  p50=$(awk '/^  P50:/ {print $2, $3}' /tmp/ui_cost_a.txt); p99=$(awk '/^  P99:/ {print $2, $3}' /tmp/ui_cost_a.txt)
+  p50=$(awk '/^  P50:/ {print $2, $3}' "$dir/a.txt"); p99=$(awk '/^  P99:/ {print $2, $3}' "$dir/a.txt")
   echo "$(us $p50) $(us $p99)"
 }
 
@@ -31,13 +33,13 @@ tui() {
   done
   tmux send-keys -t "$s" q
   for _ in $(seq 1 100); do
-    tmux capture-pane -p -S -200 -t "$s" > /tmp/ui_cost_b.txt
-    grep -q "PASS\|FAIL" /tmp/ui_cost_b.txt && break
+    tmux capture-pane -p -S -200 -t "$s" > "$dir/b.txt"
+    grep -q "PASS\|FAIL" "$dir/b.txt" && break
     sleep 0.1
   done
   tmux kill-session -t "$s"
   local p50 p99
-  p50=$(awk '/^  P50:/ {print $2, $3}' /tmp/ui_cost_b.txt); p99=$(awk '/^  P99:/ {print $2, $3}' /tmp/ui_cost_b.txt)
+  p50=$(awk '/^  P50:/ {print $2, $3}' "$dir/b.txt"); p99=$(awk '/^  P99:/ {print $2, $3}' "$dir/b.txt")
   echo "$(us $p50) $(us $p99)"
 }
 
@@ -54,3 +56,6 @@ median() { printf "%s\n" "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1
 m_a50=$(median "${a50[@]}"); m_b50=$(median "${b50[@]}"); m_a99=$(median "${a99[@]}"); m_b99=$(median "${b99[@]}")
 printf "median %11s µs %11s µs %11s µs %11s µs\n" "$m_a50" "$m_a99" "$m_b50" "$m_b99"
 awk -v a="$m_a50" -v b="$m_b50" -v c="$m_a99" -v d="$m_b99" 'BEGIN { printf "ratio tui/no-ui: p50 %.3f  p99 %.3f\n", b / a, d / c }'
+# Machine-readable (benches/run-all.sh): result MODE P50_NS P99_NS ROUNDS
+awk -v a="$m_a50" -v b="$m_b50" -v c="$m_a99" -v d="$m_b99" -v r="$rounds" 'BEGIN {
+  printf "result noui %.0f %.0f %d\nresult tui %.0f %.0f %d\n", a * 1000, c * 1000, r, b * 1000, d * 1000, r }'

@@ -9,18 +9,21 @@
 
 pub mod agent;
 pub mod calibrate;
+pub mod compare;
 
 pub use agent::{AgentArgs, AgentOptions, PeerOptions};
 pub use calibrate::CalibrateArgs;
+pub use compare::{CompareArgs, PlotArgs};
 
 use crate::engine::protocol::payload_size;
+use crate::engine::protocol::tlv::StampTlvs;
 use crate::engine::reflector_admission::Cidr;
 use crate::engine::reflector_limits::Limits;
 use crate::engine::socket::address_text;
 use crate::engine::{Schedule, TimestampMode};
 use crate::packet_log::Opening;
-use crate::stats::Pattern;
 use crate::stats::Threshold;
+use crate::stats::{Dscp, Ecn, Pattern};
 use crate::units::{self, count, percent, seconds};
 use clap::{ArgAction, ArgGroup, Args, CommandFactory, Parser, Subcommand};
 use serde::Serialize;
@@ -93,6 +96,11 @@ pub enum Command {
     /// Measure this host's floor (syscall, context switch, loopback RTT…)
     /// and audit its latency settings.
     Calibrate(CalibrateArgs),
+    /// Did it get slower? Compare runs (JSON reports, interval logs, saved
+    /// baselines): differences with 95 % confidence intervals.
+    Compare(CompareArgs),
+    /// Draw runs: percentile distribution, latency over time, the split.
+    Plot(PlotArgs),
     /// Print the manual page (roff), e.g. `synapse man | man -l -`.
     Man,
 }
@@ -159,6 +167,9 @@ pub struct ServerArgs {
 
     #[command(flatten)]
     pub log: LogArgs,
+
+    #[command(flatten)]
+    pub hdr: HdrLogArgs,
 
     /// A client silent for this long has ended its session (e.g. 1s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = seconds)]
@@ -392,9 +403,61 @@ pub struct PacketArgs {
     #[arg(long, value_name = "N", requires = "stamp", value_parser = clap::value_parser!(u16).range(1..))]
     pub ssid: Option<u16>,
 
+    /// Class of service: send the requests with this DSCP (a number 0..=63
+    /// or a name: EF, AF11..AF43, CS0..CS7, VA, LE, DF), set once on the
+    /// socket. Each reply's DSCP and ECN are read on arrival; with --stamp a
+    /// Class of Service TLV (RFC 8972 §4.4) asks the reflector to report
+    /// what the request arrived with and to mark its reply the same, so the
+    /// report says per leg what was sent, what arrived (re-marked or not)
+    /// and how many were marked CE.
+    #[arg(long, value_name = "NAME|N", value_parser = clap::value_parser!(Dscp))]
+    #[serde(serialize_with = "units::serde_opt_display")]
+    pub dscp: Option<Dscp>,
+
+    /// Class of service: send the requests ECN-capable (ect0, ect1), marked
+    /// CE (ce: a test of the far end, not of the path), or not (off, the
+    /// default). Only an ECN-capable packet can be marked CE on its way.
+    #[arg(long, value_name = "ect0|ect1|ce|off", value_parser = clap::value_parser!(Ecn))]
+    #[serde(serialize_with = "units::serde_opt_display")]
+    pub ecn: Option<Ecn>,
+
+    /// STAMP: ask the reflector for these RFC 8972 TLVs, comma-separated:
+    /// cos (Class of Service; implied by --dscp and --ecn), follow-up (each
+    /// answer's real send time, in the next answer: the dwell ends there),
+    /// timestamp-info (how the reflector's clock is synchronised and
+    /// stamps), location (the addresses and ports it saw: a NAT shows),
+    /// direct-measurement (its counters: loss split by direction), padding
+    /// (--size reached with an Extra Padding TLV), or all. Authenticated,
+    /// an HMAC TLV closes the list.
+    #[arg(long = "tlv", value_name = "LIST", requires = "stamp", value_parser = clap::value_parser!(StampTlvs))]
+    #[serde(rename = "tlv", serialize_with = "units::serde_opt_display")]
+    pub tlv: Option<StampTlvs>,
+
     #[command(flatten)]
     #[serde(flatten)]
     pub key: KeyArgs,
+}
+
+impl PacketArgs {
+    /// Class of service: the requests' TOS byte, when the run marks its
+    /// requests or asks for the CoS TLV (else the system's, nothing read).
+    pub fn marks(&self) -> Option<u8> {
+        let cos_tlv = self.stamp && self.tlv.is_some_and(|t| t.cos);
+        (self.dscp.is_some() || self.ecn.is_some() || cos_tlv).then(|| {
+            crate::stats::cos::tos(self.dscp.unwrap_or_default(), self.ecn.unwrap_or_default())
+        })
+    }
+
+    /// STAMP: the TLVs each request carries: `--tlv`, and the CoS TLV
+    /// whenever the requests are marked.
+    pub fn tlvs(&self) -> StampTlvs {
+        if !self.stamp {
+            return StampTlvs::default();
+        }
+        let mut set = self.tlv.unwrap_or_default();
+        set.cos |= self.marks().is_some();
+        set
+    }
 }
 
 /// The STAMP key: `synapse client --stamp` and `synapse server` alike.
@@ -484,11 +547,48 @@ impl LogArgs {
     }
 }
 
+/// `--hdr-log`: an HdrHistogram interval log, client, server and agent alike.
+#[derive(Debug, Args, Clone)]
+pub struct HdrLogArgs {
+    /// Write an HdrHistogram interval log to FILE: one line per interval
+    /// and series (Tag=rtt, each measured segment, forward/backward with
+    /// STAMP, unanswered, outage; the server: response, dwell; the agent:
+    /// PEER/rtt …), compressed V2 histograms in ns, readable by
+    /// HdrHistogram's own tools. Written off the measurement thread. An
+    /// existing FILE is refused.
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+
+    /// The interval log's interval (e.g. 1s, 100ms; 1ms..=1h).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = hdr_interval)]
+    pub hdr_interval: Duration,
+}
+
+impl Default for HdrLogArgs {
+    fn default() -> Self {
+        Self {
+            hdr_log: None,
+            hdr_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+fn hdr_interval(s: &str) -> Result<Duration, String> {
+    let d = units::parse_duration(s, units::DefaultUnit::Seconds)?;
+    if d < Duration::from_millis(1) || d > Duration::from_secs(3600) {
+        return Err(format!("'{s}' is outside 1ms..=1h"));
+    }
+    Ok(d)
+}
+
 /// How a measurement is shown and kept: not part of a profile.
 #[derive(Debug, Args, Clone)]
 pub struct OutputArgs {
     #[command(flatten)]
     pub log: LogArgs,
+
+    #[command(flatten)]
+    pub hdr: HdrLogArgs,
 
     /// Print the text report instead of the live display.
     #[arg(long)]

@@ -2,7 +2,7 @@
 
 use crate::engine::EngineError;
 
-/// Exit statuses, as documented in the README and `--help`.
+/// Exit statuses, as documented in docs/reports.md and `--help`.
 pub mod exit {
     /// The verdict passed (or a command that has no verdict succeeded).
     pub const PASS: i32 = 0;
@@ -60,5 +60,18 @@ impl From<crate::packet_log::LogError> for AppError {
 impl From<std::io::Error> for AppError {
     fn from(e: std::io::Error) -> Self {
         AppError::Runtime(e.into())
+    }
+}
+
+impl From<crate::hdr_log::HdrLogError> for AppError {
+    fn from(e: crate::hdr_log::HdrLogError) -> Self {
+        use crate::hdr_log::HdrLogError;
+        match e {
+            // A file that exists, or cannot be created, or an input that is
+            // not a log: the user's to fix.
+            HdrLogError::Exists { .. } | HdrLogError::Io { .. } | HdrLogError::Format { .. } => {
+                AppError::Usage(e.to_string())
+            }
+        }
     }
 }

@@ -17,31 +17,49 @@ const POLL: Duration = Duration::from_millis(100);
 /// Measures as planned and returns the report. Ctrl-C (via `stop`) ends the
 /// run early; what was measured is still reported.
 pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError> {
+    // Created first, like the packet log: a bad path fails before anything runs.
+    let mut tap = crate::session::IntervalTap::open(
+        plan.hdr.hdr_log.as_deref(),
+        plan.hdr.hdr_interval,
+        false,
+        "synapse client",
+    )?;
     let mut session = ClientSession::start(plan, None, plan.log_opening, stop.clone())?;
+    tap.start_run(plan.run.clock.timeout_ms);
     let mut progress = Progress::new(plan.packets, plan.run.duration);
     let mut measured = 0u64;
     while !session.is_finished() {
         std::thread::sleep(POLL);
-        // Only counts are needed here; the engine keeps the real statistics.
+        // Counts, and the interval log; the engine keeps the real statistics.
         session.drain(|r| {
             let resolved = matches!(r.kind, RecordKind::Sample | RecordKind::Lost);
             measured += u64::from(resolved && !r.warmup);
+            tap.record(r);
         });
         progress.update(measured);
-        if session.log_failure().is_some() {
+        if session.log_failure().is_some() || tap.failure().is_some() {
             // A log that cannot be written ends the run: what it measured
             // is reported, and the report says why it stopped.
             session.stop();
         }
     }
     progress.finish();
-    let finish = session.finish(|_| {});
+    let overflow = session.ring_overflow();
+    let finish = session.finish(|r| tap.record(r));
+    tap.end_run();
+    if overflow > 0 {
+        tap.comment(&format!(
+            "[Incomplete: {overflow} records did not fit the ring and are not in this log]"
+        ));
+    }
+    let (hdr_log, _) = tap.finish();
     let outcome = finish.outcome?;
     if let Some(why) = &outcome.placement.refused {
         console::warning(why);
     }
     let mut report = Report::new(plan, finish.server, finish.local, &outcome);
     report.log = finish.log.as_ref().map(LogSummary::of);
+    report.hdr_log = hdr_log;
     report.compare_with_floor(crate::calibrate::kept_for_this_host().as_ref());
     Ok(report)
 }
@@ -57,7 +75,7 @@ pub fn run_server(
     let mut session = ServerSession::start(plan, plan.bind, Protocol::Echo, stop)?;
     if plan.admission.allow.is_open() && !plan.bind.ip().is_loopback() {
         console::note(&format!(
-            "answering every source on {}: --allow CIDR limits who, --max-pps how much (see \"Running a reflector on an exposed host\" in the README)",
+            "answering every source on {}: --allow CIDR limits who, --max-pps how much (see docs/security.md)",
             plan.bind
         ));
     }
@@ -88,6 +106,14 @@ pub fn run_server(
     let finish = session.finish(&mut print);
     result?;
     server_text::write_totals(out, &finish)?;
+    if let Some(h) = &finish.hdr_log {
+        writeln!(
+            out,
+            "interval log: {} written to {}",
+            crate::units::count_of(h.intervals, "interval"),
+            h.path.display()
+        )?;
+    }
     out.flush()?;
     for o in [Some(&finish.echo), finish.stamp.as_ref()]
         .into_iter()
@@ -97,6 +123,10 @@ pub fn run_server(
         if let Some(why) = &o.placement.refused {
             console::warning(why);
         }
+    }
+    if let Some(e) = finish.hdr_log.as_ref().and_then(|h| h.error.as_ref()) {
+        console::error(e);
+        return Ok(crate::error::exit::RUNTIME);
     }
     let log_error = finish.log.as_ref().and_then(|l| l.error.as_ref());
     if let Some(e) = log_error.filter(|_| !log_failed) {

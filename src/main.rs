@@ -128,7 +128,12 @@ fn run_tool(command: &Command) -> Result<bool, AppError> {
             clap_complete::generate(*shell, &mut synapse::cli::command(), "synapse", &mut out);
         }
         Command::Man => clap_mangen::Man::new(synapse::cli::command()).render(&mut out)?,
-        Command::Server(_) | Command::Client(_) | Command::Agent(_) | Command::Calibrate(_) => {
+        Command::Server(_)
+        | Command::Client(_)
+        | Command::Agent(_)
+        | Command::Calibrate(_)
+        | Command::Compare(_)
+        | Command::Plot(_) => {
             return Ok(false);
         }
     }
@@ -141,6 +146,13 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
         && run_tool(command)?
     {
         return Ok(exit::PASS);
+    }
+    match &cli.command {
+        Some(Command::Compare(args)) => {
+            return synapse::compare::run(args, &mut std::io::stdout().lock());
+        }
+        Some(Command::Plot(args)) => return synapse::plot::run(args),
+        _ => {}
     }
     if let Some(Command::Agent(args)) = cli.command {
         return synapse::agent::run(args, matches);
@@ -191,7 +203,9 @@ fn log_on_stdout(log: Option<&std::path::Path>) -> bool {
 /// 1 when the log could not be written (what was measured was reported),
 /// else the verdict's: 0 PASS, 3 FAIL.
 fn exit_code(report: &Report) -> i32 {
-    if report.log.as_ref().is_some_and(|l| l.error.is_some()) {
+    if report.log.as_ref().is_some_and(|l| l.error.is_some())
+        || report.hdr_log.as_ref().is_some_and(|l| l.error.is_some())
+    {
         exit::RUNTIME
     } else if report.verdict.pass {
         exit::PASS

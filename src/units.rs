@@ -154,6 +154,17 @@ pub fn serde_display<T: std::fmt::Display, S: serde::Serializer>(
     s.collect_str(v)
 }
 
+/// JSON: an optional value as its display text (null when absent).
+pub fn serde_opt_display<T: std::fmt::Display, S: serde::Serializer>(
+    v: &Option<T>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.collect_str(v),
+        None => s.serialize_none(),
+    }
+}
+
 /// A duration as the command line takes it, in the largest unit that
 /// keeps it whole: `1s`, `250ms`, `500us`, `800ns`.
 pub fn duration_text(d: Duration) -> String {

@@ -114,13 +114,22 @@ fn answers_stamp_session_senders_byte_for_byte() {
             "T1 {t1} T2 {t2} T3 {t3}"
         );
     }
-    // Padding (or RFC 8972 TLVs) comes back as sent; malformed gets nothing.
-    let mut padded = sender_packet(9, ntp_now());
-    padded.extend([0xAB; 20]);
-    s.send_to(&padded, ("127.0.0.1", port)).unwrap();
+    // Zero padding (RFC 8762) comes back as sent. Octets after the base
+    // packet that are not zeros are RFC 8972 TLVs: here a header claiming
+    // 0xABAB octets, so it is malformed (M flag, RFC 8972 §4) and the rest
+    // comes back untouched, never read as more TLVs. Malformed base
+    // packets get nothing.
     let mut r = [0u8; 128];
+    let mut padded = sender_packet(9, ntp_now());
+    padded.extend([0; 20]);
+    s.send_to(&padded, ("127.0.0.1", port)).unwrap();
     let (n, _) = s.recv_from(&mut r).unwrap();
-    assert_eq!((n, &r[44..64]), (64, &[0xAB; 20][..]));
+    assert_eq!((n, &r[44..64]), (64, &[0; 20][..]));
+    let mut garbage = sender_packet(9, ntp_now());
+    garbage.extend([0xAB; 20]);
+    s.send_to(&garbage, ("127.0.0.1", port)).unwrap();
+    let (n, _) = s.recv_from(&mut r).unwrap();
+    assert_eq!((n, r[44], &r[45..64]), (64, 0x40, &[0xAB; 19][..]));
     s.set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
     s.send_to(&[1, 2, 3], ("127.0.0.1", port)).unwrap();
@@ -147,7 +156,7 @@ fn answers_stamp_session_senders_byte_for_byte() {
         "{out}"
     );
     assert!(
-        out.contains("STAMP totals: 1 session, 4 packets reflected (refused: 2 malformed)"),
+        out.contains("STAMP totals: 1 session, 5 packets reflected (refused: 2 malformed)"),
         "{out}"
     );
     assert!(

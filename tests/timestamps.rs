@@ -12,7 +12,7 @@ use common::netns::{B_ADDR, Namespaces};
 use common::*;
 use std::process::{Command, Stdio};
 
-const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ";
+const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN";
 
 /// The server's `--log` header.
 const SERVER_HEADER: &str =

@@ -283,6 +283,8 @@ fn resolve_peers(
             stamp: p.packet.stamp,
             ssid: p.packet.ssid.unwrap_or(0),
             key,
+            marks: p.packet.marks(),
+            tlvs: p.packet.tlvs(),
         });
     }
     Ok(peers)

@@ -71,7 +71,7 @@ struct Exposition {
     registry: Arc<Registry>,
     /// A thousand peers make megabytes of text: sized from the last
     /// scrape, the buffer is allocated once instead of grown and copied
-    /// a dozen times (BENCHMARKS.md §11).
+    /// a dozen times (measured for issue 12: `git log -p BENCHMARKS.md`).
     text_len: AtomicUsize,
 }
 

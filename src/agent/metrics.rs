@@ -53,6 +53,26 @@ struct PairSegment {
     segment: &'static str,
 }
 
+/// A leg's marks: `leg` (`forward`, `backward`), `dscp` (0..=63) and
+/// `ecn` (`not-ect`, `ect1`, `ect0`, `ce`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LegMarks {
+    source: String,
+    peer: String,
+    leg: &'static str,
+    dscp: u8,
+    ecn: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Leg {
+    source: String,
+    peer: String,
+    leg: &'static str,
+}
+
+const LEGS: [&str; 2] = ["forward", "backward"];
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PeerInfo {
     source: String,
@@ -103,6 +123,22 @@ struct Families {
     reflected: Family<Reflected, Counter>,
     refused: Family<Refused, Counter>,
     info: Family<PeerInfo, Gauge>,
+    cos_sent: Family<LegMarks, Counter>,
+    cos_received: Family<LegMarks, Counter>,
+    cos_remarked: Family<Leg, Counter>,
+    cos_ce: Family<Leg, Counter>,
+}
+
+/// One peer's class-of-service series: per leg, a counter per TOS byte
+/// sent and received (made when first seen, then kept), and the
+/// re-marked and CE counts.
+#[derive(Debug)]
+struct CosSeries {
+    /// The TOS byte the peer's requests leave with.
+    sent: u8,
+    by_tos: Box<[[[Option<Counter>; 256]; 2]; 2]>,
+    remarked: [Counter; 2],
+    ce: [Counter; 2],
 }
 
 /// One peer's series, looked up once.
@@ -122,6 +158,8 @@ struct PeerSeries {
     misses: Counter,
     /// The last fresh RTT, for |IPDV| (arrival order, losses skipped).
     previous_rtt_ns: Option<u64>,
+    /// Class of service, when the peer's requests are marked.
+    cos: Option<CosSeries>,
     order: ReplyOrder,
 }
 
@@ -160,6 +198,10 @@ impl Metrics {
             reflected: Family::default(),
             refused: Family::default(),
             info: Family::default(),
+            cos_sent: Family::default(),
+            cos_received: Family::default(),
+            cos_remarked: Family::default(),
+            cos_ce: Family::default(),
         };
         register(registry, &f);
         let build = Family::<Build, Gauge>::default();
@@ -218,10 +260,14 @@ impl Metrics {
         for p in peers {
             let info = self.info_of(p, timestamps);
             let kept = old.iter().position(|s| s.labels.peer == p.name);
-            let series = match kept {
+            let mut series = match kept {
                 Some(i) => old.swap_remove(i),
                 None => self.series_of(info.clone()),
             };
+            if series.cos.as_ref().map(|c| c.sent) != p.marks {
+                self.forget_cos(&series.labels);
+                series.cos = p.marks.map(|sent| self.cos_of(&series.labels, sent));
+            }
             if series.info != info {
                 self.families.info.remove(&series.info);
             }
@@ -262,9 +308,52 @@ impl Metrics {
             stray: counter(&f.stray),
             misses: counter(&f.misses),
             previous_rtt_ns: None,
+            cos: None,
             order: ReplyOrder::default(),
             info,
             labels,
+        }
+    }
+
+    fn cos_of(&self, l: &Pair, sent: u8) -> CosSeries {
+        let leg = |i: usize| Leg {
+            source: l.source.clone(),
+            peer: l.peer.clone(),
+            leg: LEGS[i],
+        };
+        let f = &self.families;
+        CosSeries {
+            sent,
+            by_tos: Box::new(std::array::from_fn(|_| {
+                std::array::from_fn(|_| std::array::from_fn(|_| None))
+            })),
+            remarked: [0, 1].map(|i| f.cos_remarked.get_or_create(&leg(i)).clone()),
+            ce: [0, 1].map(|i| f.cos_ce.get_or_create(&leg(i)).clone()),
+        }
+    }
+
+    /// Removes every class-of-service series of the peer `l`.
+    fn forget_cos(&self, l: &Pair) {
+        let f = &self.families;
+        for leg in LEGS {
+            let at = Leg {
+                source: l.source.clone(),
+                peer: l.peer.clone(),
+                leg,
+            };
+            f.cos_remarked.remove(&at);
+            f.cos_ce.remove(&at);
+            for tos in 0..=255u8 {
+                let m = LegMarks {
+                    source: l.source.clone(),
+                    peer: l.peer.clone(),
+                    leg,
+                    dscp: tos >> 2,
+                    ecn: crate::stats::Ecn::from_bits(tos).name(),
+                };
+                f.cos_sent.remove(&m);
+                f.cos_received.remove(&m);
+            }
         }
     }
 
@@ -292,6 +381,7 @@ impl Metrics {
             });
         }
         f.info.remove(&s.info);
+        self.forget_cos(l);
     }
 
     /// Adds one record about peer `peer` (an index into the peers set
@@ -320,6 +410,9 @@ impl Metrics {
                     if let Some(v) = r.split.get(seg) {
                         segment_series(&self.families.segment, s, seg).observe(seconds(v));
                     }
+                }
+                if let Some(c) = &mut s.cos {
+                    record_cos(&self.families, &s.labels, c, &r.marks);
                 }
             }
             RecordKind::Lost => {
@@ -356,6 +449,55 @@ impl Metrics {
             let seen = &mut self.refused_seen[i][r];
             self.refused[i][r].inc_by(now.saturating_sub(*seen));
             *seen = (*seen).max(now);
+        }
+    }
+}
+
+/// One reply's class of service: per leg, its marks sent and received,
+/// whether the DSCP was re-marked, and whether CE was set on the way.
+fn record_cos(f: &Families, l: &Pair, c: &mut CosSeries, m: &crate::stats::Marks) {
+    use crate::stats::Ecn;
+    let rev_sent = match (m.rev_sent_dscp(), m.rev_sent_ecn()) {
+        (Some(d), e) => Some((d.0 << 2) | e.map_or(0, Ecn::bits)),
+        (None, _) => None,
+    };
+    let legs = [
+        (Some(c.sent), m.fwd_received()),
+        (rev_sent, m.rev_received()),
+    ];
+    for (i, (sent, received)) in legs.into_iter().enumerate() {
+        let mut count = |dir: usize, tos: u8| {
+            let fam = if dir == 0 {
+                &f.cos_sent
+            } else {
+                &f.cos_received
+            };
+            c.by_tos[i][dir][usize::from(tos)]
+                .get_or_insert_with(|| {
+                    fam.get_or_create(&LegMarks {
+                        source: l.source.clone(),
+                        peer: l.peer.clone(),
+                        leg: LEGS[i],
+                        dscp: tos >> 2,
+                        ecn: Ecn::from_bits(tos).name(),
+                    })
+                    .clone()
+                })
+                .inc();
+        };
+        if let Some(tos) = sent {
+            count(0, tos);
+        }
+        let Some(got) = received else { continue };
+        count(1, got);
+        if let Some(sent) = sent {
+            if sent >> 2 != got >> 2 {
+                c.remarked[i].inc();
+            }
+            let ect = matches!(Ecn::from_bits(sent), Ecn::Ect0 | Ecn::Ect1);
+            if ect && Ecn::from_bits(got) == Ecn::Ce {
+                c.ce[i].inc();
+            }
         }
     }
 }
@@ -454,6 +596,26 @@ fn register(r: &mut Registry, f: &Families) {
         "Each peer measured, as labels",
         f.info.clone(),
     );
+    r.register(
+        "synapse_cos_sent",
+        "Replies by the DSCP and ECN each leg was sent with (backward: as the reflector's CoS TLV says)",
+        f.cos_sent.clone(),
+    );
+    r.register(
+        "synapse_cos_received",
+        "Replies by the DSCP and ECN each leg arrived with (forward: as the reflector's CoS TLV says)",
+        f.cos_received.clone(),
+    );
+    r.register(
+        "synapse_cos_remarked",
+        "Replies whose leg arrived with another DSCP than it was sent with",
+        f.cos_remarked.clone(),
+    );
+    r.register(
+        "synapse_cos_ce",
+        "Replies whose leg was sent ECN-capable and arrived marked CE",
+        f.cos_ce.clone(),
+    );
 }
 
 #[cfg(test)]
@@ -477,6 +639,8 @@ mod tests {
             stamp,
             ssid: 0,
             key: None,
+            marks: None,
+            tlvs: Default::default(),
         }
     }
 

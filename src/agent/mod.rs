@@ -59,6 +59,8 @@ pub struct Agent {
     pub overflow: u64,
     /// Reloads refused (the last good configuration kept running).
     pub reload_errors: u64,
+    /// `--hdr-log`: every peer's series, `PEER/rtt` and the rest.
+    hdr: Option<crate::session::IntervalTap>,
 }
 
 /// Signals the agent answers: SIGINT and SIGTERM stop it, SIGHUP reloads.
@@ -102,7 +104,24 @@ pub fn run(args: AgentArgs, matches: &clap::ArgMatches) -> Result<i32, AppError>
         return Ok(exit::PASS);
     }
     let signals = Signals::install()?;
+    // Created first: a bad path fails before anything is sent.
+    let tap = args
+        .hdr
+        .hdr_log
+        .as_deref()
+        .map(|p| {
+            crate::session::IntervalTap::open(
+                Some(p),
+                args.hdr.hdr_interval,
+                false,
+                "synapse agent: series per peer, PEER/rtt and so on",
+            )
+        })
+        .transpose()?;
     let mut agent = Agent::start(sources, cfg, &signals.stop)?;
+    if let Some(tap) = tap {
+        agent.log_intervals(tap);
+    }
     console::note(&format!("metrics on http://{}/metrics", agent.metrics_addr));
     let live = !args.no_ui && !args.json && crate::plan::ui_possible();
     let outcome = if live {
@@ -154,17 +173,29 @@ impl Agent {
             timestamps,
             overflow: 0,
             reload_errors: 0,
+            hdr: None,
         })
+    }
+
+    /// Writes every peer's intervals to an interval log from now on.
+    pub fn log_intervals(&mut self, tap: crate::session::IntervalTap) {
+        self.hdr = Some(tap);
     }
 
     /// Reads what the measurement threads produced since the last call.
     pub fn poll(&mut self) {
         let (metrics, windows) = (&mut self.metrics, &mut self.windows);
+        let (hdr, cfg) = (&mut self.hdr, &self.cfg);
+        let now = hdr.as_ref().map(|t| t.base().elapsed());
         self.session.drain(|peer, r| {
             let i = peer.unwrap_or(usize::MAX);
             metrics.record(i, r);
             if let Some(w) = windows.get_mut(i) {
                 w.record(r);
+            }
+            if let (Some(tap), Some(now), Some(p)) = (hdr.as_mut(), now, cfg.peers.get(i)) {
+                let prefix = format!("{}/", crate::hdr_log::tag_safe(&p.name));
+                tap.add_record_at(now, r, cfg.timeout, &prefix);
             }
         });
         self.session.drain_reflector(|side, ev| {
@@ -261,11 +292,21 @@ impl Agent {
         let Agent {
             session,
             mut metrics,
+            hdr,
             ..
         } = self;
         let outcome = session.finish(|peer, r| metrics.record(peer.unwrap_or(usize::MAX), r));
-        match outcome {
-            Some(Err(e)) => Some(e.to_string()),
+        let log = hdr.and_then(|t| t.finish().0);
+        if let Some(h) = &log {
+            console::note(&format!(
+                "interval log: {} written to {}",
+                crate::units::count_of(h.intervals, "interval"),
+                h.path.display()
+            ));
+        }
+        match (outcome, log.and_then(|h| h.error)) {
+            (Some(Err(e)), _) => Some(e.to_string()),
+            (_, Some(e)) => Some(e),
             _ => None,
         }
     }

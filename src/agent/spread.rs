@@ -70,6 +70,8 @@ mod tests {
             stamp: false,
             ssid: 0,
             key: None,
+            marks: None,
+            tlvs: Default::default(),
         }
     }
 

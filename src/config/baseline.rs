@@ -230,6 +230,7 @@ mod tests {
             jitter_ns: None,
             one_way_ns: None,
             loss_direction: None,
+            class_of_service: None,
             distribution: Default::default(),
         }
     }

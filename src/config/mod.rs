@@ -12,6 +12,7 @@
 //! - [`baseline`]: what "normal" looked like, and how a run compares.
 
 pub mod baseline;
+pub mod baseline_runs;
 pub mod error;
 pub mod file;
 pub mod layering;

@@ -18,6 +18,7 @@ pub mod timestamping;
 mod wall_clock;
 
 pub use affinity::{Placement, Role, ThreadPlacement, choose_cpu, pin_thread};
+pub use client::extensions;
 pub use client::paced::schedule::Schedule;
 pub use client::paced::{Budget, MAX_IN_FLIGHT, ProbeConfig, in_flight_bound};
 pub use client::prober::{NO_PEER, PeerRecord, ProberConfig, ProberRun, start_prober};
@@ -31,7 +32,7 @@ pub use reflector::admission as reflector_admission;
 pub use reflector::limits as reflector_limits;
 pub use reflector::{
     AnswerPoints, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun,
-    ReflectorTotals, Refusal, Refusals, SessionInfo, start_reflector,
+    ReflectorTotals, Refusal, Refusals, SessionInfo, TlvTotals, start_reflector,
 };
 pub use socket::resolve;
 /// `synapse server --user`: giving up root once the ports are bound.

@@ -7,7 +7,7 @@
 //! (PHC), used only as T4 hw − T1 hw. The RTT itself stays on the monotonic
 //! clock; the segments add up to it within the cost of a clock read.
 
-use crate::stats::{FarSide, Segment, Split};
+use crate::stats::{FarSide, Marks, Segment, Split};
 
 /// What became of a packet, as its log row says.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -56,6 +56,16 @@ pub struct Points {
     pub t2: Option<u64>,
     /// Reflector, sending the reply (STAMP; the reflector's clock).
     pub t3: Option<u64>,
+    /// Reflector kernel, the reply handed to its device: the real T3 a
+    /// later reply's Follow-Up Telemetry TLV carried (its clock).
+    pub t3_driver: Option<u64>,
+    /// Reflector NIC, the reply on the wire (Follow-Up; its NIC's clock).
+    pub t3_hw: Option<u64>,
+    /// Follow-Up Telemetry was asked for: the dwell runs to the measured
+    /// T3 (`t3_driver`), and is missing when that never came.
+    pub follow_up: bool,
+    /// Class of service each leg's packet carried, as far as reported.
+    pub marks: Marks,
     /// Client NIC, off the wire (PHC clock).
     pub t4_hw: Option<u64>,
     /// Client kernel, received (kernel software stamp).
@@ -111,8 +121,16 @@ impl Points {
     /// order (a clock step mid-packet) is missing, not negative.
     pub fn split(&self) -> Split {
         let between = |a: Option<u64>, b: Option<u64>| b?.checked_sub(a?);
-        let dwell = between(self.t2, self.t3);
+        let t3 = if self.follow_up {
+            self.t3_driver
+        } else {
+            self.t3
+        };
+        let dwell = between(self.t2, t3);
+        // Waiting for a follow-up that never came, the dwell is unknown,
+        // and so is what is left of the round trip without it.
         let network = between(self.t1_driver, self.t4_driver)
+            .filter(|_| !self.follow_up || dwell.is_some())
             .and_then(|total| total.checked_sub(dwell.unwrap_or(0)));
         let mut parts = [None; 5];
         parts[Segment::Send.index()] = between(self.t1_user, self.t1_driver);
@@ -145,7 +163,26 @@ mod tests {
             rtt_ns: Some(11_000),
             sched: None,
             reflector_seq: Some(3),
+            ..Points::default()
         }
+    }
+
+    #[test]
+    fn with_follow_up_the_dwell_runs_to_the_measured_t3_or_is_missing() {
+        let asked = Points {
+            follow_up: true,
+            ..full()
+        };
+        let s = asked.split();
+        assert_eq!(s.get(Segment::Dwell), None, "never the user-space T3");
+        assert_eq!(s.get(Segment::Network), None);
+        let followed = Points {
+            t3_driver: Some(53_400),
+            ..asked
+        };
+        let s = followed.split();
+        assert_eq!(s.get(Segment::Dwell), Some(3_400));
+        assert_eq!(s.get(Segment::Network), Some(8_000 - 3_400));
     }
 
     #[test]

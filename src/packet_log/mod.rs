@@ -21,7 +21,7 @@ use std::time::Duration;
 /// and the kernel's driver-level software stamps, the RTT, then (paced
 /// runs) the time the request was scheduled to leave and (STAMP) the
 /// reflector's own sequence number.
-pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ";
+pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN";
 
 /// What the writer can put in a log: one CSV row per item.
 pub trait LogRow: Send + 'static {
@@ -74,6 +74,9 @@ pub enum LogError {
     },
 }
 
+/// What sees each item the writer takes (see [`PacketLog::start_teed`]).
+pub type Tee<R> = Box<dyn FnMut(&R) + Send>;
+
 /// How long the writer sleeps when the ring is empty.
 const IDLE: Duration = Duration::from_millis(20);
 
@@ -86,6 +89,9 @@ const CHUNK: usize = 1 << 16;
 enum Sink {
     File(File),
     Stdout,
+    /// Nowhere: the rows are only seen (the server's `--hdr-log` without
+    /// `--log`).
+    Null,
 }
 
 impl Sink {
@@ -96,6 +102,7 @@ impl Sink {
                 let mut out = io::stdout().lock();
                 out.write_all(bytes).and_then(|()| out.flush())
             }
+            Sink::Null => Ok(()),
         }
     }
 
@@ -219,14 +226,34 @@ impl PacketLog {
         })
     }
 
+    /// A log that writes nowhere: its writer only hands each item to a tee.
+    pub fn discard() -> Self {
+        Self {
+            path: PathBuf::from("(none)"),
+            sink: Sink::Null,
+            start_len: 0,
+        }
+    }
+
     /// Starts the writer thread on the measurement threads' rings.
     pub fn start<R: LogRow>(self, rings: Vec<rtrb::Consumer<R>>) -> io::Result<RunningLog> {
+        self.start_teed(rings, None)
+    }
+
+    /// Starts the writer thread; `tee` sees every item it takes off the
+    /// rings (on the writer's thread, never the measurement's), and is
+    /// dropped when the rings are done.
+    pub fn start_teed<R: LogRow>(
+        self,
+        rings: Vec<rtrb::Consumer<R>>,
+        tee: Option<Tee<R>>,
+    ) -> io::Result<RunningLog> {
         let path = self.path.clone();
         let failure = Arc::new(Mutex::new(None));
         let told = Arc::clone(&failure);
         let handle = std::thread::Builder::new()
             .name("synapse-log".into())
-            .spawn(move || self.write(rings, &told))?;
+            .spawn(move || self.write(rings, tee, &told))?;
         Ok(RunningLog {
             path,
             failure,
@@ -240,6 +267,7 @@ impl PacketLog {
     fn write<R: LogRow>(
         mut self,
         mut rings: Vec<rtrb::Consumer<R>>,
+        mut tee: Option<Tee<R>>,
         failure: &Mutex<Option<String>>,
     ) -> Written {
         let mut buf = Vec::with_capacity(CHUNK + 4096);
@@ -260,6 +288,9 @@ impl PacketLog {
                 // everything there will ever be.
                 finished &= ring.is_abandoned();
                 while let Ok(item) = ring.pop() {
+                    if let Some(t) = tee.as_mut() {
+                        t(&item);
+                    }
                     if done.error.is_some() {
                         done.unwritten += 1;
                         continue;
@@ -369,7 +400,7 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
         None, // T2_HW: STAMP carries one receive time; it goes in T2_SW.
         p.t2,
         p.t3,
-        None, // T3_HW: likewise.
+        p.t3_hw, // From a later reply's Follow-Up, when the NIC stamped.
         p.t4_hw,
         p.t4_driver,
         p.t4_user,
@@ -382,9 +413,18 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
     }
     stamp(out, p.sched)?;
     match p.reflector_seq {
-        Some(r) => writeln!(out, ",{r}"),
-        None => writeln!(out, ","),
+        Some(r) => write!(out, ",{r}")?,
+        None => write!(out, ",")?,
     }
+    stamp(out, p.t3_driver)?;
+    let tos = |t: Option<u8>| t.map(|t| (t >> 2, crate::stats::Ecn::from_bits(t).name()));
+    for leg in [tos(p.marks.fwd_received()), tos(p.marks.rev_received())] {
+        match leg {
+            Some((dscp, ecn)) => write!(out, ",{dscp},{ecn}")?,
+            None => write!(out, ",,")?,
+        }
+    }
+    writeln!(out)
 }
 
 #[cfg(test)]
@@ -404,6 +444,7 @@ mod tests {
             status: PacketStatus::Ok,
             sched: Some(1_771_555_281_293_180_000),
             reflector_seq: Some(2),
+            marks: crate::stats::Marks::NONE.with_rev_received(0xbb),
             ..Points::default()
         };
         write_row(&mut out, &p).unwrap();
@@ -419,9 +460,12 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2"
+            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2,,,,46,ce"
         );
-        assert_eq!(lines[1], "4,lost,,,,,,,,,,,,,,", "a lost packet has no RTT");
+        assert_eq!(
+            lines[1], "4,lost,,,,,,,,,,,,,,,,,,,",
+            "a lost packet has no RTT"
+        );
         let columns = HEADER.split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == columns));
     }
@@ -450,8 +494,8 @@ mod tests {
         assert_eq!(text.lines().next(), Some(HEADER));
         assert_eq!(text.lines().count(), 1001);
         assert!(
-            text.ends_with(",999,,\n"),
-            "RTT, then no SCHED nor REFLECTOR_SEQ"
+            text.ends_with(",999,,,,,,,\n"),
+            "RTT, then no SCHED, REFLECTOR_SEQ, T3_DRV nor marks"
         );
     }
 
@@ -473,7 +517,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             text,
-            format!("{HEADER}\n0,lost,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,\n")
+            format!("{HEADER}\n0,lost,,,,,,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,,,,,,\n")
         );
     }
 

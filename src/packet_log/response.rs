@@ -61,6 +61,7 @@ mod tests {
             t2_user: None,
             t3_user: None,
             t3: TxPoints::default(),
+            follow_up: None,
         }
     }
 

@@ -29,6 +29,11 @@ pub struct PeerConfig {
     pub ssid: u16,
     /// STAMP authenticated mode's key.
     pub key: Option<StampKey>,
+    /// Class of service: its requests' TOS byte (`None`: not marked, the
+    /// replies' marks not read).
+    pub marks: Option<u8>,
+    /// STAMP: the RFC 8972 TLVs asked for.
+    pub tlvs: crate::engine::protocol::tlv::StampTlvs,
 }
 
 impl PeerConfig {

@@ -5,8 +5,8 @@
 pub mod agent;
 
 use crate::cli::{
-    Cli, ClientArgs, Command, KeyArgs, LogArgs, OutputArgs, RunArgs, ServerArgs, TargetArgs,
-    settings_schema,
+    Cli, ClientArgs, Command, HdrLogArgs, KeyArgs, LogArgs, OutputArgs, RunArgs, ServerArgs,
+    TargetArgs, settings_schema,
 };
 use crate::config::layering::{Named, layer};
 use crate::config::{self, Baseline, ConfigFile, Settings};
@@ -74,6 +74,8 @@ pub struct ClientPlan {
     pub log: Option<PathBuf>,
     /// How the log file is opened.
     pub log_opening: Opening,
+    /// `--hdr-log`, `--hdr-interval`.
+    pub hdr: HdrLogArgs,
     /// The configuration file's part in this run.
     pub profile: ProfileUse,
     /// What the user should be warned of before the run.
@@ -124,6 +126,8 @@ impl ClientPlan {
             stamp: r.packet.stamp,
             ssid: r.packet.ssid.unwrap_or(0),
             stamp_key: self.stamp_key.clone(),
+            marks: r.packet.marks(),
+            tlvs: r.packet.tlvs(),
             tx_stamp_every: r.tx_stamp_every.unwrap_or(if self.log.is_some() {
                 1
             } else {
@@ -135,14 +139,15 @@ impl ClientPlan {
     }
 
     /// The payload size on the wire: STAMP packets are never shorter than
-    /// 44 octets (112 authenticated).
+    /// 44 octets (112 authenticated), plus the RFC 8972 TLVs asked for.
     pub fn wire_size(&self) -> usize {
-        if self.stamp_key.is_some() {
-            self.run.packet.size.max(stamp::Layout::AUTHENTICATED.len)
-        } else if self.run.packet.stamp {
-            self.run.packet.size.max(stamp::PACKET_LEN)
+        let p = &self.run.packet;
+        if p.stamp {
+            let sender =
+                crate::engine::protocol::StampSender::new(p.size, 0, self.stamp_key.clone());
+            sender.with_tlvs(p.tlvs(), p.marks().unwrap_or(0)).size()
         } else {
-            self.run.packet.size
+            p.size
         }
     }
 
@@ -182,6 +187,8 @@ pub struct ServerPlan {
     pub log: Option<PathBuf>,
     /// How the log file is opened.
     pub log_opening: Opening,
+    /// `--hdr-log`, `--hdr-interval`.
+    pub hdr: HdrLogArgs,
     /// Who the reflectors answer, and how much.
     pub admission: Admission,
     /// The STAMP reflector's key: it answers authenticated requests only.
@@ -494,6 +501,7 @@ fn client_plan(
         output: shown,
         log: output.log.log.clone(),
         log_opening: output.log.opening(),
+        hdr: output.hdr.clone(),
         run,
         profile: ProfileUse::default(),
         warnings,
@@ -570,6 +578,7 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
         stamp_required: s.stamp_port.is_some_and(|p| p != 0),
         log: s.log.log.clone(),
         log_opening: s.log.opening(),
+        hdr: s.hdr.clone(),
         admission: Admission {
             allow: AllowList::new(s.admission.allow.clone()),
             limits: s.limits.limits(),
@@ -598,7 +607,11 @@ impl ServerPlan {
             thread: self.thread,
             session_idle: self.session_idle,
             ring_capacity: REFLECTOR_RING,
-            log_capacity: if self.log.is_some() { RESPONSE_RING } else { 0 },
+            log_capacity: if self.log.is_some() || self.hdr.hdr_log.is_some() {
+                RESPONSE_RING
+            } else {
+                0
+            },
             admission: self.admission.clone(),
             stamp_key: match protocol {
                 Protocol::Stamp => self.stamp_key.clone(),
@@ -668,6 +681,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         stamp_required: false,
         log: None,
         log_opening: Opening::New,
+        hdr: HdrLogArgs::default(),
         admission: Admission::default(),
         // The in-process reflector of `synapse --stamp --hmac-key-file`
         // authenticates with the client's key.
@@ -685,6 +699,7 @@ pub fn counterpart_client(s: &ServerPlan) -> Result<ClientPlan, AppError> {
     run.thread.rt = s.thread.rt;
     let output = OutputArgs {
         log: LogArgs::default(),
+        hdr: HdrLogArgs::default(),
         no_ui: s.output != Output::Ui,
         json: false,
         config: None,

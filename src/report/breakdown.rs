@@ -44,6 +44,7 @@ const USER: &str = "user space (CLOCK_REALTIME)";
 const KERNEL: &str = "kernel software (CLOCK_REALTIME)";
 const NIC: &str = "NIC hardware clock (PHC)";
 const REFLECTOR: &str = "reflector (STAMP, its own clock)";
+const FOLLOW_UP: &str = "reflector kernel, sent (Follow-Up Telemetry, its own clock)";
 const ABSENT: &str = "not measured";
 
 /// Which clock stamps each point, given how the run stamped.
@@ -58,7 +59,13 @@ pub fn point_sources(info: &StampingInfo) -> Vec<PointSource> {
         ("T1 driver", pick(kernel, KERNEL)),
         ("T1 hw", pick(hardware, NIC)),
         ("T2", pick(info.stamp, REFLECTOR)),
-        ("T3", pick(info.stamp, REFLECTOR)),
+        (
+            "T3",
+            pick(
+                info.stamp,
+                if info.follow_up { FOLLOW_UP } else { REFLECTOR },
+            ),
+        ),
         ("T4 hw", pick(hardware, NIC)),
         ("T4 driver", pick(kernel, KERNEL)),
         ("T4 user", pick(realtime, USER)),
@@ -101,6 +108,7 @@ mod tests {
             stamp,
             segments: SegmentSet::for_run(source != Source::User, stamp, false),
             tx_every: 1,
+            follow_up: false,
         }
     }
 

@@ -16,11 +16,21 @@ struct JsonReport<'a> {
     baseline: Option<&'a BaselineComparison>,
     breakdown: Option<&'a BreakdownReport>,
     log: Option<&'a LogSummary>,
+    hdr_log: Option<&'a crate::hdr_log::HdrLogOutcome>,
     floor: Option<&'a super::FloorComparison>,
     /// Present in authenticated mode only.
     #[serde(skip_serializing_if = "Option::is_none")]
     unauthenticated_replies: Option<u64>,
+    stamp_extensions: Option<Extensions<'a>>,
     interrupted: bool,
+}
+
+/// JSON `stamp_extensions`: what the TLVs said, and the warnings.
+#[derive(Serialize)]
+struct Extensions<'a> {
+    #[serde(flatten)]
+    summary: &'a crate::engine::extensions::TlvSummary,
+    warnings: &'a [String],
 }
 
 /// Writes the report as one JSON object and a newline.
@@ -33,8 +43,13 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
         baseline: report.baseline.as_ref(),
         breakdown: report.breakdown.as_ref(),
         log: report.log.as_ref(),
+        hdr_log: report.hdr_log.as_ref(),
         floor: report.floor.as_ref(),
         unauthenticated_replies: report.unauthenticated_replies,
+        stamp_extensions: report.extensions.as_ref().map(|summary| Extensions {
+            summary,
+            warnings: &report.extension_warnings,
+        }),
         interrupted: report.interrupted,
     };
     serde_json::to_writer(&mut *out, &doc)?;

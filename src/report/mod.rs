@@ -3,6 +3,7 @@
 //! round-trip breakdown, progress on stderr and the server's text output.
 
 mod breakdown;
+mod extensions_text;
 mod floor;
 mod json;
 mod progress;
@@ -107,11 +108,17 @@ pub struct Report {
     pub breakdown: Option<BreakdownReport>,
     /// The per-packet log, if one was written.
     pub log: Option<LogSummary>,
+    /// The interval log (`--hdr-log`), if one was written.
+    pub hdr_log: Option<crate::hdr_log::HdrLogOutcome>,
     /// The p50 against this host's calibrated floor, when there is one.
     pub floor: Option<FloorComparison>,
     /// Authenticated STAMP: datagrams refused as replies because their
     /// HMAC did not verify (`None`: not authenticated).
     pub unauthenticated_replies: Option<u64>,
+    /// STAMP: what the replies' RFC 8972 TLVs said (`None`: none asked).
+    pub extensions: Option<crate::engine::extensions::TlvSummary>,
+    /// What the one-way figures rest on that the reader must know.
+    pub extension_warnings: Vec<String>,
 }
 
 /// What `--log` wrote.
@@ -154,6 +161,12 @@ impl Report {
             .baseline
             .as_ref()
             .and_then(|b| b.compare(&summary, plan.profile.fail_on_regression));
+        let extension_warnings = extensions_text::warnings(
+            &summary,
+            outcome.extensions.as_ref(),
+            crate::engine::stamp::ErrorEstimate::of_this_host().synchronized,
+            crate::engine::socket::is_this_host(server.ip()),
+        );
         Self {
             verdict: Verdict::judge(
                 &outcome.stats,
@@ -169,8 +182,11 @@ impl Report {
             summary,
             breakdown: BreakdownReport::from_outcome(outcome),
             log: None,
+            hdr_log: None,
             floor: None,
             unauthenticated_replies: plan.stamp_key.as_ref().map(|_| outcome.unauthenticated),
+            extension_warnings,
+            extensions: outcome.extensions.clone(),
             config: EffectiveConfig::new(plan, server, local, outcome),
             interrupted: outcome.interrupted,
         }

@@ -93,7 +93,7 @@ fn echo_totals(t: &ReflectorTotals) -> String {
 
 fn stamp_totals(t: &ReflectorTotals) -> String {
     format!(
-        "STAMP totals: {}, {} reflected{}{}",
+        "STAMP totals: {}, {} reflected{}{}{}",
         count_of(t.sessions, "session"),
         count_of(t.packets, "packet"),
         unanswered(t),
@@ -104,7 +104,23 @@ fn stamp_totals(t: &ReflectorTotals) -> String {
             )
         } else {
             String::new()
-        }
+        },
+        tlv_totals(&t.tlv)
+    )
+}
+
+/// `; TLVs (RFC 8972) in 1,000 requests: 3 U, 1 M, 0 I, 999 follow-ups`.
+fn tlv_totals(t: &crate::engine::TlvTotals) -> String {
+    if t.requests == 0 {
+        return String::new();
+    }
+    format!(
+        "; TLVs (RFC 8972) in {}: {} unrecognized, {} malformed, {} failed integrity; {} carried a follow-up",
+        count_of(t.requests, "request"),
+        t.unrecognized,
+        t.malformed,
+        t.integrity_failed,
+        count_of(t.follow_ups, "answer")
     )
 }
 

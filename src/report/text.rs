@@ -49,6 +49,7 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     }
     writeln!(out)?;
     super::timing_text::write_timing(out, s)?;
+    super::extensions_text::write_extensions(out, report)?;
     if let Some(b) = &report.breakdown {
         write_breakdown(out, b, s.packets.received)?;
         writeln!(out)?;
@@ -60,6 +61,18 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     writeln!(out)?;
     if let Some(log) = &report.log {
         write_log(out, log, &paint)?;
+    }
+    if let Some(h) = &report.hdr_log {
+        writeln!(
+            out,
+            "Interval log: {} ({})",
+            h.path.display(),
+            count_of(h.intervals, "interval")
+        )?;
+        if let Some(e) = &h.error {
+            writeln!(out, "{}", paint.red(&format!("  ✗ {e}")))?;
+        }
+        writeln!(out)?;
     }
     if let Some(b) = &report.baseline {
         write_baseline(out, report, b)?;
@@ -552,6 +565,7 @@ mod tests {
             output: Output::Text,
             log: None,
             log_opening: crate::packet_log::Opening::New,
+            hdr: Default::default(),
             profile: ProfileUse::default(),
             warnings: Vec::new(),
             stamp_key: None,
@@ -571,6 +585,7 @@ mod tests {
             log_overflow: 0,
             stale_stamps: 0,
             unauthenticated: 0,
+            extensions: None,
             stamping: StampingInfo {
                 source: Source::Software,
                 interface: Some("eth0".into()),

@@ -24,7 +24,7 @@ const WARMUP: u64 = 1;
 
 /// The prober's wake-up tick at most: one wake-up a millisecond serves a
 /// thousand peers' slots, and a millisecond's lag is nothing to a 100 ms
-/// interval (BENCHMARKS.md §11 measures what it saves).
+/// interval (what it saves was measured for issue 12: `git log -p BENCHMARKS.md`).
 const MAX_TICK: Duration = Duration::from_millis(1);
 
 /// The tick for these peers: at most a tenth of the tightest slot
@@ -186,6 +186,8 @@ fn probe_of(p: &PeerConfig) -> ProbeConfig {
         stamp: p.stamp,
         ssid: p.ssid,
         key: p.key.clone(),
+        marks: p.marks,
+        tlvs: p.tlvs,
     }
 }
 
@@ -209,6 +211,7 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         stamp_required: cfg.stamp_required,
         log: None,
         log_opening: Opening::New,
+        hdr: crate::cli::HdrLogArgs::default(),
         admission: cfg.admission.clone(),
         stamp_key: None,
         user: None,
@@ -235,6 +238,8 @@ mod tests {
             stamp: false,
             ssid: 0,
             key: None,
+            marks: None,
+            tlvs: Default::default(),
         }
     }
 

@@ -13,11 +13,13 @@
 
 mod agent;
 mod client;
+pub mod intervals;
 mod server;
 
 pub use crate::packet_log::Opening;
 pub use agent::AgentSession;
 pub use client::{ClientFinish, ClientSession};
+pub use intervals::IntervalTap;
 pub use server::{ServerFinish, ServerSession, Side};
 
 use crate::packet_log::{LogError, PacketLog, RunningLog};

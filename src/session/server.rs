@@ -2,14 +2,20 @@
 //! the log of every answer they give.
 
 use super::{LogOutcome, open_log};
+use crate::engine::AnswerPoints;
 use crate::engine::{
     EngineError, Protocol, ReflectorEvent, ReflectorOutcome, ReflectorRun, StopFlag,
     start_reflector,
 };
 use crate::error::AppError;
-use crate::packet_log::RunningLog;
+use crate::hdr_log::HdrLogOutcome;
+use crate::packet_log::{PacketLog, RunningLog, Tee};
 use crate::plan::ServerPlan;
+use crate::session::IntervalTap;
+use crate::stats::intervals::{DWELL, RESPONSE};
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Which reflector an event came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +36,10 @@ pub struct ServerSession {
     /// `--user`: who the server became once its ports were bound.
     pub became: Option<String>,
     log: Option<RunningLog>,
+    /// `--hdr-log` without `--log`: a writer that only feeds the tee.
+    tee_only: Option<RunningLog>,
+    /// What the interval log came to, once its tee is dropped.
+    hdr: Option<Arc<Mutex<Option<HdrLogOutcome>>>>,
 }
 
 /// What a finished server session hands back.
@@ -41,6 +51,8 @@ pub struct ServerFinish {
     pub stamp: Option<Result<ReflectorOutcome, EngineError>>,
     /// The answer log, if one was written.
     pub log: Option<LogOutcome>,
+    /// The interval log (`--hdr-log`), if one was written.
+    pub hdr_log: Option<HdrLogOutcome>,
 }
 
 impl ServerSession {
@@ -55,6 +67,12 @@ impl ServerSession {
     ) -> Result<Self, AppError> {
         // Opened first: a bad path fails before anything binds.
         let file = open_log(plan.log.as_deref(), plan.log_opening)?;
+        let tap = plan
+            .hdr
+            .hdr_log
+            .as_deref()
+            .map(|p| IntervalTap::open(Some(p), plan.hdr.hdr_interval, false, "synapse server"))
+            .transpose()?;
         let mut echo = start_reflector(plan.reflector_config(bind, protocol), stop.clone())?;
         let (mut stamp, stamp_refused) = match plan.stamp_config() {
             None => (None, None),
@@ -77,9 +95,15 @@ impl ServerSession {
             .chain(stamp.as_mut().map(|s| s.responses.take()))
             .flatten()
             .collect();
-        let log = match file {
-            Some(file) => Some(file.start(rings)?),
-            None => None,
+        let hdr = tap.as_ref().map(|_| Arc::new(Mutex::new(None)));
+        let tee = tap.zip(hdr.clone()).map(|(t, done)| answer_tee(t, done));
+        let (log, tee_only) = match (file, tee) {
+            (Some(file), tee) => (Some(file.start_teed(rings, tee)?), None),
+            (None, Some(tee)) => (
+                None,
+                Some(PacketLog::discard().start_teed(rings, Some(tee))?),
+            ),
+            (None, None) => (None, None),
         };
         let mut session = Self {
             echo,
@@ -87,6 +111,8 @@ impl ServerSession {
             stamp_refused,
             became: None,
             log,
+            tee_only,
+            hdr,
         };
         if let Some(user) = &plan.user {
             match crate::engine::become_user(user) {
@@ -156,6 +182,66 @@ impl ServerSession {
             .map(|o| o.log_overflow)
             .sum();
         let log = self.log.take().map(|l| LogOutcome::of(l, dropped));
-        ServerFinish { echo, stamp, log }
+        if let Some(t) = self.tee_only.take() {
+            let _ = t.finish();
+        }
+        let hdr_log = self
+            .hdr
+            .take()
+            .and_then(|h| h.lock().ok().and_then(|mut o| o.take()));
+        ServerFinish {
+            echo,
+            stamp,
+            log,
+            hdr_log,
+        }
     }
+}
+
+/// The interval log's side of the answer log's writer: each answer's
+/// response and dwell, at its receive time. When the writer is done the
+/// tap is finished and says what the file holds.
+struct AnswerTap {
+    tap: Option<IntervalTap>,
+    base_ns: u64,
+    done: Arc<Mutex<Option<HdrLogOutcome>>>,
+}
+
+impl AnswerTap {
+    fn see(&mut self, a: &AnswerPoints) {
+        let (Some(tap), Some(t2)) = (self.tap.as_mut(), a.t2_driver) else {
+            return;
+        };
+        let at = Duration::from_nanos(t2.saturating_sub(self.base_ns));
+        if let Some(r) = a.response_ns() {
+            tap.add(at, RESPONSE, r.max(1));
+        }
+        if let Some(t3) = a.t3_user {
+            tap.add(at, DWELL, t3.saturating_sub(t2).max(1));
+        }
+    }
+}
+
+impl Drop for AnswerTap {
+    fn drop(&mut self) {
+        if let Some(tap) = self.tap.take() {
+            let (outcome, _) = tap.finish();
+            if let Ok(mut d) = self.done.lock() {
+                *d = outcome;
+            }
+        }
+    }
+}
+
+fn answer_tee(tap: IntervalTap, done: Arc<Mutex<Option<HdrLogOutcome>>>) -> Tee<AnswerPoints> {
+    let base_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+        .saturating_sub(tap.base().elapsed().as_nanos() as u64);
+    let mut t = AnswerTap {
+        tap: Some(tap),
+        base_ns,
+        done,
+    };
+    Box::new(move |a: &AnswerPoints| t.see(a))
 }

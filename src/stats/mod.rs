@@ -3,7 +3,9 @@
 //! depends on nothing else in Synapse, and the engine records into it.
 
 mod breakdown;
+pub mod cos;
 mod direction;
+pub mod intervals;
 mod jitter;
 mod live;
 mod one_way;
@@ -13,10 +15,12 @@ mod record;
 mod rtt_figures;
 mod schedule;
 mod segment;
+pub mod significance;
 mod summary;
 mod threshold;
 
 pub use breakdown::{Breakdown, SegmentFigures};
+pub use cos::{CosFigures, CosStats, Dscp, Ecn, Marks};
 pub use direction::{DirectionStats, LossDirection};
 pub use jitter::{Jitter, JitterFigures};
 pub use live::{BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, WINDOW, WindowPoint};
@@ -101,6 +105,8 @@ pub struct Shape {
     pub schedule: Option<(Pattern, u64)>,
     /// STAMP: one-way delays, with (same clock, client synchronised).
     pub one_way: Option<(bool, bool)>,
+    /// Class of service per leg, the requests sent with this TOS byte.
+    pub cos: Option<u8>,
 }
 
 /// An RTT histogram plus packet counters.
@@ -120,6 +126,8 @@ pub struct Stats {
     one_way: Option<OneWay>,
     /// STAMP runs: which way losses went.
     direction: DirectionStats,
+    /// Class of service per leg (runs that mark or read it).
+    cos: Option<CosStats>,
     /// The highest request answered, for reordering.
     order: ReplyOrder,
 }
@@ -146,6 +154,7 @@ impl Stats {
             schedule: None,
             one_way: None,
             direction: DirectionStats::default(),
+            cos: None,
             order: ReplyOrder::default(),
         }
     }
@@ -184,6 +193,7 @@ impl Stats {
         if let Some((same_clock, synced)) = shape.one_way {
             s = s.with_one_way(same_clock, synced);
         }
+        s.cos = shape.cos.map(CosStats::new);
         s
     }
 
@@ -197,6 +207,7 @@ impl Stats {
                 .unwrap_or_default(),
             schedule: self.schedule.as_ref().map(ScheduleStats::setup),
             one_way: self.one_way.as_ref().map(OneWay::setup),
+            cos: self.cos.as_ref().map(CosStats::sent),
         }
     }
 
@@ -216,6 +227,9 @@ impl Stats {
             self.one_way = shape
                 .one_way
                 .map(|(same_clock, synced)| OneWay::new(same_clock, synced));
+        }
+        if mine.cos != shape.cos {
+            self.cos = shape.cos.map(CosStats::new);
         }
     }
 
@@ -248,6 +262,9 @@ impl Stats {
                 }
                 if let Some(w) = &mut self.one_way {
                     w.record(r);
+                }
+                if let Some(c) = &mut self.cos {
+                    c.record(&r.marks);
                 }
             }
             RecordKind::Lost => {
@@ -292,6 +309,11 @@ impl Stats {
             (None, Some(b)) => self.one_way = Some(b.clone()),
             _ => {}
         }
+        match (&mut self.cos, &other.cos) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.cos = Some(b.clone()),
+            _ => {}
+        }
         // Direction and order are walks along one run's sequence numbers:
         // the later run's walk is the one kept.
         if other.direction.figures(0).is_some() {
@@ -318,6 +340,14 @@ impl Stats {
         if let Some(w) = &mut self.one_way {
             *w = w.emptied();
         }
+        if let Some(c) = &mut self.cos {
+            *c = c.emptied();
+        }
+    }
+
+    /// Class of service per leg (`None`: the run neither marks nor reads it).
+    pub fn cos(&self) -> Option<&CosStats> {
+        self.cos.as_ref()
     }
 
     /// Round-trip jitter.

@@ -1,5 +1,6 @@
 //! What the measurement thread reports about each packet.
 
+use super::cos::Marks;
 use super::segment::Split;
 
 /// The outcome of one request (or one unexpected datagram).
@@ -125,6 +126,8 @@ pub struct Record {
     pub send_lag_ns: u64,
     /// STAMP: one-way delays and the reflector's sequence number (samples).
     pub far: FarSide,
+    /// Class of service: what each leg's packet carried (samples).
+    pub marks: Marks,
 }
 
 impl Record {
@@ -139,6 +142,7 @@ impl Record {
             split: Split::NONE,
             send_lag_ns: 0,
             far: FarSide::NONE,
+            marks: Marks::NONE,
         }
     }
 
@@ -153,6 +157,13 @@ impl Record {
     #[must_use]
     pub fn with_far(mut self, far: FarSide) -> Self {
         self.far = far;
+        self
+    }
+
+    /// The same record with what each leg's packet carried.
+    #[must_use]
+    pub fn with_marks(mut self, marks: Marks) -> Self {
+        self.marks = marks;
         self
     }
 
@@ -174,6 +185,7 @@ impl Record {
             split: Split::NONE,
             send_lag_ns: 0,
             far: FarSide::NONE,
+            marks: Marks::NONE,
         }
     }
 
@@ -188,6 +200,7 @@ impl Record {
             split: Split::NONE,
             send_lag_ns: 0,
             far: FarSide::NONE,
+            marks: Marks::NONE,
         }
     }
 }

@@ -54,6 +54,8 @@ pub struct Summary {
     pub one_way_ns: Option<OneWayFigures>,
     /// STAMP: the lost requests split by direction.
     pub loss_direction: Option<LossDirection>,
+    /// Class of service per leg (`null` unless the run marks or reads it).
+    pub class_of_service: Option<super::CosFigures>,
     /// Histogram shape.
     #[serde(skip)]
     pub distribution: Distribution,
@@ -85,6 +87,7 @@ impl Summary {
                 .one_way()
                 .and_then(|w| w.figures(rtt_ns.map_or(0, |r| r.p50))),
             loss_direction: stats.direction().figures(packets.lost),
+            class_of_service: stats.cos().map(super::CosStats::figures),
             distribution: Distribution::from_stats(stats),
         }
     }

@@ -21,6 +21,8 @@ pub enum Action {
     SaveProfile,
     /// Keep the current figures as the profile's baseline.
     SetBaseline,
+    /// Mark what was measured so far as the reference, and compare with it.
+    MarkReference,
     /// Scroll the client table one row up (server view).
     ScrollUp,
     /// Scroll it one row down.
@@ -59,6 +61,11 @@ pub const KEYS: &[(&str, &str, Action)] = &[
         Action::SetBaseline,
     ),
     (
+        "m",
+        "mark a reference and compare the figures with it",
+        Action::MarkReference,
+    ),
+    (
         "↑ ↓ PgUp PgDn",
         "scroll the client table (server view)",
         Action::ScrollDown,
@@ -82,6 +89,7 @@ pub fn action_for(key: KeyEvent) -> Option<Action> {
         KeyCode::Char('f') => Action::Freeze,
         KeyCode::Char('s') => Action::SaveProfile,
         KeyCode::Char('b') => Action::SetBaseline,
+        KeyCode::Char('m') => Action::MarkReference,
         KeyCode::Char('+' | '=') => Action::ZoomIn,
         KeyCode::Char('-' | '_') => Action::ZoomOut,
         KeyCode::Char('?' | 'h') => Action::Help,
@@ -112,6 +120,7 @@ mod tests {
         assert_eq!(press(KeyCode::Char('f'), none), Some(Action::Freeze));
         assert_eq!(press(KeyCode::Char('s'), none), Some(Action::SaveProfile));
         assert_eq!(press(KeyCode::Char('b'), none), Some(Action::SetBaseline));
+        assert_eq!(press(KeyCode::Char('m'), none), Some(Action::MarkReference));
         assert_eq!(press(KeyCode::Char('+'), none), Some(Action::ZoomIn));
         assert_eq!(press(KeyCode::Char('-'), none), Some(Action::ZoomOut));
         assert_eq!(press(KeyCode::Char('?'), none), Some(Action::Help));

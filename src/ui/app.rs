@@ -60,6 +60,9 @@ pub struct ClientView {
     pub ring_overflow: u64,
     /// How the current run stamps its packets (once it has started).
     pub stamping: Option<StampingInfo>,
+    /// Against the reference marked with `m`: the text, and whether a
+    /// difference is significant yet.
+    pub versus: Option<(String, bool)>,
 }
 
 /// What the server view shows.
@@ -271,6 +274,7 @@ impl App {
                 run_done: 0,
                 run_elapsed: Duration::ZERO,
                 ring_overflow: 0,
+                versus: None,
                 stamping: None,
             },
             server,
@@ -328,6 +332,7 @@ impl App {
     /// the packet the path showed.
     pub fn clear(&mut self) {
         self.client.live = LiveStats::new();
+        self.client.versus = None;
         self.client.run_done = 0;
         self.server.clear();
         self.anim = Animation::default();

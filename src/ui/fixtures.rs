@@ -101,6 +101,7 @@ pub fn paced_client_app() -> App {
         segments: SegmentSet::for_run(true, true, false),
         schedule: Some((pace.pattern, pace.interval_ns())),
         one_way: Some((true, false)),
+        cos: None,
     });
     let live = &mut app.client.live;
     let mut reflector_seq = 0u32;

@@ -92,6 +92,7 @@ fn handle(action: Action, app: &mut App, station: &mut Station) -> bool {
             }
         },
         Action::SetBaseline => station.set_baseline(app),
+        Action::MarkReference => station.mark_reference(app),
         Action::ZoomIn => app.zoom_by(true),
         Action::ZoomOut => app.zoom_by(false),
         Action::ScrollUp | Action::ScrollDown | Action::PageUp | Action::PageDown

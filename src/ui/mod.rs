@@ -12,6 +12,7 @@ mod keys;
 pub mod panes;
 pub mod station;
 pub mod theme;
+pub mod versus;
 
 #[cfg(test)]
 mod fixtures;

@@ -18,7 +18,7 @@ use crate::engine::{
 use crate::error::exit;
 use crate::plan::{ClientPlan, ServerPlan, Target};
 use crate::report::{LogSummary, Report};
-use crate::session::{ClientSession, LogOutcome, Opening, ServerSession, Side};
+use crate::session::{ClientSession, IntervalTap, LogOutcome, Opening, ServerSession, Side};
 use crate::stats::{RecordKind, Stats, Summary, WINDOW};
 use crate::units::count_of;
 use std::net::SocketAddr;
@@ -62,6 +62,8 @@ struct ClientTotals {
     stale_stamps: u64,
     /// Authenticated STAMP: answers whose HMAC failed.
     unauthenticated: u64,
+    /// STAMP extensions, as the last run's replies said.
+    extensions: Option<crate::engine::extensions::TlvSummary>,
 }
 
 /// The reflector's totals as the server view counts them.
@@ -92,6 +94,10 @@ pub struct Station {
     server_log: Option<LogOutcome>,
     failure: Option<(String, i32)>,
     warnings: Vec<String>,
+    /// `--hdr-log`: every run's intervals, once the first run started.
+    hdr: Option<IntervalTap>,
+    /// `m`: the reference, and the intervals since it.
+    versus: super::versus::Versus,
 }
 
 impl Station {
@@ -121,12 +127,22 @@ impl Station {
                 log_error: None,
                 stale_stamps: 0,
                 unauthenticated: 0,
+                extensions: None,
             },
             served: ServerTotals::default(),
             server_log: None,
             failure: None,
             warnings: Vec::new(),
+            hdr: None,
+            versus: super::versus::Versus::new(),
         }
+    }
+
+    /// `m`: what was measured since the last clear (or mark) becomes the
+    /// reference the figures pane compares with.
+    pub fn mark_reference(&mut self, app: &mut App) {
+        app.status = Some(self.versus.mark());
+        app.client.versus = self.versus.view();
     }
 
     /// The address the client side measures, as known before it starts.
@@ -219,9 +235,24 @@ impl Station {
         } else {
             self.client_plan.log_opening
         };
+        if let (None, Some(path)) = (&self.hdr, self.client_plan.hdr.hdr_log.as_deref()) {
+            let tap = IntervalTap::open(
+                Some(path),
+                self.client_plan.hdr.hdr_interval,
+                false,
+                "synapse client (live display: every run it started)",
+            )
+            .map_err(|e| (e.to_string(), exit::USAGE))?;
+            self.hdr = Some(tap);
+        }
         let session = ClientSession::start(&self.client_plan, against, log, StopFlag::new())
             .map_err(|e| (e.to_string(), e.exit_code()))?;
         self.totals.log_started |= self.client_plan.log.is_some();
+        let timeout = self.client_plan.run.clock.timeout_ms;
+        if let Some(t) = self.hdr.as_mut() {
+            t.start_run(timeout);
+        }
+        self.versus.start_run(timeout);
         let stamping = session.stamping().clone();
         self.totals.local = Some(session.local());
         self.totals.target = Some(session.server());
@@ -248,7 +279,17 @@ impl Station {
         };
         session.stop();
         // Whatever is still in the ring belongs to the live view too.
-        let finish = session.finish(|r| app.client.live.ingest(r));
+        let (hdr, versus) = (&mut self.hdr, &mut self.versus);
+        let finish = session.finish(|r| {
+            app.client.live.ingest(r);
+            if let Some(t) = hdr.as_mut() {
+                t.record(r);
+            }
+            versus.record(r);
+        });
+        if let Some(t) = self.hdr.as_mut() {
+            t.end_run();
+        }
         if let Some(log) = finish.log {
             self.totals.log_rows += log.rows;
             self.totals.log_dropped += log.dropped;
@@ -284,6 +325,9 @@ impl Station {
         t.placement = Some(o.placement.clone());
         t.stale_stamps += o.stale_stamps;
         t.unauthenticated += o.unauthenticated;
+        if o.extensions.is_some() {
+            t.extensions.clone_from(&o.extensions);
+        }
     }
 
     /// Starts the current role's threads.
@@ -341,6 +385,7 @@ impl Station {
         self.end_client(app, false);
         self.totals.stats.clear();
         self.totals.measured = Duration::ZERO;
+        self.versus = super::versus::Versus::new();
         self.served.base = self.served.last;
         app.clear();
         if restart && let Err((why, code)) = self.start_client(app) {
@@ -354,7 +399,12 @@ impl Station {
     pub fn poll(&mut self, app: &mut App, now: Instant) {
         let mut new_packets = 0u64;
         if let Some(session) = self.client.as_mut() {
+            let (hdr, versus) = (&mut self.hdr, &mut self.versus);
             session.drain(|r| {
+                if let Some(t) = hdr.as_mut() {
+                    t.record(r);
+                }
+                versus.record(r);
                 app.client.live.ingest(r);
                 if matches!(r.kind, RecordKind::Sample | RecordKind::Lost) {
                     new_packets += 1;
@@ -389,6 +439,9 @@ impl Station {
         match app.role {
             Role::Client => app.anim.on_frame(new_packets, app.update_every, newest),
             Role::Server => app.anim.on_frame(reflected, app.update_every, None),
+        }
+        if let Some(view) = self.versus.update(now) {
+            app.client.versus = Some(view);
         }
         while now.duration_since(self.window_started) >= WINDOW {
             app.client.live.close_window();
@@ -483,6 +536,7 @@ impl Station {
     pub fn finish(mut self, app: &mut App, interrupted: bool) -> Finale {
         self.end_client(app, true);
         self.stop_reflector(app);
+        let hdr_log = self.hdr.take().and_then(|t| t.finish().0);
         let t = &self.totals;
         let report = (t.stats.counters().sent > 0).then(|| {
             let outcome = ClientOutcome {
@@ -501,6 +555,7 @@ impl Station {
                 stale_stamps: t.stale_stamps,
                 unauthenticated: t.unauthenticated,
                 stamping: t.stamping.clone().unwrap_or_default(),
+                extensions: t.extensions.clone(),
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));
             let mut report = Report::new(
@@ -516,6 +571,7 @@ impl Station {
                 error: t.log_error.clone(),
             });
             report.compare_with_floor(crate::calibrate::kept_for_this_host().as_ref());
+            report.hdr_log = hdr_log;
             report
         });
         Finale {
@@ -568,6 +624,7 @@ impl ServerTotals {
             oversized: t.oversized - b.oversized,
             t2_from_user: t.t2_from_user - b.t2_from_user,
             refused: t.refused.since(&b.refused),
+            tlv: t.tlv.since(&b.tlv),
         }
     }
 }

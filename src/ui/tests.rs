@@ -138,6 +138,33 @@ fn the_save_prompt_and_the_baseline_change_are_drawn() {
     );
 }
 
+#[test]
+fn the_running_comparison_with_the_mark_is_drawn_under_the_figures() {
+    let mut app = client_app();
+    app.theme = Theme::new(true);
+    app.client.versus = Some((" vs mark p50 +15%* p99 −3% ".into(), true));
+    let t = frame(&app, 120, 36);
+    let row = &rows(&t)[14];
+    let at = row
+        .find("vs mark p50 +15%* p99 −3% ")
+        .unwrap_or_else(|| panic!("{row}"));
+    assert!(row.starts_with("└"), "{row}");
+    // Significant: in the warning colour, not dimmed.
+    let x = row[..at].chars().count() as u16;
+    let cell = &t.backend().buffer()[(x, 14)];
+    assert_eq!(cell.fg, app.theme.warn().fg.unwrap(), "{cell:?}");
+    // Not significant yet: dimmed.
+    app.client.versus = Some((" vs mark p50 +1% p99 +2% ".into(), false));
+    let t = frame(&app, 120, 36);
+    let cell = &t.backend().buffer()[(x, 14)];
+    assert_eq!(cell.fg, app.theme.dim().fg.unwrap(), "{cell:?}");
+    // The help lists the key.
+    app.client.versus = None;
+    app.help = true;
+    let help = rows(&frame(&app, 120, 36)).join("\n");
+    assert!(help.contains("mark a reference"), "{help}");
+}
+
 /// A baseline whose p50 is half of what `app` shows (the rest as shown).
 fn half_p50_baseline(app: &super::app::App) -> crate::config::Baseline {
     let live =

@@ -6,6 +6,7 @@
 //! the [`ClientOutcome`] the thread returns, whose statistics are
 //! authoritative: a consumer that falls behind loses nothing from them.
 
+pub mod extensions;
 mod output;
 pub mod paced;
 mod pingpong;
@@ -19,6 +20,7 @@ use super::affinity::{Placement, Role, ThreadPlacement, place_current_thread};
 use super::points::Points;
 use super::protocol::stamp::ErrorEstimate;
 use super::protocol::stamp_key::StampKey;
+use super::protocol::tlv::StampTlvs;
 use super::socket::{ClientSockets, client_sockets, is_this_host, paced_socket, wildcard_for};
 use super::timestamping::{self, TimestampMode, capabilities::Source};
 use super::{EngineError, StopFlag};
@@ -66,6 +68,12 @@ pub struct ClientConfig {
     pub ssid: u16,
     /// STAMP authenticated mode's shared key.
     pub stamp_key: Option<StampKey>,
+    /// Class of service: the TOS (Traffic Class) byte requests leave with,
+    /// set once on the socket, and each reply's read on arrival (`None`:
+    /// the system's marks, nothing read).
+    pub marks: Option<u8>,
+    /// STAMP: the RFC 8972 TLVs each request carries.
+    pub tlvs: StampTlvs,
     /// Kernel stamps in ping-pong: TX stamps on one packet in this many.
     pub tx_stamp_every: u32,
     /// Capacity of the per-packet log ring, in packets (0: no log).
@@ -92,6 +100,8 @@ impl ClientConfig {
             stamp: false,
             ssid: 0,
             stamp_key: None,
+            marks: None,
+            tlvs: StampTlvs::default(),
             tx_stamp_every: 1,
             log_capacity: 0,
             schedule: None,
@@ -118,6 +128,9 @@ pub struct StampingInfo {
     /// Kernel stamps: TX stamps on one packet in this many (1: all); the
     /// split comes from those packets.
     pub tx_every: u32,
+    /// STAMP Follow-Up Telemetry: T3 is the reflector's kernel TX stamp,
+    /// carried by the next reply.
+    pub follow_up: bool,
 }
 
 impl Default for StampingInfo {
@@ -130,6 +143,7 @@ impl Default for StampingInfo {
             stamp: false,
             segments: SegmentSet::default(),
             tx_every: 1,
+            follow_up: false,
         }
     }
 }
@@ -157,6 +171,8 @@ pub struct ClientOutcome {
     pub unauthenticated: u64,
     /// How the packets were stamped.
     pub stamping: StampingInfo,
+    /// STAMP: what the replies' RFC 8972 TLVs said (`None`: none asked).
+    pub extensions: Option<extensions::TlvSummary>,
 }
 
 /// A running client.
@@ -218,14 +234,32 @@ fn bind_work(cfg: &ClientConfig) -> Result<(Work, SocketAddr), EngineError> {
                 RecvTimeout::arm(&sockets.fast, cfg.timeout.min(STOP_CHECK)).map(|r| r.armed)
             }
             .map_err(EngineError::io("cannot configure socket"))?;
+            mark(&sockets.fast, cfg)?;
             let local = sockets.local;
             (Work::PingPong(sockets, armed), local)
         }
         Some(schedule) => {
+            // The paced loop marks its own socket (see `paced`).
             let (socket, local) = paced_socket(bind, cfg.server)?;
             (Work::Paced(socket, schedule), local)
         }
     })
+}
+
+/// Class of service, set once: the requests' TOS byte, and the replies'
+/// read on arrival.
+fn mark(socket: &socket2::Socket, cfg: &ClientConfig) -> Result<(), EngineError> {
+    let Some(tos) = cfg.marks else {
+        return Ok(());
+    };
+    let fd = socket.as_raw_fd();
+    let v6 = socket
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .is_some_and(|a| a.is_ipv6());
+    super::sys::marks::set_tos(fd, v6, tos).map_err(EngineError::io("cannot set IP_TOS"))?;
+    super::sys::marks::enable_recv_tos(fd, v6).map_err(EngineError::io("cannot enable IP_RECVTOS"))
 }
 
 /// Binds the socket (so a bad address fails here, synchronously) and starts
@@ -254,6 +288,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         stamp: cfg.stamp,
         segments: SegmentSet::for_run(kernel, cfg.stamp, hardware),
         tx_every,
+        follow_up: cfg.stamp && cfg.tlvs.follow_up,
     };
     let (log, points) = match cfg.log_capacity {
         0 => (None, None),
@@ -295,6 +330,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
                         schedule,
                         socket: &socket,
                         stop: &thread_stop,
+                        local,
                     };
                     run.run(output, stats, stamps, placement)
                 }
@@ -321,6 +357,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
 /// when paced, one-way delays with STAMP.
 fn shape_of(cfg: &ClientConfig, segments: SegmentSet) -> Shape {
     Shape {
+        cos: cfg.marks,
         segments,
         schedule: cfg.schedule.map(|s| (s.pattern, s.interval_ns())),
         one_way: cfg.stamp.then(|| {
@@ -378,6 +415,8 @@ struct PacedRun<'a> {
     schedule: Schedule,
     socket: &'a socket2::Socket,
     stop: &'a StopFlag,
+    /// Where the requests leave from (for the Location TLV's NAT check).
+    local: SocketAddr,
 }
 
 impl PacedRun<'_> {
@@ -404,6 +443,8 @@ impl PacedRun<'_> {
             stamp: cfg.stamp,
             ssid: cfg.ssid,
             key: cfg.stamp_key.clone(),
+            marks: cfg.marks,
+            tlvs: cfg.tlvs,
         };
         let pacer_cfg = PacerConfig {
             timeout: cfg.timeout,
@@ -429,6 +470,8 @@ impl PacedRun<'_> {
             stale_stamps: ended.stale_stamps,
             unauthenticated: ended.unauthenticated,
             stamping: StampingInfo::default(),
+            extensions: (cfg.stamp && !cfg.tlvs.is_empty())
+                .then(|| ended.tally.summary(cfg.tlvs, self.local, cfg.server)),
         })
     }
 }

@@ -17,6 +17,7 @@
 //! `STRAY_DRAIN_EVERY` packets and after each timeout. Anything else (a
 //! late reply, a timeout) is rare and may cost a syscall more.
 
+use super::extensions::{Held, TlvTally, marks_of};
 use super::seen::{GIVE_UP_AFTER, Seen};
 use super::sequence::{Reply, SequenceTracker};
 use super::stamps::ClientStamps;
@@ -25,7 +26,7 @@ use crate::engine::affinity::Placement;
 use crate::engine::points::{PacketStatus, Points};
 use crate::engine::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use crate::engine::socket::ClientSockets;
-use crate::engine::sys::timestamping::Stamps;
+use crate::engine::sys::timestamping::{ControlBuf, Stamps};
 use crate::engine::sys::{self, RawAddr, Readiness, is_network_error, is_send_drop};
 use crate::engine::wall_clock::WallClock;
 use crate::engine::{EngineError, StopFlag};
@@ -118,6 +119,15 @@ pub(super) struct Pinger<'a> {
     /// Packets below this sequence number are warm-up.
     warmup: u64,
     seen: Seen,
+    /// Class of service is read off every reply: its control data's room
+    /// (packets outside the stamped sample), and the last reply's TOS.
+    marks: Option<Box<ControlBuf>>,
+    reply_tos: Option<u8>,
+    /// Follow-Up Telemetry: the answered packet waiting for the next reply.
+    holding: bool,
+    held: Option<Held>,
+    /// What the replies' TLVs said.
+    tally: TlvTally,
 }
 
 impl<'a> Pinger<'a> {
@@ -132,7 +142,8 @@ impl<'a> Pinger<'a> {
         let epoch = Instant::now();
         let token = run_token(epoch);
         let codec = if cfg.stamp {
-            Codec::Stamp(StampSender::new(cfg.size, cfg.ssid, cfg.stamp_key.clone()))
+            let sender = StampSender::new(cfg.size, cfg.ssid, cfg.stamp_key.clone());
+            Codec::Stamp(sender.with_tlvs(cfg.tlvs, cfg.marks.unwrap_or(0)))
         } else {
             Codec::Echo(EchoCodec::new(cfg.size, token))
         };
@@ -161,6 +172,11 @@ impl<'a> Pinger<'a> {
             armed,
             warmup: cfg.warmup,
             seen: Seen::default(),
+            marks: cfg.marks.map(|_| Box::default()),
+            reply_tos: None,
+            holding: cfg.stamp && cfg.tlvs.follow_up,
+            held: None,
+            tally: TlvTally::default(),
         }
     }
 
@@ -206,6 +222,7 @@ impl<'a> Pinger<'a> {
             seq += 1;
         }
         self.drain_strays(seq, false);
+        self.release_held();
         // An outage still going on when the run ends ends with it.
         if let Some(o) = self.outages.end(self.at_ns(last)) {
             self.emit_outage(o);
@@ -220,7 +237,18 @@ impl<'a> Pinger<'a> {
             stale_stamps: self.stamps.as_ref().map_or(0, ClientStamps::stale),
             unauthenticated: self.seen.unauthenticated,
             stamping: StampingInfo::default(),
+            extensions: (cfg.stamp && !cfg.tlvs.is_empty())
+                .then(|| self.tally.summary(cfg.tlvs, self.local(), cfg.server)),
         })
+    }
+
+    /// The local address the requests leave from.
+    fn local(&self) -> std::net::SocketAddr {
+        self.socket
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], 0)))
     }
 
     /// Sends request `seq` and waits for its reply. Returns how the wait
@@ -412,19 +440,33 @@ impl<'a> Pinger<'a> {
                 let rtt = now.duration_since(t1).as_nanos() as u64;
                 let t4_user = self.read_realtime.then_some(t4_user);
                 self.points.answered(rtt, &reply, rx, t4_user);
+                self.points.marks = marks_of(&reply, self.reply_tos);
+                self.points.follow_up = self.holding;
+                self.follow_up(&reply);
                 let far = self.points.far_side(reply.reflector_synced);
                 let split = self.settle(warmup);
-                self.emit(
-                    Record::sample(seq, at_ns, rtt, warmup)
-                        .with_split(split)
-                        .with_far(far),
-                );
+                let record = Record::sample(seq, at_ns, rtt, warmup)
+                    .with_split(split)
+                    .with_far(far)
+                    .with_marks(self.points.marks);
+                if self.holding {
+                    self.held = Some(Held {
+                        record,
+                        row: (!warmup).then_some(self.points),
+                        points: self.points,
+                    });
+                } else {
+                    self.emit(record);
+                }
                 if !warmup && let Some(o) = self.outages.answered(at_ns) {
                     self.emit_outage(o);
                 }
                 return true;
             }
-            Some((r, Reply::Late { reordered })) => (RecordKind::Late { reordered }, r.seq),
+            Some((r, Reply::Late { reordered })) => {
+                self.tally.reply(&r.tlv);
+                (RecordKind::Late { reordered }, r.seq)
+            }
             Some((r, Reply::Duplicate)) => (RecordKind::Duplicate, r.seq),
             Some((_, Reply::Stray)) | None => {
                 let datagram = &self.buf[..got.len];
@@ -545,12 +587,7 @@ impl<'a> Pinger<'a> {
     /// is still told not to wait: readiness was for the queue, and a
     /// second reader (there is none) or a bad checksum could empty it.
     fn receive_once_now(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
-        match &mut self.stamps {
-            Some(s) if self.in_sample => s
-                .recv_now(fd, &mut self.buf)
-                .map(|m| (m.received, m.stamps)),
-            _ => sys::recv_now(fd, &mut self.buf).map(|r| (r, Stamps::default())),
-        }
+        self.receive_with(fd, true)
     }
 
     /// Empties the error queue: TX stamps go to the packet in flight; the
@@ -568,10 +605,26 @@ impl<'a> Pinger<'a> {
     /// RX stamps would be thrown away.
     #[inline]
     fn receive_once(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
-        match &mut self.stamps {
-            Some(s) if self.in_sample => s.recv(fd, &mut self.buf).map(|m| (m.received, m.stamps)),
-            _ => sys::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
+        self.receive_with(fd, false)
+    }
+
+    /// One receive, told not to wait when `now`: with RX stamps in a
+    /// sample, with the reply's TOS when marks are read, else a bare one.
+    #[inline]
+    fn receive_with(&mut self, fd: i32, now: bool) -> io::Result<(sys::Received, Stamps)> {
+        use sys::timestamping::{recv_stamped, recv_stamped_now};
+        let (got, tos) = match (&mut self.stamps, &mut self.marks) {
+            (Some(s), _) if self.in_sample && now => s.recv_now(fd, &mut self.buf),
+            (Some(s), _) if self.in_sample => s.recv(fd, &mut self.buf),
+            // Class of service: the reply's TOS rides in the control data.
+            (_, Some(control)) if now => recv_stamped_now(fd, &mut self.buf, control, -1),
+            (_, Some(control)) => recv_stamped(fd, &mut self.buf, None, control, -1),
+            _ if now => return sys::recv_now(fd, &mut self.buf).map(|r| (r, Stamps::default())),
+            _ => return sys::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
         }
+        .map(|m| (m.received, m))?;
+        self.reply_tos = tos.tos;
+        Ok((got, tos.stamps))
     }
 
     /// The packet in flight is settled (answered or lost): its TX stamps
@@ -589,7 +642,9 @@ impl<'a> Pinger<'a> {
         } else {
             PacketStatus::Lost
         };
-        if !warmup {
+        // A packet held for its follow-up is logged when released.
+        let held = self.holding && self.points.rtt_ns.is_some();
+        if !(warmup || held) {
             self.log(self.points);
         }
         if self.in_sample {
@@ -605,6 +660,12 @@ impl<'a> Pinger<'a> {
     /// the log that row (counted), never the measurement a wait.
     #[inline]
     fn log(&mut self, row: Points) {
+        self.release_held();
+        self.log_now(row);
+    }
+
+    #[inline]
+    fn log_now(&mut self, row: Points) {
         if let Some(log) = &mut self.out.log
             && log.push(row).is_err()
         {
@@ -648,6 +709,37 @@ impl<'a> Pinger<'a> {
     /// the live consumer. A full ring costs the live view, never the totals.
     #[inline]
     fn emit(&mut self, record: Record) {
+        self.release_held();
+        self.emit_now(record);
+    }
+
+    /// A reply's TLVs are tallied, and its Follow-Up goes to the packet
+    /// held for it, which is then released (see `extensions`).
+    #[inline]
+    fn follow_up(&mut self, reply: &crate::engine::protocol::Reply) {
+        self.tally.reply(&reply.tlv);
+        if let (Some(fu), Some(held)) = (reply.tlv.follow_up, self.held.as_mut()) {
+            let matched = held.follow_up(&fu);
+            self.tally.follow_up(&fu, matched);
+        } else if let Some(fu) = reply.tlv.follow_up {
+            self.tally.follow_up(&fu, false);
+        }
+        self.release_held();
+    }
+
+    /// The held packet goes out as it is: its record, then its row.
+    #[inline]
+    fn release_held(&mut self) {
+        if let Some(h) = self.held.take() {
+            self.emit_now(h.record);
+            if let Some(row) = h.row {
+                self.log_now(row);
+            }
+        }
+    }
+
+    #[inline]
+    fn emit_now(&mut self, record: Record) {
         self.stats.record(&record);
         if self.out.ring.push(record).is_err() {
             self.out.overflow.fetch_add(1, Ordering::Relaxed);

@@ -138,6 +138,7 @@ pub fn start_prober(cfg: ProberConfig, stop: StopFlag) -> Result<ProberRun, Engi
         stamp: any_stamp,
         segments: SegmentSet::for_run(kernel, any_stamp, hardware),
         tx_every: 1,
+        follow_up: false,
     };
     let (ring, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
     let overflow = Arc::new(AtomicU64::new(0));

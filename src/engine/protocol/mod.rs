@@ -26,6 +26,10 @@ mod echo;
 mod sender;
 pub mod stamp;
 pub mod stamp_key;
+pub mod tlv;
+#[cfg(test)]
+mod tlv_props;
+pub mod tlv_reflect;
 #[cfg(test)]
 mod wire_props;
 
@@ -45,6 +49,8 @@ pub struct Reply {
     pub reflector_seq: Option<u32>,
     /// STAMP: the reflector's error estimate says its clock is synchronised.
     pub reflector_synced: bool,
+    /// STAMP: what the reply's RFC 8972 TLVs said.
+    pub tlv: tlv::TlvReport,
 }
 
 /// The client's codec for the chosen protocol.
@@ -78,6 +84,7 @@ impl Codec {
                 t3: None,
                 reflector_seq: None,
                 reflector_synced: false,
+                tlv: tlv::TlvReport::default(),
             }),
             Codec::Stamp(c) => c.decode(reply, newest),
         }

@@ -4,6 +4,7 @@
 use super::Reply;
 use super::stamp::{ErrorEstimate, Layout, NtpTime, ReflectorPacket, SenderPacket};
 use super::stamp_key::StampKey;
+use super::tlv::{self, StampTlvs, TlvRequest};
 
 /// STAMP session-sender packets: 44 octets (more with `--size`, as
 /// zero padding), sequence number and T1 in NTP format.
@@ -21,6 +22,10 @@ pub struct StampSender {
     /// are replies.
     key: Option<StampKey>,
     layout: Layout,
+    /// RFC 8972 TLVs after the base packet (none: RFC 8762 packets).
+    tlvs: Option<TlvRequest>,
+    /// The payload size asked for.
+    size: usize,
 }
 
 impl StampSender {
@@ -39,7 +44,29 @@ impl StampSender {
             ssid,
             key,
             layout,
+            tlvs: None,
+            size,
         }
+    }
+
+    /// The same sender, its requests carrying the TLVs of `set` (the CoS
+    /// TLV asking for `cos_tos` on the reply), padded to the size asked
+    /// with an Extra Padding TLV, and closed by an HMAC TLV in
+    /// authenticated mode. An empty set changes nothing.
+    #[must_use]
+    pub fn with_tlvs(mut self, set: StampTlvs, cos_tos: u8) -> Self {
+        if !set.is_empty() {
+            let base = self.layout.len;
+            let signed = self.key.is_some();
+            let req = TlvRequest::build(&mut self.packet, base, self.size, set, cos_tos, signed);
+            self.tlvs = Some(req);
+        }
+        self
+    }
+
+    /// Whether the requests ask for Follow-Up Telemetry.
+    pub fn follows_up(&self) -> bool {
+        self.tlvs.as_ref().is_some_and(|t| t.follow_up)
     }
 
     /// Whether a datagram was refused as a reply because it does not carry
@@ -67,6 +94,10 @@ impl StampSender {
             ssid: self.ssid,
         }
         .encode_as(&mut self.packet, self.layout);
+        if let Some(t) = &self.tlvs {
+            let sent = (seq as u32).wrapping_add(1);
+            t.finish(&mut self.packet, self.layout.len, sent, self.key.as_ref());
+        }
         if let Some(key) = &self.key {
             key.sign(&mut self.packet);
         }
@@ -89,12 +120,21 @@ impl StampSender {
         if r.ssid != self.ssid && r.ssid != 0 {
             return None;
         }
+        let tlv = match &self.tlvs {
+            Some(_) => {
+                let seq = [reply[0], reply[1], reply[2], reply[3]];
+                let area = reply.get(self.layout.len..).unwrap_or_default();
+                tlv::read_reply(area, seq, self.key.as_ref())
+            }
+            None => tlv::TlvReport::default(),
+        };
         Some(Reply {
             seq: widen(r.sender_seq.wrapping_sub(1), newest),
             t2: Some(r.receive_timestamp.to_unix_ns()),
             t3: Some(r.timestamp.to_unix_ns()),
             reflector_seq: Some(r.seq),
             reflector_synced: r.error.synchronized,
+            tlv,
         })
     }
 }

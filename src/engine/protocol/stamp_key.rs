@@ -68,6 +68,30 @@ impl StampKey {
         packet[HMAC_AT..HMAC_AT + HMAC_LEN].copy_from_slice(&full[..HMAC_LEN]);
     }
 
+    /// The HMAC TLV's value (RFC 8972 §4.8): HMAC-SHA-256 over the base
+    /// packet's sequence number and the TLVs before the HMAC TLV, truncated
+    /// to 128 bits.
+    #[inline]
+    pub fn tlv_hmac(&self, seq: &[u8; 4], tlvs: &[u8]) -> [u8; HMAC_LEN] {
+        let mut mac = Hmac::clone(&self.0);
+        mac.update(seq);
+        mac.update(tlvs);
+        let full = mac.finalize().into_bytes();
+        let mut out = [0u8; HMAC_LEN];
+        out.copy_from_slice(&full[..HMAC_LEN]);
+        out
+    }
+
+    /// Whether `want` is the HMAC TLV value of `seq` and `tlvs`, compared
+    /// in constant time.
+    #[inline]
+    pub fn tlv_hmac_verifies(&self, seq: &[u8; 4], tlvs: &[u8], want: &[u8]) -> bool {
+        let mut mac = Hmac::clone(&self.0);
+        mac.update(seq);
+        mac.update(tlvs);
+        want.len() == HMAC_LEN && mac.verify_truncated_left(want).is_ok()
+    }
+
     /// Whether `packet` is an authenticated packet whose HMAC this key
     /// made, compared in constant time.
     #[inline]

@@ -43,6 +43,9 @@ pub struct AnswerPoints {
     /// When the answer entered the packet scheduler, was taken by the
     /// driver, and left the NIC: its TX stamps.
     pub t3: TxPoints,
+    /// STAMP: the answer's own number, when its request asked for
+    /// Follow-Up Telemetry (the next answer carries its TX stamp).
+    pub follow_up: Option<u32>,
 }
 
 impl AnswerPoints {
@@ -57,6 +60,7 @@ impl AnswerPoints {
             t2_user: None,
             t3_user: None,
             t3: TxPoints::default(),
+            follow_up: None,
         }
     }
 
@@ -91,6 +95,10 @@ pub struct AnswerLog {
     out: rtrb::Producer<AnswerPoints>,
     /// Answers the log ring had no room for.
     pub overflow: u64,
+    /// Follow-Up answers stamped since the reflector last looked (room
+    /// for `PENDING`, allocated up front; more are dropped, and their
+    /// sessions' next answers carry no follow-up).
+    follow_ups: Vec<AnswerPoints>,
 }
 
 impl AnswerLog {
@@ -110,6 +118,14 @@ impl AnswerLog {
             matcher: TxMatcher::new(),
             out,
             overflow: 0,
+            follow_ups: Vec::with_capacity(PENDING),
+        }
+    }
+
+    /// Hands each Follow-Up answer stamped since the last call to `f`.
+    pub fn take_follow_ups(&mut self, mut f: impl FnMut(&AnswerPoints)) {
+        for p in self.follow_ups.drain(..) {
+            f(&p);
         }
     }
 
@@ -158,6 +174,9 @@ impl AnswerLog {
     }
 
     fn emit(&mut self, p: AnswerPoints) {
+        if p.follow_up.is_some() && self.follow_ups.len() < self.follow_ups.capacity() {
+            self.follow_ups.push(p);
+        }
         if self.out.push(p).is_err() {
             self.overflow += 1;
         }

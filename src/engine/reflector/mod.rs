@@ -13,6 +13,7 @@
 
 pub mod admission;
 mod answer_log;
+mod follow_up;
 pub mod limits;
 mod serve;
 mod sessions;
@@ -128,6 +129,42 @@ pub struct ReflectorTotals {
     pub t2_from_user: u64,
     /// Datagrams not answered, by why.
     pub refused: Refusals,
+    /// STAMP: requests with RFC 8972 TLVs, and the TLVs refused.
+    pub tlv: TlvTotals,
+}
+
+/// What the STAMP reflector made of requests' RFC 8972 TLVs. A refused
+/// TLV is answered with its flag set (the request is still answered, as
+/// §4 says), never read past the datagram.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TlvTotals {
+    /// Requests that carried TLVs.
+    pub requests: u64,
+    /// TLVs answered U: a type this reflector does not know, or left
+    /// unprocessed after a malformed one.
+    pub unrecognized: u64,
+    /// TLVs answered M: a length their type does not allow, or one that
+    /// claims more octets than the datagram holds.
+    pub malformed: u64,
+    /// Requests whose TLVs were all answered I: their HMAC TLV was
+    /// missing (authenticated mode), misplaced or wrong.
+    pub integrity_failed: u64,
+    /// Answers that carried the previous answer's real send time.
+    pub follow_ups: u64,
+}
+
+impl TlvTotals {
+    /// What was counted since `base` was taken.
+    pub fn since(&self, base: &TlvTotals) -> TlvTotals {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        TlvTotals {
+            requests: d(self.requests, base.requests),
+            unrecognized: d(self.unrecognized, base.unrecognized),
+            malformed: d(self.malformed, base.malformed),
+            integrity_failed: d(self.integrity_failed, base.integrity_failed),
+            follow_ups: d(self.follow_ups, base.follow_ups),
+        }
+    }
 }
 
 /// Why a datagram was not answered.
@@ -319,6 +356,7 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
                 rx_cmsg,
                 busy_poll: cfg.thread.busy_poll,
                 answer_from_arrival,
+                local,
             };
             let mut reflector =
                 serve::Reflector::new(&socket, wire, log, cfg.session_idle, cfg.admission);
@@ -337,8 +375,9 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
 }
 
 /// What the socket stamps: both ways with a log (the answer log matches TX
-/// stamps), RX only for STAMP (T2), nothing otherwise. Returns the log, its
-/// ring's reading end, and the RX stamps' control-message type.
+/// stamps), RX for STAMP (T2) with TX stamps numbered but asked per answer
+/// (Follow-Up), nothing otherwise. Returns the log, its ring's reading
+/// end, and the RX stamps' control-message type.
 type Stamping = (
     Option<AnswerLog>,
     Option<rtrb::Consumer<AnswerPoints>>,
@@ -357,7 +396,11 @@ fn enable_timestamps(
         let (log, kind) = AnswerLog::enable(fd, tx).map_err(cannot_stamp)?;
         (Some(log), Some(rx), Some(kind))
     } else if cfg.protocol == Protocol::Stamp {
-        let flags = timestamping::flags::RX_SOFTWARE | timestamping::flags::REPORT_SOFTWARE;
+        // No TX stamp unless an answer asks (Follow-Up): OPT_ID numbers
+        // only those, so answers that do not ask cost nothing.
+        let flags = timestamping::flags::RX_SOFTWARE
+            | timestamping::flags::REPORT_SOFTWARE
+            | timestamping::flags::OPTIONS;
         let kind = timestamping::enable(fd, flags).map_err(cannot_stamp)?;
         (None, None, Some(kind))
     } else {
@@ -366,6 +409,9 @@ fn enable_timestamps(
     if cfg.protocol == Protocol::Stamp {
         timestamping::enable_ttl(fd, local.is_ipv6())
             .map_err(EngineError::io("cannot enable IP_RECVTTL"))?;
+        // The CoS TLV reports what each request arrived with.
+        crate::engine::sys::marks::enable_recv_tos(fd, local.is_ipv6())
+            .map_err(EngineError::io("cannot enable IP_RECVTOS"))?;
     }
     if rx_cmsg.is_some() {
         // The kernel switches RX stamping on a moment after it is asked;

@@ -17,20 +17,24 @@
 
 use super::admission::{Admission, AllowList};
 use super::answer_log::{AnswerLog, AnswerPoints};
+use super::follow_up::FollowUpStamps;
 use super::limits::Pace;
 use super::sessions::Sessions;
-use super::stamp_counters::StampCounters;
+use super::stamp_counters::{Counted, StampCounters};
 use super::{Protocol, ReflectorEvent, ReflectorOutcome, Refusal};
 use crate::engine::affinity::Placement;
 use crate::engine::protocol::stamp::{self, ErrorEstimate, Layout, NtpTime, Reflection};
 use crate::engine::protocol::stamp_key::StampKey;
-use crate::engine::protocol::{self, RECV_BUFFER};
+use crate::engine::protocol::tlv_reflect::{self, Answered, Answering};
+use crate::engine::protocol::{self, RECV_BUFFER, tlv};
 use crate::engine::sys::batch::{BATCH, Batch};
-use crate::engine::sys::pktinfo::{self, Arrival};
+use crate::engine::sys::marks::{self, Answer};
+use crate::engine::sys::pktinfo::Arrival;
 use crate::engine::sys::timestamping::{self, ControlBuf, Stamps};
 use crate::engine::sys::{self, RawAddr, Received, is_network_error};
 use crate::engine::{EngineError, StopFlag};
 use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
@@ -49,6 +53,8 @@ pub struct Wire {
     /// Bound to a wildcard address: each answer leaves from the address
     /// its request came to (`IP_PKTINFO`), not the one the route prefers.
     pub answer_from_arrival: bool,
+    /// The bound address (its port is the one requests come to).
+    pub local: SocketAddr,
 }
 
 /// One received datagram and what the kernel said about it.
@@ -57,6 +63,15 @@ struct Datagram {
     rx: Stamps,
     ttl: Option<u8>,
     arrival: Option<Arrival>,
+    tos: Option<u8>,
+}
+
+/// How a STAMP answer leaves: the TOS its CoS TLV asked for, and its own
+/// number when its request asked for Follow-Up (its TX stamp is kept).
+#[derive(Clone, Copy, Default)]
+struct StampSend {
+    tos: Option<u8>,
+    follow_up: Option<u32>,
 }
 
 /// The serving state. Everything is allocated in `new`.
@@ -69,6 +84,8 @@ pub struct Reflector {
     counters: StampCounters,
     /// STAMP: how good this host's clock is, as the replies say.
     error: ErrorEstimate,
+    /// STAMP without a log: the TX stamps Follow-Up answers asked for.
+    follow_ups: Option<FollowUpStamps>,
     buf: Vec<u8>,
     from: RawAddr,
     control: ControlBuf,
@@ -96,6 +113,10 @@ impl Reflector {
         admission: Admission,
     ) -> Self {
         let limits = admission.limits;
+        let follow_ups = match (wire.protocol, wire.rx_cmsg, &log) {
+            (Protocol::Stamp, Some(kind), None) => Some(FollowUpStamps::new(kind)),
+            _ => None,
+        };
         Self {
             fd: socket.as_raw_fd(),
             wire,
@@ -103,6 +124,7 @@ impl Reflector {
             sessions: Sessions::new(idle, &limits),
             counters: StampCounters::default(),
             error: ErrorEstimate::of_this_host(),
+            follow_ups,
             buf: vec![0u8; RECV_BUFFER],
             from: RawAddr::empty(),
             control: ControlBuf::default(),
@@ -143,9 +165,7 @@ impl Reflector {
             now_ns = self.clock();
             if now_ns >= next_tick {
                 next_tick = now_ns + TICK.as_nanos() as u64;
-                if let Some(log) = self.log.as_mut() {
-                    log.collect(self.fd);
-                }
+                self.collect_follow_ups();
                 self.sessions.tick(now_ns, events);
                 self.counters.prune(now_ns);
                 if stop.is_raised() {
@@ -256,12 +276,13 @@ impl Reflector {
             // An ICMP error about some client (gone, too big, no route):
             // other clients must not suffer for it. The log reads the
             // queue itself, so TX stamps are kept.
-            Some(errno) if is_network_error(errno) => match self.log.as_mut() {
-                Some(log) => log.collect(self.fd),
-                None => {
+            Some(errno) if is_network_error(errno) => {
+                if self.log.is_none() && self.follow_ups.is_none() {
                     let _ = sys::drain_error_queue(self.fd);
+                } else {
+                    self.collect_follow_ups();
                 }
-            },
+            }
             _ => return Err(EngineError::io("receive failed")(e)),
         }
         Ok(())
@@ -276,6 +297,7 @@ impl Reflector {
                     rx: Stamps::default(),
                     ttl: None,
                     arrival: None,
+                    tos: None,
                 })
             }
             // Control data: stamps, the TTL, where it came to.
@@ -291,6 +313,7 @@ impl Reflector {
                 rx: m.stamps,
                 ttl: m.ttl,
                 arrival: m.arrival,
+                tos: m.tos,
             }),
         }
     }
@@ -342,25 +365,37 @@ impl Reflector {
         let logging = self.log.is_some();
         let mut logged_seq = None;
         let t2_user = logging.then(timestamping::realtime_ns);
+        let mut send = StampSend::default();
         // The user-space T3, if one was read.
         let t3_user = match self.wire.protocol {
             Protocol::Echo => logging.then(timestamping::realtime_ns),
             Protocol::Stamp => {
                 // Logged as the sender numbered it, like an echo's.
                 logged_seq = stamp::sequence_of(&self.buf[..d.got.len]).map(u64::from);
-                match self.stamp_reply(d.got.len, d.rx.software, d.ttl, now_ns) {
-                    Ok(t3) => Some(t3),
+                match self.stamp_reply(d, now_ns) {
+                    Ok((t3, how)) => {
+                        send = how;
+                        Some(t3)
+                    }
                     Err(why) => return Err(self.sessions.refuse(idx, why)),
                 }
             }
         };
         let packet = &self.buf[..d.got.len];
-        let sent = pktinfo::send_to_from(self.fd, packet, &self.from, d.arrival);
+        let ask_stamp = send.follow_up.is_some() && self.follow_ups.is_some();
+        let how = Answer {
+            from: d.arrival,
+            tos: send.tos,
+            tx_stamps: if ask_stamp { FollowUpStamps::ASK } else { 0 },
+        };
+        let sent = marks::send_answer(self.fd, packet, &self.from, &how);
         if sent.is_err() {
             self.sessions.totals.send_errors += 1;
         }
+        self.after_stamp_send(&send, sent.is_ok(), ask_stamp);
         self.sessions.account(idx, d.got.len as u64, self.clock());
         if let (Some(log), Some(peer)) = (self.log.as_mut(), self.from.to_socket_addr()) {
+            let packet = &self.buf[..d.got.len];
             let p = AnswerPoints {
                 seq: match self.wire.protocol {
                     Protocol::Echo => protocol::echo_seq(packet),
@@ -368,37 +403,107 @@ impl Reflector {
                 },
                 t2_user,
                 t3_user,
+                follow_up: send.follow_up.filter(|_| sent.is_ok()),
                 ..AnswerPoints::received(self.wire.protocol, peer, d.rx)
             };
             match sent {
                 Ok(_) => log.sent(self.fd, p),
                 Err(_) => log.send_failed(p),
             }
+            if send.follow_up.is_some() {
+                self.take_logged_follow_ups();
+            }
         }
         Ok(())
     }
 
+    /// A STAMP answer went out (or not): its Follow-Up stamp is awaited,
+    /// and a failed send is not counted as sent (Direct Measurement).
+    #[inline]
+    fn after_stamp_send(&mut self, send: &StampSend, ok: bool, asked_stamp: bool) {
+        let stamp = self.wire.protocol == Protocol::Stamp;
+        if !stamp || (ok && send.follow_up.is_none()) {
+            return;
+        }
+        let Some(peer) = self.from.to_socket_addr() else {
+            return;
+        };
+        if !ok {
+            self.counters.send_failed(&peer);
+        } else if send.follow_up.is_some() {
+            self.counters.await_stamp(&peer);
+        }
+        if let (Some(seq), Some(f)) = (send.follow_up, self.follow_ups.as_mut())
+            && asked_stamp
+        {
+            if ok {
+                f.sent(peer, seq);
+            } else {
+                f.send_failed();
+            }
+        }
+    }
+
+    /// Files the TX stamps of Follow-Up answers with their sessions, read
+    /// off the error queue (never blocking), by the log when there is one.
+    fn collect_follow_ups(&mut self) {
+        if let Some(f) = self.follow_ups.as_mut() {
+            let _ = f.collect(self.fd, &mut self.counters);
+        }
+        if let Some(log) = self.log.as_mut() {
+            log.collect(self.fd);
+        }
+        self.take_logged_follow_ups();
+    }
+
+    /// The log's Follow-Up answers whose stamps are in, to their sessions.
+    fn take_logged_follow_ups(&mut self) {
+        let Some(log) = self.log.as_mut() else {
+            return;
+        };
+        let counters = &mut self.counters;
+        log.take_follow_ups(|p| {
+            if let Some(f) = p
+                .follow_up
+                .and_then(|seq| tlv_reflect::follow_up_of(seq, p.t3.driver, p.t3.hw))
+            {
+                counters.stamped(&p.peer, f);
+            }
+        });
+    }
+
     /// Turns the STAMP request in the buffer into its answer in place and
-    /// returns the T3 it carries, or why it gets no answer.
-    fn stamp_reply(
-        &mut self,
-        len: usize,
-        t2: Option<u64>,
-        ttl: Option<u8>,
-        now_ns: u64,
-    ) -> Result<u64, Refusal> {
+    /// returns the T3 it carries and how it is to be sent, or why it gets
+    /// no answer.
+    fn stamp_reply(&mut self, d: &Datagram, now_ns: u64) -> Result<(u64, StampSend), Refusal> {
+        let len = d.got.len;
         let layout = match &self.key {
             Some(key) if key.verifies(&self.buf[..len]) => Layout::AUTHENTICATED,
             Some(_) => return Err(Refusal::Unauthenticated),
             None => Layout::OPEN,
         };
         // A malformed request gets no answer, so it takes no number.
-        let valid = stamp::SenderPacket::decode_as(&self.buf[..len], layout).is_ok();
-        let seq = valid
-            .then(|| self.counters.next(&self.from, now_ns))
-            .flatten();
+        let sender = stamp::SenderPacket::decode_as(&self.buf[..len], layout)
+            .map_err(|_| Refusal::Malformed)?;
+        let tlvs = len > layout.len;
+        let mut counted = self.counters.count(&self.from, now_ns);
+        if let Some(c) = counted.as_mut().filter(|c| tlvs && c.awaiting) {
+            // The session's previous answer asked for its TX stamp: it is
+            // read off the queue now (with every other one waiting there).
+            self.collect_follow_ups();
+            if let Some(peer) = self.from.to_socket_addr() {
+                c.follow_up = self.counters.follow_up_for(&peer, c.seq);
+            }
+        }
+        let mut send = StampSend::default();
+        if tlvs {
+            let reply_seq = counted.map_or(sender.seq, |c| c.seq);
+            let done = self.answer_tlvs(d, layout, counted, reply_seq);
+            send.tos = done.reply_tos;
+            send.follow_up = (done.follow_up && counted.is_some()).then_some(reply_seq);
+        }
         let totals = &mut self.sessions.totals;
-        let t2 = t2.unwrap_or_else(|| {
+        let t2 = d.rx.software.unwrap_or_else(|| {
             totals.t2_from_user += 1;
             timestamping::realtime_ns()
         });
@@ -410,14 +515,66 @@ impl Reflector {
         let packet = &mut self.buf[..len];
         let how = Reflection {
             t2: NtpTime::from_unix_ns(t2),
-            ttl: ttl.unwrap_or(0),
-            seq,
+            ttl: d.ttl.unwrap_or(0),
+            seq: counted.map(|c| c.seq),
             error: self.error,
         };
         stamp::reflect_in_place(packet, layout, how, read_t3).map_err(|_| Refusal::Malformed)?;
         if let Some(key) = &self.key {
             key.sign(packet);
         }
-        Ok(t3)
+        Ok((t3, send))
+    }
+
+    /// Answers the RFC 8972 TLVs after the base packet, in place, and
+    /// counts what it refused.
+    fn answer_tlvs(
+        &mut self,
+        d: &Datagram,
+        layout: Layout,
+        counted: Option<Counted>,
+        reply_seq: u32,
+    ) -> Answered {
+        let sync = if self.error.synchronized {
+            tlv::sync::NTP
+        } else {
+            tlv::sync::LOCAL
+        };
+        let a = Answering {
+            key: self.key.as_ref(),
+            authenticated: layout == Layout::AUTHENTICATED,
+            received_tos: d.tos,
+            source: self.from.to_socket_addr(),
+            destination: Some(self.destination(d.arrival)),
+            clock: (
+                sync,
+                tlv_reflect::method_of(d.rx.hardware.is_some()),
+                tlv::method::SOFTWARE,
+            ),
+            counters: counted.map(|c| (c.received, c.sent)),
+            follow_up: counted.and_then(|c| c.follow_up),
+            reply_seq,
+        };
+        let (head, area) = self.buf[..d.got.len].split_at_mut(layout.len);
+        let request_seq = [head[0], head[1], head[2], head[3]];
+        let done = tlv_reflect::answer_tlvs(area, request_seq, &a);
+        let t = &mut self.sessions.totals.tlv;
+        t.requests += 1;
+        t.unrecognized += u64::from(done.unrecognized);
+        t.malformed += u64::from(done.malformed);
+        t.integrity_failed += u64::from(done.integrity_failed);
+        t.follow_ups += u64::from(done.follow_up && a.follow_up.is_some());
+        done
+    }
+
+    /// The local address a request came to: where it arrived (wildcard
+    /// bind), else the bound address.
+    fn destination(&self, arrival: Option<Arrival>) -> SocketAddr {
+        let port = self.wire.local.port();
+        match arrival {
+            Some(Arrival::V4(a)) => SocketAddr::new(IpAddr::from(a), port),
+            Some(Arrival::V6(a, _)) => SocketAddr::new(IpAddr::from(a), port),
+            None => self.wire.local,
+        }
     }
 }

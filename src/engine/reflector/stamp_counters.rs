@@ -9,7 +9,13 @@
 //! front; when it is full, a new sender is answered statelessly (its own
 //! number copied), which the sender recognises, rather than evicting a
 //! count someone relies on.
+//!
+//! Each count also keeps what RFC 8972 asks of a session: its Direct
+//! Measurement counters (requests received, answers sent) and, for
+//! Follow-Up Telemetry, the real send time of its previous answer once
+//! the kernel's TX stamp of it is in.
 
+use crate::engine::protocol::tlv::FollowUp;
 use crate::engine::sys::RawAddr;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -24,6 +30,42 @@ pub const MAX_COUNTERS: usize = 4096;
 struct Counter {
     next: u32,
     last_ns: u64,
+    /// Requests received in the session (R_RxC).
+    received: u32,
+    /// Answers sent (R_TxC).
+    sent: u32,
+    /// The send time of the answer numbered `follow.seq`, once stamped.
+    follow: Option<FollowUp>,
+    /// Its last answer asked for its TX stamp, which is not in yet.
+    awaiting: bool,
+}
+
+impl Counter {
+    fn new(now_ns: u64) -> Self {
+        Self {
+            next: 0,
+            last_ns: now_ns,
+            received: 0,
+            sent: 0,
+            follow: None,
+            awaiting: false,
+        }
+    }
+}
+
+/// A stateful answer's numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    /// The answer's sequence number.
+    pub seq: u32,
+    /// Requests received in the session, this one included (R_RxC).
+    pub received: u32,
+    /// Answers sent in the session before this one (R_TxC).
+    pub sent: u32,
+    /// The previous answer's real send time, when its stamp is in.
+    pub follow_up: Option<FollowUp>,
+    /// The previous answer's stamp was asked for and is not in yet.
+    pub awaiting: bool,
 }
 
 /// Per-sender sequence numbers.
@@ -50,25 +92,76 @@ impl StampCounters {
 
     /// The number for `from`'s request arriving at `now_ns`; `None` (answer
     /// statelessly) when the table is full or the address unreadable.
-    #[inline]
+    #[cfg(test)]
     pub fn next(&mut self, from: &RawAddr, now_ns: u64) -> Option<u32> {
+        self.count(from, now_ns).map(|c| c.seq)
+    }
+
+    /// `from`'s request arriving at `now_ns`: its answer's number and the
+    /// session's counts (the answer counted as sent; see
+    /// [`StampCounters::send_failed`]). `None` as for [`StampCounters::next`].
+    #[inline]
+    pub fn count(&mut self, from: &RawAddr, now_ns: u64) -> Option<Counted> {
         let peer = from.to_socket_addr()?;
         let full = self.counters.len() >= MAX_COUNTERS;
         let c = match self.counters.get_mut(&peer) {
             Some(c) => c,
             None if full => return None,
-            None => self.counters.entry(peer).or_insert(Counter {
-                next: 0,
-                last_ns: now_ns,
-            }),
+            None => self.counters.entry(peer).or_insert(Counter::new(now_ns)),
         };
         if now_ns.saturating_sub(c.last_ns) >= self.idle_ns {
-            c.next = 0;
+            *c = Counter::new(now_ns);
         }
         c.last_ns = now_ns;
         let n = c.next;
         c.next = c.next.wrapping_add(1);
-        Some(n)
+        c.received = c.received.wrapping_add(1);
+        let sent = c.sent;
+        c.sent = c.sent.wrapping_add(1);
+        // Only the answer just before this one is followed up.
+        let follow_up = c.follow.filter(|f| f.seq.wrapping_add(1) == n);
+        Some(Counted {
+            seq: n,
+            received: c.received,
+            sent,
+            follow_up,
+            awaiting: c.awaiting,
+        })
+    }
+
+    /// The send time of `peer`'s answer before the one numbered `seq`,
+    /// if it is in (asked again once the error queue has been read).
+    pub fn follow_up_for(&self, peer: &std::net::SocketAddr, seq: u32) -> Option<FollowUp> {
+        let c = self.counters.get(peer)?;
+        c.follow.filter(|f| f.seq.wrapping_add(1) == seq)
+    }
+
+    /// `peer`'s answer just sent asked for its TX stamp.
+    pub fn await_stamp(&mut self, peer: &std::net::SocketAddr) {
+        if let Some(c) = self.counters.get_mut(peer) {
+            c.awaiting = true;
+        }
+    }
+
+    /// The answer just counted for `peer` could not be sent.
+    pub fn send_failed(&mut self, peer: &std::net::SocketAddr) {
+        if let Some(c) = self.counters.get_mut(peer) {
+            c.sent = c.sent.wrapping_sub(1);
+        }
+    }
+
+    /// `peer`'s answer numbered `f.seq` left at `f.t3`: the next answer
+    /// follows it up (a stamp older than the one kept is not kept).
+    pub fn stamped(&mut self, peer: &std::net::SocketAddr, f: FollowUp) {
+        // The latest answer, or (while the request after it is being
+        // answered, its number already taken) the one before it.
+        if let Some(c) = self.counters.get_mut(peer) {
+            let latest = c.next.wrapping_sub(1);
+            if f.seq == latest || f.seq == latest.wrapping_sub(1) {
+                c.follow = Some(f);
+                c.awaiting = false;
+            }
+        }
     }
 
     /// Forgets senders silent for the idle time. Runs every tick.

@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod ethtool;
 pub mod floor;
+pub mod marks;
 pub mod pktinfo;
 pub mod timestamping;
 

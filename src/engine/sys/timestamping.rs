@@ -142,6 +142,8 @@ pub struct RecvMeta {
     pub ttl: Option<u8>,
     /// The local address it came to, when asked for (`IP_PKTINFO`).
     pub arrival: Option<super::pktinfo::Arrival>,
+    /// Its TOS (Traffic Class) byte, when asked for (`IP_RECVTOS`).
+    pub tos: Option<u8>,
 }
 
 fn timespec_ns(data: &[u8], i: usize) -> Option<u64> {
@@ -160,6 +162,7 @@ struct Parsed {
     ttl: Option<u8>,
     error: Option<libc::sock_extended_err>,
     arrival: Option<super::pktinfo::Arrival>,
+    tos: Option<u8>,
 }
 
 fn parse_control(msg: &libc::msghdr, stamp_type: i32) -> Parsed {
@@ -189,6 +192,9 @@ fn parse_control(msg: &libc::msghdr, stamp_type: i32) -> Parsed {
             }
             (libc::IPPROTO_IP, libc::IP_PKTINFO) | (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO) => {
                 out.arrival = super::pktinfo::parse(hdr.cmsg_level, hdr.cmsg_type, data);
+            }
+            (libc::IPPROTO_IP, libc::IP_TOS) | (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) => {
+                out.tos = super::marks::parse_tos(hdr.cmsg_level, hdr.cmsg_type, data);
             }
             (libc::IPPROTO_IP, libc::IP_RECVERR) | (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
                 if data.len() >= size_of::<libc::sock_extended_err>() =>
@@ -323,6 +329,7 @@ fn recv_stamped_flags(
         stamps: parsed.stamps,
         ttl: parsed.ttl,
         arrival: parsed.arrival,
+        tos: parsed.tos,
     })
 }
 

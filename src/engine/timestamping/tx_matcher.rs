@@ -241,6 +241,13 @@ impl TxStampReader {
         }
     }
 
+    /// Whether everything the last read found is handed out and that read
+    /// found fewer than a batch: the queue was empty then, and another read
+    /// now would most likely only say so (a syscall saved).
+    pub fn drained(&self) -> bool {
+        self.handed == self.read && self.read < timestamping::ERRQUEUE_BATCH
+    }
+
     /// The errno of an ICMP error read past since the last call, if any.
     pub fn take_error(&mut self) -> Option<i32> {
         self.error.take()

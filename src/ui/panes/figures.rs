@@ -147,6 +147,15 @@ pub fn render_client(
         room = room.saturating_sub(text.chars().count());
         block = block.title_bottom(Span::styled(text, style));
     }
+    if let Some((text, significant)) = v
+        .versus
+        .as_ref()
+        .filter(|(text, _)| text.chars().count() <= room)
+    {
+        room = room.saturating_sub(text.chars().count());
+        let style = if *significant { t.warn() } else { t.dim() };
+        block = block.title_bottom(Span::styled(text.clone(), style));
+    }
     if let Some(text) = floor_title(&parts.s, &v.info, floor).filter(|t| t.chars().count() <= room)
     {
         block = block.title_bottom(Line::from(Span::styled(text, t.dim())).right_aligned());
@@ -207,6 +216,45 @@ fn ping_pong_lines(p: &Parts, warmup: u64) -> Vec<Line<'static>> {
         p.outages(),
         p.warmup(warmup),
     ]
+    .into_iter()
+    .chain(cos_lines(p))
+    .collect()
+}
+
+/// Class of service per leg, live: what arrived, whether it was
+/// re-marked on the way, and how many were marked CE.
+fn cos_lines(p: &Parts) -> Vec<Line<'static>> {
+    let Some(c) = &p.s.class_of_service else {
+        return Vec::new();
+    };
+    let t = p.t;
+    let leg = |label: &'static str, l: &crate::stats::cos::LegFigures| -> Line<'static> {
+        let Some(top) = l.dscp_received.iter().max_by_key(|d| d.count) else {
+            return row(t, label, "not reported".into());
+        };
+        let name = top
+            .name
+            .map_or_else(|| top.dscp.to_string(), str::to_string);
+        let remarked = l.remarked.unwrap_or(0);
+        let ce = l.ce.unwrap_or(0);
+        Line::from(vec![
+            Span::styled(format!(" {label:<8}"), t.dim()),
+            Span::raw(name),
+            Span::styled(
+                if remarked > 0 {
+                    format!(" re-marked {}", compact_count(remarked))
+                } else {
+                    " as sent".to_string()
+                },
+                if remarked > 0 { t.warn() } else { t.dim() },
+            ),
+            Span::styled(
+                format!("  CE {}", compact_count(ce)),
+                if ce > 0 { t.warn() } else { t.dim() },
+            ),
+        ])
+    };
+    vec![leg("CoS →", &c.forward), leg("    ←", &c.backward)]
 }
 
 /// Paced: two percentiles a row, to make room for the schedule, jitter
@@ -287,6 +335,7 @@ fn paced_lines(p: &Parts, warmup: u64) -> Vec<Line<'static>> {
     ));
     lines.push(p.outages());
     lines.push(p.warmup(warmup));
+    lines.extend(cos_lines(p));
     lines
 }
 
@@ -335,6 +384,19 @@ fn refusal_summary(r: &Refusals) -> String {
     }
 }
 
+/// ` · TLV 2 U 1 M`: RFC 8972 TLVs the STAMP reflector refused, if any.
+fn tlv_refusals(t: &crate::engine::TlvTotals) -> String {
+    if t.unrecognized + t.malformed + t.integrity_failed == 0 {
+        return String::new();
+    }
+    format!(
+        " · TLV {} U {} M {} I",
+        compact_count(t.unrecognized),
+        compact_count(t.malformed),
+        compact_count(t.integrity_failed)
+    )
+}
+
 /// The reflector's figures.
 pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
     let tot = &v.totals;
@@ -362,9 +424,10 @@ pub fn render_server(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
                 t,
                 "STAMP",
                 format!(
-                    ":{} · {} bad",
+                    ":{} · {} bad{}",
                     at.rsplit(':').next().unwrap_or(at),
-                    v.stamp_totals.refused.malformed + v.stamp_totals.refused.unauthenticated
+                    v.stamp_totals.refused.malformed + v.stamp_totals.refused.unauthenticated,
+                    tlv_refusals(&v.stamp_totals.tlv)
                 ),
             ),
             Some(Err(_)) => Line::from(vec![

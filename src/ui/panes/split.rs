@@ -182,6 +182,7 @@ mod tests {
         // Sampled TX stamps say how the split was sampled.
         let sampled = StampingInfo {
             tx_every: 256,
+            follow_up: false,
             ..info.clone()
         };
         assert_eq!(

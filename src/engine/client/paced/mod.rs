@@ -27,7 +27,7 @@ pub use stamps::PacedStamps;
 use crate::engine::client::pingpong::STOP_CHECK;
 use crate::engine::client::seen::GIVE_UP_AFTER;
 use crate::engine::points::{PacketStatus, Points};
-use crate::engine::sys::timestamping::realtime_ns;
+use crate::engine::sys::timestamping::{ControlBuf, realtime_ns};
 use crate::engine::sys::{self, RawAddr, Readiness, is_send_drop};
 use crate::engine::{EngineError, StopFlag};
 use crate::stats::{Outage, Record, RecordKind};
@@ -64,6 +64,8 @@ pub struct Ended {
     pub stale_stamps: u64,
     /// Datagrams refused as replies for want of a valid HMAC.
     pub unauthenticated: u64,
+    /// What the first peer's replies' TLVs said.
+    pub tally: crate::engine::client::extensions::TlvTally,
 }
 
 /// The loop's state. Everything is allocated in `new`.
@@ -96,6 +98,10 @@ pub struct Pacer<'a, S: Sink> {
     slept: bool,
     /// Stamped requests left since the error queue was last read.
     unread_tx: bool,
+    /// Class of service is read off replies: control data's room (when no
+    /// kernel stamps bring it), and the last reply's TOS.
+    marks: Option<Box<ControlBuf>>,
+    reply_tos: Option<u8>,
     sink: S,
 }
 
@@ -170,6 +176,8 @@ impl<'a, S: Sink> Pacer<'a, S> {
             .enumerate()
             .map(|(i, p)| Reverse((p.slots.due_ns(), i)))
             .collect();
+        let mut probes = probes;
+        let marks = mark_socket(fd, &mut probes);
         Self {
             fd,
             _socket: socket,
@@ -190,7 +198,25 @@ impl<'a, S: Sink> Pacer<'a, S> {
             poll: false,
             slept: false,
             unread_tx: false,
+            marks,
+            reply_tos: None,
             sink,
+        }
+    }
+
+    /// One record about probe `p`: the request it holds for its follow-up
+    /// goes first, as it is (see `extensions`).
+    #[inline]
+    fn record(&mut self, p: usize, r: Record) {
+        self.release_held(p);
+        self.sink.record(p, r);
+    }
+
+    /// Probe `p`'s held request, recorded as it is.
+    #[inline]
+    fn release_held(&mut self, p: usize) {
+        if let Some(h) = self.probes.get_mut(p).and_then(|probe| probe.held.take()) {
+            self.sink.record(p, h.record);
         }
     }
 
@@ -294,7 +320,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             // Past half-way to the next slot: skipped, never made up for.
             let seq = probe.next_seq;
             let r = Record::event(RecordKind::Missed, seq, now, probe.is_warmup(seq));
-            self.sink.record(p, r);
+            self.record(p, r);
             Ok(())
         } else {
             self.send(p, due)
@@ -395,7 +421,11 @@ impl<'a, S: Sink> Pacer<'a, S> {
         let t1_user = realtime_ns();
         let t1 = self.epoch.elapsed().as_nanos() as u64;
         let payload = probe.codec.encode(seq, t1_user);
-        (t1_user, t1, sys::send_to(self.fd, payload, &probe.raw))
+        let sent = match probe.send_tos {
+            None => sys::send_to(self.fd, payload, &probe.raw),
+            Some(tos) => sys::marks::send_to_marked(self.fd, payload, &probe.raw, tos),
+        };
+        (t1_user, t1, sent)
     }
 
     /// An ICMP "port unreachable" before any reply ends a single-peer run
@@ -449,11 +479,11 @@ impl<'a, S: Sink> Pacer<'a, S> {
             }
             let lost = Record::event(RecordKind::Lost, entry.seq, at_ns, entry.warmup)
                 .with_send_lag(entry.lag_ns);
-            self.sink.record(p, lost);
+            self.record(p, lost);
             None
         };
         if let Some(o) = outage {
-            self.sink.record(p, outage_record(o, at_ns));
+            self.record(p, outage_record(o, at_ns));
         }
         if !entry.warmup {
             self.sink.row(p, entry.points);
@@ -482,13 +512,14 @@ impl<'a, S: Sink> Pacer<'a, S> {
         }
         let mut measured = Duration::ZERO;
         for p in 0..self.probes.len() {
+            self.release_held(p);
             let probe = &mut self.probes[p];
             let end = probe.done_ns.unwrap_or(now);
             if let Some(start) = probe.measure_start_ns {
                 measured = measured.max(Duration::from_nanos(end.saturating_sub(start)));
             }
             if let Some(o) = probe.outages.end(end) {
-                self.sink.record(p, outage_record(o, now));
+                self.record(p, outage_record(o, now));
             }
         }
         Ended {
@@ -496,8 +527,27 @@ impl<'a, S: Sink> Pacer<'a, S> {
             interrupted,
             stale_stamps: self.stamps.as_ref().map_or(0, PacedStamps::stale),
             unauthenticated: self.probes.iter().map(|p| p.seen.unauthenticated).sum(),
+            tally: self.probes.first().map(|p| p.tally).unwrap_or_default(),
         }
     }
+}
+
+/// Class of service, set once on the socket: the probes' TOS byte when
+/// they share one (else each request carries its own), and the replies'
+/// read on arrival when any probe asks. Returns the control data's room
+/// for reading them.
+fn mark_socket(fd: i32, probes: &mut [Probe]) -> Option<Box<ControlBuf>> {
+    let first = probes.iter().find_map(|p| p.cfg.marks)?;
+    let v6 = probes.iter().any(|p| p.cfg.addr.is_ipv6());
+    let shared = probes.iter().all(|p| p.cfg.marks.unwrap_or(0) == first);
+    if !(shared && sys::marks::set_tos(fd, v6, first).is_ok()) {
+        for p in probes.iter_mut() {
+            p.send_tos = Some(p.cfg.marks.unwrap_or(0));
+        }
+    }
+    // Failing to read the marks leaves them "not reported", never 0.
+    let _ = sys::marks::enable_recv_tos(fd, v6);
+    Some(Box::default())
 }
 
 /// From `now`, how long to the first multiple of `tick` at or after

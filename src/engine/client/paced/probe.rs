@@ -3,9 +3,11 @@
 
 use super::in_flight::InFlight;
 use super::schedule::{Schedule, Slots};
+use crate::engine::client::extensions::{Held, TlvTally};
 use crate::engine::client::seen::Seen;
 use crate::engine::client::sequence::{SequenceTracker, WINDOW};
 use crate::engine::protocol::stamp_key::StampKey;
+use crate::engine::protocol::tlv::StampTlvs;
 use crate::engine::protocol::{Codec, EchoCodec, StampSender};
 use crate::engine::sys::RawAddr;
 use crate::stats::OutageDetector;
@@ -44,6 +46,11 @@ pub struct ProbeConfig {
     pub ssid: u16,
     /// STAMP authenticated mode's shared key.
     pub key: Option<StampKey>,
+    /// Class of service: the TOS byte its requests leave with (`None`: the
+    /// system's); the replies' marks are read when set.
+    pub marks: Option<u8>,
+    /// STAMP: the RFC 8972 TLVs each request carries.
+    pub tlvs: StampTlvs,
 }
 
 /// A peer's state during the run.
@@ -65,6 +72,13 @@ pub struct Probe {
     pub measure_start_ns: Option<u64>,
     /// When it stopped sending (its budget spent), ns since the epoch.
     pub done_ns: Option<u64>,
+    /// The TOS its requests are sent with, when the socket's is another.
+    pub send_tos: Option<u8>,
+    /// Follow-Up Telemetry: the answered request waiting for the next reply.
+    pub follows_up: bool,
+    pub held: Option<Held>,
+    /// What its replies' TLVs said.
+    pub tally: TlvTally,
 }
 
 /// Requests that may be in flight at once for a schedule and timeout.
@@ -85,7 +99,8 @@ impl Probe {
     /// marks the run's echo requests, `seed` draws Poisson gaps.
     pub fn new(cfg: ProbeConfig, timeout: Duration, start_ns: u64, token: u64, seed: u64) -> Self {
         let codec = if cfg.stamp {
-            Codec::Stamp(StampSender::new(cfg.size, cfg.ssid, cfg.key.clone()))
+            let sender = StampSender::new(cfg.size, cfg.ssid, cfg.key.clone());
+            Codec::Stamp(sender.with_tlvs(cfg.tlvs, cfg.marks.unwrap_or(0)))
         } else {
             Codec::Echo(EchoCodec::new(cfg.size, token))
         };
@@ -106,6 +121,10 @@ impl Probe {
             unanswered: 0,
             measure_start_ns: None,
             done_ns: None,
+            send_tos: None,
+            follows_up: cfg.stamp && cfg.tlvs.follow_up,
+            held: None,
+            tally: TlvTally::default(),
             cfg,
         }
     }

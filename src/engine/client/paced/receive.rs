@@ -7,6 +7,7 @@ use super::in_flight::State;
 use super::stamps::Tagged;
 use super::{NO_PROBE, Pacer, Sink};
 use crate::engine::EngineError;
+use crate::engine::client::extensions::{Held, marks_of};
 use crate::engine::client::sequence::Reply;
 use crate::engine::points::{PacketStatus, Points};
 use crate::engine::sys::timestamping::{Stamps, realtime_ns};
@@ -25,16 +26,28 @@ impl<S: Sink> Pacer<'_, S> {
     /// Reads every datagram waiting, without blocking.
     pub(super) fn receive_all(&mut self) -> Result<(), EngineError> {
         loop {
-            let received = match &mut self.stamps {
-                Some(s) => s
+            let received = match (&mut self.stamps, &mut self.marks) {
+                (Some(s), _) => s
                     .recv(self.fd, &mut self.buf, &mut self.from)
-                    .map(|m| (m.received, m.stamps)),
-                None => sys::recv_from(self.fd, &mut self.buf, &mut self.from)
-                    .map(|r| (r, Stamps::default())),
+                    .map(|m| (m.received, m.stamps, m.tos)),
+                // Class of service: the reply's TOS rides in control data.
+                (None, Some(control)) => sys::timestamping::recv_stamped(
+                    self.fd,
+                    &mut self.buf,
+                    Some(&mut self.from),
+                    control,
+                    -1,
+                )
+                .map(|m| (m.received, m.stamps, m.tos)),
+                (None, None) => sys::recv_from(self.fd, &mut self.buf, &mut self.from)
+                    .map(|r| (r, Stamps::default(), None)),
             };
             let now = self.now_ns();
             match received {
-                Ok((got, rx)) => self.on_datagram(got, rx, now)?,
+                Ok((got, rx, tos)) => {
+                    self.reply_tos = tos;
+                    self.on_datagram(got, rx, now)?;
+                }
                 Err(e) => match e.raw_os_error() {
                     Some(libc::EAGAIN | libc::EINTR) => return Ok(()),
                     // An ICMP error about one of our requests: it is lost,
@@ -100,7 +113,10 @@ impl<S: Sink> Pacer<'_, S> {
                 // Its request was settled early (the ring was full).
                 RecordKind::Late { reordered: false }
             }
-            Reply::Late { reordered } => RecordKind::Late { reordered },
+            Reply::Late { reordered } => {
+                probe.tally.reply(&reply.tlv);
+                RecordKind::Late { reordered }
+            }
             Reply::Duplicate => RecordKind::Duplicate,
             Reply::Stray => {
                 self.stray(p, got.len, now);
@@ -111,8 +127,7 @@ impl<S: Sink> Pacer<'_, S> {
         let warmup = probe.is_warmup(reply.seq);
         // Its reflector number says the request arrived (loss direction).
         let far = FarSide::numbered(reply.reflector_seq);
-        self.sink
-            .record(p, Record::event(kind, reply.seq, now, warmup).with_far(far));
+        self.record(p, Record::event(kind, reply.seq, now, warmup).with_far(far));
         if !warmup {
             let status = match kind {
                 RecordKind::Duplicate => PacketStatus::Duplicate,
@@ -168,7 +183,10 @@ impl<S: Sink> Pacer<'_, S> {
         if needs_tx && self.stamps.is_some() {
             let _ = self.absorb_error_queue();
         }
-        let Some(e) = self.probes[p].in_flight.get_mut(reply.seq) else {
+        self.follow_up(p, &reply);
+        let (tos, probe) = (self.reply_tos, &mut self.probes[p]);
+        let holding = probe.follows_up;
+        let Some(e) = probe.in_flight.get_mut(reply.seq) else {
             return;
         };
         let rtt = now.saturating_sub(e.sent_ns);
@@ -176,11 +194,42 @@ impl<S: Sink> Pacer<'_, S> {
         e.answered_ns = now;
         let pts = &mut e.points;
         pts.answered(rtt, &reply, rx, Some(t4_user));
+        pts.marks = marks_of(&reply, tos);
+        pts.follow_up = holding;
         let record = Record::sample(reply.seq, now, rtt, e.warmup)
             .with_split(pts.split())
             .with_far(pts.far_side(reply.reflector_synced))
+            .with_marks(pts.marks)
             .with_send_lag(e.lag_ns);
-        self.sink.record(p, record);
+        if holding {
+            let points = *pts;
+            probe.held = Some(Held {
+                record,
+                row: None,
+                points,
+            });
+        } else {
+            self.sink.record(p, record);
+        }
+    }
+
+    /// A reply's TLVs are tallied; its Follow-Up goes to the request held
+    /// for it (and to its log row, if it is still in flight), which is
+    /// then recorded.
+    fn follow_up(&mut self, p: usize, reply: &crate::engine::protocol::Reply) {
+        let probe = &mut self.probes[p];
+        probe.tally.reply(&reply.tlv);
+        if let Some(fu) = reply.tlv.follow_up {
+            let matched = probe.held.as_mut().is_some_and(|h| h.follow_up(&fu));
+            probe.tally.follow_up(&fu, matched);
+            if let Some(h) = probe.held.filter(|_| matched)
+                && let Some(e) = probe.in_flight.get_mut(h.points.seq)
+            {
+                e.points.t3_driver = h.points.t3_driver;
+                e.points.t3_hw = h.points.t3_hw;
+            }
+        }
+        self.release_held(p);
     }
 
     /// Not a reply to anything this run has in flight or remembers.
@@ -200,8 +249,7 @@ impl<S: Sink> Pacer<'_, S> {
             }
             None => self.probes.iter().any(|q| q.is_warmup(q.newest())),
         };
-        self.sink
-            .record(p, Record::event(RecordKind::Stray, 0, now, warmup));
+        self.record(p, Record::event(RecordKind::Stray, 0, now, warmup));
     }
 }
 

@@ -1,0 +1,693 @@
+#!/usr/bin/env python3
+"""Writes BENCHMARKS.md (to stdout) from the logs of benches/run-all.sh.
+
+    report.py LOG_DIR COMMIT MODE MINUTES
+
+Every figure comes from a `result` line a script printed in this run; each
+ratio is against a reference measured in the same script's run. A question
+whose script did not run, or printed no result for a row, says so in the
+row ("not run: <reason>").
+"""
+import os
+import statistics
+import sys
+
+logs, commit, mode, minutes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+
+
+def read(name, ext):
+    try:
+        with open(os.path.join(logs, f"{name}.{ext}")) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+class Run:
+    """One script's run: its command, its results, why it failed if it did."""
+
+    def __init__(self, name):
+        self.name = name
+        self.cmd = (read(name, "cmd") or "").strip()
+        self.results = {}
+        for line in (read(name, "out") or "").splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "result":
+                self.results.setdefault(parts[1], []).append(parts[2:])
+            if len(parts) >= 2 and parts[0] == "skip":
+                self.skips = getattr(self, "skips", {})
+                self.skips[parts[1]] = " ".join(parts[2:])
+        self.skips = getattr(self, "skips", {})
+        rc = read(name, "rc")
+        self.rc = int(rc) if rc and rc.strip().lstrip("-").isdigit() else None
+        skip = read(name, "skip")
+        if skip is not None:
+            self.why = f"not run: {skip.strip()}"
+        elif self.rc is None:
+            self.why = "not run"
+        elif self.rc == 124 or self.rc == 137:
+            self.why = "not run: the script timed out"
+        elif self.rc != 0 and not self.results:
+            err = [l for l in (read(name, "err") or "").splitlines() if l.strip()]
+            last = err[-1].strip() if err else "no message"
+            self.why = f"not run: the script failed (exit {self.rc}: {last[:120]})"
+        else:
+            self.why = None
+
+    def get(self, key, i=0, conv=float):
+        """The i-th value of a result (the median over repeated lines)."""
+        rows = self.results.get(key)
+        if not rows:
+            return None
+        try:
+            vals = [conv(r[i]) for r in rows if len(r) > i]
+        except ValueError:
+            return None
+        return statistics.median(vals) if vals else None
+
+    def missing(self, key):
+        if self.why:
+            return self.why
+        if key in self.skips:
+            return f"not run: {self.skips[key]}"
+        return "not run: no result (see target/bench-logs/" + self.name + ".out)"
+
+
+RUNS = {}
+
+
+def run(name):
+    if name not in RUNS:
+        RUNS[name] = Run(name)
+    return RUNS[name]
+
+
+# ---- formatting ------------------------------------------------------------
+
+def ns(v):
+    if v is None:
+        return "–"
+    if v >= 10_000:
+        return f"{v / 1000:.1f} µs"
+    return f"{v:,.0f} ns"
+
+
+def num(v, unit="", digits=1):
+    if v is None:
+        return "–"
+    return f"{v:,.{digits}f}{unit}"
+
+
+def ratio(a, b, digits=3):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def rfmt(r, digits=3):
+    return "–" if r is None else f"{r:.{digits}f}"
+
+
+def code(cmd):
+    return f"`{cmd}`" if cmd else "–"
+
+
+out = []
+
+
+def p(line=""):
+    out.append(line)
+
+
+def table(rows, figure="median", reference="reference (same run)"):
+    p(f"| measured | {figure} | {reference} | ratio | commit | command |")
+    p("|---|---|---|---|---|---|")
+    # A question that did not run at all is one row, not one per figure.
+    if rows and all(r[1] is None for r in rows) and len({r[3] for r in rows}) == 1 \
+            and len({r[4] for r in rows}) == 1:
+        rows = [("every row of this question", None, None, rows[0][3], rows[0][4])]
+    for r in rows:
+        label, fig, ref, rat, name = r
+        cmd = code(run(name).cmd)
+        if fig is None:
+            why = rat  # the reason rides in the ratio slot
+            p(f"| {label} | {why} | | | {commit} | {cmd} |")
+        else:
+            p(f"| {label} | {fig} | {ref} | {rat} | {commit} | {cmd} |")
+    p()
+
+
+def pair_row(label, name, key, ref_key, ref_label, ref_name=None, fmt=ns):
+    """A row comparing p50 / p99 of KEY against REF_KEY (result fields 0, 1)."""
+    ref_name = ref_name or name
+    a, b = run(name), run(ref_name)
+    p50, p99 = a.get(key, 0), a.get(key, 1)
+    r50, r99 = b.get(ref_key, 0), b.get(ref_key, 1)
+    if p50 is None:
+        return (label, None, None, a.missing(key), name)
+    if r50 is None:
+        return (label, f"{fmt(p50)} / {fmt(p99)}", ref_label, b.missing(ref_key), name)
+    if key == ref_key and name == ref_name:
+        return (label, f"{fmt(p50)} / {fmt(p99)}", "(the reference)", "1 / 1", name)
+    return (label, f"{fmt(p50)} / {fmt(p99)}", f"{ref_label}: {fmt(r50)} / {fmt(r99)}",
+            f"**{rfmt(ratio(p50, r50))}** / {rfmt(ratio(p99, r99))}", name)
+
+
+def one_row(label, name, key, ref_key, ref_label, fmt, i=0, ref_name=None, digits=3, ref_i=None):
+    ref_name = ref_name or name
+    a, b = run(name), run(ref_name)
+    v = a.get(key, i)
+    r = b.get(ref_key, i if ref_i is None else ref_i)
+    if v is None:
+        return (label, None, None, a.missing(key), name)
+    if key == ref_key and name == ref_name:
+        return (label, fmt(v), "(the reference)", "1", name)
+    if r is None:
+        return (label, fmt(v), ref_label, b.missing(ref_key), name)
+    return (label, fmt(v), f"{ref_label}: {fmt(r)}", f"**{rfmt(ratio(v, r), digits)}**", name)
+
+
+def r50(name, key, ref_key, ref_name=None, i=0):
+    return ratio(run(name).get(key, i), run(ref_name or name).get(ref_key, i))
+
+
+def below_one(ratios, lead=False):
+    """A note when a Synapse row came out under its bare reference."""
+    if not any(r is not None and r < 0.98 for r in ratios):
+        return ""
+    note = ("a ratio below 1 means this run's spread between rounds is larger than any difference, "
+            "not that Synapse is faster than the bare loop")
+    return f" ({note})" if lead else f"; {note}"
+
+
+def says(r, target=None, digits=3, at_least=False):
+    """'1.031 × (target ≤ 1.02: not met)'"""
+    if r is None:
+        return "(not measured)"
+    s = f"{r:.{digits}f} ×"
+    if target is not None:
+        ok = r >= target if at_least else r <= target
+        s += f" (target {'≥' if at_least else '≤'} {target}: {'met' if ok else 'not met'})"
+    return s
+
+
+# ---- the file --------------------------------------------------------------
+
+machine = {}
+try:
+    with open(os.path.join(logs, "machine")) as f:
+        for line in f:
+            k, _, v = line.rstrip("\n").partition(" ")
+            machine[k] = v
+except OSError:
+    pass
+
+regen = "benches/run-all.sh" + (" --quick" if mode == "quick" else "")
+
+p("# Synapse benchmarks")
+p()
+p("What the measurement costs, measured rather than guessed. One table per question; each row")
+p("gives the median over the run's rounds, its reference measured in the same run (alternating")
+p("with it), their ratio, the commit and the command. No absolute time here carries over to")
+p("another machine or another run: read the ratios. The history of these figures is in git")
+p("(`git log -p BENCHMARKS.md`), not in this file.")
+p()
+p("| | |")
+p("|---|---|")
+hv = machine.get("hypervisor", "").strip()
+p(f"| machine | `nproc` {machine.get('nproc', '?')}, {machine.get('cpu', '?')}, "
+  f"{machine.get('memory', '?')}, virtualization: {machine.get('virt', '?')}"
+  + (f" (hypervisor: {hv})" if hv else "") + " |")
+p(f"| kernel | {machine.get('kernel', '?')}, clocksource `{machine.get('clocksource', '?')}` |")
+p(f"| toolchain | {machine.get('rustc', '?')}, release profile (`lto = \"fat\"`, `codegen-units = 1`) |")
+floor = []
+_c = run("blocking").get("c-block")
+if _c:
+    floor.append(f"bare C blocking ping-pong p50 {ns(_c)} (§1)")
+_c = run("instrument").get("bare")
+if _c:
+    floor.append(f"busy-poll {ns(_c)} (§2)")
+_c = run("calibrate").get("wakeup_cross_core_ns", 1)
+if _c:
+    floor.append(f"a cross-core wake-up {ns(_c)} (§10, C)")
+if floor:
+    p(f"| this run's floor | {', '.join(floor)} |")
+p(f"| run | `{regen}` ({'quick: fewer rounds, shorter runs' if mode == 'quick' else 'full'}), "
+  f"{minutes} min, at `{commit}` |")
+p()
+p(f"Regenerate the whole file with `{regen}`, alone on the machine (on the shared development VM,")
+p(f"under its lock: `flock /work/.cargo-lock {regen}`); `--quick` runs fewer rounds than the default. Every")
+p("script's own output, round by round, is left in `target/bench-logs/`. Figures")
+p("are p50 / p99 unless the row says otherwise; ratio is this row's median over the reference's,")
+p("the p50 ratio in bold. Client and reflector are pinned to different CPUs throughout.")
+p()
+
+# 1. blocking ------------------------------------------------------------------
+p("## 1. Round trip, blocking: Synapse against a bare C loop and sockperf")
+p()
+p("How much a default (blocking) Synapse round trip on loopback costs over the leanest blocking")
+p("ping-pong C allows (`benches/pingpong_c`, `BLOCK=1`) and over sockperf, alternating, with the")
+p("same pinning; and the engine against a `std::net` loop in one process (`benches/loopback.rs`).")
+p()
+B = "blocking"
+table([
+    pair_row("bare C client → bare C reflector, blocking", B, "c-block", "c-block", "bare C"),
+    pair_row("Synapse client, defaults (kernel stamps) → bare C reflector", B, "syn-block", "c-block", "bare C"),
+    pair_row("Synapse client, `--timestamps user` → bare C reflector", B, "syn-user", "c-block", "bare C"),
+    pair_row("sockperf ping-pong `--full-rtt` → sockperf server", B, "sockperf", "c-block", "bare C"),
+    pair_row("Synapse client, defaults, against sockperf", B, "syn-block", "sockperf", "sockperf"),
+    pair_row("Synapse engine (user stamps), in process → Synapse reflector", "loopback", "blocking.user",
+             "blocking.bare", "`std::net` loop"),
+])
+p(f"Reading: Synapse's default blocking p50 against the bare C loop "
+  f"{says(r50(B, 'syn-block', 'c-block'), 1.02)}, against sockperf "
+  f"{says(r50(B, 'syn-block', 'sockperf'), 0.98)}; the engine against the `std::net` loop "
+  f"{says(r50('loopback', 'blocking.user', 'blocking.bare'))}. A blocking round trip here is two "
+  "cross-core wake-ups, whose spread between rounds can be larger than these gaps (§14 counts the "
+  "system calls, which do not vary)" + below_one(
+      [r50(B, k, "c-block") for k in ("syn-block", "syn-user")]) + ".")
+p()
+
+# 2. busy-poll ---------------------------------------------------------------------
+p("## 2. Round trip, busy-poll: what the instrument costs against a bare C loop")
+p()
+p("The same against the bare C spinning ping-pong (`recv(MSG_DONTWAIT)` spin client, `recvfrom` spin")
+p("reflector), 100,000 packets a round, order reversed every other round.")
+p()
+I = "instrument"
+table([
+    pair_row("bare C client → bare C reflector", I, "bare", "bare", "bare C"),
+    pair_row("bare C loop with RX software stamps made, never read (`cplain-0x18`)", I, "cplain-0x18", "bare", "bare C"),
+    pair_row("Synapse client + reflector, defaults (kernel stamps, TX 1 in 256)", I, "syn-default", "bare", "bare C"),
+    pair_row("the same, `--tx-stamp-every 1`", I, "syn-every1", "bare", "bare C"),
+    pair_row("Synapse, `--timestamps user`", I, "syn-user", "bare", "bare C"),
+    pair_row("bare C client → `synapse server`", I, "c-vs-syn", "bare", "bare C"),
+    pair_row("Synapse client (`user`) → bare C reflector", I, "syn-vs-c", "bare", "bare C"),
+    pair_row("Synapse client `--busy-poll`, defaults → C reflector, against the C loop with the same stamps",
+             B, "syn-busy", "c-busy-stamps", "C, same stamps"),
+    pair_row("Synapse engine (user stamps), in process, against the `std::net` loop", "loopback",
+             "busy.user", "busy.bare", "`std::net` loop"),
+])
+p(f"Reading{below_one([r50(I, k, 'bare') for k in ('syn-default', 'syn-user', 'c-vs-syn', 'syn-vs-c', 'cplain-0x18')], lead=True)}: against the bare C loop, defaults {says(r50(I, 'syn-default', 'bare'), 1.05)}, `--timestamps user` "
+  f"{says(r50(I, 'syn-user', 'bare'), 1.02)}, a bare client against Synapse's reflector "
+  f"{says(r50(I, 'c-vs-syn', 'bare'), 1.02)}; the floor a loop with RX stamps on pays before any "
+  f"work of its own is {says(r50(I, 'cplain-0x18', 'bare'))}. Earlier runs on this VM found busy-poll "
+  "p50s bimodal (runs settle near one of two levels, for the bare loop too), so a few per cent either way "
+  "can be the VM: every round is in `target/bench-logs/instrument.out`.")
+p()
+
+# 3. timestamps ------------------------------------------------------------------
+p("## 3. Kernel timestamps on versus off")
+p()
+p("What the split costs: Synapse with kernel software stamps (the default, TX stamps on 1 packet in")
+p("256) against the same with `--timestamps user`, in the same runs as §1 and §2.")
+p()
+L = "loopback"
+table([
+    pair_row("blocking, in process (`loopback.rs`)", L, "blocking.kernel", "blocking.user", "user stamps"),
+    pair_row("busy-poll, in process (`loopback.rs`)", L, "busy.kernel", "busy.user", "user stamps"),
+    pair_row("blocking, client → bare C reflector", B, "syn-block", "syn-user", "user stamps"),
+    pair_row("busy-poll, defaults", I, "syn-default", "syn-user", "user stamps"),
+    pair_row("busy-poll, `--tx-stamp-every 1` (every packet stamped)", I, "syn-every1", "syn-user", "user stamps"),
+], reference="reference: `--timestamps user`")
+p(f"Reading: stamps on/off, p50: busy-poll {says(r50(I, 'syn-default', 'syn-user'))} between processes "
+  f"(every packet stamped: {says(r50(I, 'syn-every1', 'syn-user'))}) and "
+  f"{says(r50(L, 'busy.kernel', 'busy.user'))} in process; blocking "
+  f"{says(r50(B, 'syn-block', 'syn-user'))} and {says(r50(L, 'blocking.kernel', 'blocking.user'))}.")
+p()
+
+# 4. server log --------------------------------------------------------------------
+p("## 4. The server's `--log` on versus off")
+p()
+p("What the reflector's per-answer log costs a ping-pong (with it the reflector stamps in the kernel")
+p("both ways and reads its error queue after each answer): the in-process engine with a logging")
+p("reflector against the same without, every answer checked logged.")
+p()
+table([
+    pair_row("blocking, reflector logging", L, "blocking.log", "blocking.user", "no log"),
+    pair_row("busy-poll, reflector logging", L, "busy.log", "busy.user", "no log"),
+], reference="reference: no log")
+p(f"Reading: logging against not, p50: {says(r50(L, 'busy.log', 'busy.user'))} under busy-poll, "
+  f"{says(r50(L, 'blocking.log', 'blocking.user'))} blocking. The log is off by default.")
+p()
+
+# 5. sample path -------------------------------------------------------------------
+p("## 5. The sample path: what a sample costs after the socket calls")
+p()
+p("The engine records into its histogram and pushes a record into the ring; the live view pops it")
+p("and records it again (two pinned threads, 20 M samples a round), against one thread recording")
+p("straight into an HdrHistogram; and `Stats::record` alone on one thread, per shape.")
+p()
+S = "sample_path"
+sp = run(S)
+def thr_row():
+    v, r = sp.get("path.synapse_msps"), sp.get("path.bare_msps")
+    if v is None:
+        return ("ring hand-off path, M samples/s", None, None, sp.missing("path.synapse_msps"), S)
+    return ("engine record + ring + live record, two threads (M samples/s)", num(v, " M/s"),
+            f"one-thread histogram: {num(r, ' M/s')}", f"**{rfmt(ratio(v, r))}**", S)
+table([
+    thr_row(),
+    one_row("`Stats::record`, ping-pong shape (ns/sample)", S, "record.pingpong_ns", "record.bare_ns",
+            "bare histogram record", lambda v: num(v, " ns")),
+    one_row("`Stats::record`, paced STAMP shape (ns/sample)", S, "record.paced_ns", "record.bare_ns",
+            "bare histogram record", lambda v: num(v, " ns")),
+])
+pp_ns = sp.get("record.pingpong_ns")
+bl = run(B).get("syn-block")
+busy = run(I).get("syn-default")
+extra = ""
+if pp_ns and bl and busy:
+    extra = (f"; a ping-pong sample's record is {100 * pp_ns / bl:.2f} % of this run's blocking round trip "
+             f"(§1) and {100 * pp_ns / busy:.2f} % of a busy-poll one (§2)")
+v = sp.get("path.synapse_msps")
+p(f"Reading: the two-thread path does {num(v, ' M samples/s')} (target ≥ 10 M/s: "
+  f"{'met' if v and v >= 10 else 'not met' if v else 'not measured'}){extra}. The two-thread figure "
+  "has swung by several times between runs with the host's scheduling of the vCPUs; the engine's own "
+  "histogram holds every sample regardless (the bench asserts it).")
+p()
+
+# 6. memory ------------------------------------------------------------------------
+p("## 6. Memory over many packets")
+p()
+p("A busy-poll loopback run's resident set, sampled every second: does it stay flat once the ring")
+p("and the histograms are touched?")
+p()
+R = "rss"
+rs = run(R)
+def kib(v):
+    return "–" if v is None else f"{v / 1024:.2f} MiB"
+sent, recv, p50, dur = (rs.get("run", i) for i in range(4))
+table([
+    one_row("RSS at the end of the run", R, "rss_kib.end", "rss_kib.at_2s", "RSS at 2 s", kib),
+    one_row("largest RSS sampled", R, "rss_kib.max", "rss_kib.at_2s", "RSS at 2 s", kib),
+])
+if sent is not None:
+    p(f"Reading: {sent:,.0f} packets in {dur:.1f} s, {sent - recv:,.0f} lost, p50 {ns(p50)}; the "
+      f"resident set ends at {kib(rs.get('rss_kib.end'))}, against a budget of 32 MiB "
+      f"({rfmt(ratio(rs.get('rss_kib.end'), 32 * 1024), 2)} of it).")
+else:
+    p(f"Reading: {rs.missing('run')}.")
+p()
+
+# 7. UI --------------------------------------------------------------------------------
+p("## 7. What the live display costs")
+p()
+p("`synapse` with its live display drawing at 30 fps in a 120×36 tmux terminal, against")
+p("`synapse --no-ui`, alternating; the display's figures are read from the summary it prints on")
+p("quit (0.1 µs resolution).")
+p()
+table([
+    pair_row("blocking, 30,000 packets a round", "ui_blocking", "tui", "noui", "`--no-ui`"),
+    pair_row("busy-poll, 100,000 packets a round", "ui_busy", "tui", "noui", "`--no-ui`"),
+], reference="reference: `--no-ui`")
+p(f"Reading: TUI against `--no-ui`, p50: blocking {says(r50('ui_blocking', 'tui', 'noui'), 1.05)}, "
+  f"busy-poll {says(r50('ui_busy', 'tui', 'noui'), 1.05)}. The display never runs on the measuring "
+  "thread; under busy-poll on two cores its frames and tmux's must still preempt a spinning thread.")
+p()
+
+# 8. schedule -------------------------------------------------------------------------
+p("## 8. Paced mode: the schedule against irtt")
+p()
+p("Each tool's client on CPU 1 and its own server on CPU 0, the same interval and duration, one")
+p("run per row: slots missed (not sent by half-way to the next, irtt's rule), the mean send error")
+p("(actual send − scheduled slot), and the client's CPU. irtt runs `--thread` with its default")
+p("timer, then `--timer=busy` for the spinning rows; Synapse without, then with, `--busy-poll`.")
+p()
+Q = "schedule"
+sq = run(Q)
+labels = [("10ms", "10 ms"), ("1ms", "1 ms"), ("100us", "100 µs"),
+          ("1ms-spin", "1 ms, spinning"), ("100us-spin", "100 µs, spinning")]
+rows = []
+for key, lab in labels:
+    rows.append(one_row(f"slots missed, {lab} (%)", Q, f"{key}.synapse", f"{key}.irtt", "irtt",
+                        lambda v: num(v, " %", 2), i=0))
+for key, lab in labels:
+    rows.append(one_row(f"send error mean, {lab} (µs)", Q, f"{key}.synapse", f"{key}.irtt", "irtt",
+                        lambda v: num(v, " µs", 1), i=1))
+for key, lab in labels[:3]:
+    rows.append(one_row(f"client CPU, {lab} (% of a core)", Q, f"{key}.synapse", f"{key}.irtt", "irtt",
+                        lambda v: num(v, " %", 1), i=4))
+rows.append(one_row("RTT median, 1 ms (each against its own server)", Q, "1ms.synapse", "1ms.irtt",
+                    "irtt", lambda v: num(v, " µs", 1), i=3))
+table(rows, figure="Synapse", reference="reference: irtt, same run")
+def stall(when):
+    g50, g500, longest = (sq.get(f"stalls.{when}", i) for i in range(3))
+    if g50 is None:
+        return "not measured"
+    return f"{g50:,.0f} gaps > 50 µs, {g500:,.0f} > 500 µs, longest {longest:,.0f} µs"
+m1 = sq.get("1ms.synapse", 0)
+e99 = sq.get("1ms.synapse", 5)
+if m1 is None:
+    p(f"Reading: {sq.missing('1ms.synapse')}.")
+else:
+  p(f"Reading: at 1 ms Synapse missed {num(m1, ' %', 2)} of its slots (target < 0.1 %) with a send-error "
+  f"p99 of {num(e99, ' µs', 1)} (target < 20 µs); at 100 µs {num(sq.get('100us.synapse', 0), ' %', 2)} "
+  f"(target < 1 %). A missed 1 ms slot is a wake-up over 500 µs late: the machine's own stalls, a C "
+  f"loop spinning on CPU 1 for the same time, were before the rows {stall('before')}, after them "
+  f"{stall('after')}. irtt's spinning timer starves its own receiver, so its spinning RTTs compare "
+  "only the timer.")
+p()
+
+# 9. agent ---------------------------------------------------------------------------
+p("## 9. The agent with 1,000 peers")
+p()
+p("One `synapse agent` probing 1,000 loopback peers at 10 probes/s each (10,000 probes/s): its")
+p("prober's CPU against a bare C prober doing the least the same job needs")
+p("(`benches/prober_c`, the same 1 ms tick, against a C epoll echo on 1,000 ports), alternating;")
+p("its own reflector while it probes, against an idle `synapse server`; and its memory and")
+p("`/metrics` against a Python echo, against the targets of its issue (no same-run reference).")
+p()
+A, F, AR = "agent_vs_c", "agent_fleet", "agent_reflector"
+af = run(F)
+pct = lambda v: num(v, " %", 2)
+def target_row(label, key, target, fmt, tlabel, i=0):
+    v = af.get(key, i)
+    if v is None:
+        return (label, None, None, af.missing(key), F)
+    return (label, fmt(v), f"target: {tlabel}", rfmt(ratio(v, target), 2) + " of target", F)
+table([
+    one_row("prober CPU, C prober, no stamps (% of a core)", A, "c", "c", "C, no stamps", pct),
+    one_row("prober CPU, `synapse agent` defaults (kernel stamps)", A, "syn", "c-stamps", "C, same stamps", pct),
+    one_row("prober CPU, `synapse agent --timestamps user`", A, "user", "c", "C, no stamps", pct),
+    one_row("prober CPU, C prober with Synapse's stamps", A, "c-stamps", "c", "C, no stamps", pct),
+    one_row("prober CPU, C prober, one `recvmmsg` per wake-up", A, "c-mmsg", "c", "C, no stamps", pct),
+    pair_row("ping-pong against the busy agent's reflector, blocking", AR, "busy", "idle", "idle `synapse server`"),
+    target_row("prober thread CPU (Python echo)", "prober_cpu_pct", 10, pct, "10 %"),
+    target_row("memory per peer", "mem_per_peer_kib", 64, lambda v: num(v, " KiB", 1), "64 KiB"),
+    target_row("`/metrics` OpenMetrics text render (median of 20 scrapes)", "text", 50,
+               lambda v: num(v, " ms", 1), "50 ms"),
+    target_row("`/metrics` protobuf render (median of 20 scrapes)", "proto", 50,
+               lambda v: num(v, " ms", 1), "50 ms"),
+])
+sent_, lost_ = af.get("probes", 0), af.get("probes", 1)
+tb = af.get("text", 1)
+loss = f"; probes lost to the Python echo: {lost_:,.0f} of {sent_:,.0f}" if sent_ else ""
+size = f"; the text form is {tb / 1e6:.1f} MB" if tb else ""
+cfloor = run(A).get("c")
+p(f"Reading: the agent's prober CPU against the bare C prober with the same stamps "
+  f"{says(r50(A, 'syn', 'c-stamps'), digits=2)}, without stamps {says(r50(A, 'user', 'c'), digits=2)}; "
+  + (f"the C loop alone costs {num(cfloor, ' %', 1)} of a core here, so the 10 % target is "
+     f"{'below what any loop sending one request per peer per slot reaches on this VM' if cfloor > 10 else 'within reach of the C loop'}. "
+     if cfloor else "") +
+  f"A ping-pong against the busy agent's reflector, against an idle server's: p50 "
+  f"{says(r50(AR, 'busy', 'idle'), digits=2)}{size}{loss}.")
+p()
+
+# 10. calibrate --------------------------------------------------------------------------
+p("## 10. `synapse calibrate` against independent C measurements")
+p()
+p("`synapse calibrate --json` against two small C programs (`benches/floor_c`): a `getpid` loop,")
+p("and a pipe ping-pong between two processes on one CPU and across two; alternating rounds.")
+p()
+C = "calibrate"
+cr = run(C)
+cal = []
+for key, lab in [("syscall_ns", "`syscall_ns` (a system call)"),
+                 ("context_switch_same_core_ns", "`context_switch_same_core_ns`"),
+                 ("wakeup_cross_core_ns", "`wakeup_cross_core_ns`")]:
+    v, r = cr.get(key, 0), cr.get(key, 1)
+    if v is None:
+        cal.append((lab, None, None, cr.missing(key), C))
+    else:
+        cal.append((lab, ns(v), f"C: {ns(r)}", f"**{rfmt(ratio(v, r), 2)}**", C))
+table(cal, figure="Synapse", reference="reference: C, same run")
+rs_ = [ratio(cr.get(k, 0), cr.get(k, 1))
+       for k in ("syscall_ns", "context_switch_same_core_ns", "wakeup_cross_core_ns")]
+ok = [r for r in rs_ if r is not None]
+p("Reading: " + (f"all three agree within {max(max(ok), 1 / min(ok)):.2f} × (the script fails beyond 2 ×)."
+                 if ok else f"{cr.missing('syscall_ns')}."))
+p()
+
+# 11. limits --------------------------------------------------------------------------
+p("## 11. The reflector's `--allow` and limits")
+p()
+p("What a datagram costs the reflector, answered or refused: a C generator sends 200,000 datagrams")
+p("at 50,000/s to a blocking reflector on CPU 1, whose thread CPU is divided by the datagrams; and")
+p("what the limits and an `--allow` list cost a busy-poll ping-pong (`--timestamps user`, 100,000")
+p("packets, order A B C C B A).")
+p()
+M = "limits"
+ml = run(M)
+table([
+    one_row("reflector CPU per datagram, answered (no limits)", M, "dgram.answered", "dgram.answered",
+            "answered", lambda v: num(v, " ns", 0)),
+    one_row("reflector CPU per datagram, refused: not in `--allow`", M, "dgram.allow", "dgram.answered",
+            "answered", lambda v: num(v, " ns", 0)),
+    one_row("reflector CPU per datagram, refused: rate (`--max-pps 1000`)", M, "dgram.rate", "dgram.answered",
+            "answered", lambda v: num(v, " ns", 0)),
+    pair_row("ping-pong against no limits (`--max-pps 0 --max-total-pps 0`)", M, "pp.no-limits", "pp.no-limits",
+             "no limits"),
+    pair_row("ping-pong against the default limits", M, "pp.defaults", "pp.no-limits", "no limits"),
+    pair_row("ping-pong against the defaults + `--allow 10.0.0.0/8 --allow 127.0.0.1/32`", M, "pp.allow-list",
+             "pp.no-limits", "no limits"),
+])
+ans = ml.get("dgram.rate", 1)
+p(f"Reading: a refusal costs the reflector, against an answer, {says(r50(M, 'dgram.allow', 'dgram.answered'), digits=2)} "
+  f"(not allowed) and {says(r50(M, 'dgram.rate', 'dgram.answered'), digits=2)} (rate): the receive, and the "
+  f"`recvmmsg` try for more that follows every datagram since batching, are paid either way; the send is saved. The rate case answered {num(ans, '', 0)} datagrams (its burst of 256 "
+  f"plus 1,000/s over the run). The ping-pong p50 against no limits: default limits "
+  f"{says(r50(M, 'pp.defaults', 'pp.no-limits'))}, with the `--allow` list "
+  f"{says(r50(M, 'pp.allow-list', 'pp.no-limits'))}.")
+p()
+
+# 12. STAMP authentication -----------------------------------------------------------
+p("## 12. Authenticated STAMP")
+p()
+p("One request and its answer on one pinned thread (encode, reflect in place; authenticated: client")
+p("sign, reflector verify, reflector sign, client verify), 1,000,000 exchanges a round, 5 rounds.")
+p()
+H = "stamp_hmac"
+hm = run(H)
+table([
+    one_row("an authenticated exchange (4 HMAC-SHA-256)", H, "auth_ns", "open_ns", "unauthenticated",
+            lambda v: num(v, " ns", 1), digits=1),
+])
+a_, o_ = hm.get("auth_ns"), hm.get("open_ns")
+p("Reading: " + (f"one HMAC over 96 octets costs about {(a_ - o_) / 4:.0f} ns here; the reflector verifies "
+                 f"and signs, about {(a_ - o_) / 2:.0f} ns per answer, the signing after T3 (so in the "
+                 "network segment of the split, not the dwell)." if a_ and o_ else f"{hm.missing('auth_ns')}."))
+p()
+
+# 13. capacity ------------------------------------------------------------------------
+p("## 13. Reflector capacity")
+p()
+p("An open-loop C generator (8 sources taking turns, UDP GSO, on CPU 0) offers a rate for 2 s to a")
+p("busy-polling reflector on CPU 1: the bare C reflector and `synapse server` with its limits off,")
+p("each twice per rate (C, Synapse, Synapse, C). Past saturation, answers per second is capacity.")
+p()
+K = "capacity"
+kc = run(K)
+rates = sorted({int(r[0]) for k in ("c", "synapse") for r in kc.results.get(k, [])})
+def share(kind, rate):
+    v = [float(r[1]) for r in kc.results.get(kind, []) if int(r[0]) == rate]
+    return statistics.median(v) if v else None
+def cap(kind):
+    v = [float(r[2]) for r in kc.results.get(kind, []) if float(r[1]) < 99]
+    return (statistics.median(v), len(v)) if v else (None, 0)
+krows = []
+for rate in rates:
+    s, c = share("synapse", rate), share("c", rate)
+    krows.append((f"share answered at {rate:,}/s offered", num(s, " %", 1), f"C reflector: {num(c, ' %', 1)}",
+                  f"**{rfmt(ratio(s, c), 2)}**", K))
+(sc, sn), (cc, cn) = cap("synapse"), cap("c")
+if sc is not None and cc is not None:
+    krows.append(("answers/s where saturated (< 99 % answered)", f"{sc:,.0f}/s ({sn} runs)",
+                  f"C reflector: {cc:,.0f}/s ({cn} runs)", f"**{rfmt(ratio(sc, cc), 2)}**", K))
+elif cc is not None:
+    krows.append(("answers/s where saturated (< 99 % answered)", f"never saturated (≥ {rates[-1]:,}/s)",
+                  f"C reflector: {cc:,.0f}/s", "> " + rfmt(ratio(rates[-1], cc), 2), K))
+if not krows:
+    krows.append(("reflector capacity", None, None, kc.missing("synapse"), K))
+table(krows)
+def onset(kind):
+    below = [r for r in rates if share(kind, r) is not None and share(kind, r) < 99]
+    above = [r for r in rates if share(kind, r) is not None and share(kind, r) >= 99]
+    if not below:
+        return f"none up to {rates[-1]:,}/s" if rates else "not measured"
+    lo = max([r for r in above if r < min(below)], default=None)
+    return f"between {lo:,} and {min(below):,}/s" if lo else f"below {min(below):,}/s"
+p(f"Reading: capacity against the bare C loop {says(ratio(sc, cc), 1.5, 2, at_least=True) if sc and cc else '(not resolvable in this run)'}; "
+  f"the batching reflector answers a burst with `recvmmsg` and one GSO `sendmmsg` per "
+  f"source. Loss onset {onset('synapse')} for Synapse, {onset('c')} for the C loop. On loopback GSO "
+  "also saves the receive path, which a real network puts on the far host.")
+p()
+
+# 14. syscalls --------------------------------------------------------------------------
+p("## 14. System calls per round trip")
+p()
+p("`strace -c -f` over two runs of different lengths, subtracted (start-up and report fall out),")
+p("client against `synapse server` on loopback; failed calls (the `EAGAIN` that ends a spin or a")
+p("drain) counted apart (a difference of two runs, so a failed count can also carry how the two runs")
+p("differed). The reference is the bare blocking C client against the same server.")
+p()
+Y = "syscalls"
+sy = run(Y)
+srows = []
+for key, lab in [("c-block", "bare C client, blocking"),
+                 ("block", "ping-pong blocking, defaults"),
+                 ("block-user", "ping-pong blocking, `--timestamps user`"),
+                 ("block-every1", "ping-pong blocking, `--tx-stamp-every 1`"),
+                 ("busy", "ping-pong busy-poll, defaults"),
+                 ("paced-10ms", "paced `--interval 10ms`, defaults"),
+                 ("paced-1ms", "paced `--interval 1ms`, defaults"),
+                 ("paced-1ms-user", "paced `--interval 1ms`, `--timestamps user`"),
+                 ("paced-100us", "paced `--interval 100us`, defaults")]:
+    v, f = sy.get(key, 0), sy.get(key, 1)
+    which = sy.results.get(key, [[None, None, ""]])[0]
+    which = which[2].replace("_", " ") if len(which) > 2 else ""
+    ref = sy.get("c-block", 0)
+    if v is None:
+        srows.append((lab, None, None, sy.missing(key), Y))
+        continue
+    fig = f"{v:.2f} (+{f:.2f} failed)" + (f": {which}" if which else "")
+    if key == "c-block":
+        srows.append((lab, fig, "(the reference)", "1", Y))
+    else:
+        srows.append((lab, fig, f"bare C: {num(ref, '', 2)}", f"**{rfmt(ratio(v, ref), 2)}**", Y))
+table(srows, figure="successful calls per round trip")
+p(f"Reading: a default blocking round trip makes {num(sy.get('block', 0), '', 2)} successful calls to the "
+  f"C loop's {num(sy.get('c-block', 0), '', 2)} (a send and a receive); one packet in 256 adds the "
+  "error-queue read of its TX stamps, and a paced loop adds the sleep to its slot. This count does not "
+  "vary with the host's noise, as §1's times do.")
+p()
+
+# 15. STAMP TLVs --------------------------------------------------------------------------
+p("## 15. The STAMP reflector with RFC 8972 TLVs on and off")
+p()
+p("An open-loop C flood (`benches/reflector_c/stamp_flood.c`, 8 sources, `sendmmsg`, on CPU 0) offers")
+p("one 72-octet STAMP request for 2 s at up to 400,000/s to `synapse server`'s STAMP reflector (its")
+p("thread on CPU 1, limits off), rounds alternating: *plain* is an RFC 8762 request zero-padded to 72")
+p("(no TLV parsed); *tlvs* carries a Class of Service and a Follow-Up Telemetry TLV, so each answer is")
+p("marked, asks the kernel for its TX stamp, and the next one carries that stamp. Answers per second")
+p("of sending time; both kinds are offered more than the reflector answers.")
+p()
+T = "stamp_tlv"
+table([one_row("answers/s, CoS + Follow-Up", T, "tlvs", "plain", "plain, same size",
+               lambda v: f"{v:,.0f}/s")])
+p(f"Reading: with CoS and Follow-Up on, the reflector answers {says(r50(T, 'tlvs', 'plain'), 0.9, at_least=True)} "
+  "as many requests per second as without. The TLVs add a control message to each send (`IP_TOS`,")
+p("`SO_TIMESTAMPING`), a TX stamp and its error-queue entry per answer, and an error-queue read (one")
+p("`recvmmsg` for every stamp waiting) when a session's next request finds its stamp not in yet.")
+p()
+
+# not measured ---------------------------------------------------------------------------
+p("## What is not measured here")
+p()
+hw = machine.get("hw_clock", "0").strip()
+p("- Hardware (NIC) timestamps: " + ("no PTP hardware clock on this machine" if hw in ("", "0")
+  else f"{hw} PTP clock(s) present but no script measures them") +
+  ", so neither their cost nor the `SIOCSHWTSTAMP` path has run here.")
+p("- Anything over a real network: loopback runs both stacks but no driver or wire; on loopback the")
+p("  sender also pays the receiver's softirq, which a network moves to the far host.")
+cyc = machine.get("perf_cycles", "")
+if "not supported" in cyc or "not counted" in cyc or not cyc:
+    p("- CPU cycles per round trip: `perf stat -e cycles` reports `<not supported>` in this VM, so the")
+    p("  deterministic count offered here is §14's system calls, not cycles.")
+else:
+    p("- CPU cycles per round trip: `perf stat -e cycles` works here, but no script uses it yet.")
+p("- qperf (not installed); sockperf is compared for the blocking round trip only (§1), irtt for the")
+p("  paced schedule only (§8).")
+p()
+
+sys.stdout.write("\n".join(out))

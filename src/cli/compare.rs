@@ -1,0 +1,85 @@
+//! `synapse compare` and `synapse plot`: their options, declared once.
+
+use super::percent;
+use clap::Args;
+use std::path::PathBuf;
+
+/// `synapse compare`.
+#[derive(Debug, Args)]
+#[command(after_long_help = COMPARE_AFTER_HELP)]
+pub struct CompareArgs {
+    /// The runs: A, then each run compared with it (`compare A B C` is B
+    /// against A and C against A). With `--`, the runs before it are side
+    /// A and those after it side B (`compare A1 A2 A3 -- B1 B2 B3`). Each
+    /// is a JSON report (`--json > run.json`), an interval log
+    /// (`--hdr-log`), or `baseline:PROFILE` (a profile's stored baseline,
+    /// all its runs).
+    #[arg(value_name = "INPUT", required = true, num_args = 1..)]
+    pub a: Vec<String>,
+
+    /// Side B, after `--`.
+    #[arg(value_name = "INPUT", last = true)]
+    pub b: Vec<String>,
+
+    /// Call a regression only when a figure got worse by more than this
+    /// percentage of A's (as well as significantly). With one run a side
+    /// it is what a regression needs: one run cannot show run-to-run
+    /// variation.
+    #[arg(long, value_name = "PERCENT", value_parser = percent)]
+    pub min_effect: Option<f64>,
+
+    /// An agent's interval log: compare this peer's series (`PEER/rtt`).
+    #[arg(long, value_name = "NAME")]
+    pub peer: Option<String>,
+
+    /// One JSON object on stdout instead of the text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Configuration file, for `baseline:PROFILE` [default:
+    /// $XDG_CONFIG_HOME/synapse/config.toml].
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}
+
+const COMPARE_AFTER_HELP: &str = "\
+For p50, p90, p99, p99.9, the mean and the loss: B − A with a 95 % confidence
+interval (simultaneous over the six figures), and a sentence. Several runs a
+side: Student t over the runs' figures, which holds run-to-run variation. One
+run a side: a block bootstrap over the two runs' intervals, which holds only
+the noise within them; a regression then needs --min-effect. Exit status: 0 no
+regression, 3 a regression (significant, worse, and beyond --min-effect), 2 bad
+input. See docs/compare.md.";
+
+/// `synapse plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// The runs to draw: interval logs (`--hdr-log`), `baseline:PROFILE`,
+    /// or JSON reports (their percentiles only: a report has no intervals).
+    #[arg(value_name = "INPUT", required = true, num_args = 1..)]
+    pub inputs: Vec<String>,
+
+    /// The picture: FILE.svg or FILE.png.
+    #[arg(short, long, value_name = "FILE.svg|FILE.png")]
+    pub output: PathBuf,
+
+    /// What to draw: `percentiles` (the distribution on HdrHistogram's
+    /// 1/(1−q) axis, the runs overlaid), `time` (per-interval p50, p99 and
+    /// max, loss and outages marked), `split` (the segments of the round
+    /// trip, stacked per interval), or `all` (the three, one above the
+    /// other).
+    #[arg(long, value_name = "KIND", default_value = "all", value_parser = ["percentiles", "time", "split", "all"])]
+    pub kind: String,
+
+    /// An agent's interval log: draw this peer's series.
+    #[arg(long, value_name = "NAME")]
+    pub peer: Option<String>,
+
+    /// Picture width in pixels.
+    #[arg(long, value_name = "PX", default_value_t = 1200, value_parser = clap::value_parser!(u32).range(400..=8000))]
+    pub width: u32,
+
+    /// Configuration file, for `baseline:PROFILE`.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+}

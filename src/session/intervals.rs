@@ -1,0 +1,180 @@
+//! What a front end does with the records it drains, besides showing
+//! them: cut them into intervals, hand those to the `--hdr-log` writer,
+//! and keep them for a baseline or a comparison. Fed by the ring's
+//! consumer, never by the measurement thread.
+
+use crate::hdr_log::{HdrLogError, HdrLogOutcome, HdrLogWriter, header};
+use crate::stats::Record;
+use crate::stats::intervals::{Interval, IntervalRecorder, coarsen};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Intervals kept in memory at most: past this, neighbours merge (the
+/// interval doubles), so a run of any length fits.
+pub const MAX_KEPT: usize = 4096;
+
+/// Intervals of one or more runs, to a log and (if asked) kept.
+#[derive(Debug)]
+pub struct IntervalTap {
+    recorder: IntervalRecorder,
+    writer: Option<HdrLogWriter>,
+    keep: bool,
+    kept: Vec<Interval>,
+    /// When the log's time 0 was, on the monotonic clock.
+    base: Instant,
+    /// The current run's start after the log's base, ns.
+    offset_ns: u64,
+    /// The latest time recorded, after the log's base.
+    last_ns: u64,
+    timeout_ns: u64,
+}
+
+impl IntervalTap {
+    /// Intervals `length` long, written to `path` when there is one (it is
+    /// created now, so a bad path fails before anything runs), kept when
+    /// `keep`. `what` describes the run in the log's header.
+    pub fn open(
+        path: Option<&Path>,
+        length: Duration,
+        keep: bool,
+        what: &str,
+    ) -> Result<Self, HdrLogError> {
+        let writer = path
+            .map(|p| HdrLogWriter::create(p, SystemTime::now(), &header(what)))
+            .transpose()?;
+        Ok(Self {
+            recorder: IntervalRecorder::new(length),
+            writer,
+            keep,
+            kept: Vec::new(),
+            base: Instant::now(),
+            offset_ns: 0,
+            last_ns: 0,
+            timeout_ns: 0,
+        })
+    }
+
+    /// Intervals `length` long, kept in memory only (no log).
+    pub fn in_memory(length: Duration) -> Self {
+        Self {
+            recorder: IntervalRecorder::new(length),
+            writer: None,
+            keep: true,
+            kept: Vec::new(),
+            base: Instant::now(),
+            offset_ns: 0,
+            last_ns: 0,
+            timeout_ns: 0,
+        }
+    }
+
+    /// Whether there is anything to do (a log, or intervals to keep).
+    pub fn is_active(&self) -> bool {
+        self.writer.is_some() || self.keep
+    }
+
+    /// A run starts now; its lost requests waited `timeout`.
+    pub fn start_run(&mut self, timeout: Duration) {
+        self.offset_ns = self.base.elapsed().as_nanos() as u64;
+        self.timeout_ns = timeout.as_nanos() as u64;
+    }
+
+    /// Accounts for a record of the current run.
+    pub fn record(&mut self, r: &Record) {
+        if !self.is_active() {
+            return;
+        }
+        let t = self.offset_ns + r.at_ns;
+        self.last_ns = self.last_ns.max(t);
+        self.recorder.add_record(t, r, self.timeout_ns, "");
+        let closed = self.recorder.take_closed();
+        self.pass_on(closed);
+    }
+
+    /// Accounts for a value of series `tag` at `t` after the log's base
+    /// (the server's answers, the agent's peers).
+    pub fn add(&mut self, t: Duration, tag: &str, value: u64) {
+        let t = t.as_nanos() as u64;
+        self.last_ns = self.last_ns.max(t);
+        self.recorder.add(t, tag, value);
+        let closed = self.recorder.take_closed();
+        self.pass_on(closed);
+    }
+
+    /// Like [`IntervalTap::record`], for a record at `t` after the log's
+    /// base (the agent's peers: `prefix` is the peer's name and a `/`).
+    pub fn add_record_at(&mut self, t: Duration, r: &Record, timeout: Duration, prefix: &str) {
+        let t = t.as_nanos() as u64;
+        self.last_ns = self.last_ns.max(t);
+        self.recorder
+            .add_record(t, r, timeout.as_nanos() as u64, prefix);
+        let closed = self.recorder.take_closed();
+        self.pass_on(closed);
+    }
+
+    /// The log's time 0, on the monotonic clock.
+    pub fn base(&self) -> Instant {
+        self.base
+    }
+
+    fn pass_on(&mut self, closed: Vec<Interval>) {
+        if closed.is_empty() {
+            return;
+        }
+        if self.keep {
+            self.kept.extend(closed.iter().cloned());
+            while self.kept.len() > MAX_KEPT {
+                coarsen(&mut self.kept);
+            }
+        }
+        if let Some(w) = &self.writer {
+            w.write(closed);
+        }
+    }
+
+    /// The current run has ended: its last interval is closed where its
+    /// last record was.
+    pub fn end_run(&mut self) {
+        let closed = self.recorder.finish(self.last_ns + 1);
+        self.pass_on(closed);
+    }
+
+    /// Starts afresh on the same clock: the open interval is closed where
+    /// its last record was, and everything kept so far is dropped (the
+    /// live display's `m`: what follows is compared with what came before).
+    pub fn cut(&mut self) {
+        self.end_run();
+        self.kept.clear();
+    }
+
+    /// A comment line in the log, after the intervals so far.
+    pub fn comment(&self, text: &str) {
+        if let Some(w) = &self.writer {
+            w.comment(text);
+        }
+    }
+
+    /// Why the log stopped being written, as soon as it has.
+    pub fn failure(&self) -> Option<String> {
+        self.writer.as_ref().and_then(HdrLogWriter::failure)
+    }
+
+    /// Forgets all but the last `n` intervals kept.
+    pub fn keep_last(&mut self, n: usize) {
+        let old = self.kept.len().saturating_sub(n);
+        self.kept.drain(..old);
+    }
+
+    /// The intervals kept so far.
+    pub fn kept(&self) -> &[Interval] {
+        &self.kept
+    }
+
+    /// Ends the log (its writer flushes whole lines); returns what it
+    /// holds and the intervals kept.
+    pub fn finish(mut self) -> (Option<HdrLogOutcome>, Vec<Interval>) {
+        self.end_run();
+        let log = self.writer.take().map(HdrLogWriter::finish);
+        (log, std::mem::take(&mut self.kept))
+    }
+}
