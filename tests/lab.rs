@@ -12,10 +12,14 @@ mod common;
 
 #[path = "lab/agent.rs"]
 mod agent;
+#[path = "lab/clocks.rs"]
+mod clocks;
 #[path = "lab/faults.rs"]
 mod faults;
 #[path = "lab/flows.rs"]
 mod flows;
+#[path = "lab/hardware.rs"]
+mod hardware;
 #[path = "lab/harness.rs"]
 mod harness;
 #[path = "lab/loss.rs"]
@@ -47,6 +51,28 @@ fn group(name: &str, title: &str, scenarios: &[&str], check: fn(&mut Sheet, &Sce
     let header = format!(
         "## {title}\n\nRan on {} in {:.0} s ({} checks, {} of them statistical).",
         run.machine, run.seconds, sheet.rows, sheet.statistical
+    );
+    sheet.finish(&harness::lab_dir().join("results"), &header);
+}
+
+/// Runs a two-host scenario (two guests, two clocks) and checks side a's
+/// outputs.
+fn two_hosts(name: &str, title: &str, scenario: &str, check: fn(&mut Sheet, &Scenario)) {
+    let Some(run) = harness::run_two(name, scenario) else {
+        return;
+    };
+    let mut sheet = Sheet::new(name);
+    let side_a = Scenario {
+        name: scenario.to_string(),
+        dir: run.dir.join("a"),
+    };
+    check(&mut sheet, &side_a);
+    let header = format!(
+        "## {title}\n\nRan on two guests (two QEMU processes, each {}) in {:.0} s ({} checks, {} of them statistical).",
+        run.machine.trim_start_matches("a guest "),
+        run.seconds,
+        sheet.rows,
+        sheet.statistical
     );
     sheet.finish(&harness::lab_dir().join("results"), &header);
 }
@@ -108,4 +134,28 @@ fn agents_scraped_by_prometheus() {
         &["agent"],
         agent::check,
     );
+}
+
+#[test]
+fn two_hosts_two_clocks() {
+    two_hosts(
+        "6-clocks",
+        "Two hosts, two clocks: a step and a skew",
+        "clocks",
+        clocks::check,
+    );
+}
+
+#[test]
+fn nic_hardware_stamps() {
+    let Some(run) = harness::run_in_guest("7-hardware", &["hardware"], hardware::QEMU_ARGS) else {
+        return;
+    };
+    let mut sheet = Sheet::new("7-hardware");
+    hardware::check(&mut sheet, &Scenario::new(&run.dir, "hardware"));
+    let header = format!(
+        "## NIC hardware timestamps (igb)\n\nRan on {} in {:.0} s ({} checks).",
+        run.machine, run.seconds, sheet.rows
+    );
+    sheet.finish(&harness::lab_dir().join("results"), &header);
 }

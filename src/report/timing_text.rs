@@ -131,10 +131,16 @@ fn write_schedule(out: &mut impl Write, s: &Summary) -> io::Result<()> {
     writeln!(out)
 }
 
+/// One-way delays. Figures only when they can be taken as delays: with
+/// clocks that are not known to agree, T2 − T1 and T4 − T3 carry their
+/// offset (a negative "delay" of a second, say), so only the jitter
+/// (which the offset cancels out of) and the offset itself are shown;
+/// the clock readings stay in the JSON, marked untrusted. A trusted
+/// percentile below zero (within the offset's error) shows as `< 0`.
 fn write_one_way(out: &mut impl Write, w: &OneWayFigures) -> io::Result<()> {
     let trust = match &w.untrusted_reason {
         None => "trusted".to_string(),
-        Some(why) => format!("UNTRUSTED: {why}"),
+        Some(why) => format!("UNTRUSTED: {why}; delays not shown"),
     };
     writeln!(
         out,
@@ -144,9 +150,15 @@ fn write_one_way(out: &mut impl Write, w: &OneWayFigures) -> io::Result<()> {
         let jitter = d
             .jitter
             .as_ref()
-            .map(|j| format!("; jitter {}", jitter_line(j)))
-            .unwrap_or_default();
-        format!("P50 {}, P99 {}{jitter}", signed_ns(d.p50), signed_ns(d.p99))
+            .map(|j| format!("jitter {}", jitter_line(j)));
+        let delays = w
+            .trusted
+            .then(|| format!("P50 {}, P99 {}", delay(d.p50), delay(d.p99)));
+        [delays, jitter]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ")
     };
     writeln!(out, "  Forward:   {}", line(&w.forward))?;
     writeln!(out, "  Backward:  {}", line(&w.backward))?;
@@ -163,9 +175,10 @@ fn write_one_way(out: &mut impl Write, w: &OneWayFigures) -> io::Result<()> {
     writeln!(out)
 }
 
-fn signed_ns(ns: i64) -> String {
+/// A one-way delay: never a negative figure.
+fn delay(ns: i64) -> String {
     if ns < 0 {
-        format!("−{}", format_ns(ns.unsigned_abs() as f64))
+        "< 0".to_string()
     } else {
         format_ns(ns as f64)
     }
@@ -195,6 +208,33 @@ mod tests {
         )
         .unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn one_way_delays_are_figures_only_when_the_clocks_agree() {
+        let mut stats = Stats::new().with_one_way(false, false);
+        for seq in 0..10 {
+            // The reflector's clock a second behind: forward reads −1 s.
+            let far = FarSide::new(-1_000_000_000 + 400, 1_000_000_000 + 500, seq as u32, false);
+            stats.record(&Record::sample(seq, 0, 1_000, false).with_far(far));
+        }
+        let mut out = Vec::new();
+        write_timing(
+            &mut out,
+            &Summary::from_stats(&stats, Duration::from_secs(1)),
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("UNTRUSTED: "), "{text}");
+        assert!(text.contains("delays not shown"), "{text}");
+        assert!(!text.contains("Forward:   P50"), "{text}");
+        assert!(!text.contains("Backward:  P50"), "{text}");
+        assert!(
+            text.contains("reflector 1.00 s behind the client"),
+            "{text}"
+        );
+        assert_eq!(delay(-5), "< 0");
+        assert_eq!(delay(1_500), format_ns(1_500.0));
     }
 
     #[test]

@@ -15,6 +15,11 @@ B_ADDR=10.77.0.2
 BIND="$B_ADDR"
 ECHO_PORT=7007
 STAMP_PORT=8862
+# The per-packet logs are written to local memory (a guest's /tmp is a
+# tmpfs) and copied into $OUT when the scenario ends: in a guest, $OUT is
+# shared with the host over 9p, whose every write costs the host CPU the
+# emulated machine runs on.
+LOGS="$(mktemp -d /tmp/lab-logs.XXXXXX)"
 NS_A="lab${LAB_ID:-$$}a"
 NS_B="lab${LAB_ID:-$$}b"
 NS_R="lab${LAB_ID:-$$}r"
@@ -43,6 +48,10 @@ lab_cleanup() {
   for ns in "$NS_A" "$NS_B" "$NS_R"; do
     ip netns del "$ns" 2>/dev/null || true
   done
+  if [ "$LOGS" != "$OUT" ]; then
+    cp -r "$LOGS/." "$OUT/" 2>/dev/null || true
+    rm -rf "$LOGS"
+  fi
 }
 
 # Two hosts on one link (the default topology). `pair ipv6` keeps IPv6.
@@ -174,7 +183,7 @@ reflector() {
   local name="$1"
   shift
   ip netns exec "$NS_B" "$SYNAPSE" server --no-ui --bind "$BIND:$ECHO_PORT" \
-    --stamp-port "$STAMP_PORT" --log "$OUT/$name.csv" "$@" \
+    --stamp-port "$STAMP_PORT" --log "$LOGS/$name.csv" "$@" \
     >"$OUT/$name.txt" 2>"$OUT/$name.err" &
   REFLECTOR=$!
   LAB_PIDS+=("$REFLECTOR")
@@ -207,7 +216,7 @@ client() {
   local name="$1" args=() a rc=0 ext=json
   shift
   for a in "$@"; do
-    [ "$a" = "@" ] && a="$OUT/$name.csv"
+    [ "$a" = "@" ] && a="$LOGS/$name.csv"
     [ "$a" = "--no-ui" ] && ext=txt
     args+=("$a")
   done

@@ -218,6 +218,13 @@ pub struct ClientRow {
     pub t2: Option<i64>,
     pub t3: Option<i64>,
     pub t4: Option<i64>,
+    /// The client kernel's receive stamp of the reply.
+    pub t4_kernel: Option<i64>,
+    /// The client's driver TX stamp, and the NIC's TX and RX stamps (the
+    /// NIC's own clock).
+    pub t1_driver: Option<i64>,
+    pub t1_hw: Option<i64>,
+    pub t4_hw: Option<i64>,
     pub rtt: Option<i64>,
 }
 
@@ -230,6 +237,10 @@ impl From<HashMap<String, String>> for ClientRow {
             t2: ns(r.get("T2_SW")),
             t3: ns(r.get("T3_SW")),
             t4: ns(r.get("T4_SW")),
+            t4_kernel: ns(r.get("T4_DRV")),
+            t1_driver: ns(r.get("T1_DRV")),
+            t1_hw: ns(r.get("T1_HW")),
+            t4_hw: ns(r.get("T4_HW")),
             rtt: r.get("RTT").and_then(|v| v.parse().ok()),
         }
     }

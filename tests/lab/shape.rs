@@ -99,7 +99,7 @@ fn reorder(sheet: &mut Sheet, s: &Scenario) {
         "reordered (RFC 4737): replies at the client",
         truth.reordered,
         n(&j, &["packets", "reordered"]),
-        "in A's order of receipt",
+        "in the order A's socket delivered them (T4 user)",
     );
     let (p10, p50) = (n(&j, &["rtt_ns", "p10"]), n(&j, &["rtt_ns", "p50"]));
     sheet.row(

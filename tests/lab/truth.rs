@@ -20,7 +20,7 @@ pub struct Placed {
     /// Before the first reply to arrive, or after the highest answered.
     pub unknown: i64,
     /// Replies that came after one to a later request (RFC 4737), in the
-    /// order the client application received them.
+    /// order the client's kernel stamped their arrival.
     pub reordered: i64,
 }
 
@@ -34,7 +34,11 @@ pub fn arrived(server: &[ServerRow], proto: &str, port: u16) -> HashSet<u64> {
 }
 
 /// Places a flow's losses from its client log and the requests that
-/// arrived.
+/// arrived, and counts its reordered replies (RFC 4737) in the order the
+/// client's socket delivered them (T4 user stamps, one receiving thread):
+/// the order an application sees. The kernel's RX stamps can order two
+/// replies the other way when two CPUs handle them (each stamps on its own
+/// backlog, and the later-stamped one may reach the socket first).
 pub fn place(rows: &[ClientRow], arrived: &HashSet<u64>) -> Placed {
     let late: HashSet<u64> = rows
         .iter()
@@ -44,11 +48,7 @@ pub fn place(rows: &[ClientRow], arrived: &HashSet<u64>) -> Placed {
     let mut replies: Vec<(i64, u64)> = rows
         .iter()
         .filter(|r| r.status == "ok" || r.status == "late")
-        // In the order the application received them (its user-space
-        // stamps): the socket's queue order. The driver's stamps can differ
-        // from it by a few in thousands when two CPUs take packets in (seen
-        // in the guest), and reordering is what the application sees.
-        .filter_map(|r| Some((r.t4?, r.seq)))
+        .filter_map(|r| Some((r.t4.or(r.t4_kernel)?, r.seq)))
         .collect();
     replies.sort_unstable();
     let answered: Vec<&(i64, u64)> = replies.iter().filter(|r| !late.contains(&r.1)).collect();

@@ -128,20 +128,25 @@ impl Capabilities {
     }
 
     /// Why hardware stamps of Synapse's UDP packets are not to be had, or
-    /// `None` when they are.
+    /// `None` when they are: a clock, and transmit stamps. A NIC that
+    /// stamps only PTP on receive (the 82576) still stamps every packet it
+    /// sends; its replies then have no hardware stamp
+    /// ([`Capabilities::stamps_all_received`]).
     pub fn hardware_unavailable(&self) -> Option<&'static str> {
-        let hw = libc::SOF_TIMESTAMPING_TX_HARDWARE
-            | libc::SOF_TIMESTAMPING_RX_HARDWARE
-            | libc::SOF_TIMESTAMPING_RAW_HARDWARE;
+        let hw = libc::SOF_TIMESTAMPING_TX_HARDWARE | libc::SOF_TIMESTAMPING_RAW_HARDWARE;
         if !self.has(hw) || self.info.phc_index.is_none() {
             Some("no hardware clock")
         } else if self.info.tx_types & (1 << 1) == 0 {
             Some("the NIC cannot stamp transmitted packets")
-        } else if self.info.rx_filters & (1 << 1) == 0 {
-            Some("the NIC stamps only PTP packets on receive, not UDP test traffic")
         } else {
             None
         }
+    }
+
+    /// Whether the NIC can stamp every received packet (`FILTER_ALL`), not
+    /// only PTP.
+    pub fn stamps_all_received(&self) -> bool {
+        self.info.rx_filters & (1 << 1) != 0
     }
 
     /// The best source the interface offers for UDP test traffic.
@@ -190,13 +195,12 @@ mod tests {
     }
 
     #[test]
-    fn a_ptp_only_nic_falls_back_to_software_and_says_why() {
+    fn a_nic_stamping_only_ptp_on_receive_still_stamps_what_it_sends() {
         let c = nic(1 | 1 << 12);
-        assert_eq!(c.best(), Source::Software);
-        assert_eq!(
-            c.hardware_unavailable(),
-            Some("the NIC stamps only PTP packets on receive, not UDP test traffic")
-        );
+        assert_eq!(c.best(), Source::Hardware);
+        assert_eq!(c.hardware_unavailable(), None);
+        assert!(!c.stamps_all_received());
+        assert!(nic(0b11).stamps_all_received());
     }
 
     #[test]

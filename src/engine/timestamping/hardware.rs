@@ -2,7 +2,12 @@
 //!
 //! `SIOCSHWTSTAMP` is device-wide and may belong to someone else (ptp4l),
 //! so Synapse changes it only when it must, and the guard puts the previous
-//! setting back when it is dropped, whatever way the run ends.
+//! setting back when it is dropped, whatever way the run ends (SIGINT and
+//! SIGTERM end a run, they do not kill it). A NIC that stamps transmitted
+//! packets but not every received one (Intel 82576, igb: `FILTER_ALL` is
+//! refused with ERANGE) is used for what it grants: TX stamps, with the
+//! receive filter left as it was; its received packets then have no
+//! hardware stamp, and are reported as missing.
 
 use crate::engine::sys::ethtool::{self, HwConfig};
 use std::io;
@@ -21,10 +26,26 @@ pub fn change_needed(current: HwConfig) -> Option<HwConfig> {
     })
 }
 
-/// Whether the driver's answer stamps our UDP packets. Drivers may widen
-/// the filter, but one that comes back narrower (PTP only) is no use.
+/// Whether the driver's answer stamps our UDP packets both ways. Drivers
+/// may widen the filter, but one that comes back narrower (PTP only)
+/// stamps none of ours on receive.
 pub fn applied_is_enough(applied: HwConfig) -> bool {
     applied.tx_type == TX_ON && applied.rx_filter == FILTER_ALL
+}
+
+/// The second request, when `FILTER_ALL` was refused: TX stamping on, the
+/// receive filter as it was (PTP's, if ptp4l set one).
+pub fn transmit_only(current: HwConfig) -> HwConfig {
+    HwConfig {
+        tx_type: TX_ON,
+        rx_filter: current.rx_filter,
+    }
+}
+
+/// Whether an error from asking for `FILTER_ALL` means "not that mode"
+/// (worth asking for less), rather than "not at all".
+fn mode_refused(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ERANGE | libc::EINVAL))
 }
 
 /// Hardware stamping switched on for as long as this lives.
@@ -33,10 +54,14 @@ pub struct HardwareGuard {
     iface: String,
     /// What to restore; `None` when the device was already set up.
     previous: Option<HwConfig>,
+    /// The receive filter the driver applied, when it stamps fewer than
+    /// all received packets (`None`: it stamps them all).
+    narrow_rx: Option<u32>,
 }
 
 impl HardwareGuard {
-    /// Enables hardware stamping on `iface`, or says why not.
+    /// Enables hardware stamping on `iface`: both ways if the driver
+    /// allows it, else transmit only; or says why not.
     pub fn enable(iface: &str) -> Result<Self, HardwareRefused> {
         let call = |action, source| HardwareRefused::Call {
             iface: iface.to_string(),
@@ -48,17 +73,24 @@ impl HardwareGuard {
             return Ok(Self {
                 iface: iface.into(),
                 previous: None,
+                narrow_rx: None,
             });
         };
-        let applied = ethtool::set_hw_config(iface, wanted).map_err(|e| call("enable", e))?;
+        let applied = match ethtool::set_hw_config(iface, wanted) {
+            Ok(applied) => applied,
+            Err(e) if mode_refused(&e) => ethtool::set_hw_config(iface, transmit_only(current))
+                .map_err(|e| call("enable", e))?,
+            Err(e) => return Err(call("enable", e)),
+        };
+        // From here on, dropping the guard restores the old setting.
         let guard = Self {
             iface: iface.into(),
             previous: Some(current),
+            narrow_rx: (!applied_is_enough(applied)).then_some(applied.rx_filter),
         };
-        if applied_is_enough(applied) {
+        if applied.tx_type == TX_ON {
             Ok(guard)
         } else {
-            // Dropping the guard restores the old setting.
             Err(HardwareRefused::Narrow {
                 iface: iface.to_string(),
                 filter: applied.rx_filter,
@@ -74,6 +106,16 @@ impl HardwareGuard {
     /// Whether Synapse changed the device's setting (and will restore it).
     pub fn changed(&self) -> bool {
         self.previous.is_some()
+    }
+
+    /// When received packets get no hardware stamp, why, in words.
+    pub fn receive_note(&self) -> Option<String> {
+        self.narrow_rx.map(|filter| {
+            format!(
+                "{}: hardware stamps on transmit only (the driver stamps no received UDP: filter {filter}); received packets have none",
+                self.iface
+            )
+        })
     }
 }
 
@@ -103,8 +145,8 @@ pub enum HardwareRefused {
         /// What the driver said.
         source: io::Error,
     },
-    /// The driver took the request but stamps only some packets.
-    #[error("{iface}: the driver stamps only some received packets (filter {filter})")]
+    /// The driver took the request but left transmit stamping off.
+    #[error("{iface}: the driver did not switch transmit stamping on (filter {filter})")]
     Narrow {
         /// The interface.
         iface: String,
@@ -157,6 +199,19 @@ mod tests {
         assert!(applied_is_enough(cfg(TX_ON, FILTER_ALL)));
         assert!(!applied_is_enough(cfg(TX_ON, 12)));
         assert!(!applied_is_enough(cfg(0, FILTER_ALL)));
+    }
+
+    #[test]
+    fn a_refused_all_falls_back_to_transmit_keeping_the_receive_filter() {
+        let ptp_v2_event = 12;
+        assert_eq!(transmit_only(cfg(0, FILTER_NONE)), cfg(TX_ON, FILTER_NONE));
+        assert_eq!(
+            transmit_only(cfg(0, ptp_v2_event)),
+            cfg(TX_ON, ptp_v2_event),
+            "ptp4l's filter stays"
+        );
+        assert!(mode_refused(&io::Error::from_raw_os_error(libc::ERANGE)));
+        assert!(!mode_refused(&io::Error::from_raw_os_error(libc::EPERM)));
     }
 
     #[test]

@@ -96,8 +96,10 @@ pub fn choose(mode: TimestampMode, local: IpAddr) -> Result<Timestamping, Engine
         .and_then(|i| Capabilities::probe(i).ok());
     let mut guard = None;
     let decision = decide(mode, interface.as_deref(), caps.as_ref(), |iface| {
-        guard = Some(HardwareGuard::enable(iface).map_err(|e| e.to_string())?);
-        Ok(())
+        let g = HardwareGuard::enable(iface).map_err(|e| e.to_string())?;
+        let note = g.receive_note();
+        guard = Some(g);
+        Ok(note)
     });
     match decision {
         Ok((source, note)) => Ok(Timestamping {
@@ -111,13 +113,15 @@ pub fn choose(mode: TimestampMode, local: IpAddr) -> Result<Timestamping, Engine
 }
 
 /// The choice itself, with the device step injected so it can be tested
-/// without a NIC that has a clock. Returns the source and a note when
-/// `auto` fell back, or the reason an explicit request cannot be met.
+/// without a NIC that has a clock (it returns a note when the NIC grants
+/// less than asked, transmit stamps only). Returns the source and a note
+/// when `auto` fell back or hardware is partial, or the reason an explicit
+/// request cannot be met.
 pub fn decide(
     mode: TimestampMode,
     interface: Option<&str>,
     caps: Option<&Capabilities>,
-    enable_hardware: impl FnOnce(&str) -> Result<(), String>,
+    enable_hardware: impl FnOnce(&str) -> Result<Option<String>, String>,
 ) -> Result<(Source, Option<String>), String> {
     let name = interface.unwrap_or("the outgoing interface");
     let software_ok = caps.is_none_or(|c| c.best() != Source::User);
@@ -134,7 +138,7 @@ pub fn decide(
     };
     match (mode, hardware) {
         (TimestampMode::User, _) => Ok((Source::User, None)),
-        (TimestampMode::Hardware | TimestampMode::Auto, Ok(())) => Ok((Source::Hardware, None)),
+        (TimestampMode::Hardware | TimestampMode::Auto, Ok(note)) => Ok((Source::Hardware, note)),
         (TimestampMode::Hardware, Err(why)) => Err(format!(
             "--timestamps hardware: {why} (try --timestamps software, or auto)"
         )),
@@ -165,10 +169,10 @@ mod tests {
     fn software_only() -> Capabilities {
         Capabilities::from_raw(0x1a, None, 0, 0)
     }
-    fn enabled(_: &str) -> Result<(), String> {
-        Ok(())
+    fn enabled(_: &str) -> Result<Option<String>, String> {
+        Ok(None)
     }
-    fn refused(iface: &str) -> Result<(), String> {
+    fn refused(iface: &str) -> Result<Option<String>, String> {
         Err(format!(
             "{iface}: cannot enable hardware timestamping: needs root"
         ))
@@ -190,6 +194,21 @@ mod tests {
     fn auto_takes_hardware_when_the_nic_has_it_and_it_can_be_enabled() {
         let d = decide(TimestampMode::Auto, Some("eth0"), Some(&ptp_nic()), enabled);
         assert_eq!(d, Ok((Source::Hardware, None)));
+    }
+
+    #[test]
+    fn a_nic_stamping_transmit_only_is_hardware_with_a_note() {
+        let tx_only = |_: &str| Ok(Some("eth0: hardware stamps on transmit only".to_string()));
+        for mode in [TimestampMode::Auto, TimestampMode::Hardware] {
+            let d = decide(mode, Some("eth0"), Some(&ptp_nic()), tx_only);
+            assert_eq!(
+                d,
+                Ok((
+                    Source::Hardware,
+                    Some("eth0: hardware stamps on transmit only".to_string())
+                ))
+            );
+        }
     }
 
     #[test]
@@ -254,14 +273,14 @@ mod tests {
             Some(&software_only()),
             |_| {
                 touched = true;
-                Ok(())
+                Ok(None)
             },
         );
         assert!(!touched);
         for mode in [TimestampMode::Software, TimestampMode::User] {
             let d = decide(mode, Some("eth0"), Some(&ptp_nic()), |_| {
                 touched = true;
-                Ok(())
+                Ok(None)
             });
             assert!(!touched, "{mode:?} must not change the NIC's setting");
             assert_ne!(d.unwrap().0, Source::Hardware);

@@ -297,16 +297,14 @@ fn paced_lines(p: &Parts, warmup: u64) -> Vec<Line<'static>> {
         None => row(t, "Sched", dash()),
     });
     if let Some(w) = &s.one_way_ns {
-        let mark = if w.trusted { "" } else { " ?" };
-        lines.push(row(
-            t,
-            "1-way",
-            format!(
-                "→{} ←{}{mark}",
-                signed(w.forward.p50),
-                signed(w.backward.p50)
-            ),
-        ));
+        // Delays only when the clocks agree; else how far apart they read
+        // (a negative "delay" is their offset, not a delay).
+        let text = if w.trusted {
+            format!("→{} ←{}", delay(w.forward.p50), delay(w.backward.p50))
+        } else {
+            format!("? clocks {} apart", signed(w.clock_offset_ns))
+        };
+        lines.push(row(t, "1-way", text));
     }
     lines.push(p.lost());
     if let Some(d) = &s.loss_direction {
@@ -339,6 +337,15 @@ fn paced_lines(p: &Parts, warmup: u64) -> Vec<Line<'static>> {
     lines.push(p.warmup(warmup));
     lines.extend(cos_lines(p));
     lines
+}
+
+/// A one-way delay: never a negative figure.
+fn delay(ns: i64) -> String {
+    if ns < 0 {
+        "<0".to_string()
+    } else {
+        format_ns(ns as f64)
+    }
 }
 
 fn signed(ns: i64) -> String {
