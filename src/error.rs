@@ -2,7 +2,7 @@
 
 use crate::engine::EngineError;
 
-/// Exit statuses, as documented in the README and `--help`.
+/// Exit statuses, as documented in docs/reports.md and `--help`.
 pub mod exit {
     /// The verdict passed (or a command that has no verdict succeeded).
     pub const PASS: i32 = 0;

@@ -75,7 +75,7 @@ pub fn run_server(
     let mut session = ServerSession::start(plan, plan.bind, Protocol::Echo, stop)?;
     if plan.admission.allow.is_open() && !plan.bind.ip().is_loopback() {
         console::note(&format!(
-            "answering every source on {}: --allow CIDR limits who, --max-pps how much (see \"Running a reflector on an exposed host\" in the README)",
+            "answering every source on {}: --allow CIDR limits who, --max-pps how much (see docs/security.md)",
             plan.bind
         ));
     }

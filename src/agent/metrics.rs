@@ -8,7 +8,7 @@
 
 use crate::engine::{ReflectorTotals, Refusals};
 use crate::plan::agent::PeerConfig;
-use crate::stats::{Record, RecordKind, Segment};
+use crate::stats::{Record, RecordKind, ReplyOrder, Segment};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -160,6 +160,7 @@ struct PeerSeries {
     previous_rtt_ns: Option<u64>,
     /// Class of service, when the peer's requests are marked.
     cos: Option<CosSeries>,
+    order: ReplyOrder,
 }
 
 /// The agent's metrics, and the registry `/metrics` encodes.
@@ -308,6 +309,7 @@ impl Metrics {
             misses: counter(&f.misses),
             previous_rtt_ns: None,
             cos: None,
+            order: ReplyOrder::default(),
             info,
             labels,
         }
@@ -397,6 +399,9 @@ impl Metrics {
         match r.kind {
             RecordKind::Sample => {
                 s.sent.inc();
+                if s.order.timely(r.seq) {
+                    s.reordered.inc();
+                }
                 s.rtt.observe(seconds(r.rtt_ns));
                 if let Some(prev) = s.previous_rtt_ns.replace(r.rtt_ns) {
                     s.ipdv.observe(seconds(prev.abs_diff(r.rtt_ns)));
@@ -419,6 +424,7 @@ impl Metrics {
                 if reordered {
                     s.reordered.inc();
                 }
+                s.order.answered(r.seq);
             }
             RecordKind::Duplicate => {
                 s.duplicate.inc();
@@ -558,7 +564,7 @@ fn register(r: &mut Registry, f: &Families) {
         ),
         (
             "synapse_replies_reordered",
-            "Late replies that came after a later one's",
+            "Replies that came after a later probe's (RFC 4737), timely or late",
             &f.reordered,
         ),
         (

@@ -2,7 +2,7 @@
 //! counts and percentiles over one `--report-every` window, turned over
 //! at its end, with the medians of past windows for a sparkline.
 
-use crate::stats::{MAX_TRACKABLE_NS, Record, RecordKind, Segment};
+use crate::stats::{MAX_TRACKABLE_NS, Record, RecordKind, ReplyOrder, Segment};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -99,6 +99,7 @@ pub struct PeerWindow {
     current: Window,
     previous: Option<Figures>,
     previous_rtt_ns: Option<u64>,
+    order: ReplyOrder,
     /// Median RTT of each past window, oldest first (`None`: no reply).
     pub history: VecDeque<Option<u64>>,
 }
@@ -109,6 +110,7 @@ impl Default for PeerWindow {
             current: Window::new(),
             previous: None,
             previous_rtt_ns: None,
+            order: ReplyOrder::default(),
             history: VecDeque::with_capacity(HISTORY),
         }
     }
@@ -125,6 +127,7 @@ impl PeerWindow {
         match r.kind {
             RecordKind::Sample => {
                 c.sent += 1;
+                c.reordered += u64::from(self.order.timely(r.seq));
                 let _ = w.rtt.record(r.rtt_ns.clamp(1, MAX_TRACKABLE_NS));
                 if let Some(prev) = self.previous_rtt_ns.replace(r.rtt_ns) {
                     let _ = w
@@ -145,6 +148,7 @@ impl PeerWindow {
             RecordKind::Late { reordered } => {
                 c.late += 1;
                 c.reordered += u64::from(reordered);
+                self.order.answered(r.seq);
             }
             RecordKind::Duplicate => c.duplicate += 1,
             RecordKind::Stray => c.stray += 1,

@@ -130,8 +130,7 @@ first probe offset by a hash of (name, peer) so a mesh never fires in step.
 SIGHUP reloads the configuration (a bad one is reported and the last good one
 runs on); SIGINT and SIGTERM stop the agent. Metrics: synapse_rtt_seconds,
 synapse_rtt_segment_seconds, synapse_ipdv_seconds (classic and native
-histograms), synapse_probes_{sent,lost,late}_total and more; see the README,
-\"Measuring a fleet\".";
+histograms), synapse_probes_{sent,lost,late}_total and more; see docs/agent.md.";
 
 /// The peer interval when none is given: ten probes a second.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);

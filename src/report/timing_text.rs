@@ -52,6 +52,15 @@ pub fn write_timing(out: &mut impl Write, s: &Summary) -> io::Result<()> {
             )?;
         }
         writeln!(out)?;
+    } else if s.packets.lost > 0 {
+        // Plain echo: the reply is the request, so nothing says which way
+        // it went missing; say so rather than leave the reader to guess.
+        writeln!(
+            out,
+            "Loss by direction: unknown for all {} (only STAMP replies from a stateful reflector tell the ways apart)",
+            group_thousands(s.packets.lost)
+        )?;
+        writeln!(out)?;
     }
     Ok(())
 }
@@ -152,5 +161,46 @@ fn signed_ns(ns: i64) -> String {
         format!("−{}", format_ns(ns.unsigned_abs() as f64))
     } else {
         format_ns(ns as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::{FarSide, Record, RecordKind, Stats};
+    use std::time::Duration;
+
+    fn text_of(stamp: bool) -> String {
+        let mut stats = Stats::new();
+        for seq in 0..10 {
+            let r = Record::sample(seq, 0, 1_000, false);
+            let far = FarSide::new(500, 500, seq as u32, false);
+            stats.record(&if stamp { r.with_far(far) } else { r });
+        }
+        stats.record(&Record::event(RecordKind::Lost, 10, 0, false));
+        let last = Record::sample(11, 0, 1_000, false);
+        let far = FarSide::new(500, 500, 10, false);
+        stats.record(&if stamp { last.with_far(far) } else { last });
+        let mut out = Vec::new();
+        write_timing(
+            &mut out,
+            &Summary::from_stats(&stats, Duration::from_secs(1)),
+        )
+        .unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn plain_echo_says_the_direction_of_its_losses_is_unknown() {
+        let text = text_of(false);
+        assert!(
+            text.contains("Loss by direction: unknown for all 1 "),
+            "{text}"
+        );
+        let text = text_of(true);
+        assert!(
+            text.contains("1 forward (never reached it), 0 backward (reply lost), 0 unknown"),
+            "{text}"
+        );
     }
 }

@@ -2,22 +2,31 @@
 //! sequence numbers.
 //!
 //! A stateful reflector numbers its replies per session, 0, 1, 2, … in the
-//! order requests *arrive* (RFC 8762 §4.2). So when the reply to request
-//! `k` carries reflector number `R`, exactly `F = k − R` of the requests
-//! before it never reached the reflector. Between two replies the growth
-//! of `F` is the forward loss in between (it telescopes, so reordering
-//! evens out); every other loss in that span happened on the way back.
+//! order requests *arrive* (RFC 8762 §4.2): every request that reaches it
+//! takes a number, duplicates included, whatever order they come in. So
+//! the numbers between the first reply's and the highest seen that no
+//! reply ever showed belong to requests that arrived and whose answers
+//! never came back: backward losses, counted exactly however the forward
+//! leg reorders or duplicates (a late or duplicate reply shows its number
+//! too). Every other loss between two replies happened on the way there.
 //! Losses the replies do not bracket (before the first reply, after the
-//! last, across a reflector that restarted its count) are `unknown`, and
-//! against a stateless reflector, which copies the sender's number (Synapse
-//! numbers its STAMP requests from 1, so `R > k` gives that away), all are.
+//! highest request answered, across a reflector that restarted its count)
+//! are `unknown`. A stateless reflector copies the sender's number
+//! instead (Synapse numbers its STAMP requests from 1, so request `k`
+//! comes back as `k + 1`); when every reply says so, all losses are
+//! `unknown`. (One overtaken request can carry `k + 1` from a stateful
+//! reflector too, so a single such reply proves nothing.)
 
 use super::{Record, RecordKind};
 use serde::Serialize;
 
 /// A drop in the reflector's count larger than reordering can explain:
 /// it started a new session (it restarted, or forgot us when idle).
-const RESTART_DROP: u32 = 64;
+const RESTART_DROP: u64 = 64;
+
+/// Reflector numbers remembered as shown or not: a number this far below
+/// the highest seen is settled (a reply that late is taken as lost).
+const SEEN: u64 = 1 << 16;
 
 /// Loss by direction (JSON `loss_direction`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -35,37 +44,72 @@ pub struct LossDirection {
 /// A span of replies over which the reflector's count ran unbroken.
 #[derive(Debug, Clone, Copy)]
 struct Epoch {
-    /// Its first reply's request number and `F`.
+    /// Its first reply's request number.
     first_k: u64,
-    first_f: u64,
-    /// The highest request number answered, its `F` and its `R`.
+    /// The highest request number answered.
     top_k: u64,
-    top_f: u64,
-    top_r: u32,
+    /// The first reply's reflector number: where the span's count starts.
+    low_r: u64,
+    /// The highest reflector number seen.
+    top_r: u64,
+    /// Numbers below this are settled.
+    settled: u64,
+    /// Settled numbers (from `low_r`) that no reply showed.
+    missing: u64,
 }
 
-/// Accumulates loss direction. Allocation-free.
-#[derive(Debug, Clone, Copy, Default)]
+/// Accumulates loss direction. Allocates once, when made; recording never
+/// allocates.
+#[derive(Debug, Clone)]
 pub struct DirectionStats {
-    stateless: bool,
     replies: u64,
+    /// Every reply so far carried the sender's own number back.
+    copied_only: bool,
     epoch: Option<Epoch>,
-    /// Forward losses of the epochs already closed.
-    closed_forward: u64,
+    /// One bit per reflector number (modulo `SEEN`): a reply showed it.
+    shown: Box<[u64]>,
+    /// Backward losses of the epochs already closed.
+    closed_backward: u64,
     unknown: u64,
     /// Losses after the highest request answered so far: placed only if a
     /// later reply brackets them.
     tail: u64,
+    /// Late or repeated replies that carried no reflector number (ping-
+    /// pong): each may have shown a number that now looks missing.
+    unnumbered: u64,
+}
+
+impl Default for DirectionStats {
+    fn default() -> Self {
+        Self {
+            replies: 0,
+            copied_only: true,
+            epoch: None,
+            shown: vec![0; (SEEN / 64) as usize].into_boxed_slice(),
+            closed_backward: 0,
+            unknown: 0,
+            tail: 0,
+            unnumbered: 0,
+        }
+    }
 }
 
 impl DirectionStats {
-    /// Accounts for one (post-warm-up) record.
+    /// Accounts for one record. Warm-up replies only show their numbers
+    /// (a warm-up request can arrive after a measured one).
     #[inline]
     pub fn record(&mut self, r: &Record) {
+        let number = r.far.reflector_seq().map(u64::from);
+        if r.warmup {
+            if let Some(n) = number {
+                self.show(n);
+            }
+            return;
+        }
         match r.kind {
             RecordKind::Sample => {
-                if let Some(reflector_seq) = r.far.reflector_seq() {
-                    self.reply(r.seq, reflector_seq);
+                if let Some(n) = number {
+                    self.reply(r.seq, n);
                 }
             }
             // A loss past the highest request answered waits in the tail;
@@ -77,52 +121,89 @@ impl DirectionStats {
                 Some(e) if r.seq <= e.top_k => {}
                 _ => self.tail += 1,
             },
-            // A late reply was a loss that turned out not to be one; it is
-            // in the tail when no later request has been answered yet.
-            RecordKind::Late { .. }
-                if self.epoch.is_none_or(|e| r.seq > e.top_k) && self.tail > 0 =>
-            {
-                self.tail -= 1;
+            RecordKind::Late { .. } | RecordKind::Duplicate => {
+                match number {
+                    Some(n) => self.show(n),
+                    None if self.replies > 0 => self.unnumbered += 1,
+                    None => {}
+                }
+                // A late reply was a loss that turned out not to be one; it
+                // is in the tail when no later request has been answered.
+                let in_tail = self.epoch.is_none_or(|e| r.seq > e.top_k);
+                if matches!(r.kind, RecordKind::Late { .. }) && in_tail && self.tail > 0 {
+                    self.tail -= 1;
+                }
             }
             _ => {}
         }
     }
 
-    fn reply(&mut self, k: u64, reflector_seq: u32) {
+    fn reply(&mut self, k: u64, n: u64) {
         self.replies += 1;
-        if u64::from(reflector_seq) > k {
-            self.stateless = true;
-            return;
-        }
-        let f = k - u64::from(reflector_seq);
+        self.copied_only &= n == k + 1;
         let fresh = Epoch {
             first_k: k,
-            first_f: f,
             top_k: k,
-            top_f: f,
-            top_r: reflector_seq,
+            low_r: n,
+            top_r: n,
+            settled: n,
+            missing: 0,
         };
-        match &mut self.epoch {
+        match self.epoch {
             None => {
                 self.unknown += std::mem::take(&mut self.tail);
                 self.epoch = Some(fresh);
             }
             Some(e) if k > e.top_k => {
-                let restarted =
-                    reflector_seq == 0 || reflector_seq.saturating_add(RESTART_DROP) < e.top_r;
-                if restarted {
-                    self.closed_forward += e.top_f.saturating_sub(e.first_f);
+                if n == 0 || n + RESTART_DROP < e.top_r {
+                    self.closed_backward += self.backward_of(&e);
                     self.unknown += std::mem::take(&mut self.tail);
-                    *e = fresh;
+                    self.shown.fill(0);
+                    self.epoch = Some(fresh);
                 } else {
-                    (e.top_k, e.top_f, e.top_r) = (k, f, reflector_seq);
+                    self.epoch = Some(Epoch { top_k: k, ..e });
                     self.tail = 0;
                 }
             }
-            // An older request's reply, overtaken: the count already
-            // included it.
+            // An older request's reply, overtaken: it only shows a number.
             Some(_) => {}
         }
+        self.show(n);
+    }
+
+    /// Marks reflector number `n` as shown by a reply, settling the
+    /// numbers that fall out of the window. Before the first measured reply
+    /// there is no span to place anything in.
+    fn show(&mut self, n: u64) {
+        let Some(mut e) = self.epoch else {
+            return;
+        };
+        if n < e.settled {
+            return;
+        }
+        e.top_r = e.top_r.max(n);
+        let floor = (n + 1).saturating_sub(SEEN);
+        if floor > e.settled {
+            // A jump of more than the window skips numbers nothing showed.
+            let skipped = (floor - e.settled).saturating_sub(SEEN);
+            e.missing += skipped;
+            for m in e.settled + skipped..floor {
+                e.missing += u64::from(!bit(&self.shown, m));
+                set(&mut self.shown, m, false);
+            }
+            e.settled = floor;
+        }
+        self.epoch = Some(e);
+        set(&mut self.shown, n, true);
+    }
+
+    /// The numbers of an epoch's span no reply showed.
+    fn backward_of(&self, e: &Epoch) -> u64 {
+        let from = e.settled.max(e.low_r);
+        if from > e.top_r {
+            return e.missing;
+        }
+        e.missing + (e.top_r + 1 - from) - count_shown(&self.shown, from, e.top_r)
     }
 
     /// The split of `lost` (the run's lost counter), once a STAMP reply
@@ -131,7 +212,7 @@ impl DirectionStats {
         if self.replies == 0 {
             return None;
         }
-        if self.stateless {
+        if self.copied_only {
             return Some(LossDirection {
                 forward: 0,
                 backward: 0,
@@ -139,15 +220,50 @@ impl DirectionStats {
                 reflector: "stateless",
             });
         }
-        let open = self.epoch.map_or(0, |e| e.top_f.saturating_sub(e.first_f));
+        let open = self.epoch.as_ref().map_or(0, |e| self.backward_of(e));
         let unknown = (self.unknown + self.tail).min(lost);
-        let forward = (self.closed_forward + open).min(lost - unknown);
+        let backward = (self.closed_backward + open)
+            .saturating_sub(self.unnumbered)
+            .min(lost - unknown);
         Some(LossDirection {
-            forward,
-            backward: lost - unknown - forward,
+            forward: lost - unknown - backward,
+            backward,
             unknown,
             reflector: "stateful",
         })
+    }
+}
+
+fn bit(bits: &[u64], n: u64) -> bool {
+    let i = n % SEEN;
+    bits[(i / 64) as usize] & (1 << (i % 64)) != 0
+}
+
+/// How many numbers in `from..=to` (less than a window apart) are shown.
+fn count_shown(bits: &[u64], from: u64, to: u64) -> u64 {
+    let (mut count, mut m) = (0, from);
+    while m <= to {
+        let i = m % SEEN;
+        let start = i % 64;
+        let len = (64 - start).min(to - m + 1);
+        let mask = if len == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << len) - 1) << start
+        };
+        count += u64::from((bits[(i / 64) as usize] & mask).count_ones());
+        m += len;
+    }
+    count
+}
+
+fn set(bits: &mut [u64], n: u64, on: bool) {
+    let i = n % SEEN;
+    let word = &mut bits[(i / 64) as usize];
+    if on {
+        *word |= 1 << (i % 64);
+    } else {
+        *word &= !(1 << (i % 64));
     }
 }
 
@@ -162,6 +278,16 @@ mod tests {
 
     fn lost(k: u64) -> Record {
         Record::event(RecordKind::Lost, k, 0, false)
+    }
+
+    /// A late or repeated reply showing reflector number `r` (paced mode).
+    fn again(kind: RecordKind, k: u64, r: u32) -> Record {
+        Record::event(kind, k, 0, false).with_far(FarSide::numbered(Some(r)))
+    }
+
+    fn split(d: &DirectionStats, lost: u64) -> (u64, u64, u64, &'static str) {
+        let f = d.figures(lost).unwrap();
+        (f.forward, f.backward, f.unknown, f.reflector)
     }
 
     /// Feeds requests 0..n: `fate(k)` is 'f' (lost forward), 'b' (lost
@@ -290,5 +416,81 @@ mod tests {
         ));
         let f = d.figures(0).unwrap();
         assert_eq!((f.forward, f.backward, f.unknown), (0, 0, 0), "{f:?}");
+    }
+
+    #[test]
+    fn forward_reordering_is_not_a_stateless_reflector() {
+        // 2 overtakes 1 on the way there: 1 is the reflector's third
+        // arrival, so its reply carries 2 = k + 1, as a stateless copy would.
+        let mut d = DirectionStats::default();
+        for (k, r) in [(0, 0), (2, 1), (1, 2), (3, 3)] {
+            d.record(&reply(k, r));
+        }
+        assert_eq!(split(&d, 0), (0, 0, 0, "stateful"));
+        // Lost on the way there while others overtake: still forward.
+        let mut d = DirectionStats::default();
+        for (k, r) in [(0, 0), (3, 1), (1, 2), (4, 3)] {
+            d.record(&reply(k, r));
+        }
+        d.record(&lost(2));
+        assert_eq!(split(&d, 1), (1, 0, 0, "stateful"));
+    }
+
+    #[test]
+    fn duplicated_requests_take_numbers_their_replies_show() {
+        // Request 1 arrives twice (numbers 1 and 2), 3 arrives (number 4)
+        // but its reply is lost, 2 never arrives.
+        let mut d = DirectionStats::default();
+        d.record(&reply(0, 0));
+        d.record(&reply(1, 1));
+        d.record(&again(RecordKind::Duplicate, 1, 2));
+        d.record(&lost(2));
+        d.record(&lost(3));
+        d.record(&reply(4, 4));
+        assert_eq!(split(&d, 2), (1, 1, 0, "stateful"));
+        // A reply duplicated on the way back shows a number already shown.
+        let mut d = DirectionStats::default();
+        d.record(&reply(0, 0));
+        d.record(&again(RecordKind::Duplicate, 0, 0));
+        d.record(&lost(1));
+        d.record(&reply(2, 2));
+        assert_eq!(split(&d, 1), (0, 1, 0, "stateful"));
+    }
+
+    #[test]
+    fn a_late_reply_shows_that_its_request_arrived() {
+        let mut d = DirectionStats::default();
+        d.record(&reply(0, 0));
+        d.record(&lost(1));
+        d.record(&reply(2, 2));
+        d.record(&again(RecordKind::Late { reordered: true }, 1, 1));
+        d.record(&lost(3));
+        d.record(&reply(4, 4));
+        assert_eq!(split(&d, 1), (0, 1, 0, "stateful"));
+    }
+
+    #[test]
+    fn a_warm_up_request_overtaken_by_a_measured_one_is_no_loss() {
+        let mut d = DirectionStats::default();
+        d.record(&reply(5, 4)); // the first measured; warm-up 4 came after it
+        d.record(&Record::sample(4, 0, 1_000, true).with_far(FarSide::numbered(Some(5))));
+        d.record(&reply(6, 6));
+        assert_eq!(split(&d, 0), (0, 0, 0, "stateful"));
+    }
+
+    #[test]
+    fn numbers_settled_out_of_the_window_still_count() {
+        let mut d = DirectionStats::default();
+        let n = 3 * SEEN;
+        let mut lost_count = 0;
+        for k in 0..n {
+            if k % 1000 == 7 {
+                d.record(&lost(k)); // arrived as number k, reply lost
+                lost_count += 1;
+            } else {
+                d.record(&reply(k, k as u32));
+            }
+        }
+        assert_eq!(split(&d, lost_count), (0, lost_count, 0, "stateful"));
     }
 }

@@ -9,6 +9,7 @@ pub mod intervals;
 mod jitter;
 mod live;
 mod one_way;
+mod order;
 pub mod outages;
 mod record;
 mod rtt_figures;
@@ -24,6 +25,7 @@ pub use direction::{DirectionStats, LossDirection};
 pub use jitter::{Jitter, JitterFigures};
 pub use live::{BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, WINDOW, WindowPoint};
 pub use one_way::{DelayFigures, OneWay, OneWayFigures};
+pub use order::ReplyOrder;
 pub use outages::{Outage, OutageDetector, Outages};
 pub use record::{FarSide, Record, RecordKind};
 pub use schedule::{Pattern, ScheduleFigures, ScheduleStats};
@@ -53,7 +55,8 @@ pub struct Counters {
     pub late: u64,
     /// Repeated replies.
     pub duplicate: u64,
-    /// Late replies that arrived after a later request's reply.
+    /// Replies (timely or late) that arrived after a later request's reply
+    /// (RFC 4737).
     pub reordered: u64,
     /// Datagrams that were not replies to this run (other source, wrong
     /// form, unknown sequence).
@@ -125,6 +128,8 @@ pub struct Stats {
     direction: DirectionStats,
     /// Class of service per leg (runs that mark or read it).
     cos: Option<CosStats>,
+    /// The highest request answered, for reordering.
+    order: ReplyOrder,
 }
 
 impl Default for Stats {
@@ -150,6 +155,7 @@ impl Stats {
             one_way: None,
             direction: DirectionStats::default(),
             cos: None,
+            order: ReplyOrder::default(),
         }
     }
 
@@ -232,21 +238,23 @@ impl Stats {
         self.breakdown.as_ref()
     }
 
-    /// Accounts for one record. Warm-up records are ignored.
+    /// Accounts for one record. Warm-up records are ignored (but for the
+    /// reflector numbers their replies show).
     #[inline]
     pub fn record(&mut self, r: &Record) {
+        self.direction.record(r);
         if r.warmup {
             return;
         }
         if let Some(s) = &mut self.schedule {
             s.record(r);
         }
-        self.direction.record(r);
         let c = &mut self.counters;
         match r.kind {
             RecordKind::Sample => {
                 c.sent += 1;
                 c.received += 1;
+                c.reordered += u64::from(self.order.timely(r.seq));
                 self.hist.saturating_record(r.rtt_ns.max(1));
                 self.jitter.add(r.rtt_ns as i64);
                 if let Some(b) = &mut self.breakdown {
@@ -270,6 +278,7 @@ impl Stats {
                 c.lost = c.lost.saturating_sub(1);
                 c.late += 1;
                 c.reordered += u64::from(reordered);
+                self.order.answered(r.seq);
             }
             RecordKind::Duplicate => c.duplicate += 1,
             RecordKind::Stray => c.stray += 1,
@@ -305,11 +314,12 @@ impl Stats {
             (None, Some(b)) => self.cos = Some(b.clone()),
             _ => {}
         }
-        // Direction is a walk along one run's sequence numbers: the later
-        // run's walk is the one kept.
+        // Direction and order are walks along one run's sequence numbers:
+        // the later run's walk is the one kept.
         if other.direction.figures(0).is_some() {
-            self.direction = other.direction;
+            self.direction = other.direction.clone();
         }
+        self.order = other.order;
     }
 
     /// Forgets everything.
@@ -323,6 +333,7 @@ impl Stats {
         let fresh = Stats::new();
         self.jitter = fresh.jitter;
         self.direction = fresh.direction;
+        self.order = fresh.order;
         if let Some(s) = &mut self.schedule {
             *s = s.emptied();
         }

@@ -91,8 +91,12 @@ impl SignedHistogram {
 pub struct DelayFigures {
     /// Smallest.
     pub min: i64,
+    /// 10th percentile.
+    pub p10: i64,
     /// Median.
     pub p50: i64,
+    /// 90th percentile.
+    pub p90: i64,
     /// 99th percentile.
     pub p99: i64,
     /// Largest.
@@ -280,7 +284,9 @@ impl OneWay {
         };
         let figures = |h: &SignedHistogram, j: &Jitter| DelayFigures {
             min: h.min(),
+            p10: h.quantile(0.1),
             p50: h.quantile(0.5),
+            p90: h.quantile(0.9),
             p99: h.quantile(0.99),
             max: h.max(),
             jitter: j.figures(),

@@ -66,6 +66,18 @@ impl FarSide {
         }
     }
 
+    /// Only the reflector's number for a reply (a late or repeated one,
+    /// whose delays are not samples); nothing when there is none.
+    pub fn numbered(reflector_seq: Option<u32>) -> Self {
+        match reflector_seq {
+            Some(seq) => Self {
+                reflector_seq: seq.min(u32::MAX - 1),
+                ..Self::NONE
+            },
+            None => Self::NONE,
+        }
+    }
+
     /// Request's one-way delay, client clock to reflector clock.
     pub fn forward_ns(&self) -> Option<i64> {
         (self.forward_ns != i64::MIN).then_some(self.forward_ns)

@@ -12,6 +12,8 @@ pub struct RttFigures {
     pub mean: f64,
     /// Standard deviation.
     pub stddev: f64,
+    /// 10th percentile.
+    pub p10: u64,
     /// Median.
     pub p50: u64,
     /// 90th percentile.
@@ -33,6 +35,7 @@ impl RttFigures {
             min: h.min(),
             mean: h.mean(),
             stddev: h.stdev(),
+            p10: h.value_at_quantile(0.1),
             p50: h.value_at_quantile(0.5),
             p90: h.value_at_quantile(0.9),
             p99: h.value_at_quantile(0.99),

@@ -100,6 +100,8 @@ pub enum Answer {
 /// stops when dropped. `on_request` lets a test act on the way.
 pub struct ScriptedPeer {
     pub port: u16,
+    /// How long each `Later` answer was really held, receive to send.
+    held: std::sync::Arc<std::sync::Mutex<Vec<Duration>>>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -121,12 +123,15 @@ impl ScriptedPeer {
         let port = socket.local_addr().unwrap().port();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = stop.clone();
+        let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let held_by_peer = held.clone();
         let thread = std::thread::spawn(move || {
             let mut buf = [0u8; 65_536];
             while !flag.load(Ordering::Relaxed) {
                 let Ok((n, from)) = socket.recv_from(&mut buf) else {
                     continue;
                 };
+                let received = Instant::now();
                 let seq = buf[..n.min(8)]
                     .try_into()
                     .map(u64::from_le_bytes)
@@ -147,7 +152,8 @@ impl ScriptedPeer {
                     }
                     Answer::Later(d) => {
                         let (late, reply) = (socket.try_clone().unwrap(), buf[..n].to_vec());
-                        let due = Instant::now() + d;
+                        let due = received + d;
+                        let held = held_by_peer.clone();
                         std::thread::spawn(move || {
                             // Asleep for most of it, awake for the end: on
                             // time to a few µs, not a wake-up's 50-100 µs late.
@@ -156,6 +162,7 @@ impl ScriptedPeer {
                             while Instant::now() < due {
                                 std::hint::spin_loop();
                             }
+                            held.lock().unwrap().push(received.elapsed());
                             let _ = late.send_to(&reply, from);
                         });
                     }
@@ -164,6 +171,7 @@ impl ScriptedPeer {
         });
         Self {
             port,
+            held,
             stop,
             thread: Some(thread),
         }
@@ -171,6 +179,14 @@ impl ScriptedPeer {
 
     pub fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The median of how long `Later` answers were really held: the delay
+    /// the peer added, a wake-up or a preemption on a loaded machine included.
+    pub fn held_median(&self) -> Option<Duration> {
+        let mut held = self.held.lock().unwrap().clone();
+        held.sort_unstable();
+        held.get(held.len() / 2).copied()
     }
 }
 

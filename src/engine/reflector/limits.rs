@@ -28,9 +28,9 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The defaults, justified in the README ("Running a reflector on an
-    /// exposed host"): above what one closed-loop client asks of a kernel
-    /// UDP path (busy-poll on loopback runs at 150–200 k/s here), a
+    /// The defaults, justified in docs/security.md ("Choosing the limits"):
+    /// above what one closed-loop client asks of a kernel UDP path
+    /// (busy-poll on loopback runs at 150–200 k/s here), a
     /// millisecond of that rate as burst (a paced sender's tick), four
     /// sources' worth in total, and the session table's size.
     pub const DEFAULT: Self = Self {

@@ -13,7 +13,7 @@ use crate::engine::points::{PacketStatus, Points};
 use crate::engine::sys::timestamping::{Stamps, realtime_ns};
 use crate::engine::sys::{self, Received, is_network_error};
 use crate::engine::timestamping::tx_matcher::TxPoints;
-use crate::stats::{Record, RecordKind};
+use crate::stats::{FarSide, Record, RecordKind};
 
 /// Copies a request's TX stamps into its points.
 pub(super) fn put_tx(points: &mut Points, tx: TxPoints) {
@@ -125,7 +125,9 @@ impl<S: Sink> Pacer<'_, S> {
         };
         probe.seen.late += 1;
         let warmup = probe.is_warmup(reply.seq);
-        self.record(p, Record::event(kind, reply.seq, now, warmup));
+        // Its reflector number says the request arrived (loss direction).
+        let far = FarSide::numbered(reply.reflector_seq);
+        self.record(p, Record::event(kind, reply.seq, now, warmup).with_far(far));
         if !warmup {
             let status = match kind {
                 RecordKind::Duplicate => PacketStatus::Duplicate,

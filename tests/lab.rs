@@ -1,0 +1,111 @@
+//! The lab: Synapse's figures against what netem was told and what the
+//! kernel counted. Each test runs a group of scenarios (tests/lab/
+//! scenarios/*.sh: network namespaces, veth, tc) on a kernel with netem:
+//! this host's when it has one, else a guest kernel booted for the group
+//! under QEMU (KVM where it works, TCG otherwise). Nothing is mocked: real
+//! kernels, real qdiscs, the real binary. Every check becomes a row of
+//! target/lab/results/GROUP.md; `tests/lab/report` turns those into
+//! docs/lab.md.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+#[path = "lab/agent.rs"]
+mod agent;
+#[path = "lab/faults.rs"]
+mod faults;
+#[path = "lab/flows.rs"]
+mod flows;
+#[path = "lab/harness.rs"]
+mod harness;
+#[path = "lab/loss.rs"]
+mod loss;
+#[path = "lab/outputs.rs"]
+mod outputs;
+#[path = "lab/shape.rs"]
+mod shape;
+#[path = "lab/sheet.rs"]
+mod sheet;
+#[path = "lab/stats.rs"]
+mod stats;
+#[path = "lab/truth.rs"]
+mod truth;
+
+use outputs::Scenario;
+use sheet::Sheet;
+
+/// Runs a group and hands each scenario to `check`; writes the group's
+/// sheet and fails with every failed row.
+fn group(name: &str, title: &str, scenarios: &[&str], check: fn(&mut Sheet, &Scenario)) {
+    let Some(run) = harness::run(name, scenarios) else {
+        return;
+    };
+    let mut sheet = Sheet::new(name);
+    for s in scenarios {
+        check(&mut sheet, &Scenario::new(&run.dir, s));
+    }
+    let header = format!(
+        "## {title}\n\nRan on {} in {:.0} s ({} checks, {} of them statistical).",
+        run.machine, run.seconds, sheet.rows, sheet.statistical
+    );
+    sheet.finish(&harness::lab_dir().join("results"), &header);
+}
+
+#[test]
+fn delay_distributions_and_each_leg_alone() {
+    group(
+        "1-delay",
+        "Delay, jitter and each leg alone",
+        &[
+            "baseline",
+            "delay-normal",
+            "delay-pareto",
+            "legs-forward",
+            "legs-reverse",
+        ],
+        |sheet, s| match s.name.as_str() {
+            "baseline" => loss::baseline(sheet, s),
+            _ => flows::check(sheet, s),
+        },
+    );
+}
+
+#[test]
+fn loss_random_bursty_and_an_outage() {
+    group(
+        "2-loss",
+        "Loss: random, bursty, an outage",
+        &["loss-1", "loss-20", "loss-burst", "outage"],
+        loss::check,
+    );
+}
+
+#[test]
+fn reorder_duplicate_corrupt_and_a_rate_limit() {
+    group(
+        "3-shape",
+        "Reordering, duplication, corruption, a rate limit",
+        &["reorder", "duplicate", "corrupt", "rate"],
+        shape::check,
+    );
+}
+
+#[test]
+fn faults_on_the_path() {
+    group(
+        "4-faults",
+        "Faults on the path",
+        &["reflector-restart", "link-cut", "mtu"],
+        faults::check,
+    );
+}
+
+#[test]
+fn agents_scraped_by_prometheus() {
+    group(
+        "5-agent",
+        "The agent, scraped by Prometheus",
+        &["agent"],
+        agent::check,
+    );
+}

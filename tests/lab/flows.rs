@@ -1,0 +1,220 @@
+//! An impaired flow measured beside a reference flow (`two_flows` in
+//! lib.sh): the impaired leg's delay, percentile by percentile, against
+//! netem's own distribution added to the reference's per-packet delays;
+//! the other leg unchanged; losses placed on the right leg, packet by
+//! packet; and plain echo saying it cannot tell.
+
+use super::outputs::{ClientRow, Scenario};
+use super::sheet::{Interval, Sheet, Unit, ms};
+use super::stats::{Convolved, Netem, hdr_bucket, per_check_confidence};
+use super::truth::{arrived, check_accounting, check_direction, place};
+use serde_json::Value;
+
+const PERCENTILES: [(f64, &str); 4] = [(0.10, "p10"), (0.50, "p50"), (0.90, "p90"), (0.99, "p99")];
+
+/// Every check of one two-flow scenario.
+pub fn check(sheet: &mut Sheet, s: &Scenario) {
+    let told = s.told();
+    let leg = told["leg"].clone();
+    let (mu, sigma) = (s.told_f64("mu_ns") as i64, s.told_f64("sigma_ns") as i64);
+    let dist = told["dist"].clone();
+    let test_netem = &told[&format!("netem_{leg}_test")];
+    let how = if dist == "uniform" {
+        "uniform jitter (no table: `rnd % 2σ + μ − σ`)".to_string()
+    } else {
+        format!("{dist} jitter (its own table, as `tabledist()` computes it)")
+    };
+    let what = format!(
+        "The {} leg alone: `netem {test_netem}` on the impaired flow; `netem {}` on the \
+         reference flow beside it, at the same time. Expected: the reference's per-packet \
+         figures plus netem's {how}; intervals at {:.3} % each.",
+        if leg == "fwd" { "forward" } else { "reverse" },
+        told[&format!("netem_{leg}_reference")],
+        per_check_confidence()
+    );
+    sheet.scenario(s, &what);
+    let netem = if dist == "uniform" {
+        Netem::uniform(mu, sigma)
+    } else {
+        Netem::table(&dist, mu, sigma)
+    };
+    let add: Vec<i64> = netem.delays.iter().map(|d| d - mu).collect();
+    let (reference, test) = (s.client_log("ref"), s.client_log("test"));
+    let j = s.json("test");
+    for run in ["ref", "test"] {
+        sheet.expect(&format!("{run}: exit status"), 0, i64::from(s.run_rc(run)));
+    }
+    let (impaired, other) = if leg == "fwd" {
+        ("forward", "backward")
+    } else {
+        ("backward", "forward")
+    };
+    let one_way = |r: &ClientRow, which: &str| {
+        if which == "forward" {
+            r.forward()
+        } else {
+            r.backward()
+        }
+    };
+    let ok = |rows: &[ClientRow], f: &dyn Fn(&ClientRow) -> Option<i64>| -> Vec<i64> {
+        rows.iter()
+            .filter(|r| r.status == "ok")
+            .filter_map(f)
+            .collect()
+    };
+    let base = ok(&reference, &|r| one_way(r, impaired));
+    let n = j["packets"]["received"].as_u64().unwrap_or(0) as usize;
+    let conv = Convolved::new(base.clone(), add.clone());
+    let what = format!("{impaired} one-way");
+    percentiles(
+        sheet,
+        &what,
+        &conv,
+        &j["one_way_ns"][impaired],
+        (n, base.len()),
+        0,
+    );
+    let rtt_base = ok(&reference, &|r| r.rtt);
+    let conv = Convolved::new(rtt_base.clone(), add);
+    percentiles(sheet, "RTT", &conv, &j["rtt_ns"], (n, rtt_base.len()), 0);
+    // The other leg: what the reference saw, nothing added, give or take
+    // a millisecond: on an emulated machine the two flows' timings couple
+    // by tens of microseconds (the impaired flow's replies come in bursts),
+    // while the delay netem adds is tens of milliseconds.
+    let base = ok(&reference, &|r| one_way(r, other));
+    let conv = Convolved::new(base.clone(), vec![0]);
+    let untouched = &j["one_way_ns"][other];
+    let what = format!("{other} one-way (not impaired)");
+    percentiles(sheet, &what, &conv, untouched, (n, base.len()), 1_000_000);
+    losses(sheet, s, &leg, &reference, &test);
+}
+
+/// Synapse's percentiles of `figures` against the expected distribution
+/// of `n` samples (`m` in the reference), each interval widened by
+/// `slack` ns.
+fn percentiles(
+    sheet: &mut Sheet,
+    what: &str,
+    conv: &Convolved,
+    figures: &Value,
+    (n, m): (usize, usize),
+    slack: i64,
+) {
+    for (p, key) in PERCENTILES {
+        let Some(got) = figures[key].as_i64() else {
+            sheet.row(
+                &format!("{what} {key}"),
+                "",
+                "",
+                "missing",
+                "reported",
+                false,
+            );
+            continue;
+        };
+        let (lo, hi) = conv.interval(p, n, m);
+        let (lo, hi) = (lo - slack, hi + slack);
+        let (got_lo, got_hi) = hdr_bucket(got);
+        sheet.within(
+            &format!("{what} {key}"),
+            &ms(conv.quantile(p) as f64),
+            "",
+            Interval {
+                lo: lo as f64,
+                hi: hi as f64,
+                got_lo: got_lo as f64,
+                got_hi: got_hi as f64,
+                unit: Unit::Ns,
+                how: if slack == 0 {
+                    format!("order statistic of {n} (reference {m})")
+                } else {
+                    format!("the same, ± {}", ms(slack as f64))
+                },
+            },
+        );
+    }
+}
+
+/// Each flow's losses against the reflector's log and netem's counters.
+fn losses(sheet: &mut Sheet, s: &Scenario, leg: &str, reference: &[ClientRow], test: &[ClientRow]) {
+    let server = s.server_log("srv");
+    let host = if leg == "fwd" { 'a' } else { 'b' };
+    let mut band_lost = 0;
+    for (run, rows, band) in [("ref", reference, "10:"), ("test", test, "20:")] {
+        let j = s.json(run);
+        check_accounting(sheet, run, &j, rows);
+        let truth = place(rows, &arrived(&server, "stamp", port(run)));
+        check_direction(sheet, run, &j, &truth);
+        let dropped =
+            s.qdisc("after", host, band).drops as i64 - s.qdisc("before", host, band).drops as i64;
+        if run == "ref" {
+            sheet.exact(
+                "ref: lost = netem's drops",
+                dropped,
+                truth.lost,
+                "`tc -s qdisc`, the reference's band",
+            );
+        } else {
+            band_lost = dropped - truth.lost;
+        }
+        sheet.exact(
+            &format!("{run}: reordered (RFC 4737)"),
+            truth.reordered,
+            j["packets"]["reordered"].as_i64().unwrap_or(-1),
+            "replies after a later one's, by A's kernel RX stamps",
+        );
+    }
+    if s.dir.join("echo.txt").exists() {
+        echo(sheet, s, &server, band_lost);
+    }
+}
+
+/// Plain echo beside them: its losses counted, their direction unknown.
+fn echo(sheet: &mut Sheet, s: &Scenario, server: &[super::outputs::ServerRow], band_lost: i64) {
+    let rows = s.client_log("echo");
+    let truth = place(&rows, &arrived(server, "echo", port("echo")));
+    let text = s.text("echo");
+    let lost = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Packets:"))
+        .and_then(|l| l.split(',').nth(1))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.replace(',', "").parse::<i64>().ok())
+        .unwrap_or(-1);
+    sheet.exact(
+        "echo: lost (text report)",
+        truth.lost,
+        lost,
+        "requests logged lost",
+    );
+    sheet.exact(
+        "echo: lost = netem's drops",
+        band_lost,
+        lost,
+        "impaired band's drops less the STAMP flow's",
+    );
+    let said = text
+        .lines()
+        .find(|l| l.contains("Loss by direction"))
+        .unwrap_or("(nothing)");
+    sheet.row(
+        "echo: loss direction",
+        &format!(
+            "{} forward, {} backward (truth)",
+            truth.forward, truth.backward
+        ),
+        "",
+        said.trim(),
+        "says unknown, guesses nothing",
+        said.contains("unknown") && !said.contains("forward") && !said.contains("backward"),
+    );
+}
+
+/// The client port each flow binds (lib.sh's two_flows and scenarios).
+fn port(run: &str) -> u16 {
+    match run {
+        "ref" => 9001,
+        "test" => 9002,
+        _ => 9003,
+    }
+}
