@@ -274,10 +274,16 @@ pub struct ClientArgs {
     #[arg(long)]
     pub set_baseline: bool,
 
-    /// FAIL (exit 3) when p50 or p99 is worse than the profile's baseline
-    /// by more than this many percent.
-    #[arg(long, value_name = "PERCENT", value_parser = percent)]
-    pub fail_on_regression: Option<f64>,
+    /// FAIL (exit 3) when this run is significantly worse than the
+    /// profile's baseline, by the test of `synapse compare` against the
+    /// baseline's stored runs (and beyond --min-effect). A baseline without
+    /// stored runs is judged by the old rule instead (p50 or p99 worse by
+    /// more than --min-effect), and the report says so.
+    #[arg(long)]
+    pub fail_on_regression: bool,
+
+    #[command(flatten)]
+    pub effect: compare::EffectArgs,
 
     #[command(flatten)]
     pub run: RunArgs,

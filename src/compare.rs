@@ -55,7 +55,7 @@ pub fn run(args: &CompareArgs, out: &mut impl Write) -> Result<i32, AppError> {
             Pair {
                 a: a.iter().map(|i| i.label.as_str()).collect(),
                 b: b.iter().map(|i| i.label.as_str()).collect(),
-                comparison: compare(&ra, &rb, args.min_effect),
+                comparison: compare(&ra, &rb, args.effect.min_effect),
             }
         })
         .collect();

@@ -21,7 +21,7 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     let mut tap = crate::session::IntervalTap::open(
         plan.hdr.hdr_log.as_deref(),
         plan.hdr.hdr_interval,
-        false,
+        plan.profile.needs_intervals(),
         "synapse client",
     )?;
     let mut session = ClientSession::start(plan, None, plan.log_opening, stop.clone())?;
@@ -52,12 +52,12 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
             "[Incomplete: {overflow} records did not fit the ring and are not in this log]"
         ));
     }
-    let (hdr_log, _) = tap.finish();
+    let (hdr_log, intervals) = tap.finish();
     let outcome = finish.outcome?;
     if let Some(why) = &outcome.placement.refused {
         console::warning(why);
     }
-    let mut report = Report::new(plan, finish.server, finish.local, &outcome);
+    let mut report = Report::new(plan, finish.server, finish.local, &outcome, intervals);
     report.log = finish.log.as_ref().map(LogSummary::of);
     report.hdr_log = hdr_log;
     report.compare_with_floor(crate::calibrate::kept_for_this_host().as_ref());

@@ -220,7 +220,7 @@ fn save_after_run(plan: &ClientPlan, report: Option<&Report>, code: i32) -> Resu
     let wants = plan.profile.save_as.is_some() || plan.profile.set_baseline;
     match report {
         Some(r) if wants => {
-            for line in profiles::after_run(plan, &r.summary, r.config.timestamps)? {
+            for line in profiles::after_run(plan, r)? {
                 console::note(&line);
             }
         }

@@ -2,10 +2,12 @@
 //! (`--save-profile`, `--set-baseline`).
 
 use crate::cli::{ProfilesAction, ProfilesArgs, settings_schema};
-use crate::config::{self, Baseline, ConfigError, Profile, settings::options, store};
+use crate::config::{
+    self, Baseline, ConfigError, Profile, baseline_runs, settings::options, store,
+};
 use crate::error::AppError;
 use crate::plan::ClientPlan;
-use crate::stats::Summary;
+use crate::report::Report;
 use crate::units::format_ns;
 use std::io::Write;
 use std::time::SystemTime;
@@ -74,6 +76,7 @@ pub fn run_command(args: &ProfilesArgs, out: &mut impl Write) -> Result<(), AppE
             // Unknown names get the same error as everywhere else.
             cfg.profile(name)?;
             store::remove_profile(&cfg.path, name)?;
+            baseline_runs::remove(&cfg.path, name)?;
             writeln!(out, "removed profile '{name}' from {}", cfg.path.display())?;
         }
     }
@@ -81,11 +84,8 @@ pub fn run_command(args: &ProfilesArgs, out: &mut impl Write) -> Result<(), AppE
 }
 
 /// Saves what the run asked to keep. Returns one line per thing saved.
-pub fn after_run(
-    plan: &ClientPlan,
-    summary: &Summary,
-    source: &str,
-) -> Result<Vec<String>, ConfigError> {
+pub fn after_run(plan: &ClientPlan, report: &Report) -> Result<Vec<String>, ConfigError> {
+    let (summary, source) = (&report.summary, report.config.timestamps);
     let path = &plan.profile.config_path;
     let mut done = Vec::new();
     if let Some(name) = &plan.profile.save_as {
@@ -98,9 +98,13 @@ pub fn after_run(
         match Baseline::from_summary(summary, source, SystemTime::now()) {
             Some(b) => {
                 store::save_baseline(path, name, &b)?;
+                let runs =
+                    baseline_runs::save(path, name, &report.intervals, SystemTime::now(), true)?;
                 done.push(format!(
-                    "baseline of profile '{name}' set: {}",
-                    baseline_line(&b)
+                    "baseline of profile '{name}' set: {} ({} kept in {})",
+                    baseline_line(&b),
+                    crate::units::count_of(runs as u64, "run"),
+                    baseline_runs::dir(path, name).display()
                 ));
             }
             None => done.push(format!(

@@ -128,15 +128,32 @@ fn save_list_show_run_baseline_and_regression_round_trip() {
     )));
     assert_eq!(json_of(&out.stdout)["config"]["size"], 64);
 
-    // A baseline far faster than anything real makes the regression verdict fail.
+    // The baseline kept its run's interval log beside the file.
+    let runs = env.config().parent().unwrap().join("baselines").join("lab");
+    assert!(runs.join("run-1.hlog").is_file());
+
+    // An old baseline (no interval logs) far faster than anything real:
+    // the old rule judges it, says so, and fails.
+    std::fs::remove_dir_all(&runs).unwrap();
     let doctored = regex_free_replace(&env.read(), "p50_ns = ", "\n", "p50_ns = 1");
     env.write(&doctored);
+    assert_usage_error(
+        &env.run(&[
+            "client",
+            "--profile",
+            "lab",
+            "--no-ui",
+            "--fail-on-regression",
+        ]),
+        "--fail-on-regression: the baseline of profile 'lab' has no interval logs (it was set before Synapse kept them), so only the old rule on its stored p50 and p99 can judge it, and that rule needs --min-effect PERCENT (or set the baseline again)",
+    );
     let out = env.run(&[
         "client",
         "--profile",
         "lab",
         "--no-ui",
         "--fail-on-regression",
+        "--min-effect",
         "10",
     ]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
@@ -146,7 +163,11 @@ fn save_list_show_run_baseline_and_regression_round_trip() {
         "{report}"
     );
     assert!(
-        report.contains("regressed the 10 % limit on p50 and p99"),
+        report.contains("--fail-on-regression (old rule): regressed the 10 % limit on p50 and p99"),
+        "{report}"
+    );
+    assert!(
+        report.contains("Method: the baseline has no interval logs (it was set before Synapse kept them; set it again for the significance test): judged by the old rule instead"),
         "{report}"
     );
     assert!(report.contains("✗ FAIL: p50 is "), "{report}");
@@ -156,6 +177,7 @@ fn save_list_show_run_baseline_and_regression_round_trip() {
         "lab",
         "--json",
         "--fail-on-regression",
+        "--min-effect",
         "10",
     ]);
     assert_eq!(out.status.code(), Some(3));
@@ -165,6 +187,7 @@ fn save_list_show_run_baseline_and_regression_round_trip() {
     assert_eq!(j["verdict"]["pass"], false);
     assert_eq!(j["baseline"]["regressed"], true);
     assert_eq!(j["baseline"]["limit_percent"], 10.0);
+    assert_eq!(j["baseline"]["rule"], "fixed_percent");
 
     // rm.
     let out = env.run(&["profiles", "rm", "lab"]);
@@ -330,7 +353,7 @@ fn other_mistakes_are_exit_2_too() {
         &env.run(&["client", "127.0.0.1:9", "--set-baseline", "--no-ui"]),
         "--set-baseline needs a profile to keep it in (--profile NAME or --save-profile NAME)",
     );
-    let out = env.run(&["client", "--fail-on-regression", "ten"]);
+    let out = env.run(&["client", "--min-effect", "ten"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("'ten' is not a percentage"));
     assert!(!Path::new(&env.config()).exists(), "nothing was written");

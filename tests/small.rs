@@ -43,6 +43,7 @@ fn fail_on_regression_without_a_profile_says_there_is_none() {
         "--packets",
         "20",
         "--fail-on-regression",
+        "--min-effect",
         "10",
         "--threshold",
         "1s",

@@ -4,6 +4,20 @@ use super::percent;
 use clap::Args;
 use std::path::PathBuf;
 
+/// The smallest worsening called a regression: `synapse compare` and the
+/// client's `--fail-on-regression` share it.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct EffectArgs {
+    /// Call a regression only when a figure got worse by more than this
+    /// percentage of the baseline's (A's), as well as significantly. With
+    /// one run a side it is what a regression needs: one run cannot show
+    /// run-to-run variation. Against a baseline without interval logs (set
+    /// before Synapse kept them), `--fail-on-regression` falls back to the
+    /// old rule: p50 or p99 worse by more than this.
+    #[arg(long, value_name = "PERCENT", value_parser = percent)]
+    pub min_effect: Option<f64>,
+}
+
 /// `synapse compare`.
 #[derive(Debug, Args)]
 #[command(after_long_help = COMPARE_AFTER_HELP)]
@@ -21,12 +35,8 @@ pub struct CompareArgs {
     #[arg(value_name = "INPUT", last = true)]
     pub b: Vec<String>,
 
-    /// Call a regression only when a figure got worse by more than this
-    /// percentage of A's (as well as significantly). With one run a side
-    /// it is what a regression needs: one run cannot show run-to-run
-    /// variation.
-    #[arg(long, value_name = "PERCENT", value_parser = percent)]
-    pub min_effect: Option<f64>,
+    #[command(flatten)]
+    pub effect: EffectArgs,
 
     /// An agent's interval log: compare this peer's series (`PEER/rtt`).
     #[arg(long, value_name = "NAME")]

@@ -35,10 +35,33 @@ pub struct BaselineComparison {
     pub change_percent: ChangePercent,
     /// Loss now minus loss then, in percentage points.
     pub loss_change_points: f64,
-    /// `--fail-on-regression`, if given.
+    /// The old rule's limit (p50 or p99 worse by more than this percent),
+    /// when the old rule judged the run.
     pub limit_percent: Option<f64>,
-    /// p50 or p99 got worse by more than the limit.
+    /// `--min-effect`, when `--fail-on-regression` judged the run.
+    pub min_effect_percent: Option<f64>,
+    /// How `--fail-on-regression` judged the run (`null` without it).
+    pub rule: Option<RegressionRule>,
+    /// Why that rule, and what it can say, in a sentence.
+    pub rule_note: Option<String>,
+    /// The significance test's figures, when it judged the run.
+    pub test: Option<crate::stats::significance::Comparison>,
+    /// The run regressed, by that rule.
     pub regressed: bool,
+}
+
+/// How `--fail-on-regression` judged a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RegressionRule {
+    /// The test of `synapse compare` against the baseline's stored runs.
+    Significance,
+    /// The old rule (p50 or p99 worse by more than `--min-effect`): the
+    /// baseline keeps no runs.
+    FixedPercent,
+    /// Neither could judge (no stored runs readable, no `--min-effect`):
+    /// the verdict fails rather than pass unchecked.
+    Unchecked,
 }
 
 /// Percentile changes.
@@ -114,6 +137,10 @@ impl Baseline {
             change_percent: c,
             loss_change_points: s.packets.loss_percent() - self.loss_percent,
             limit_percent,
+            min_effect_percent: None,
+            rule: None,
+            rule_note: None,
+            test: None,
             regressed: limit_percent.is_some_and(|l| c.p50 > l || c.p99 > l),
         })
     }

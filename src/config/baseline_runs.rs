@@ -96,6 +96,11 @@ pub fn save(
     Ok(old.len() + 1)
 }
 
+/// How many runs profile `name`'s baseline holds.
+pub fn count(config: &Path, name: &str) -> usize {
+    files(&dir(config, name)).len()
+}
+
 /// Profile `name`'s stored runs, oldest first (none: a baseline from before
 /// Synapse kept histograms, or none at all).
 pub fn load(config: &Path, name: &str) -> Result<Vec<(PathBuf, LoggedRun)>, ConfigError> {

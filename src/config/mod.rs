@@ -19,7 +19,7 @@ pub mod layering;
 pub mod settings;
 pub mod store;
 
-pub use baseline::{Baseline, BaselineComparison, rfc3339_utc};
+pub use baseline::{Baseline, BaselineComparison, RegressionRule, rfc3339_utc};
 pub use error::{ConfigError, Loc};
 pub use file::{ConfigFile, Profile};
 pub use settings::Settings;

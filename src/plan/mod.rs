@@ -97,8 +97,10 @@ pub struct ProfileUse {
     pub save_as: Option<String>,
     /// `--set-baseline`.
     pub set_baseline: bool,
-    /// `--fail-on-regression PERCENT`.
-    pub fail_on_regression: Option<f64>,
+    /// `--fail-on-regression`.
+    pub fail_on_regression: bool,
+    /// `--min-effect PERCENT`.
+    pub min_effect: Option<f64>,
     /// Things the user should be told before the run (which profile was
     /// matched, which options the command line overrode).
     pub notes: Vec<String>,
@@ -106,6 +108,14 @@ pub struct ProfileUse {
     pub settings: Settings,
     /// `[defaults]` from the file, for runs planned later (role switches).
     pub defaults: Settings,
+}
+
+impl ProfileUse {
+    /// The run's intervals are wanted: to keep as a baseline's run, or for
+    /// the regression test.
+    pub fn needs_intervals(&self) -> bool {
+        self.set_baseline || (self.fail_on_regression && self.baseline.is_some())
+    }
 }
 
 impl ClientPlan {
@@ -380,7 +390,12 @@ fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Result<Plan, App
         .as_deref()
         .and_then(|n| cfg.profiles.get(n))
         .and_then(|p| p.baseline.clone());
-    if args.fail_on_regression.is_some() && baseline.is_none() && !args.set_baseline {
+    if args.fail_on_regression
+        && let (Some(n), Some(_)) = (&name, &baseline)
+    {
+        regression_needs(&cfg.path, n, args.effect.min_effect)?;
+    }
+    if args.fail_on_regression && baseline.is_none() && !args.set_baseline {
         notes.push(match &name {
             Some(n) => format!(
                 "--fail-on-regression: profile '{n}' has no baseline yet, so there is nothing to compare"
@@ -401,6 +416,7 @@ fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Result<Plan, App
         save_as: args.save_profile,
         set_baseline: args.set_baseline,
         fail_on_regression: args.fail_on_regression,
+        min_effect: args.effect.min_effect,
         notes,
         settings,
         defaults: cfg.defaults.clone(),
@@ -780,4 +796,29 @@ pub fn counterpart_client(s: &ServerPlan) -> Result<ClientPlan, AppError> {
     c.packets = None;
     c.reflector_thread = s.thread;
     Ok(c)
+}
+
+/// `--fail-on-regression` against a baseline of at most one stored run
+/// cannot call a regression without `--min-effect`: refused, rather than a
+/// verdict that passes on what it did not check.
+fn regression_needs(
+    config: &std::path::Path,
+    name: &str,
+    min_effect: Option<f64>,
+) -> Result<(), AppError> {
+    if min_effect.is_some() {
+        return Ok(());
+    }
+    let why = match crate::config::baseline_runs::count(config, name) {
+        0 => {
+            "has no interval logs (it was set before Synapse kept them), so only the old rule on its stored p50 and p99 can judge it, and that rule needs --min-effect PERCENT (or set the baseline again)"
+        }
+        1 => {
+            "holds one run: one run a side cannot separate a difference from run-to-run variation, so a regression needs --min-effect PERCENT"
+        }
+        _ => return Ok(()),
+    };
+    Err(AppError::Usage(format!(
+        "--fail-on-regression: the baseline of profile '{name}' {why}"
+    )))
 }

@@ -7,6 +7,7 @@ mod extensions_text;
 mod floor;
 mod json;
 mod progress;
+mod regression;
 pub mod server_text;
 mod tcp_text;
 mod text;
@@ -25,6 +26,7 @@ use crate::config::BaselineComparison;
 use crate::engine::ClientOutcome;
 use crate::plan::{ClientPlan, Target};
 use crate::stats::Summary;
+use crate::stats::intervals::Interval;
 use serde::Serialize;
 use std::net::SocketAddr;
 
@@ -95,6 +97,9 @@ impl EffectiveConfig {
 /// Everything a headless report prints.
 #[derive(Debug, Clone)]
 pub struct Report {
+    /// The run's intervals, when a baseline or the regression test needs
+    /// them (else none).
+    pub intervals: Vec<Interval>,
     /// The numbers.
     pub summary: Summary,
     /// PASS/FAIL.
@@ -157,13 +162,10 @@ impl Report {
         server: SocketAddr,
         local: SocketAddr,
         outcome: &ClientOutcome,
+        intervals: Vec<Interval>,
     ) -> Self {
         let summary = Summary::from_stats(&outcome.stats, outcome.measured);
-        let baseline = plan
-            .profile
-            .baseline
-            .as_ref()
-            .and_then(|b| b.compare(&summary, plan.profile.fail_on_regression));
+        let baseline = regression::judge(plan, &summary, &intervals);
         let extension_warnings = extensions_text::warnings(
             &summary,
             outcome.extensions.as_ref(),
@@ -193,6 +195,7 @@ impl Report {
             config: EffectiveConfig::new(plan, server, local, outcome),
             interrupted: outcome.interrupted,
             tcp: outcome.tcp.clone(),
+            intervals,
         }
     }
 }

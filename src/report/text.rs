@@ -266,6 +266,14 @@ fn failure(c: &Criterion) -> String {
             format_ns(value),
             format_ns_plain(c.limit as u64)
         ),
+        m if m.ends_with(" significant regression") => format!(
+            "{} is significantly worse than the baseline's runs: {value:+.1} %, beyond --min-effect {} %",
+            m.trim_end_matches(" significant regression"),
+            c.limit
+        ),
+        "unchecked regression" => {
+            "--fail-on-regression could not check this run against the baseline (see above)".into()
+        }
         m if m.ends_with(" regression") => format!(
             "{} is {value:.1} % worse than the baseline (limit {} %)",
             m.trim_end_matches(" regression"),
@@ -311,19 +319,46 @@ fn write_baseline(
         report.summary.packets.loss_percent(),
         b.loss_change_points
     )?;
-    if let Some(limit) = b.limit_percent {
-        let verdict = if b.regressed { "regressed" } else { "within" };
-        writeln!(
-            out,
-            "  {verdict} the {limit} % limit on p50 and p99 (--fail-on-regression)"
-        )?;
-    }
+    write_rule(out, b)?;
     if b.baseline.timestamp_source != report.config.timestamps {
         writeln!(
             out,
             "  Note: the baseline was taken with {} timestamps, this run used {}; kernel stamping adds its own cost to the RTT",
             b.baseline.timestamp_source, report.config.timestamps
         )?;
+    }
+    Ok(())
+}
+
+/// How `--fail-on-regression` judged the run, and the test's sentences.
+fn write_rule(out: &mut impl Write, b: &crate::config::BaselineComparison) -> io::Result<()> {
+    use crate::config::RegressionRule;
+    let Some(rule) = b.rule else {
+        return Ok(());
+    };
+    let verdict = if b.regressed {
+        "regressed"
+    } else {
+        "no regression"
+    };
+    match (rule, &b.test, b.limit_percent) {
+        (RegressionRule::Significance, Some(test), _) => {
+            writeln!(out, "  --fail-on-regression (significance test): {verdict}")?;
+            for f in &test.figures {
+                writeln!(out, "    {}", f.sentence)?;
+            }
+        }
+        (RegressionRule::FixedPercent, _, Some(limit)) => {
+            let v = if b.regressed { "regressed" } else { "within" };
+            writeln!(
+                out,
+                "  --fail-on-regression (old rule): {v} the {limit} % limit on p50 and p99"
+            )?;
+        }
+        _ => writeln!(out, "  --fail-on-regression: NOT CHECKED")?,
+    }
+    if let Some(note) = &b.rule_note {
+        writeln!(out, "  Method: {note}")?;
     }
     Ok(())
 }
@@ -598,7 +633,13 @@ mod tests {
             tcp: None,
         };
         let server = "192.0.2.10:8080".parse().unwrap();
-        Report::new(&plan, server, "192.0.2.1:40000".parse().unwrap(), &outcome)
+        Report::new(
+            &plan,
+            server,
+            "192.0.2.1:40000".parse().unwrap(),
+            &outcome,
+            Vec::new(),
+        )
     }
 
     #[test]

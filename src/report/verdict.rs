@@ -3,7 +3,7 @@
 //! checked (no replies, so no RTT) does not hold: a verdict never passes
 //! what it did not check.
 
-use crate::config::BaselineComparison;
+use crate::config::{BaselineComparison, RegressionRule};
 use crate::stats::{Stats, Summary, Threshold};
 use crate::units::{format_ns, format_ns_plain};
 use serde::Serialize;
@@ -47,6 +47,23 @@ pub struct Criterion {
 impl Criterion {
     /// `p99 61.2 µs < 500 µs`, `loss 0.20 % ≤ 1 %`, with what was measured.
     pub fn describe(&self) -> String {
+        if let Some(fig) = self.metric.strip_suffix(" significant regression") {
+            let change = self
+                .value
+                .map_or_else(|| "—".to_string(), |v| format!("{v:+.2} %"));
+            let what = if self.held {
+                "no significant regression"
+            } else {
+                "a significant regression"
+            };
+            return format!(
+                "{fig} against the baseline {change}: {what} beyond {} % (--min-effect)",
+                self.limit
+            );
+        }
+        if self.metric == "unchecked regression" {
+            return "regression against the baseline: not checked".into();
+        }
         let value = |v: f64| match self.unit {
             "ns" => format_ns(v),
             _ => format!("{v:.2} %"),
@@ -123,18 +140,8 @@ impl Verdict {
             unit: "ns",
             held: summary.packets.sent > 0 && longest <= max_outage,
         });
-        if let Some(b) = baseline
-            && let Some(limit) = b.limit_percent
-        {
-            for (name, change) in [("p50", b.change_percent.p50), ("p99", b.change_percent.p99)] {
-                criteria.push(Criterion {
-                    metric: format!("{name} regression"),
-                    limit,
-                    value: Some(change),
-                    unit: "percent",
-                    held: change <= limit,
-                });
-            }
+        if let Some(b) = baseline {
+            criteria.extend(regression_criteria(b));
         }
         let mean_ok = criteria
             .iter()
@@ -155,6 +162,43 @@ impl Verdict {
     /// The criteria that did not hold.
     pub fn failed(&self) -> impl Iterator<Item = &Criterion> {
         self.criteria.iter().filter(|c| !c.held)
+    }
+}
+
+/// `--fail-on-regression`'s criteria, by the rule that judged the run.
+fn regression_criteria(b: &BaselineComparison) -> Vec<Criterion> {
+    match (b.rule, &b.test, b.limit_percent) {
+        (Some(RegressionRule::Significance), Some(test), _) => test
+            .figures
+            .iter()
+            .map(|f| Criterion {
+                metric: format!("{} significant regression", f.figure.name()),
+                limit: b.min_effect_percent.unwrap_or(0.0),
+                value: f.difference_percent,
+                unit: "percent",
+                held: !f.regression,
+            })
+            .collect(),
+        (Some(RegressionRule::FixedPercent), _, Some(limit)) => {
+            [("p50", b.change_percent.p50), ("p99", b.change_percent.p99)]
+                .into_iter()
+                .map(|(name, change)| Criterion {
+                    metric: format!("{name} regression"),
+                    limit,
+                    value: Some(change),
+                    unit: "percent",
+                    held: change <= limit,
+                })
+                .collect()
+        }
+        (Some(_), _, _) => vec![Criterion {
+            metric: "unchecked regression".into(),
+            limit: 0.0,
+            value: None,
+            unit: "percent",
+            held: false,
+        }],
+        (None, _, _) => Vec::new(),
     }
 }
 
@@ -249,5 +293,24 @@ mod tests {
         let mean = &v.criteria[0];
         assert_eq!((mean.value, mean.held), (None, false));
         assert_eq!(mean.describe(), "mean — (no replies) < 1 ms");
+    }
+
+    #[test]
+    fn a_significance_criterion_says_what_it_tested() {
+        let c = |held, value| Criterion {
+            metric: "p99.9 significant regression".into(),
+            limit: 50.0,
+            value,
+            unit: "percent",
+            held,
+        };
+        assert_eq!(
+            c(true, Some(1036.16)).describe(),
+            "p99.9 against the baseline +1036.16 %: no significant regression beyond 50 % (--min-effect)"
+        );
+        assert_eq!(
+            c(false, None).describe(),
+            "p99.9 against the baseline —: a significant regression beyond 50 % (--min-effect)"
+        );
     }
 }

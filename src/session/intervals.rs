@@ -20,6 +20,8 @@ pub struct IntervalTap {
     writer: Option<HdrLogWriter>,
     keep: bool,
     kept: Vec<Interval>,
+    /// Intervals kept at most before neighbours merge.
+    max_kept: usize,
     /// When the log's time 0 was, on the monotonic clock.
     base: Instant,
     /// The current run's start after the log's base, ns.
@@ -47,6 +49,7 @@ impl IntervalTap {
             writer,
             keep,
             kept: Vec::new(),
+            max_kept: MAX_KEPT,
             base: Instant::now(),
             offset_ns: 0,
             last_ns: 0,
@@ -61,11 +64,19 @@ impl IntervalTap {
             writer: None,
             keep: true,
             kept: Vec::new(),
+            max_kept: MAX_KEPT,
             base: Instant::now(),
             offset_ns: 0,
             last_ns: 0,
             timeout_ns: 0,
         }
+    }
+
+    /// Keeps at most `n` intervals (at least 2): past this, neighbours
+    /// merge, so memory stays bounded however long the session runs.
+    pub fn bounded(mut self, n: usize) -> Self {
+        self.max_kept = n.max(2);
+        self
     }
 
     /// Whether there is anything to do (a log, or intervals to keep).
@@ -123,7 +134,7 @@ impl IntervalTap {
         }
         if self.keep {
             self.kept.extend(closed.iter().cloned());
-            while self.kept.len() > MAX_KEPT {
+            while self.kept.len() > self.max_kept {
                 coarsen(&mut self.kept);
             }
         }

@@ -10,7 +10,7 @@
 
 use super::app::{App, Confirm, Role};
 use crate::cli::settings_schema;
-use crate::config::{Baseline, store};
+use crate::config::{Baseline, baseline_runs, store};
 use crate::engine::socket::reachable_at;
 use crate::engine::{
     ClientOutcome, Placement, Protocol, ReflectorEvent, ReflectorTotals, StampingInfo, StopFlag,
@@ -100,12 +100,19 @@ pub struct Station {
     hdr: Option<IntervalTap>,
     /// `m`: the reference, and the intervals since it.
     versus: super::versus::Versus,
+    /// The session's intervals since the last clear, bounded: what `b`
+    /// keeps as the baseline's run, and what `--fail-on-regression` tests.
+    session: IntervalTap,
 }
+
+/// Intervals the session keeps at most (neighbours merge past this).
+const SESSION_INTERVALS: usize = 256;
 
 impl Station {
     /// A station for these plans; nothing runs until [`Station::start`].
     pub fn new(client_plan: ClientPlan, server_plan: ServerPlan, started_as_server: bool) -> Self {
         let self_target = started_as_server || client_plan.target == Target::Loopback;
+        let length = client_plan.hdr.hdr_interval;
         let now = Instant::now();
         Self {
             client_plan,
@@ -138,6 +145,7 @@ impl Station {
             warnings: Vec::new(),
             hdr: None,
             versus: super::versus::Versus::new(),
+            session: IntervalTap::in_memory(length).bounded(SESSION_INTERVALS),
         }
     }
 
@@ -256,6 +264,7 @@ impl Station {
             t.start_run(timeout);
         }
         self.versus.start_run(timeout);
+        self.session.start_run(timeout);
         let stamping = session.stamping().clone();
         self.totals.local = Some(session.local());
         self.totals.target = Some(session.server());
@@ -282,17 +291,19 @@ impl Station {
         };
         session.stop();
         // Whatever is still in the ring belongs to the live view too.
-        let (hdr, versus) = (&mut self.hdr, &mut self.versus);
+        let (hdr, versus, kept) = (&mut self.hdr, &mut self.versus, &mut self.session);
         let finish = session.finish(|r| {
             app.client.live.ingest(r);
             if let Some(t) = hdr.as_mut() {
                 t.record(r);
             }
             versus.record(r);
+            kept.record(r);
         });
         if let Some(t) = self.hdr.as_mut() {
             t.end_run();
         }
+        self.session.end_run();
         if let Some(log) = finish.log {
             self.totals.log_rows += log.rows;
             self.totals.log_dropped += log.dropped;
@@ -390,6 +401,7 @@ impl Station {
         self.totals.stats.clear();
         self.totals.measured = Duration::ZERO;
         self.versus = super::versus::Versus::new();
+        self.session.cut();
         self.served.base = self.served.last;
         app.clear();
         if restart && let Err((why, code)) = self.start_client(app) {
@@ -403,12 +415,13 @@ impl Station {
     pub fn poll(&mut self, app: &mut App, now: Instant) {
         let mut new_packets = 0u64;
         if let Some(session) = self.client.as_mut() {
-            let (hdr, versus) = (&mut self.hdr, &mut self.versus);
+            let (hdr, versus, kept) = (&mut self.hdr, &mut self.versus, &mut self.session);
             session.drain(|r| {
                 if let Some(t) = hdr.as_mut() {
                     t.record(r);
                 }
                 versus.record(r);
+                kept.record(r);
                 app.client.live.ingest(r);
                 if matches!(r.kind, RecordKind::Sample | RecordKind::Lost) {
                     new_packets += 1;
@@ -522,8 +535,11 @@ impl Station {
             return;
         };
         let path = self.client_plan.profile.config_path.clone();
-        app.status = Some(match store::save_baseline(&path, name, &b) {
-            Ok(()) => {
+        let now = std::time::SystemTime::now();
+        let saved = store::save_baseline(&path, name, &b)
+            .and_then(|()| baseline_runs::save(&path, name, self.session.kept(), now, true));
+        app.status = Some(match saved {
+            Ok(_) => {
                 self.client_plan.profile.baseline = Some(b.clone());
                 app.baseline = Some(b);
                 format!(
@@ -541,6 +557,11 @@ impl Station {
         self.end_client(app, true);
         self.stop_reflector(app);
         let hdr_log = self.hdr.take().and_then(|t| t.finish().0);
+        let intervals = if self.client_plan.profile.needs_intervals() {
+            self.session.kept().to_vec()
+        } else {
+            Vec::new()
+        };
         let t = &self.totals;
         let report = (t.stats.counters().sent > 0).then(|| {
             let outcome = ClientOutcome {
@@ -568,6 +589,7 @@ impl Station {
                 t.target.unwrap_or(fallback),
                 t.local.unwrap_or(fallback),
                 &outcome,
+                intervals,
             );
             report.log = self.client_plan.log.as_ref().map(|path| LogSummary {
                 path: path.display().to_string(),

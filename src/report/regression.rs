@@ -1,0 +1,72 @@
+//! `--fail-on-regression`: this run against its profile's baseline by the
+//! test `synapse compare` uses, over the baseline's stored runs (their
+//! interval logs) and this run's intervals, with the same `--min-effect`.
+//! A baseline without stored runs (set before Synapse kept them) is judged
+//! by the old rule instead, p50 or p99 worse by more than `--min-effect`,
+//! and the report says so: a verdict never rests on a test it did not do.
+
+use crate::config::baseline_runs;
+use crate::config::{BaselineComparison, RegressionRule};
+use crate::plan::ClientPlan;
+use crate::stats::Summary;
+use crate::stats::intervals::Interval;
+use crate::stats::significance::{Run, compare};
+
+/// The run against the profile's baseline, judged when the run asked to
+/// be; `None` without a baseline or without replies.
+pub fn judge(
+    plan: &ClientPlan,
+    summary: &Summary,
+    intervals: &[Interval],
+) -> Option<BaselineComparison> {
+    let mut c = plan.profile.baseline.as_ref()?.compare(summary, None)?;
+    if !plan.profile.fail_on_regression {
+        return Some(c);
+    }
+    let min = plan.profile.min_effect;
+    let name = plan.profile.name.as_deref().unwrap_or_default();
+    c.min_effect_percent = min;
+    match baseline_runs::load(&plan.profile.config_path, name) {
+        Ok(runs) if !runs.is_empty() => {
+            let a: Vec<Run> = runs
+                .iter()
+                .map(|(path, log)| {
+                    let file = path.file_name().map(|f| f.to_string_lossy().into_owned());
+                    let label = format!("baseline:{name}/{}", file.unwrap_or_default());
+                    Run::from_intervals(&label, &log.intervals, "")
+                })
+                .collect();
+            let this = Run::from_intervals("this run", intervals, "");
+            let test = compare(&a, &[this], min);
+            c.regressed = test.regression;
+            c.rule = Some(RegressionRule::Significance);
+            c.rule_note = Some(format!(
+                "the test of synapse compare against the baseline's {} stored: {}",
+                crate::units::count_of(runs.len() as u64, "run"),
+                test.note
+            ));
+            c.test = Some(test);
+        }
+        stored => {
+            let why = match stored {
+                Err(e) => format!("the baseline's stored runs could not be read ({e})"),
+                Ok(_) => "the baseline has no interval logs (it was set before Synapse kept them; set it again for the significance test)".into(),
+            };
+            c.limit_percent = min;
+            c.regressed = min.is_some_and(|l| c.change_percent.p50 > l || c.change_percent.p99 > l);
+            c.rule = Some(match min {
+                Some(_) => RegressionRule::FixedPercent,
+                None => RegressionRule::Unchecked,
+            });
+            c.rule_note = Some(match min {
+                Some(l) => format!(
+                    "{why}: judged by the old rule instead, p50 or p99 worse than the baseline's by more than {l} % (--min-effect)"
+                ),
+                None => format!(
+                    "{why}, and without --min-effect the old rule has no limit: not checked"
+                ),
+            });
+        }
+    }
+    Some(c)
+}
