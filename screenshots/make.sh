@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes every picture in screenshots/ again from the live program, on loopback:
-# client, server, agent and help as PNG (cell by cell from a
+# client, server, agent, help and the m comparison as PNG (cell by cell from a
 # terminal emulator's grid, by ../shared/tools/tui-shot), and client.gif, a few
 # seconds of a client run.
 #
@@ -61,6 +61,19 @@ pids+=($!)
 "$shot" "$out/agent" "$bin agent --name lab --reflect none --metrics-listen 127.0.0.1:$metrics_port \
     --peer near=127.0.0.1:$echo_port --peer far=127.0.0.1:$second_port \
     --peer silent=127.0.0.1:$(free_port) --interval 20ms --report-every 2s" 20
+
+echo "versus (m: what came after against what came before)"
+# tui-shot captures 0.7 s after its last key, too soon for a comparison:
+# run it in tmux here, press m, wait, and let tui-shot draw the capture.
+sess=versus$$
+tmux new-session -d -s "$sess" -x "$COLS" -y "$ROWS" \
+    "TERM=xterm-256color $bin client 127.0.0.1:$echo_port --interval 1ms; sleep 30"
+sleep 6
+tmux send-keys -t "$sess" m
+sleep 8
+tmux capture-pane -t "$sess" -e -p | head -c -1 > "$state/versus.ans"
+tmux kill-session -t "$sess"
+"$shot" "$out/versus" "cat $state/versus.ans" 1
 
 echo "client.gif"
 python3 "$out/gif.py" "$bin client 127.0.0.1:$stamp_port --stamp --interval 1ms" \
