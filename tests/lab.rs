@@ -38,10 +38,21 @@ mod truth;
 use outputs::Scenario;
 use sheet::Sheet;
 
+/// One guest (or guest pair) at a time: cargo runs tests in parallel, and
+/// emulated machines sharing two cores would time each other, not netem.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs a group and hands each scenario to `check`; writes the group's
 /// sheet and fails with every failed row.
 fn group(name: &str, title: &str, scenarios: &[&str], check: fn(&mut Sheet, &Scenario)) {
-    let Some(run) = harness::run(name, scenarios) else {
+    let guard = one_at_a_time();
+    let run = harness::run(name, scenarios);
+    drop(guard);
+    let Some(run) = run else {
         return;
     };
     let mut sheet = Sheet::new(name);
@@ -58,7 +69,10 @@ fn group(name: &str, title: &str, scenarios: &[&str], check: fn(&mut Sheet, &Sce
 /// Runs a two-host scenario (two guests, two clocks) and checks side a's
 /// outputs.
 fn two_hosts(name: &str, title: &str, scenario: &str, check: fn(&mut Sheet, &Scenario)) {
-    let Some(run) = harness::run_two(name, scenario) else {
+    let guard = one_at_a_time();
+    let run = harness::run_two(name, scenario);
+    drop(guard);
+    let Some(run) = run else {
         return;
     };
     let mut sheet = Sheet::new(name);
@@ -148,7 +162,10 @@ fn two_hosts_two_clocks() {
 
 #[test]
 fn nic_hardware_stamps() {
-    let Some(run) = harness::run_in_guest("7-hardware", &["hardware"], hardware::QEMU_ARGS) else {
+    let guard = one_at_a_time();
+    let run = harness::run_in_guest("7-hardware", &["hardware"], hardware::QEMU_ARGS);
+    drop(guard);
+    let Some(run) = run else {
         return;
     };
     let mut sheet = Sheet::new("7-hardware");
