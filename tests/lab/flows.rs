@@ -93,7 +93,7 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
         &conv,
         &j["one_way_ns"][impaired],
         (n, base.len()),
-        (coupling, coupling),
+        (coupling, coupling, &["p99"]),
     );
     let rtt_base = ok(&reference, &|r| r.rtt);
     let conv = Convolved::new(rtt_base.clone(), add);
@@ -104,16 +104,19 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
         &conv,
         rtt,
         (n, rtt_base.len()),
-        (RECEIVE_COUPLING_NS, RECEIVE_COUPLING_NS),
+        (RECEIVE_COUPLING_NS, RECEIVE_COUPLING_NS, &["p99"]),
     );
     // The other leg: what the reference saw, nothing added, give or take
     // the flows' coupling (a millisecond where neither end is the client's
-    // receive): the delay netem adds is tens of milliseconds. Its p99 (the
-    // slowest 1 %, some 30 packets) is another matter under emulation:
-    // either flow's tail is whichever process a stall caught (seen 2.5 ms
-    // apart, either way). So it is bounded above only, by half the delay
-    // netem adds to 99 % of packets: had the impaired leg's delay been put
-    // on this leg, its tail would be past that.
+    // receive): the delay netem adds is tens of milliseconds. Its tail (p90
+    // and p99, the slowest 10 % and 1 %) is another matter under emulation:
+    // either flow's tail is whichever process a stall caught, between its
+    // clock read and the kernel (seen: p99 2.5 ms apart either way; p90
+    // 3.65 ms against a reference's 2.2 ms, and 0.20 ms against a
+    // reference's 3.64 ms, in CI). So the tail is bounded above only, by
+    // half the delay netem adds to 99 % of packets: had the impaired leg's
+    // delay been put on this leg, its tail would be past that. p10 and p50
+    // still hold it to the reference from both sides.
     let base = ok(&reference, &|r| one_way(r, other));
     let conv = Convolved::new(base.clone(), vec![0]);
     let untouched = &j["one_way_ns"][other];
@@ -126,29 +129,28 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
     // Half of what netem adds to 99 % of packets (its 1st percentile).
     let least = netem.delays.get(netem.delays.len() / 100).copied();
     let tail = (least.unwrap_or(0) / 2).max(slack);
-    let untouched_slack = (slack, tail);
     percentiles(
         sheet,
         &what,
         &conv,
         untouched,
         (n, base.len()),
-        untouched_slack,
+        (slack, tail, &["p90", "p99"]),
     );
     losses(sheet, s, &leg, &reference, &test);
 }
 
 /// Synapse's percentiles of `figures` against the expected distribution
 /// of `n` samples (`m` in the reference), each interval widened by
-/// `slack` ns; a `tail` above 0 bounds p99 above only, by the interval's
-/// top plus `tail` (a leg that should have gained nothing).
+/// `slack` ns; the percentiles named in `above_only` are bounded from
+/// above only, by the interval's top plus `tail`.
 fn percentiles(
     sheet: &mut Sheet,
     what: &str,
     conv: &Convolved,
     figures: &Value,
     (n, m): (usize, usize),
-    (slack, tail): (i64, i64),
+    (slack, tail, above_only): (i64, i64, &[&str]),
 ) {
     for (p, key) in PERCENTILES {
         let Some(got) = figures[key].as_i64() else {
@@ -163,7 +165,7 @@ fn percentiles(
             continue;
         };
         let (lo, hi) = conv.interval(p, n, m);
-        let above_only = tail > 0 && key == "p99";
+        let above_only = above_only.contains(&key);
         let slack = if above_only { tail } else { slack };
         // A one-way delay on one kernel is never below 0.
         let lo = if above_only { 0 } else { lo - slack };

@@ -63,6 +63,22 @@ snapshot lifted
 # default), then scraped.
 sleep 4
 snapshot settled
+# The queries below read the last scrape; under emulation a scrape can
+# lag its second by seconds, so wait for one taken after the snapshot
+# (once, a scrape from before it missed the last drop: 435 against 436).
+settled=$(date +%s)
+scraped() {
+  ip netns exec "$NS_A" curl -sf 127.0.0.1:9090/api/v1/query \
+    --data-urlencode 'query=min(timestamp(synapse_probes_lost_total))' |
+    python3 -c 'import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+print(int(float(r[0]["value"][1])) if r else 0)'
+}
+deadline=$(($(date +%s) + 30))
+until [ "$(scraped)" -gt "$settled" ]; do
+  [ "$(date +%s)" -lt "$deadline" ] || { log "no scrape after the settled snapshot"; exit 1; }
+  sleep 0.5
+done
 q lost_total "sum by (source) (synapse_probes_lost_total)"
 q sent_total "sum by (source) (synapse_probes_sent_total)"
 q late_total "sum by (source) (synapse_probes_late_total)"
