@@ -671,6 +671,42 @@ p("`SO_TIMESTAMPING`), a TX stamp and its error-queue entry per answer, and an e
 p("`recvmmsg` for every stamp waiting) when a session's next request finds its stamp not in yet.")
 p()
 
+# 16. compare: A/A and --hdr-log -------------------------------------------------------------
+p("## 16. `synapse compare` on A/A pairs, and what `--hdr-log` costs")
+p()
+p("`benches/compare_aa.sh`: pairs of separate runs of one configuration (`synapse --no-ui`, its")
+p("in-process reflector on loopback, each run with `--hdr-log`), each pair compared one run a side")
+p("(`compare A B`), then the same runs in disjoint groups of three a side (`compare A1 A2 A3 -- B1")
+p("B2 B3`). Nothing differs between the sides, so every \"significant\" is a false alarm; the six")
+p("figures' intervals are simultaneous at 95 %. After each pair, one run without `--hdr-log`: runs")
+p("with and without it alternate through the whole script.")
+p()
+C = run("compare_aa")
+aa1, aa3 = C.results.get("aa1"), C.results.get("aa3")
+if aa1:
+    alarms, pairs, ex3, ex3e = (int(v) for v in aa1[0][:4])
+    groups = aa3[0] if aa3 else None
+    p("| comparison | called significant | exit 3 (regression) | target | commit | command |")
+    p("|---|---|---|---|---|---|")
+    met = "met" if alarms <= 0.05 * pairs else "not met"
+    p(f"| one run a side, {pairs} pairs | **{alarms} of {pairs}** ({100 * alarms / pairs:.0f} %) | "
+      f"{ex3} without `--min-effect`, {ex3e} with `--min-effect 5` | ≤ 5 %: {met} | {commit} | {code(C.cmd)} |")
+    if groups:
+        ga, gn = int(groups[0]), int(groups[1])
+        met = "met" if ga <= 0.05 * gn else "not met"
+        p(f"| three runs a side, {gn} disjoint groups | **{ga} of {gn}** | – | ≤ 5 %: {met} | {commit} | {code(C.cmd)} |")
+    p()
+else:
+    p(f"A/A: {C.missing('aa1')}.")
+    p()
+table([pair_row("p50 / p99 with `--hdr-log`", "compare_aa", "hdr", "nohdr", "without")],
+      reference="reference: without `--hdr-log`")
+p(f"Reading: with `--hdr-log` the p50 is {says(r50('compare_aa', 'hdr', 'nohdr'), 1.03)} the p50 without "
+  "(the log is written off the measurement thread, from the ring). One run a side, an interval holds "
+  "only the noise within the two runs; a verdict then needs `--min-effect`, and the exit-3 column is "
+  "what a user acting on exit codes would see.")
+p()
+
 # not measured ---------------------------------------------------------------------------
 p("## What is not measured here")
 p()

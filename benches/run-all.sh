@@ -82,6 +82,7 @@ run capacity "gcc bc taskset" \
   "benches/reflector_capacity.sh $(q '200000 400000 1000000' '200000 300000 400000 600000 1000000')"
 run syscalls "strace gcc python3" "benches/syscalls.sh"
 run stamp_tlv "gcc python3 bc taskset" "benches/stamp_tlv_capacity.sh $(q 4 10)"
+run compare_aa "python3 bc" "benches/compare_aa.sh 40 $(q 2 4)"
 
 # The machine, from the commands that say so.
 {

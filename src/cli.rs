@@ -270,9 +270,17 @@ pub struct ClientArgs {
     #[arg(long, value_name = "NAME")]
     pub save_profile: Option<String>,
 
-    /// After the run, keep its summary as the profile's baseline.
+    /// After the run, keep its summary as the profile's baseline (its
+    /// figures, and its interval log as the baseline's only run).
     #[arg(long)]
     pub set_baseline: bool,
+
+    /// After the run, add it to the profile's baseline runs (at most 20,
+    /// the oldest dropped) and show its figures as the baseline's. With two
+    /// runs or more, --fail-on-regression sees the run-to-run variation and
+    /// needs no --min-effect.
+    #[arg(long, conflicts_with = "set_baseline")]
+    pub add_to_baseline: bool,
 
     /// FAIL (exit 3) when this run is significantly worse than the
     /// profile's baseline, by the test of `synapse compare` against the

@@ -98,10 +98,12 @@ pub fn after_run(plan: &ClientPlan, report: &Report) -> Result<Vec<String>, Conf
         match Baseline::from_summary(summary, source, SystemTime::now()) {
             Some(b) => {
                 store::save_baseline(path, name, &b)?;
+                let replace = !plan.profile.add_to_baseline;
                 let runs =
-                    baseline_runs::save(path, name, &report.intervals, SystemTime::now(), true)?;
+                    baseline_runs::save(path, name, &report.intervals, SystemTime::now(), replace)?;
                 done.push(format!(
-                    "baseline of profile '{name}' set: {} ({} kept in {})",
+                    "baseline of profile '{name}' {}: {} ({} kept in {})",
+                    if replace { "set" } else { "run added" },
                     baseline_line(&b),
                     crate::units::count_of(runs as u64, "run"),
                     baseline_runs::dir(path, name).display()

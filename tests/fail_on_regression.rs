@@ -137,3 +137,101 @@ fn a_slower_peer_fails_against_the_stored_runs_and_a_like_one_passes() {
         "{t}"
     );
 }
+
+#[test]
+fn runs_added_to_a_baseline_show_run_to_run_variation_and_need_no_min_effect() {
+    const DELAY: Duration = Duration::from_millis(2);
+    let fast = ScriptedPeer::start(|_| Answer::Echo);
+    let slow = ScriptedPeer::start(|_| Answer::Later(DELAY));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+
+    // The first run added starts the baseline; two more join it.
+    for (i, extra) in [
+        ["--save-profile", "lab"],
+        ["--profile", "lab"],
+        ["--profile", "lab"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out = run(
+            &config,
+            &fast.addr(),
+            &[extra[0], extra[1], "--add-to-baseline"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("run added: "),
+            "{}",
+            text(&out.stderr)
+        );
+        let kept = format!("({} kept in ", common_count(i + 1));
+        assert!(text(&out.stderr).contains(&kept), "{}", text(&out.stderr));
+        assert!(
+            dir.path()
+                .join(format!("baselines/lab/run-{}.hlog", i + 1))
+                .is_file()
+        );
+    }
+    let out = synapse()
+        .args(["compare", "--json", "--config"])
+        .arg(&config)
+        .args(["baseline:lab", "--", "baseline:lab"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(json_of(&out.stdout)["comparisons"][0]["runs_a"], 3);
+
+    // Three runs a side of A: the test is over runs, so no --min-effect is
+    // needed, and a peer 2 ms slower is a regression.
+    let out = run(
+        &config,
+        &slow.addr(),
+        &["--profile", "lab", "--fail-on-regression"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let j = json_of(&out.stdout);
+    let p50 = figure(&j["baseline"]["test"], "p50");
+    assert_eq!(p50["method"], "run_to_run", "{p50}");
+    assert_eq!(p50["regression"], true, "{p50}");
+    assert!(p50["ci_low"].as_f64().unwrap() > 0.0, "{p50}");
+    assert!(
+        p50["difference"].as_f64().unwrap() > DELAY.as_nanos() as f64 * 0.9,
+        "{p50}"
+    );
+
+    // --set-baseline and --add-to-baseline together are refused.
+    let out = run(
+        &config,
+        &fast.addr(),
+        &["--profile", "lab", "--set-baseline", "--add-to-baseline"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+/// "1 run", "2 runs": how the client counts the baseline's runs.
+fn common_count(n: usize) -> String {
+    if n == 1 {
+        "1 run".into()
+    } else {
+        format!("{n} runs")
+    }
+}
+
+#[test]
+fn the_old_percentage_form_is_refused_with_the_new_spelling() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = synapse()
+        .env("XDG_CONFIG_HOME", dir.path())
+        .args(["client", "--fail-on-regression", "10", "--no-ui"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--fail-on-regression --min-effect 10"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

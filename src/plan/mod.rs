@@ -95,8 +95,10 @@ pub struct ProfileUse {
     pub baseline: Option<Baseline>,
     /// `--save-profile NAME`.
     pub save_as: Option<String>,
-    /// `--set-baseline`.
+    /// `--set-baseline` or `--add-to-baseline`.
     pub set_baseline: bool,
+    /// `--add-to-baseline`: keep the baseline's runs and add this one.
+    pub add_to_baseline: bool,
     /// `--fail-on-regression`.
     pub fail_on_regression: bool,
     /// `--min-effect PERCENT`.
@@ -337,6 +339,7 @@ fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Result<Plan, App
     )?;
     let mut notes = Vec::new();
     if let Some(addr) = &args.addr {
+        old_fail_on_regression(args.fail_on_regression, addr)?;
         typed.set("server", vec![addr.clone()]);
     }
     let chosen = choose_profile(
@@ -375,15 +378,16 @@ fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Result<Plan, App
         .bind
         .map(|b| resolve(&b, 0).map_err(|e| located("bind", e)))
         .transpose()?;
-    if args.set_baseline
-        && args.profile.is_none()
-        && args.save_profile.is_none()
-        && chosen.is_none()
-    {
-        return Err(AppError::Usage(
-            "--set-baseline needs a profile to keep it in (--profile NAME or --save-profile NAME)"
-                .into(),
-        ));
+    let set_baseline = args.set_baseline || args.add_to_baseline;
+    if set_baseline && args.profile.is_none() && args.save_profile.is_none() && chosen.is_none() {
+        let option = if args.add_to_baseline {
+            "--add-to-baseline"
+        } else {
+            "--set-baseline"
+        };
+        return Err(AppError::Usage(format!(
+            "{option} needs a profile to keep it in (--profile NAME or --save-profile NAME)"
+        )));
     }
     let name = chosen.map(|(n, _)| n.to_string());
     let baseline = name
@@ -395,7 +399,7 @@ fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Result<Plan, App
     {
         regression_needs(&cfg.path, n, args.effect.min_effect)?;
     }
-    if args.fail_on_regression && baseline.is_none() && !args.set_baseline {
+    if args.fail_on_regression && baseline.is_none() && !set_baseline {
         notes.push(match &name {
             Some(n) => format!(
                 "--fail-on-regression: profile '{n}' has no baseline yet, so there is nothing to compare"
@@ -414,7 +418,8 @@ fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Result<Plan, App
         name,
         baseline,
         save_as: args.save_profile,
-        set_baseline: args.set_baseline,
+        set_baseline,
+        add_to_baseline: args.add_to_baseline,
         fail_on_regression: args.fail_on_regression,
         min_effect: args.effect.min_effect,
         notes,
@@ -798,6 +803,17 @@ pub fn counterpart_client(s: &ServerPlan) -> Result<ClientPlan, AppError> {
     Ok(c)
 }
 
+/// `--fail-on-regression 10` (a percentage, as the option once took) would
+/// read the number as the reflector's address: say what it is now.
+fn old_fail_on_regression(fail_on_regression: bool, addr: &str) -> Result<(), AppError> {
+    if fail_on_regression && addr.trim_end_matches('%').parse::<f64>().is_ok() {
+        return Err(AppError::Usage(format!(
+            "--fail-on-regression takes no percentage now (it runs the significance test of `synapse compare`): write --fail-on-regression --min-effect {addr}"
+        )));
+    }
+    Ok(())
+}
+
 /// `--fail-on-regression` against a baseline of at most one stored run
 /// cannot call a regression without `--min-effect`: refused, rather than a
 /// verdict that passes on what it did not check.
@@ -814,7 +830,7 @@ fn regression_needs(
             "has no interval logs (it was set before Synapse kept them), so only the old rule on its stored p50 and p99 can judge it, and that rule needs --min-effect PERCENT (or set the baseline again)"
         }
         1 => {
-            "holds one run: one run a side cannot separate a difference from run-to-run variation, so a regression needs --min-effect PERCENT"
+            "holds one run: one run a side cannot separate a difference from run-to-run variation, so a regression needs --min-effect PERCENT (or more runs in the baseline: --add-to-baseline)"
         }
         _ => return Ok(()),
     };
