@@ -6,7 +6,7 @@
 use crate::cli::compare::CompareArgs;
 use crate::error::{AppError, exit};
 use crate::runs::{self, Input};
-use crate::stats::significance::{Comparison, FigureComparison, Method, compare};
+use crate::stats::significance::{Comparison, FigureComparison, compare};
 use crate::units::format_ns;
 use serde::Serialize;
 use std::io::Write;
@@ -117,10 +117,10 @@ fn write_pair(out: &mut impl Write, p: &Pair) -> std::io::Result<()> {
             }
             _ => "—".into(),
         };
-        let mark = match (f.regression, f.significant) {
-            (true, _) => "  ✗ regression",
-            (false, true) if f.method == Method::WithinRun => "  (within these runs)",
-            (false, true) => "  significant",
+        let mark = match (f.regression, f.significant, f.excludes_zero) {
+            (true, ..) => "  ✗ regression",
+            (false, true, _) => "  significant",
+            (false, false, true) => "  (beyond these runs' own noise only)",
             _ => "",
         };
         writeln!(

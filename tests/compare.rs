@@ -134,17 +134,29 @@ fn a_known_delay_is_found_and_its_interval_holds_it() {
                 .contains(" slower, 95 % CI "),
         "{p50}"
     );
-    // One run a side: found within the runs; a regression only with
-    // --min-effect, and not when the effect is smaller than asked.
+    // One run a side: beyond the runs' own noise, but not called
+    // significant (run-to-run variation is unseen) unless --min-effect
+    // says how large a change matters; a regression only then, and not
+    // when the effect is smaller than asked.
     let (code, j, _) = compare(&[&a[0], &b[0]], &[]);
     assert_eq!(
         code,
         Some(0),
         "one run a side calls no regression by itself"
     );
-    assert_eq!(figure(&j["comparisons"][0], "p50")["significant"], true);
-    let (code, _, _) = compare(&[&a[0], &b[0]], &["--min-effect", "20"]);
+    let p50 = figure(&j["comparisons"][0], "p50");
+    assert_eq!(p50["excludes_zero"], true, "{p50}");
+    assert_eq!(p50["significant"], false, "{p50}");
+    assert!(
+        p50["sentence"]
+            .as_str()
+            .unwrap()
+            .contains("cannot separate this from run-to-run variation"),
+        "{p50}"
+    );
+    let (code, j, _) = compare(&[&a[0], &b[0]], &["--min-effect", "20"]);
     assert_eq!(code, Some(3), "50 % worse is beyond 20 %");
+    assert_eq!(figure(&j["comparisons"][0], "p50")["significant"], true);
     let (code, _, _) = compare(&[&a[0], &b[0]], &["--min-effect", "100000"]);
     assert_eq!(code, Some(0));
 }

@@ -57,7 +57,8 @@ For p50, p90, p99, p99.9, the mean and the loss: B − A with a 95 % confidence
 interval (simultaneous over the six figures), and a sentence. Several runs a
 side: Student t over the runs' figures, which holds run-to-run variation. One
 run a side: a block bootstrap over the two runs' intervals, which holds only
-the noise within them; a regression then needs --min-effect. Exit status: 0 no
+the noise within them, so nothing is called significant, nor a regression,
+without --min-effect. Exit status: 0 no
 regression, 3 a regression (significant, worse, and beyond --min-effect), 2 bad
 input. See docs/compare.md.";
 

@@ -18,8 +18,10 @@
 //!   spread already holds the within-run part; the within-run bootstrap
 //!   only sets a floor under it.
 //! - With **one run a side**, nothing measures the run-to-run part. The
-//!   within-run interval is reported for what it is, and a regression is
-//!   called only when `--min-effect` says how large a change must be.
+//!   within-run interval is reported for what it is (`excludes_zero`), and
+//!   a difference is called significant, or a regression, only when
+//!   `--min-effect` says how large a change must be: on real A/A pairs the
+//!   within-run interval alone excludes zero in most pairs.
 //!
 //! The six intervals are simultaneous: each is taken at 1 − 0.05/6 (a
 //! Bonferroni correction), so that all six hold together with 95 %
@@ -336,7 +338,13 @@ pub struct FigureComparison {
     pub ci_high: Option<f64>,
     /// How the interval was found.
     pub method: Method,
-    /// The interval excludes zero.
+    /// The interval excludes zero: a difference beyond the noise the
+    /// method sees (one run a side: only the noise within the two runs).
+    pub excludes_zero: bool,
+    /// A difference the method can call: with several runs a side, the
+    /// interval excludes zero; with one run a side, it excludes zero and
+    /// the change is beyond `--min-effect` (without it, never: an A/A pair
+    /// of runs differs beyond its own noise in most pairs, BENCHMARKS.md).
     pub significant: bool,
     /// Significant, worse, and larger than `--min-effect`: what the exit
     /// status and `--fail-on-regression` act on.
@@ -436,8 +444,11 @@ fn finish_figure(
     } else {
         method
     };
-    let significant = lo_hi.is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0);
+    let excludes_zero = lo_hi.is_some_and(|(lo, hi)| lo > 0.0 || hi < 0.0);
     let big_enough = |need: f64| difference_percent.is_some_and(|p| p > need);
+    let significant = excludes_zero
+        && (method == Method::RunToRun
+            || min_effect.is_some_and(|m| difference_percent.is_some_and(|p| p.abs() > m)));
     let worse = difference.is_some_and(|d| d > 0.0);
     let regression = worse
         && match (method, min_effect) {
@@ -456,6 +467,7 @@ fn finish_figure(
         ci_low: lo_hi.map(|x| x.0),
         ci_high: lo_hi.map(|x| x.1),
         method,
+        excludes_zero,
         significant,
         regression,
         sentence: String::new(),
@@ -606,15 +618,19 @@ fn sentence(c: &FigureComparison) -> String {
     let way = if d > 0.0 { worse } else { better };
     let ci = interval_text(c);
     match (c.method, ci) {
-        (_, Some(ci)) if !c.significant => {
+        (_, Some(ci)) if !c.excludes_zero => {
             format!(
                 "{name}: no significant difference ({}{}, {ci})",
                 if d > 0.0 { "+" } else { "" },
                 amount(c.figure, d)
             )
         }
-        (Method::WithinRun, Some(ci)) => format!(
+        (Method::WithinRun, Some(ci)) if !c.significant => format!(
             "{name} is {} {way}, {ci} within these two runs; one run a side cannot separate this from run-to-run variation",
+            amount(c.figure, d.abs())
+        ),
+        (Method::WithinRun, Some(ci)) => format!(
+            "{name} is {} {way}, {ci} within these two runs, beyond --min-effect",
             amount(c.figure, d.abs())
         ),
         (_, Some(ci)) => format!("{name} is {} {way}, {ci}", amount(c.figure, d.abs())),

@@ -123,7 +123,8 @@ fn one_run_a_side_finds_a_shift_within_the_runs_but_calls_no_regression_without_
     let c = compare(std::slice::from_ref(&a), std::slice::from_ref(&b), None);
     let p50 = fig(&c, Figure::P50);
     assert_eq!(p50.method, Method::WithinRun);
-    assert!(p50.significant, "{}", p50.sentence);
+    // Beyond the runs' own noise, but one run a side cannot call it.
+    assert!(p50.excludes_zero && !p50.significant, "{}", p50.sentence);
     let (lo, hi) = (p50.ci_low.unwrap(), p50.ci_high.unwrap());
     assert!(
         lo < 100_000.0 + 3_000.0 && hi > 100_000.0 - 3_000.0,
@@ -136,13 +137,21 @@ fn one_run_a_side_finds_a_shift_within_the_runs_but_calls_no_regression_without_
         p50.sentence
     );
     assert!(!c.regression, "one run a side needs --min-effect");
+    let with_effect = compare(
+        std::slice::from_ref(&a),
+        std::slice::from_ref(&b),
+        Some(50.0),
+    );
+    let p50 = fig(&with_effect, Figure::P50);
     assert!(
-        compare(
-            std::slice::from_ref(&a),
-            std::slice::from_ref(&b),
-            Some(50.0)
-        )
-        .regression
+        with_effect.regression && p50.significant,
+        "{}",
+        p50.sentence
+    );
+    assert!(
+        p50.sentence.contains("beyond --min-effect"),
+        "{}",
+        p50.sentence
     );
     assert!(
         !compare(
@@ -261,7 +270,7 @@ fn loss_without_any_on_either_side_is_no_difference() {
     let lossy = Run::from_intervals("l", &synthetic(3, 60_000.0, 40, true), "");
     let clean = run("c", 4, 60_000.0);
     let loss = fig(&compare(&[clean], &[lossy], None), Figure::Loss).clone();
-    assert!(loss.significant, "{}", loss.sentence);
+    assert!(loss.excludes_zero, "{}", loss.sentence);
     assert!(
         loss.sentence
             .starts_with("loss is 2.00 points higher, 95 % CI "),

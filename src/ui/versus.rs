@@ -1,8 +1,10 @@
 //! The `m` key: what was measured so far becomes a reference, and the
 //! figures pane shows the running comparison with it: p50 and p99 in
 //! percent of the reference, each marked `*` once the difference is
-//! significant within this run (the same test as `synapse compare`, one
-//! run a side: a block bootstrap over half-second intervals). The bootstrap runs on the display's thread, so
+//! beyond this run's own noise (the interval of `synapse compare`, one
+//! run a side: a block bootstrap over half-second intervals). Both sides
+//! come from one run, so run-to-run variation, which keeps `compare`
+//! from calling one run a side significant, is not in the way here. The bootstrap runs on the display's thread, so
 //! it is kept small: a minute a side at most, worked out every 2 s.
 
 use crate::session::IntervalTap;
@@ -111,8 +113,8 @@ impl Versus {
                 continue;
             };
             let sign = if d < 0.0 { "−" } else { "+" };
-            let star = if f.significant { "*" } else { "" };
-            any |= f.significant;
+            let star = if f.excludes_zero { "*" } else { "" };
+            any |= f.excludes_zero;
             text.push_str(&format!(" {} {sign}{:.0}%{star}", f.figure.name(), d.abs()));
         }
         text.push(' ');
