@@ -35,7 +35,7 @@ p50() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["rtt_ns"]; p
 # Whether a comparison's JSON called anything significant; its exit status.
 verdict() {
   local rc=0
-  "$bin" compare "$@" --json > "$dir/cmp.json" || rc=$?
+  "$bin" compare --json "$@" > "$dir/cmp.json" || rc=$?
   [ "$rc" -le 3 ] || { echo "compare failed (exit $rc)" >&2; exit 1; }
   python3 - "$dir/cmp.json" "$rc" << 'EOF'
 import json, sys

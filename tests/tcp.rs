@@ -451,3 +451,54 @@ fn over_a_veth_pair_between_namespaces() {
     );
     assert_eq!(segment(&json, "network")["samples"], 500);
 }
+
+/// TCP over IPv6: the server on [::1] (its port read from its banner), one
+/// connection for the run and one per transaction, both split.
+#[test]
+fn over_ipv6_loopback() {
+    let child = synapse()
+        .args([
+            "server",
+            "--no-ui",
+            "--stamp-port",
+            "0",
+            "--bind",
+            "[::1]:0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_guard, _stdout, banner) = common::wait_until_ready(child);
+    let port: u16 = banner
+        .split("listening on [::1]:")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in the banner: {banner}"));
+    let addr = format!("[::1]:{port}");
+    let json = passed(&client(
+        &addr,
+        &[
+            "--packets",
+            "500",
+            "--warmup",
+            "20",
+            "--tx-stamp-every",
+            "1",
+        ],
+    ));
+    assert_eq!(json["packets"]["received"], 500, "{json}");
+    assert_eq!(json["tcp"]["connections"], 1, "{json}");
+    for name in ["send_path", "network", "receive_path"] {
+        assert_eq!(segment(&json, name)["samples"], 500, "{name}");
+    }
+    let json = passed(&client(
+        &addr,
+        &["--packets", "100", "--warmup", "5", "--connect-each"],
+    ));
+    assert_eq!(json["packets"]["received"], 100, "{json}");
+    assert_eq!(
+        json["tcp"]["connections"], 105,
+        "one per transaction: {json}"
+    );
+}
