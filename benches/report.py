@@ -701,6 +701,10 @@ table([
     pair_row("Synapse client `--tcp --timestamps user` → bare C echo", TV, "syn-tcp-user", "c-tcp", "bare C"),
     pair_row("sockperf ping-pong `--tcp --full-rtt` → sockperf server `--tcp`", TV, "sockperf", "c-tcp", "bare C"),
     pair_row("Synapse client `--tcp`, defaults, against sockperf", TV, "syn-tcp", "sockperf", "sockperf"),
+    pair_row("bare C client with Synapse's RX stamps on (`0x898`), made and never read", TV, "c-tcp-stamps",
+             "c-tcp", "bare C"),
+    pair_row("Synapse client `--tcp`, defaults, against the C client with the same RX stamps", TV, "syn-tcp",
+             "c-tcp-stamps", "C, same stamps"),
     pair_row("bare C client → the C echo with `EPOLL=1` (`epoll_wait` before each `recv`)", TV, "c-tcp-epoll",
              "c-tcp", "bare C"),
     tps_row("transactions/s, bare C TCP_CRR loop → bare C echo", "c-crr", "c-crr", "C TCP_CRR"),
@@ -711,8 +715,14 @@ table([
 p(f"Reading: Synapse's `--tcp` p50 against the bare C loop {says(r50(TV, 'syn-tcp', 'c-tcp'), 1.03)}, "
   f"against sockperf's round trip {says(r50(TV, 'syn-tcp', 'sockperf'), 1.0)}; `--connect-each` "
   f"transactions/s against the C TCP_CRR loop {says(r50(TV, 'syn-crr.tps', 'c-crr.tps'), 0.95, at_least=True)}. "
-  "A blocking TCP round trip here is two cross-core wake-ups plus the ACK work of both stacks; a "
-  "connect-each transaction adds the handshake, the close and a socket's life each time" + below_one(
+  f"With `--timestamps user` the client against sockperf is {says(r50(TV, 'syn-tcp-user', 'sockperf'))}; "
+  f"the C loop with the same RX stamps made (never read) pays {says(r50(TV, 'c-tcp-stamps', 'c-tcp'))} "
+  f"the bare loop, and Synapse's default against that loop is {says(r50(TV, 'syn-tcp', 'c-tcp-stamps'))}. "
+  "Synapse's `--tcp` makes the C loop's system calls (a `sendto` and a `recvfrom` per round trip; one in 256 "
+  "a `sendmsg` asking for TX stamps, a `recvmsg` with its RX stamp and the error-queue reads, and `TCP_INFO`); "
+  "`--connect-each` adds two `setsockopt` per transaction to the C loop's socket, connect, "
+  "`TCP_NODELAY`, send, recv, close (the blocking timeouts). A blocking TCP round trip here is two cross-core "
+  "wake-ups plus the ACK work of both stacks" + below_one(
       [r50(TV, k, "c-tcp") for k in ("syn-tcp", "syn-tcp-user")]) + ".")
 p()
 

@@ -12,6 +12,10 @@
 #               whole reply) → bare C TCP echo reflector (tcp_reflector.c:
 #               blocking accept, then blocking recv and send back on that
 #               one connection: what sockperf's server does with its one)
+#   c-tcp-stamps the bare C client with Synapse's TCP RX stamps on its
+#               connection (SO_TIMESTAMPING 0x898: RX software, OPT_ID,
+#               OPT_TSONLY), made and never read → the C reflector: the
+#               floor any loop with those stamps pays
 #   c-tcp-epoll the bare C client → the C reflector with EPOLL=1 (epoll_wait
 #               before each recv, as a server of many connections does:
 #               what that costs a round trip)
@@ -64,6 +68,7 @@ print(round(float(p["50.000"]) * 1000), round(float(p["99.000"]) * 1000))'
 run() { # CONFIG -> "p50 p99" or, connect-each, "tps p50 p99"
   case $1 in
     c-tcp) reflector c; "$dir/tcp_client" "$port" "$packets" 2000 0 "$size" ;;
+    c-tcp-stamps) reflector c; "$dir/tcp_client" "$port" "$packets" 2000 0 "$size" 0x898 ;;
     c-tcp-epoll) reflector epoll; "$dir/tcp_client" "$port" "$packets" 2000 0 "$size" ;;
     syn-tcp) reflector c; synapse_client "$packets" | cut -d' ' -f1,2 ;;
     syn-tcp-user) reflector c; synapse_client "$packets" --timestamps user | cut -d' ' -f1,2 ;;
@@ -75,7 +80,7 @@ run() { # CONFIG -> "p50 p99" or, connect-each, "tps p50 p99"
   stop_reflector
 }
 
-read -r -a configs <<< "${CONFIGS:-c-tcp syn-tcp syn-tcp-user sockperf c-tcp-epoll c-crr syn-crr}"
+read -r -a configs <<< "${CONFIGS:-c-tcp syn-tcp syn-tcp-user sockperf c-tcp-stamps c-tcp-epoll c-crr syn-crr}"
 if ! command -v sockperf >/dev/null; then # the other rows still run
   echo "skip sockperf sockperf not installed (apt-get install sockperf)"
   kept=(); for c in "${configs[@]}"; do [ "$c" = sockperf ] || kept+=("$c"); done; configs=("${kept[@]}")

@@ -3,7 +3,12 @@
  * stream splits them); CLOCK_MONOTONIC around each round trip; WARMUP
  * exchanges first. Pinned to CPU. Prints "p50 p99" in ns.
  *
- *   tcp_client PORT COUNT WARMUP CPU [SIZE]   (SIZE default 64, at most 4096) */
+ * With FLAGS (SO_TIMESTAMPING bits, e.g. 0x898: Synapse's TCP client's RX
+ * software stamps), the connection stamps as asked once established and
+ * replies are still read with plain recv: the kernel makes the stamps and
+ * nobody reads them (what an RX-stamped connection costs a round trip).
+ *
+ *   tcp_client PORT COUNT WARMUP CPU [SIZE [FLAGS]]   (SIZE default 64, at most 4096) */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,6 +18,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <linux/net_tstamp.h>
 
 static long long now_ns(void) {
     struct timespec t;
@@ -26,12 +32,13 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 5 && argc != 6) {
-        fprintf(stderr, "usage: tcp_client PORT COUNT WARMUP CPU [SIZE]\n");
+    if (argc < 5 || argc > 7) {
+        fprintf(stderr, "usage: tcp_client PORT COUNT WARMUP CPU [SIZE [FLAGS]]\n");
         return 2;
     }
     long count = atol(argv[2]), warmup = atol(argv[3]);
-    int size = argc == 6 ? atoi(argv[5]) : 64, on = 1;
+    int size = argc >= 6 ? atoi(argv[5]) : 64, on = 1;
+    int flags = argc == 7 ? (int)strtol(argv[6], NULL, 0) : 0;
     if (size < 1 || size > 4096) size = 64;
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -45,6 +52,10 @@ int main(int argc, char **argv) {
         return 1;
     }
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    if (flags && setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags)) {
+        perror("SO_TIMESTAMPING");
+        return 1;
+    }
     long long *rtt = malloc(sizeof *rtt * count);
     char buf[4096] = {0};
     for (long i = -warmup; i < count; i++) {
