@@ -671,8 +671,85 @@ p("`SO_TIMESTAMPING`), a TX stamp and its error-queue entry per answer, and an e
 p("`recvmmsg` for every stamp waiting) when a session's next request finds its stamp not in yet.")
 p()
 
-# 16. compare: A/A and --hdr-log -------------------------------------------------------------
-p("## 16. `synapse compare` on A/A pairs, and what `--hdr-log` costs")
+# 16. TCP round trip --------------------------------------------------------------------
+p("## 16. TCP request/response: Synapse `--tcp` against a bare C loop and sockperf")
+p()
+p("`synapse client --tcp` (one connection, TCP_NODELAY, blocking) against the leanest blocking TCP")
+p("ping-pong C allows (`benches/pingpong_c/tcp_client.c`: send, `recv` until the whole reply) and")
+p("against `sockperf ping-pong --tcp --full-rtt` (round trips, not sockperf's default RTT/2, against")
+p("its own server: it answers only its own messages), alternating, 14-byte requests, the same")
+p("pinning; the others' reflector is a bare C echo (`tcp_reflector.c`: blocking `accept`, then blocking")
+p("`recv` and `send` on its one connection, as sockperf's server serves its one). And `--connect-each`")
+p("(a connection per transaction) against a bare C TCP_CRR loop (`tcp_crr.c`: socket, connect,")
+p("request, response, close), transactions per second of measured time.")
+p()
+TV = "tcp"
+tv = run(TV)
+def tps_row(label, key, ref_key, ref_label):
+    v, r = tv.get(key + ".tps"), tv.get(ref_key + ".tps")
+    f = lambda x: f"{x:,.0f}/s"
+    if v is None:
+        return (label, None, None, tv.missing(key + ".tps"), TV)
+    if key == ref_key:
+        return (label, f(v), "(the reference)", "1", TV)
+    if r is None:
+        return (label, f(v), ref_label, tv.missing(ref_key + ".tps"), TV)
+    return (label, f(v), f"{ref_label}: {f(r)}", f"**{rfmt(ratio(v, r))}**", TV)
+table([
+    pair_row("bare C TCP client → bare C TCP echo", TV, "c-tcp", "c-tcp", "bare C"),
+    pair_row("Synapse client `--tcp`, defaults (kernel stamps) → bare C echo", TV, "syn-tcp", "c-tcp", "bare C"),
+    pair_row("Synapse client `--tcp --timestamps user` → bare C echo", TV, "syn-tcp-user", "c-tcp", "bare C"),
+    pair_row("sockperf ping-pong `--tcp --full-rtt` → sockperf server `--tcp`", TV, "sockperf", "c-tcp", "bare C"),
+    pair_row("Synapse client `--tcp`, defaults, against sockperf", TV, "syn-tcp", "sockperf", "sockperf"),
+    pair_row("bare C client with Synapse's RX stamps on (`0x898`), made and never read", TV, "c-tcp-stamps",
+             "c-tcp", "bare C"),
+    pair_row("Synapse client `--tcp`, defaults, against the C client with the same RX stamps", TV, "syn-tcp",
+             "c-tcp-stamps", "C, same stamps"),
+    pair_row("bare C client → the C echo with `EPOLL=1` (`epoll_wait` before each `recv`)", TV, "c-tcp-epoll",
+             "c-tcp", "bare C"),
+    tps_row("transactions/s, bare C TCP_CRR loop → bare C echo", "c-crr", "c-crr", "C TCP_CRR"),
+    tps_row("transactions/s, Synapse `--tcp --connect-each` → bare C echo", "syn-crr", "c-crr", "C TCP_CRR"),
+    pair_row("per transaction, Synapse `--connect-each` against the C TCP_CRR loop", TV, "syn-crr", "c-crr",
+             "C TCP_CRR"),
+])
+p(f"Reading: Synapse's `--tcp` p50 against the bare C loop {says(r50(TV, 'syn-tcp', 'c-tcp'), 1.03)}, "
+  f"against sockperf's round trip {says(r50(TV, 'syn-tcp', 'sockperf'), 1.0)}; `--connect-each` "
+  f"transactions/s against the C TCP_CRR loop {says(r50(TV, 'syn-crr.tps', 'c-crr.tps'), 0.95, at_least=True)}. "
+  f"With `--timestamps user` the client against sockperf is {says(r50(TV, 'syn-tcp-user', 'sockperf'))}; "
+  f"the C loop with the same RX stamps made (never read) pays {says(r50(TV, 'c-tcp-stamps', 'c-tcp'))} "
+  f"the bare loop, and Synapse's default against that loop is {says(r50(TV, 'syn-tcp', 'c-tcp-stamps'))}. "
+  "Synapse's `--tcp` makes the C loop's system calls (a `sendto` and a `recvfrom` per round trip; one in 256 "
+  "a `sendmsg` asking for TX stamps, a `recvmsg` with its RX stamp and the error-queue reads, and `TCP_INFO`); "
+  "`--connect-each` adds two `setsockopt` per transaction to the C loop's socket, connect, "
+  "`TCP_NODELAY`, send, recv, close (the blocking timeouts). A blocking TCP round trip here is two cross-core "
+  "wake-ups plus the ACK work of both stacks" + below_one(
+      [r50(TV, k, "c-tcp") for k in ("syn-tcp", "syn-tcp-user")]) + ".")
+p()
+
+# 17. TCP idle connections ---------------------------------------------------------------
+p("## 17. The TCP echo with 1,000 idle connections")
+p()
+p("10 Synapse `--tcp` clients at once (blocking, defaults, all on CPU 0) against `synapse server`'s")
+p("TCP echo (on CPU 1), alone and with 1,000 more connections open and silent (held by")
+p("`benches/tcp_idle_holder.py`, each one checked served), a fresh server each time, alternating. A")
+p("round's figure is the median of the 10 clients' p50 (and p99).")
+p()
+TI = "tcp_idle"
+ti = run(TI)
+idle_keys = sorted((k for k in ti.results if k.startswith("idle-") and k != "idle-0"),
+                   key=lambda k: int(k[5:]))
+ik = idle_keys[0] if idle_keys else "idle-1000"
+table([
+    pair_row("10 busy clients alone", TI, "idle-0", "idle-0", "alone"),
+    pair_row(f"10 busy clients with {int(ik[5:]):,} idle connections", TI, ik, "idle-0", "alone"),
+])
+p(f"Reading: the busy clients' p50 with {int(ik[5:]):,} idle connections against alone "
+  f"{says(r50(TI, ik, 'idle-0'), 1.05)}. The echo waits in `epoll`, which reports only the ready "
+  "connections; the idle ones cost their entries and a once-a-second look for stalled writers.")
+p()
+
+# 18. compare: A/A and --hdr-log -------------------------------------------------------------
+p("## 18. `synapse compare` on A/A pairs, and what `--hdr-log` costs")
 p()
 p("`benches/compare_aa.sh`: pairs of separate runs of one configuration (`synapse --no-ui`, its")
 p("in-process reflector on loopback, each run with `--hdr-log`), each pair compared one run a side")
@@ -729,8 +806,9 @@ if "not supported" in cyc or "not counted" in cyc or not cyc:
     p("  deterministic count offered here is §14's system calls, not cycles.")
 else:
     p("- CPU cycles per round trip: `perf stat -e cycles` works here, but no script uses it yet.")
-p("- qperf (not installed); sockperf is compared for the blocking round trip only (§1), irtt for the")
-p("  paced schedule only (§8).")
+p("- qperf (not installed); sockperf is compared for the blocking round trips only (§1 UDP, §16 TCP),")
+p("  irtt for the paced schedule only (§8). TCP with `--busy-poll`, and the TCP split's own cost")
+p("  (kernel stamps on against off is in §16 only as `--timestamps user`), have no C reference here.")
 p()
 
 sys.stdout.write("\n".join(out))
