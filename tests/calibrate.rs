@@ -22,12 +22,13 @@ fn calibrate(state: &std::path::Path) -> Value {
     )
 }
 
-const KEYS: [&str; 8] = [
+const KEYS: [&str; 9] = [
     "clock_read_ns",
     "syscall_ns",
     "context_switch_same_core_ns",
     "wakeup_cross_core_ns",
     "udp_blocking_rtt_ns",
+    "tcp_blocking_rtt_ns",
     "udp_busy_poll_rtt_ns",
     "tx_timestamping_cost_ns",
     "timer_overshoot_ns",
@@ -62,6 +63,13 @@ fn the_figures_have_their_fixed_keys_and_the_order_physics_demands() {
         "{doc}"
     );
     assert!(ns("timer_overshoot_ns") >= 0.0);
+    // A TCP round trip on loopback wakes both sides as UDP's does, and
+    // runs more stack: never under the syscall, never absurdly above UDP.
+    assert!(ns("tcp_blocking_rtt_ns") > ns("syscall_ns"), "{doc}");
+    assert!(
+        ns("tcp_blocking_rtt_ns") < 20.0 * ns("udp_blocking_rtt_ns"),
+        "{doc}"
+    );
     for key in KEYS.iter().filter(|k| **k != "tx_timestamping_cost_ns") {
         assert!(
             doc["p99"][*key].as_f64().unwrap() >= ns(key),

@@ -2,7 +2,7 @@
 //! the CPUs chosen, each in a thread of its own (pinning is per thread).
 
 use crate::engine::floor::Figures;
-use crate::engine::floor::{self, Effort, Figure, UdpFloor};
+use crate::engine::floor::{self, Effort, Figure, LoopbackFloor};
 use crate::engine::{EngineError, StopFlag, TimestampMode};
 
 /// Medians and 99th percentiles.
@@ -78,7 +78,7 @@ pub fn measure(
     }
     let timer = apart(|| floor::timer_overshoot(a, effort)).map_err(io("timer"))?;
     m.put(|f| &mut f.timer_overshoot_ns, timer);
-    let udp = |reflector_cpu, busy_poll, timestamps, packets| UdpFloor {
+    let udp = |reflector_cpu, busy_poll, timestamps, packets| LoopbackFloor {
         client_cpu: a,
         reflector_cpu,
         busy_poll,
@@ -103,6 +103,11 @@ pub fn measure(
     }
     let blocking = floor::udp_round_trip(udp(b, false, TimestampMode::User, 20_000))?;
     m.put(|f| &mut f.udp_blocking_rtt_ns, blocking);
+    if !next("loopback TCP ping-pong, blocking") {
+        return m.cut();
+    }
+    let tcp = floor::tcp_round_trip(udp(b, false, TimestampMode::User, 20_000))?;
+    m.put(|f| &mut f.tcp_blocking_rtt_ns, tcp);
     if !next("loopback ping-pong, busy-poll") {
         return m.cut();
     }

@@ -11,7 +11,7 @@ use std::path::Path;
 type Get = fn(&Figures) -> Option<f64>;
 
 /// Each figure's line: its JSON key's field, and what it is.
-const ROWS: [(Get, &str); 10] = [
+const ROWS: [(Get, &str); 11] = [
     (|f| f.clock_read_ns, "clock read (monotonic, vDSO)"),
     (|f| f.clock_read_realtime_ns, "clock read (realtime)"),
     (|f| f.syscall_ns, "syscall (getpid)"),
@@ -24,6 +24,7 @@ const ROWS: [(Get, &str); 10] = [
     ),
     (|f| f.udp_blocking_rtt_ns, "UDP RTT, blocking, two CPUs"),
     (|f| f.udp_busy_poll_rtt_ns, "UDP RTT, busy-poll, two CPUs"),
+    (|f| f.tcp_blocking_rtt_ns, "TCP RTT, blocking, two CPUs"),
     (
         |f| f.tx_timestamping_cost_ns,
         "kernel stamps add (busy-poll)",

@@ -6,10 +6,37 @@ use crate::engine::floor::Calibration;
 use crate::units::format_ns;
 use serde::Serialize;
 
+/// Which floor a run is held against.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RunMode {
+    /// UDP, sleeping in the kernel.
+    #[default]
+    Blocking,
+    /// UDP, spinning.
+    BusyPoll,
+    /// TCP over one connection, sleeping.
+    TcpBlocking,
+    /// No floor measured for it (TCP spinning, a connection per
+    /// transaction).
+    Other,
+}
+
+impl RunMode {
+    /// The mode of a run with these options.
+    pub fn of(tcp: bool, busy_poll: bool, connect_each: bool) -> Self {
+        match (tcp, busy_poll) {
+            (false, false) => Self::Blocking,
+            (false, true) => Self::BusyPoll,
+            (true, false) if !connect_each => Self::TcpBlocking,
+            _ => Self::Other,
+        }
+    }
+}
+
 /// The comparison, as the reports show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FloorComparison {
-    /// `busy_poll` or `blocking`: which floor.
+    /// `busy_poll`, `blocking` or `tcp_blocking`: which floor.
     pub mode: &'static str,
     /// The run's p50, ns.
     pub p50_ns: u64,
@@ -27,12 +54,15 @@ pub struct FloorComparison {
 
 impl FloorComparison {
     /// The comparison for a run of `p50_ns` in this mode, if the
-    /// calibration has that floor.
-    pub fn of(c: &Calibration, p50_ns: u64, busy_poll: bool, remote_peer: bool) -> Option<Self> {
-        let (mode, floor) = if busy_poll {
-            ("busy_poll", c.p50.udp_busy_poll_rtt_ns?)
-        } else {
-            ("blocking", c.p50.udp_blocking_rtt_ns?)
+    /// calibration has that floor (TCP: one connection, blocking; a run
+    /// that connects for each transaction has none).
+    pub fn of(c: &Calibration, p50_ns: u64, mode: RunMode, remote_peer: bool) -> Option<Self> {
+        let busy_poll = mode == RunMode::BusyPoll;
+        let (mode, floor) = match mode {
+            RunMode::BusyPoll => ("busy_poll", c.p50.udp_busy_poll_rtt_ns?),
+            RunMode::Blocking => ("blocking", c.p50.udp_blocking_rtt_ns?),
+            RunMode::TcpBlocking => ("tcp_blocking", c.p50.tcp_blocking_rtt_ns?),
+            RunMode::Other => return None,
         };
         (floor > 0.0).then(|| Self {
             mode,
@@ -51,10 +81,10 @@ impl FloorComparison {
     /// `p50 9.8 µs = 1.3 × this host's loopback busy-poll floor (7.5 µs,
     /// calibrated 2026-11-22)`, and what the wake-ups explain.
     pub fn sentence(&self) -> String {
-        let mode = if self.mode == "busy_poll" {
-            "busy-poll"
-        } else {
-            "blocking"
+        let mode = match self.mode {
+            "busy_poll" => "busy-poll",
+            "tcp_blocking" => "TCP blocking",
+            _ => "blocking",
         };
         let date = self.calibrated_at.get(..10).unwrap_or(&self.calibrated_at);
         let mut s = format!(
@@ -93,7 +123,7 @@ mod tests {
 
     #[test]
     fn busy_poll_is_compared_with_the_busy_poll_floor() {
-        let f = FloorComparison::of(&calibration(), 9_800, true, false).unwrap();
+        let f = FloorComparison::of(&calibration(), 9_800, RunMode::BusyPoll, false).unwrap();
         assert_eq!(
             f.sentence(),
             "p50 9.8 µs = 1.3 × this host's loopback busy-poll floor (7.5 µs, calibrated 2026-11-22)"
@@ -102,7 +132,7 @@ mod tests {
 
     #[test]
     fn blocking_says_what_two_wake_ups_explain_and_a_remote_peer_is_named() {
-        let f = FloorComparison::of(&calibration(), 100_000, false, true).unwrap();
+        let f = FloorComparison::of(&calibration(), 100_000, RunMode::Blocking, true).unwrap();
         assert_eq!(f.two_wakeups_ns, Some(50_000.0));
         assert_eq!(
             f.sentence(),
@@ -116,7 +146,25 @@ mod tests {
     fn a_floor_that_was_not_measured_is_not_compared() {
         let mut c = calibration();
         c.p50.udp_busy_poll_rtt_ns = None;
-        assert_eq!(FloorComparison::of(&c, 9_800, true, false), None);
-        assert!(FloorComparison::of(&c, 9_800, false, false).is_some());
+        assert_eq!(
+            FloorComparison::of(&c, 9_800, RunMode::BusyPoll, false),
+            None
+        );
+        assert!(FloorComparison::of(&c, 9_800, RunMode::Blocking, false).is_some());
+        // A TCP run is held against the TCP floor only, when there is one.
+        assert_eq!(
+            FloorComparison::of(&c, 9_800, RunMode::TcpBlocking, false),
+            None
+        );
+        let mut t = c.clone();
+        t.p50.tcp_blocking_rtt_ns = Some(20_000.0);
+        let f = FloorComparison::of(&t, 40_000, RunMode::TcpBlocking, false).unwrap();
+        assert_eq!((f.mode, f.ratio), ("tcp_blocking", 2.0));
+        assert!(
+            f.sentence().contains("loopback TCP blocking floor"),
+            "{}",
+            f.sentence()
+        );
+        assert_eq!(FloorComparison::of(&t, 40_000, RunMode::Other, false), None);
     }
 }

@@ -15,7 +15,7 @@ mod timing_text;
 pub mod verdict;
 
 pub use breakdown::{BreakdownReport, PointSource, point_sources};
-pub use floor::FloorComparison;
+pub use floor::{FloorComparison, RunMode};
 pub use json::write_json;
 pub use progress::Progress;
 pub use text::write_text;
@@ -207,7 +207,14 @@ impl Report {
         let remote = !crate::engine::socket::is_this_host(self.config.server.ip());
         self.floor = c
             .zip(self.summary.rtt_ns.as_ref())
-            .and_then(|(c, rtt)| FloorComparison::of(c, rtt.p50, self.config.busy_poll, remote));
+            .and_then(|(c, rtt)| FloorComparison::of(c, rtt.p50, self.run_mode(), remote));
+    }
+
+    /// Which floor this run is held against.
+    fn run_mode(&self) -> RunMode {
+        let o = &self.config.options;
+        let tcp = o.transport == crate::engine::Transport::Tcp;
+        RunMode::of(tcp, self.config.busy_poll, o.connect_each)
     }
 }
 

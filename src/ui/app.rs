@@ -33,6 +33,8 @@ pub struct ClientInfo {
     pub cpu: usize,
     /// Spinning receive.
     pub busy_poll: bool,
+    /// Which calibrated floor the run is held against.
+    pub floor_mode: crate::report::RunMode,
     /// Warm-up length.
     pub warmup: u64,
     /// Packet budget per run.
@@ -74,6 +76,8 @@ pub struct ServerView {
     pub cpu: usize,
     /// Spinning receive.
     pub busy_poll: bool,
+    /// Which calibrated floor the run is held against.
+    pub floor_mode: crate::report::RunMode,
     /// Sessions heard from recently.
     pub active: Vec<SessionInfo>,
     /// Sessions that went idle, newest first.

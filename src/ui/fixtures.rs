@@ -19,6 +19,7 @@ pub fn client_app() -> App {
         mode: "loopback",
         cpu: 1,
         busy_poll: false,
+        floor_mode: crate::report::RunMode::Blocking,
         warmup: 200,
         packets: Some(100_000),
         duration: None,

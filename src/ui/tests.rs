@@ -199,12 +199,18 @@ fn the_floor_ratio_is_drawn_under_the_figures_when_it_fits() {
         "{}",
         rows[14]
     );
-    // No busy-poll floor measured: a busy-poll run claims none.
-    app.client.info.busy_poll = true;
-    let rows = super::fixtures::rows(&frame(&app, 120, 36));
-    assert!(!rows[14].contains("floor"), "{}", rows[14]);
+    // No busy-poll floor measured: a busy-poll run claims none; nor does
+    // a TCP run against a calibration without a TCP floor.
+    for mode in [
+        crate::report::RunMode::BusyPoll,
+        crate::report::RunMode::TcpBlocking,
+    ] {
+        app.client.info.floor_mode = mode;
+        let rows = super::fixtures::rows(&frame(&app, 120, 36));
+        assert!(!rows[14].contains("floor"), "{mode:?}: {}", rows[14]);
+    }
     // Beside a baseline's change, only if both fit.
-    app.client.info.busy_poll = false;
+    app.client.info.floor_mode = crate::report::RunMode::Blocking;
     app.baseline = Some(half_p50_baseline(&app));
     let rows = super::fixtures::rows(&frame(&app, 120, 36));
     assert!(

@@ -25,6 +25,9 @@ pub struct Figures {
     pub udp_blocking_rtt_same_core_ns: Option<f64>,
     /// Loopback ping-pong, both spinning, on two CPUs.
     pub udp_busy_poll_rtt_ns: Option<f64>,
+    /// Loopback TCP request/response, blocking, one connection, two CPUs.
+    #[serde(default)]
+    pub tcp_blocking_rtt_ns: Option<f64>,
     /// The busy-poll RTT with kernel stamps less without.
     pub tx_timestamping_cost_ns: Option<f64>,
     /// How late a 100 µs sleep wakes.

@@ -6,11 +6,13 @@
 
 mod calibration;
 mod cpu;
+mod tcp;
 mod udp;
 
 pub use calibration::{Calibration, Figures};
 pub use cpu::{clock_read, context_switch, syscall, timer_overshoot};
-pub use udp::{UdpFloor, udp_round_trip};
+pub use tcp::tcp_round_trip;
+pub use udp::{LoopbackFloor, udp_round_trip};
 
 /// One figure: median and 99th percentile, ns.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]

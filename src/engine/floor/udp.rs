@@ -3,14 +3,14 @@
 
 use super::Figure;
 use crate::engine::{
-    ClientConfig, EngineError, Protocol, ReflectorConfig, StopFlag, ThreadPlacement, TimestampMode,
-    start_client, start_reflector,
+    ClientConfig, ClientOutcome, EngineError, Protocol, ReflectorConfig, StopFlag, ThreadPlacement,
+    TimestampMode, start_client, start_reflector,
 };
 use std::time::Duration;
 
-/// One loopback ping-pong to measure.
+/// One loopback ping-pong to measure (UDP, or TCP's twin in `tcp.rs`).
 #[derive(Debug, Clone, Copy)]
-pub struct UdpFloor {
+pub struct LoopbackFloor {
     /// The client's CPU.
     pub client_cpu: usize,
     /// The reflector's CPU (the same one: both on one core).
@@ -25,14 +25,8 @@ pub struct UdpFloor {
 }
 
 /// The round trip's median and 99th percentile, ns.
-pub fn udp_round_trip(f: UdpFloor) -> Result<Figure, EngineError> {
-    let placement = |cpu| ThreadPlacement {
-        cpu,
-        cpu_auto: false,
-        busy_poll: f.busy_poll,
-        rt: false,
-        keep_awake: false,
-    };
+pub fn udp_round_trip(f: LoopbackFloor) -> Result<Figure, EngineError> {
+    let placement = |cpu| placement(cpu, f.busy_poll);
     let reflector_stop = StopFlag::new();
     let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     let mut reflector_cfg = ReflectorConfig::new(loopback, Protocol::Echo);
@@ -48,7 +42,23 @@ pub fn udp_round_trip(f: UdpFloor) -> Result<Figure, EngineError> {
     let outcome = start_client(client_cfg, StopFlag::new()).and_then(|mut c| c.join());
     reflector.stop();
     let _ = reflector.join();
-    let outcome = outcome?;
+    figure_of(&outcome?)
+}
+
+/// A pinned thread of the floor's (never real-time, never keeping the CPUs
+/// awake: the floor is the host as it is).
+pub(super) fn placement(cpu: usize, busy_poll: bool) -> ThreadPlacement {
+    ThreadPlacement {
+        cpu,
+        cpu_auto: false,
+        busy_poll,
+        rt: false,
+        keep_awake: false,
+    }
+}
+
+/// The client's round trips: median and 99th percentile.
+pub(super) fn figure_of(outcome: &ClientOutcome) -> Result<Figure, EngineError> {
     let h = outcome.stats.histogram();
     if h.is_empty() {
         return Err(EngineError::io("loopback ping-pong")(

@@ -170,7 +170,7 @@ fn floor_title(s: &Summary, info: &ClientInfo, floor: Option<&Calibration>) -> O
         .target
         .parse::<std::net::SocketAddr>()
         .is_ok_and(|a| !crate::engine::socket::is_this_host(a.ip()));
-    let c = FloorComparison::of(floor?, s.rtt_ns?.p50, info.busy_poll, remote)?;
+    let c = FloorComparison::of(floor?, s.rtt_ns?.p50, info.floor_mode, remote)?;
     Some(format!(" {:.1}× floor ", c.ratio))
 }
 
