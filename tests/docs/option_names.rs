@@ -10,6 +10,7 @@ use std::path::PathBuf;
 /// Each must be used somewhere and must not be a Synapse option.
 const FOREIGN: &[(&str, &str)] = &[
     ("release", "cargo run --release, cargo build --release"),
+    ("full-rtt", "sockperf ping-pong --tcp --full-rtt"),
     ("reuse", "tests/lab/report --reuse (the lab's last sheets)"),
     ("test", "cargo test --test"),
     ("all-targets", "cargo clippy --all-targets"),
