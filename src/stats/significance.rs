@@ -403,7 +403,7 @@ pub fn compare(a: &[Run], b: &[Run], min_effect_percent: Option<f64>) -> Compari
     let note = if several {
         "several runs a side: the intervals hold run-to-run variation (Student t over the runs' figures)".to_string()
     } else if figures.iter().any(|f| f.method == Method::WithinRun) {
-        "one run a side: the intervals hold only the noise within these two runs (a block bootstrap over their intervals); one run a side cannot separate a difference from run-to-run variation, so a regression needs --min-effect, or several runs a side (A1 A2 A3 -- B1 B2 B3)".to_string()
+        "one run a side: the intervals hold only the noise within these two runs (a block bootstrap over their intervals); one run a side cannot separate a difference from run-to-run variation, so nothing is called significant, nor a regression, without --min-effect; several runs a side (A1 A2 A3 -- B1 B2 B3) measure that variation".to_string()
     } else {
         format!(
             "one run a side, without {MIN_INTERVALS} or more intervals each: no interval; a regression is judged by --min-effect alone"
