@@ -78,7 +78,7 @@ impl Versus {
         self.next = None;
         self.view = Some((" vs mark: measuring… ".into(), false));
         format!(
-            "marked the last {secs:.0} s as the reference: the figures pane compares with it (* significant)"
+            "marked the last {secs:.0} s as the reference: the figures pane compares with it (* beyond this run's own noise)"
         )
     }
 
