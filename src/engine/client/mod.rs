@@ -88,6 +88,13 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
+    /// A ping-pong run's budget is spent: `measured` requests sent after
+    /// the warm-up, or `elapsed` since the first of them.
+    #[inline]
+    pub(crate) fn budget_spent(&self, measured: u64, elapsed: std::time::Duration) -> bool {
+        self.packets.is_some_and(|n| measured >= n) || self.duration.is_some_and(|d| elapsed >= d)
+    }
+
     /// Plain echo to `server` until stopped: no warm-up, 100 ms timeout,
     /// 8-byte payload, user-space stamps, blocking on the CPU Synapse picks.
     pub fn new(server: SocketAddr) -> Self {

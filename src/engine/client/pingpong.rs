@@ -194,11 +194,7 @@ impl<'a> Pinger<'a> {
             if !warmup {
                 let start = *measure_start.get_or_insert(last);
                 let measured = seq - cfg.warmup;
-                if cfg.packets.is_some_and(|n| measured >= n)
-                    || cfg
-                        .duration
-                        .is_some_and(|d| last.duration_since(start) >= d)
-                {
+                if cfg.budget_spent(measured, last.duration_since(start)) {
                     break;
                 }
             }

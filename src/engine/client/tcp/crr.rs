@@ -114,11 +114,7 @@ impl<'a> TcpCrr<'a> {
             let warmup = seq < cfg.warmup;
             if !warmup {
                 let start = *measure_start.get_or_insert(last);
-                if cfg.packets.is_some_and(|n| seq - cfg.warmup >= n)
-                    || cfg
-                        .duration
-                        .is_some_and(|d| last.duration_since(start) >= d)
-                {
+                if cfg.budget_spent(seq - cfg.warmup, last.duration_since(start)) {
                     break;
                 }
             }
