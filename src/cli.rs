@@ -20,7 +20,7 @@ use crate::engine::protocol::tlv::StampTlvs;
 use crate::engine::reflector_admission::Cidr;
 use crate::engine::reflector_limits::Limits;
 use crate::engine::socket::address_text;
-use crate::engine::{Schedule, TimestampMode, Transport};
+use crate::engine::{ReflectorStamping, Schedule, TimestampMode, Transport};
 use crate::packet_log::Opening;
 use crate::stats::Threshold;
 use crate::stats::{Dscp, Ecn, Pattern};
@@ -184,6 +184,15 @@ pub struct ServerArgs {
 
     #[command(flatten)]
     pub hdr: HdrLogArgs,
+
+    /// How the UDP reflectors stamp: `software` (the kernel's clock), or
+    /// `hardware[=IFACE]`, the NIC's clock as well (switched on for the
+    /// run and put back after; on a wildcard --bind, name the NIC), or
+    /// `auto[=IFACE]`: hardware if the NIC has it, else software. The
+    /// stamps go to --log, and a STAMP Follow-Up carries the NIC's send
+    /// time placed on this host's clock.
+    #[arg(long, value_name = "SOURCE", default_value = "software")]
+    pub timestamps: ReflectorStamping,
 
     /// A client silent for this long has ended its session (e.g. 1s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = seconds)]

@@ -20,6 +20,8 @@ mod faults;
 mod flows;
 #[path = "lab/hardware.rs"]
 mod hardware;
+#[path = "lab/hardware_wire.rs"]
+mod hardware_wire;
 #[path = "lab/harness.rs"]
 mod harness;
 #[path = "lab/loss.rs"]

@@ -12,7 +12,7 @@ use common::netns::{B_ADDR, Namespaces};
 use common::*;
 use std::process::{Command, Stdio};
 
-const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW";
+const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW,T1_WIRE";
 
 /// The server's `--log` header.
 const SERVER_HEADER: &str =
@@ -221,6 +221,82 @@ fn hardware_on_loopback_is_refused_with_the_reason() {
         "synapse: error: --timestamps hardware: lo: no hardware clock (try --timestamps software, or auto)"
     );
     assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_reflector_asked_for_hardware_it_cannot_have_refuses_to_start() {
+    let port = free_udp_port();
+    let bind = format!("127.0.0.1:{port}");
+    let cases = [
+        (
+            "hardware",
+            "0.0.0.0:0",
+            "--timestamps hardware: the wildcard address is not one NIC's address; name the NIC (hardware=IFACE)",
+        ),
+        (
+            "hardware",
+            bind.as_str(),
+            "--timestamps hardware: lo: no hardware clock (try --timestamps software, or auto)",
+        ),
+        (
+            "hardware=lo",
+            "0.0.0.0:0",
+            "--timestamps hardware: lo: no hardware clock (try --timestamps software, or auto)",
+        ),
+        (
+            "user",
+            bind.as_str(),
+            "invalid value 'user' for '--timestamps <SOURCE>': 'user' is not a reflector timestamp source (expected software, auto[=IFACE] or hardware[=IFACE])",
+        ),
+        (
+            "auto=",
+            bind.as_str(),
+            "invalid value 'auto=' for '--timestamps <SOURCE>': 'auto=' names no interface (e.g. auto=eth0)",
+        ),
+    ];
+    for (source, bind, why) in cases {
+        let out = synapse()
+            .args(["server", "--no-ui", "--stamp-port", "0", "--tcp-port", "0"])
+            .args(["--bind", bind, "--timestamps", source])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{source} on {bind}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with(&format!("synapse: error: {why}")),
+            "{source}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "nothing served, nothing printed");
+    }
+}
+
+#[test]
+fn a_reflector_on_auto_says_what_it_stamps_with_and_answers() {
+    let (server, port, banner) = start_server_with_banner(&["--timestamps", "auto=lo"]);
+    assert!(
+        banner.contains(
+            "Timestamps: software on lo (no hardware timestamps (lo: no hardware clock): using software)"
+        ),
+        "{banner}"
+    );
+    let out = synapse()
+        .args([
+            "client",
+            &format!("127.0.0.1:{port}"),
+            "--no-ui",
+            "--packets",
+            "20",
+        ])
+        .args(QUIET)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(server);
 }
 
 #[test]

@@ -94,6 +94,7 @@ fn finish(
             None => Some(stamp::DEFAULT_PORT),
         },
         stamp_required: opts.stamp_port.is_some_and(|p| p != 0),
+        reflect_timestamps: opts.reflect_timestamps.clone(),
         admission: Admission {
             allow: AllowList::new(opts.admission.allow.clone()),
             limits: Limits::DEFAULT,

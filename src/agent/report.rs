@@ -211,7 +211,7 @@ mod tests {
         );
         let split = Figures {
             rtt_p50_ns: Some(20_000),
-            segments_mean_ns: [Some(1), Some(2), None, None, None, Some(4), None],
+            segments_mean_ns: [Some(1), Some(2), None, None, None, None, Some(4), None],
             ..Figures::default()
         };
         let v: serde_json::Value =

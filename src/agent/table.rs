@@ -74,6 +74,7 @@ fn short_name(s: Segment) -> &'static str {
     match s {
         Segment::Send => "send",
         Segment::Network => "net",
+        Segment::ToWire => "wire",
         Segment::KernelRtt => "kern",
         Segment::FarShare => "far",
         Segment::Dwell => "dwell",
@@ -288,6 +289,7 @@ mod tests {
             segments_mean_ns: [
                 Some(2_100),
                 Some(15_000),
+                None,
                 None,
                 None,
                 Some(3_200),

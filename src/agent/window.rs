@@ -251,6 +251,7 @@ mod tests {
                 None,
                 None,
                 None,
+                None,
                 Some(1_000),
                 None
             ]

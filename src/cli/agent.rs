@@ -5,6 +5,7 @@
 //! profiles are read against the client's.
 
 use super::{ClockArgs, PaceArgs, PacketArgs, ThreadArgs};
+use crate::engine::ReflectorStamping;
 use crate::engine::socket::address_text;
 use crate::units::seconds;
 use clap::{ArgAction, Args};
@@ -58,6 +59,12 @@ pub struct AgentOptions {
     /// echo alone when it cannot be bound].
     #[arg(long, value_name = "PORT")]
     pub stamp_port: Option<u16>,
+
+    /// How the reflector stamps, as `synapse server --timestamps`:
+    /// software, auto[=IFACE] or hardware[=IFACE] (the NIC's clock; its
+    /// STAMP Follow-Up then carries the NIC's send times).
+    #[arg(long, value_name = "SOURCE", default_value = "software")]
+    pub reflect_timestamps: ReflectorStamping,
 
     #[command(flatten)]
     pub admission: super::AdmissionArgs,

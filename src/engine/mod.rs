@@ -44,6 +44,7 @@ pub use sys::become_user;
 /// Waiting for keys without crossterm's reader, which spins on a terminal
 /// that hung up (the agent's live table).
 pub use sys::terminal_input;
+pub use timestamping::ReflectorStamping;
 pub use timestamping::capabilities;
 pub use timestamping::{TimestampMode, Timestamping};
 pub use transport::Transport;

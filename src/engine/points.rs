@@ -52,6 +52,9 @@ pub struct Points {
     pub t1_driver: Option<u64>,
     /// Client NIC, on the wire (PHC clock).
     pub t1_hw: Option<u64>,
+    /// The same on the system clock (`CLOCK_REALTIME`), through a reading
+    /// of the NIC's clock against it: only for T1 hw − T1 driver.
+    pub t1_wire: Option<u64>,
     /// Reflector, received (STAMP; the reflector's clock).
     pub t2: Option<u64>,
     /// Reflector, sending the reply (STAMP; the reflector's clock).
@@ -59,7 +62,8 @@ pub struct Points {
     /// Reflector kernel, the reply handed to its device: the real T3 a
     /// later reply's Follow-Up Telemetry TLV carried (its clock).
     pub t3_driver: Option<u64>,
-    /// Reflector NIC, the reply on the wire (Follow-Up; its NIC's clock).
+    /// Reflector NIC, the reply on the wire (Follow-Up, hardware mode: its
+    /// NIC's stamp, which the reflector put on its own system clock).
     pub t3_hw: Option<u64>,
     /// Follow-Up Telemetry was asked for: the dwell runs to the measured
     /// T3 (`t3_driver`), and is missing when that never came.
@@ -131,8 +135,11 @@ impl Points {
     /// order (a clock step mid-packet) is missing, not negative.
     pub fn split(&self) -> Split {
         let between = |a: Option<u64>, b: Option<u64>| b?.checked_sub(a?);
+        // A Follow-Up T3 from the reflector's NIC comes on its system
+        // clock (the reflector maps it there), as T2 is: the dwell then
+        // runs to the wire.
         let t3 = if self.follow_up {
-            self.t3_driver
+            self.t3_driver.or(self.t3_hw)
         } else {
             self.t3
         };
@@ -149,7 +156,8 @@ impl Points {
             dwell,
             between(self.t4_driver, self.t4_user),
             between(self.t1_hw, self.t4_hw),
-        ]);
+        ])
+        .with_wire(between(self.t1_driver, self.t1_wire));
         match self.ack_with_reply {
             Some(true) => split.with_ack(None, None, true),
             Some(false) => split.with_ack(
@@ -175,6 +183,7 @@ mod tests {
             t1_sched: Some(1_400),
             t1_driver: Some(1_900),
             t1_hw: None,
+            t1_wire: None,
             t2: Some(50_000),
             t3: Some(53_000),
             t4_hw: None,
@@ -203,6 +212,42 @@ mod tests {
         let s = followed.split();
         assert_eq!(s.get(Segment::Dwell), Some(3_400));
         assert_eq!(s.get(Segment::Network), Some(8_000 - 3_400));
+        let on_the_wire = Points {
+            t3_hw: Some(53_900),
+            ..asked
+        };
+        assert_eq!(
+            on_the_wire.split().get(Segment::Dwell),
+            Some(3_900),
+            "a NIC's T3 (on the reflector's clock) ends the dwell at the wire"
+        );
+    }
+
+    #[test]
+    fn the_send_path_to_the_wire_needs_the_nic_stamp_on_the_system_clock() {
+        let raw_only = Points {
+            t1_hw: Some(77),
+            ..full()
+        };
+        assert_eq!(
+            raw_only.split().get(Segment::ToWire),
+            None,
+            "a PHC stamp is never subtracted from a system one"
+        );
+        let mapped = Points {
+            t1_wire: Some(2_650),
+            ..raw_only
+        };
+        assert_eq!(mapped.split().get(Segment::ToWire), Some(750));
+        let before_the_driver = Points {
+            t1_wire: Some(1_800),
+            ..raw_only
+        };
+        assert_eq!(
+            before_the_driver.split().get(Segment::ToWire),
+            None,
+            "out of order (the mapping's error): missing, not negative"
+        );
     }
 
     #[test]

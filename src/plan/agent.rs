@@ -4,7 +4,7 @@
 
 use crate::engine::reflector_admission::Admission;
 use crate::engine::stamp_key::StampKey;
-use crate::engine::{Schedule, TimestampMode};
+use crate::engine::{ReflectorStamping, Schedule, TimestampMode};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -54,6 +54,8 @@ pub struct AgentConfig {
     pub stamp_port: Option<u16>,
     /// The STAMP port was asked for, so failing to bind it is an error.
     pub stamp_required: bool,
+    /// How the reflector stamps.
+    pub reflect_timestamps: ReflectorStamping,
     /// The sources the reflector answers (empty: all).
     pub admission: Admission,
     /// Where `/metrics` is served.

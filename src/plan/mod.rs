@@ -13,8 +13,8 @@ use crate::config::{self, Baseline, ConfigFile, Settings};
 use crate::engine::reflector_admission::{Admission, AllowList};
 use crate::engine::stamp_key::StampKey;
 use crate::engine::{
-    ClientConfig, EngineError, MAX_IN_FLIGHT, Protocol, ReflectorConfig, Role, TcpEchoConfig,
-    ThreadPlacement, Transport, choose_cpu, in_flight_bound, resolve, stamp,
+    ClientConfig, EngineError, MAX_IN_FLIGHT, Protocol, ReflectorConfig, ReflectorStamping, Role,
+    TcpEchoConfig, ThreadPlacement, Transport, choose_cpu, in_flight_bound, resolve, stamp,
 };
 use crate::error::AppError;
 use crate::key_file;
@@ -215,6 +215,8 @@ pub struct ServerPlan {
     pub tcp_required: bool,
     /// TCP: connections one source may hold at once.
     pub tcp_per_source: u32,
+    /// How the UDP reflectors stamp (kernel, or the NIC as well).
+    pub timestamps: ReflectorStamping,
 }
 
 /// What to do.
@@ -647,6 +649,7 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
         },
         tcp_required: s.tcp_port.is_some_and(|p| p != 0),
         tcp_per_source: s.max_connections_per_source,
+        timestamps: s.timestamps.clone(),
     }))
 }
 
@@ -779,6 +782,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         tcp_port: None,
         tcp_required: false,
         tcp_per_source: 1024,
+        timestamps: ReflectorStamping::default(),
     }
 }
 

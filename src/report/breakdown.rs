@@ -2,7 +2,7 @@
 //! and p50/p99 per segment with the replies that lacked a stamp.
 
 use crate::engine::{ClientOutcome, StampingInfo, capabilities::Source};
-use crate::stats::SegmentFigures;
+use crate::stats::{Segment, SegmentFigures};
 use serde::Serialize;
 
 /// One point in time and the clock that stamped it.
@@ -45,6 +45,9 @@ const KERNEL: &str = "kernel software (CLOCK_REALTIME)";
 const NIC: &str = "NIC hardware clock (PHC)";
 const REFLECTOR: &str = "reflector (STAMP, its own clock)";
 const FOLLOW_UP: &str = "reflector kernel, sent (Follow-Up Telemetry, its own clock)";
+const FOLLOW_UP_NIC: &str =
+    "reflector NIC, sent (Follow-Up Telemetry, hardware: its NIC's stamp on its own clock)";
+const WIRE: &str = "NIC hardware clock (PHC), read against the system clock";
 const ABSENT: &str = "not measured";
 
 /// Which clock stamps each point, given how the run stamped.
@@ -57,13 +60,27 @@ pub fn point_sources(info: &StampingInfo) -> Vec<PointSource> {
         ("T1 user", pick(realtime, USER)),
         ("T1 sched", pick(kernel, KERNEL)),
         ("T1 driver", pick(kernel, KERNEL)),
-        ("T1 hw", pick(hardware, NIC)),
+        (
+            "T1 hw",
+            pick(
+                hardware,
+                if info.segments.contains(Segment::ToWire) {
+                    WIRE
+                } else {
+                    NIC
+                },
+            ),
+        ),
         ("T2", pick(info.stamp, REFLECTOR)),
         (
             "T3",
             pick(
                 info.stamp,
-                if info.follow_up { FOLLOW_UP } else { REFLECTOR },
+                match (info.follow_up, info.follow_up_hardware) {
+                    (true, true) => FOLLOW_UP_NIC,
+                    (true, false) => FOLLOW_UP,
+                    _ => REFLECTOR,
+                },
             ),
         ),
         ("T4 hw", pick(hardware, NIC)),
@@ -78,15 +95,32 @@ pub fn point_sources(info: &StampingInfo) -> Vec<PointSource> {
 impl BreakdownReport {
     /// The section for a finished run; `None` when nothing was split.
     pub fn from_outcome(outcome: &ClientOutcome) -> Option<Self> {
-        let info = &outcome.stamping;
         let b = outcome.stats.breakdown()?;
+        // Follow-Ups that came from the reflector's NIC end the dwell at
+        // the wire, on the reflector's NIC.
+        let nic_follow_ups = outcome
+            .extensions
+            .as_ref()
+            .and_then(|e| e.follow_up.as_ref())
+            .is_some_and(|f| f.hardware > 0);
+        let info = &StampingInfo {
+            follow_up_hardware: nic_follow_ups,
+            ..outcome.stamping.clone()
+        };
+        let mut segments = b.figures();
+        for s in segments
+            .iter_mut()
+            .filter(|s| s.segment == Segment::Dwell.key())
+        {
+            s.hardware = nic_follow_ups;
+        }
         Some(Self {
             timestamps: info.source.name(),
             interface: info.interface.clone(),
             note: info.note.clone(),
             protocol: if info.stamp { "stamp" } else { "echo" },
             points: point_sources(info),
-            segments: b.figures(),
+            segments,
             stale_tx_stamps: outcome.stale_stamps,
             tx_stamp_every: info.tx_every,
             split_packets_rtt_mean_ns: b.rtt_mean_ns(),
@@ -109,6 +143,7 @@ mod tests {
             segments: SegmentSet::for_run(source != Source::User, stamp, false),
             tx_every: 1,
             follow_up: false,
+            follow_up_hardware: false,
         }
     }
 

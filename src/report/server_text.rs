@@ -1,7 +1,7 @@
 //! What a headless `synapse server` prints: a banner, one line per session
 //! as it ends, and the totals at the end.
 
-use crate::engine::{ReflectorTotals, SessionInfo, TcpEchoTotals};
+use crate::engine::{ReflectorStamping, ReflectorTotals, SessionInfo, TcpEchoTotals};
 use crate::plan::ServerPlan;
 use crate::session::{ServerFinish, ServerSession, Side};
 use crate::units::count_of;
@@ -31,6 +31,23 @@ pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) 
             out,
             "TCP echo on {addr} (at most {} connections per source)",
             plan.tcp_per_source
+        )?;
+    }
+    if plan.timestamps != ReflectorStamping::default() {
+        let st = &s.stamping;
+        let on = st.interface.as_deref().map(|i| format!(" on {i}"));
+        let note = st.note.as_deref().map(|n| format!(" ({n})"));
+        writeln!(
+            out,
+            "Timestamps: {}{}{}{}",
+            st.source.name(),
+            on.unwrap_or_default(),
+            if st.hardware.as_ref().is_some_and(|g| g.changed()) {
+                ", switched on for this run"
+            } else {
+                ""
+            },
+            note.unwrap_or_default()
         )?;
     }
     if let Some(path) = s.log_path() {

@@ -383,11 +383,12 @@ fn write_breakdown(out: &mut impl Write, b: &BreakdownReport, replies: u64) -> i
     for seg in &b.segments {
         writeln!(
             out,
-            "  {:<20} {:>10} {:>10}   {}",
+            "  {:<20} {:>10} {:>10}   {}{}",
             seg.label,
             opt(seg.p50_ns),
             opt(seg.p99_ns),
-            seg.span
+            seg.span,
+            if seg.hardware { "  [hardware]" } else { "" }
         )?;
     }
     let gaps: Vec<String> = b

@@ -219,6 +219,7 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         tcp_port: None,
         tcp_required: false,
         tcp_per_source: 1024,
+        timestamps: cfg.reflect_timestamps.clone(),
     })
 }
 

@@ -3,9 +3,11 @@
 
 use super::{LogOutcome, open_log};
 use crate::engine::AnswerPoints;
+use crate::engine::capabilities::Source;
+use crate::engine::timestamping::Timestamping;
 use crate::engine::{
-    EngineError, Protocol, ReflectorEvent, ReflectorOutcome, ReflectorRun, StopFlag,
-    TcpEchoOutcome, TcpEchoRun, start_reflector, start_tcp_echo,
+    EngineError, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun,
+    StopFlag, TcpEchoOutcome, TcpEchoRun, start_reflector, start_tcp_echo,
 };
 use crate::error::AppError;
 use crate::hdr_log::HdrLogOutcome;
@@ -43,6 +45,9 @@ pub struct ServerSession {
     tee_only: Option<RunningLog>,
     /// What the interval log came to, once its tee is dropped.
     hdr: Option<Arc<Mutex<Option<HdrLogOutcome>>>>,
+    /// How the UDP reflectors stamp; holds the NIC's setting until the
+    /// session is dropped.
+    pub stamping: Timestamping,
 }
 
 /// What a finished server session hands back.
@@ -78,10 +83,15 @@ impl ServerSession {
             .as_deref()
             .map(|p| IntervalTap::open(Some(p), plan.hdr.hdr_interval, false, "synapse server"))
             .transpose()?;
-        let mut echo = start_reflector(plan.reflector_config(bind, protocol), stop.clone())?;
+        let stamping = plan.timestamps.resolve(bind.ip())?;
+        let nic = |cfg: ReflectorConfig| ReflectorConfig {
+            hardware: (stamping.source == Source::Hardware).then(|| stamping.clock.clone()),
+            ..cfg
+        };
+        let mut echo = start_reflector(nic(plan.reflector_config(bind, protocol)), stop.clone())?;
         let (mut stamp, stamp_refused) = match plan.stamp_config() {
             None => (None, None),
-            Some(cfg) => match start_reflector(cfg, stop.clone()) {
+            Some(cfg) => match start_reflector(nic(cfg), stop.clone()) {
                 Ok(run) => (Some(run), None),
                 // A port the user named must be had; the default is a bonus.
                 Err(e) if plan.stamp_required => {
@@ -132,6 +142,7 @@ impl ServerSession {
             log,
             tee_only,
             hdr,
+            stamping,
         };
         if let Some(user) = &plan.user {
             match crate::engine::become_user(user) {

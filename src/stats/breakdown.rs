@@ -116,6 +116,8 @@ pub struct SegmentFigures {
     pub label: &'static str,
     /// The points it runs between.
     pub span: &'static str,
+    /// A NIC's clock stamped one of its ends.
+    pub hardware: bool,
     /// Replies with both points stamped.
     pub samples: u64,
     /// Replies without.
@@ -146,6 +148,7 @@ impl Breakdown {
                     segment: seg.key(),
                     label: seg.label(),
                     span: seg.span(),
+                    hardware: seg.hardware(),
                     samples: h.map_or(0, Histogram::len),
                     missing: self.missing(seg),
                     p50_ns: have.map(|h| h.value_at_quantile(0.5)),

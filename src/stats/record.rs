@@ -205,5 +205,5 @@ impl Record {
     }
 }
 
-// The README quotes the size; a ring slot per packet.
-const _: () = assert!(std::mem::size_of::<Record>() == 128);
+// docs/architecture.md quotes the size; a ring slot per packet.
+const _: () = assert!(std::mem::size_of::<Record>() == 136);

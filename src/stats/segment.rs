@@ -4,7 +4,7 @@
 //! them.
 
 /// How many segments there are.
-pub const SEGMENTS: usize = 7;
+pub const SEGMENTS: usize = 8;
 
 /// The segments of a round trip, in display order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +14,10 @@ pub enum Segment {
     /// T1 driver → T4 driver, less the server dwell: wires, switches and
     /// the far side's stacks.
     Network,
+    /// T1 driver → T1 hw on the system clock: the request from the driver
+    /// to the wire (a part of `Network`; hardware stamps whose NIC clock
+    /// could be read against the system clock).
+    ToWire,
     /// TCP: T1 driver → T1 ack, the request leaving until the far kernel's
     /// ACK of its last byte came back (a part of `Network`; only when that
     /// ACK did not ride on the reply).
@@ -34,6 +38,7 @@ impl Segment {
     pub const ALL: [Segment; SEGMENTS] = [
         Segment::Send,
         Segment::Network,
+        Segment::ToWire,
         Segment::KernelRtt,
         Segment::FarShare,
         Segment::Dwell,
@@ -51,6 +56,7 @@ impl Segment {
         match self {
             Segment::Send => "client send path",
             Segment::Network => "network + remote",
+            Segment::ToWire => "  driver to wire (NIC)",
             Segment::KernelRtt => "  kernel RTT (ACK)",
             Segment::FarShare => "  far side's share",
             Segment::Dwell => "server dwell",
@@ -64,6 +70,7 @@ impl Segment {
         match self {
             Segment::Send => "send_path",
             Segment::Network => "network",
+            Segment::ToWire => "to_wire",
             Segment::KernelRtt => "kernel_rtt",
             Segment::FarShare => "far_share",
             Segment::Dwell => "server_dwell",
@@ -72,11 +79,17 @@ impl Segment {
         }
     }
 
+    /// Whether a NIC's clock stamps one of its ends (always, for these).
+    pub fn hardware(self) -> bool {
+        matches!(self, Segment::ToWire | Segment::NicRoundTrip)
+    }
+
     /// The points it runs between.
     pub fn span(self) -> &'static str {
         match self {
             Segment::Send => "T1 user → T1 driver",
             Segment::Network => "T1 driver → T4 driver − dwell",
+            Segment::ToWire => "T1 driver → T1 hw (NIC clock read against the system's)",
             Segment::KernelRtt => "T1 driver → T1 ack (far kernel's ACK)",
             Segment::FarShare => "T1 ack → T4 driver",
             Segment::Dwell => "T2 → T3 (reflector clock)",
@@ -110,6 +123,14 @@ impl SegmentSet {
         let kernel = self.contains(Segment::Network);
         self.0[Segment::KernelRtt.index()] = kernel;
         self.0[Segment::FarShare.index()] = kernel;
+        self
+    }
+
+    /// The same set, with the send path to the wire when the NIC's clock
+    /// is mapped onto the system clock.
+    #[must_use]
+    pub fn with_wire(mut self, mapped: bool) -> Self {
+        self.0[Segment::ToWire.index()] = mapped && self.contains(Segment::NicRoundTrip);
         self
     }
 
@@ -193,6 +214,14 @@ impl Split {
         };
         self.0[Segment::KernelRtt.index()] = k;
         self.0[Segment::FarShare.index()] = f;
+        self
+    }
+
+    /// The same split with the send path to the wire (`None`: not
+    /// measured).
+    #[must_use]
+    pub fn with_wire(mut self, to_wire: Option<u64>) -> Self {
+        self.0[Segment::ToWire.index()] = clamp(to_wire);
         self
     }
 

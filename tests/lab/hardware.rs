@@ -29,7 +29,9 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
         "Two igb NICs (QEMU 10 `-device igb`, Intel 82576) on one emulated hub, A's \
          and B's. STAMP runs from A with `--timestamps auto` and `hardware`, then two \
          long runs stopped by SIGTERM and SIGINT. The NIC's setting is read with \
-         SIOCGHWTSTAMP by other code before, during and after each.",
+         SIOCGHWTSTAMP by other code before, during and after each. Then B's reflector \
+         stamps on its NIC too (`--timestamps hardware=eth0`, stopped by SIGTERM) for a \
+         STAMP run with Follow-Up from A.",
     );
     let ethtool = std::fs::read_to_string(s.dir.join("ethtool-a.txt")).unwrap_or_default();
     sheet.row(
@@ -48,6 +50,7 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
     let before = setting(s, "before");
     for run in ["auto", "hardware"] {
         stamps(sheet, s, run);
+        super::hardware_wire::to_the_wire(sheet, s, run);
         let after = setting(s, &format!("after-{run}"));
         sheet.row(
             &format!("{run}: NIC setting after the run"),
@@ -79,6 +82,7 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
             j["interrupted"] == true,
         );
     }
+    super::hardware_wire::reflector(sheet, s, |when| setting(s, when));
 }
 
 /// One run's stamps: every request a non-zero hardware TX stamp, no reply a

@@ -226,6 +226,11 @@ pub struct ClientRow {
     pub t1_hw: Option<i64>,
     pub t4_hw: Option<i64>,
     pub rtt: Option<i64>,
+    /// T1 hw on the system clock, through Synapse's reading of the NIC's
+    /// clock against it.
+    pub t1_wire: Option<i64>,
+    /// The reflector's T3 from its Follow-Ups, when its NIC stamped.
+    pub t3_hw: Option<i64>,
 }
 
 impl From<HashMap<String, String>> for ClientRow {
@@ -242,6 +247,8 @@ impl From<HashMap<String, String>> for ClientRow {
             t1_hw: ns(r.get("T1_HW")),
             t4_hw: ns(r.get("T4_HW")),
             rtt: r.get("RTT").and_then(|v| v.parse().ok()),
+            t1_wire: ns(r.get("T1_WIRE")),
+            t3_hw: ns(r.get("T3_HW")),
         }
     }
 }
@@ -268,6 +275,11 @@ pub struct ServerRow {
     pub seq: u64,
     /// The kernel's receive stamp.
     pub t2: Option<i64>,
+    /// The NIC's receive stamp (its clock).
+    pub t2_hw: Option<i64>,
+    /// The answer's TX stamps: the kernel's (driver) and the NIC's.
+    pub t3_driver: Option<i64>,
+    pub t3_hw: Option<i64>,
 }
 
 impl From<HashMap<String, String>> for ServerRow {
@@ -277,6 +289,9 @@ impl From<HashMap<String, String>> for ServerRow {
             peer: r["PEER"].clone(),
             seq: r["SEQ"].parse().unwrap_or(u64::MAX),
             t2: ns(r.get("T2_DRV")),
+            t2_hw: ns(r.get("T2_HW")),
+            t3_driver: ns(r.get("T3_DRV")),
+            t3_hw: ns(r.get("T3_HW")),
         }
     }
 }

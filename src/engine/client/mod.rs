@@ -23,6 +23,7 @@ use super::protocol::stamp::ErrorEstimate;
 use super::protocol::stamp_key::StampKey;
 use super::protocol::tlv::StampTlvs;
 use super::socket::{ClientSockets, client_sockets, is_this_host, paced_socket, wildcard_for};
+use super::timestamping::phc_map::PhcMap;
 use super::timestamping::{self, TimestampMode, capabilities::Source};
 use super::{EngineError, StopFlag};
 use crate::stats::{Record, SegmentSet, Shape, Stats};
@@ -145,6 +146,9 @@ pub struct StampingInfo {
     /// STAMP Follow-Up Telemetry: T3 is the reflector's kernel TX stamp,
     /// carried by the next reply.
     pub follow_up: bool,
+    /// The reflector's Follow-Ups came from its NIC (known once replies
+    /// came: reports set it).
+    pub follow_up_hardware: bool,
 }
 
 impl Default for StampingInfo {
@@ -158,6 +162,7 @@ impl Default for StampingInfo {
             segments: SegmentSet::default(),
             tx_every: 1,
             follow_up: false,
+            follow_up_hardware: false,
         }
     }
 }
@@ -298,7 +303,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         _ => 1,
     };
     let stamps = kernel
-        .then(|| work.enable_stamps(hardware, tx_every))
+        .then(|| work.enable_stamps(hardware, tx_every, chosen.clock.clone()))
         .transpose()
         .map_err(EngineError::io("cannot enable SO_TIMESTAMPING"))?;
     let stamping = StampingInfo {
@@ -307,9 +312,11 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         note: chosen.note.clone(),
         hardware_enabled_here: chosen.hardware.as_ref().is_some_and(|g| g.changed()),
         stamp: cfg.stamp,
-        segments: SegmentSet::for_run(kernel, cfg.stamp, hardware),
+        segments: SegmentSet::for_run(kernel, cfg.stamp, hardware)
+            .with_wire(chosen.clock.is_some()),
         tx_every,
         follow_up: cfg.stamp && cfg.tlvs.follow_up,
+        follow_up_hardware: false,
     };
     let (log, points) = match cfg.log_capacity {
         0 => (None, None),
@@ -421,12 +428,19 @@ impl Stamping {
 }
 
 impl Work {
-    fn enable_stamps(&self, hardware: bool, every: u32) -> std::io::Result<Stamping> {
+    fn enable_stamps(
+        &self,
+        hardware: bool,
+        every: u32,
+        clock: Option<PhcMap>,
+    ) -> std::io::Result<Stamping> {
         Ok(match self {
-            Work::PingPong(s, _) => {
-                Stamping::PingPong(ClientStamps::enable(s.fast.as_raw_fd(), hardware, every)?)
+            Work::PingPong(s, _) => Stamping::PingPong(
+                ClientStamps::enable(s.fast.as_raw_fd(), hardware, every)?.with_clock(clock),
+            ),
+            Work::Paced(s, _) => {
+                Stamping::Paced(PacedStamps::enable(s.as_raw_fd(), hardware)?.with_clock(clock))
             }
-            Work::Paced(s, _) => Stamping::Paced(PacedStamps::enable(s.as_raw_fd(), hardware)?),
         })
     }
 }

@@ -126,7 +126,10 @@ pub fn start_prober(cfg: ProberConfig, stop: StopFlag) -> Result<ProberRun, Engi
     let kernel = chosen.source != Source::User;
     let hardware = chosen.source == Source::Hardware;
     let stamps = kernel
-        .then(|| PacedStamps::enable(socket.as_raw_fd(), hardware))
+        .then(|| {
+            PacedStamps::enable(socket.as_raw_fd(), hardware)
+                .map(|s| s.with_clock(chosen.clock.clone()))
+        })
         .transpose()
         .map_err(EngineError::io("cannot enable SO_TIMESTAMPING"))?;
     let any_stamp = cfg.peers.iter().any(|p| p.stamp);
@@ -136,9 +139,11 @@ pub fn start_prober(cfg: ProberConfig, stop: StopFlag) -> Result<ProberRun, Engi
         note: chosen.note.clone(),
         hardware_enabled_here: chosen.hardware.as_ref().is_some_and(|g| g.changed()),
         stamp: any_stamp,
-        segments: SegmentSet::for_run(kernel, any_stamp, hardware),
+        segments: SegmentSet::for_run(kernel, any_stamp, hardware)
+            .with_wire(chosen.clock.is_some()),
         tx_every: 1,
         follow_up: false,
+        follow_up_hardware: false,
     };
     let (ring, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
     let overflow = Arc::new(AtomicU64::new(0));

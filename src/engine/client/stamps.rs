@@ -4,6 +4,7 @@
 
 use crate::engine::points::Points;
 use crate::engine::sys::timestamping::{self, RecvMeta, flags};
+use crate::engine::timestamping::phc_map::PhcMap;
 use crate::engine::timestamping::tx_matcher::{TxMatcher, TxPoints, TxStampReader};
 use std::io;
 use std::os::fd::RawFd;
@@ -25,6 +26,8 @@ pub struct ClientStamps {
     /// TX stamps on one packet in this many (1: every packet, asked for
     /// by the socket; more: asked for per packet).
     every: u64,
+    /// The NIC's clock on the system clock, for T1 hw beside T1 driver.
+    clock: Option<PhcMap>,
 }
 
 impl ClientStamps {
@@ -39,7 +42,14 @@ impl ClientStamps {
             hardware,
             done: None,
             every,
+            clock: None,
         })
+    }
+
+    /// The same, placing NIC stamps on the system clock through `clock`.
+    #[must_use]
+    pub fn with_clock(self, clock: Option<PhcMap>) -> Self {
+        Self { clock, ..self }
     }
 
     /// Whether measured packet number `index` (counted from the first
@@ -136,6 +146,7 @@ impl ClientStamps {
             points.t1_sched = tx.sched;
             points.t1_driver = tx.driver;
             points.t1_hw = tx.hw;
+            points.t1_wire = tx.mapped(self.clock.as_ref()).wire;
         }
     }
 

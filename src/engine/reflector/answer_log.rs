@@ -95,6 +95,8 @@ pub struct AnswerLog {
     out: rtrb::Producer<AnswerPoints>,
     /// Answers the log ring had no room for.
     pub overflow: u64,
+    /// Whether each answer waits for its NIC's TX stamp too.
+    hardware: bool,
     /// Follow-Up answers stamped since the reflector last looked (room
     /// for `PENDING`, allocated up front; more are dropped, and their
     /// sessions' next answers carry no follow-up).
@@ -102,14 +104,23 @@ pub struct AnswerLog {
 }
 
 impl AnswerLog {
-    /// Switches software stamping on for `fd`, both ways, and starts
-    /// matching. (The server never switches a NIC's clock on, so the
-    /// hardware points stay empty.) Also returns the control-message type
-    /// RX stamps arrive as.
-    pub fn enable(fd: RawFd, out: rtrb::Producer<AnswerPoints>) -> io::Result<(Self, i32)> {
-        let wanted = flags::TX_SOFTWARE | flags::RX_SOFTWARE | flags::REPORT_SOFTWARE;
+    /// Switches kernel stamping on for `fd`, both ways (and the NIC's,
+    /// when `hardware`: its stamping must have been switched on), and
+    /// starts matching. Also returns the control-message type RX stamps
+    /// arrive as.
+    pub fn enable(
+        fd: RawFd,
+        out: rtrb::Producer<AnswerPoints>,
+        hardware: bool,
+    ) -> io::Result<(Self, i32)> {
+        let mut wanted = flags::TX_SOFTWARE | flags::RX_SOFTWARE | flags::REPORT_SOFTWARE;
+        if hardware {
+            wanted |= flags::HARDWARE;
+        }
         let cmsg_type = timestamping::enable(fd, wanted | flags::OPTIONS)?;
-        Ok((Self::new(cmsg_type, out), cmsg_type))
+        let mut log = Self::new(cmsg_type, out);
+        log.hardware = hardware;
+        Ok((log, cmsg_type))
     }
 
     fn new(cmsg_type: i32, out: rtrb::Producer<AnswerPoints>) -> Self {
@@ -118,6 +129,7 @@ impl AnswerLog {
             matcher: TxMatcher::new(),
             out,
             overflow: 0,
+            hardware: false,
             follow_ups: Vec::with_capacity(PENDING),
         }
     }
@@ -136,7 +148,8 @@ impl AnswerLog {
     }
 
     /// Files an answer that went out to wait for its stamps.
-    fn track(&mut self, points: AnswerPoints) {
+    fn track(&mut self, mut points: AnswerPoints) {
+        points.t3.want_hw = self.hardware;
         if let (_, Some(old)) = self.matcher.sent(points) {
             self.emit(old);
         }

@@ -13,6 +13,7 @@
 use super::stamp_counters::StampCounters;
 use crate::engine::protocol::tlv_reflect::follow_up_of;
 use crate::engine::sys::timestamping::{Stamps, TxPoint};
+use crate::engine::timestamping::phc_map::PhcMap;
 use crate::engine::timestamping::tx_matcher::{TxEntry, TxMatcher, TxStampReader};
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
@@ -46,20 +47,30 @@ impl TxEntry for Waiting {
 pub struct FollowUpStamps {
     reader: TxStampReader,
     matcher: TxMatcher<Waiting, WAITING>,
+    /// The TX stamps an answer asks for.
+    ask: u32,
 }
 
 impl FollowUpStamps {
     /// For a socket whose stamps arrive as control-message `cmsg_type`
-    /// (numbered with `OPT_ID`, asked per answer).
-    pub fn new(cmsg_type: i32) -> Self {
+    /// (numbered with `OPT_ID`, asked per answer), from the kernel and,
+    /// when `hardware`, the NIC.
+    pub fn new(cmsg_type: i32, hardware: bool) -> Self {
+        let mut ask = libc::SOF_TIMESTAMPING_TX_SOFTWARE;
+        if hardware {
+            ask |= libc::SOF_TIMESTAMPING_TX_HARDWARE;
+        }
         Self {
             reader: TxStampReader::new(cmsg_type),
             matcher: TxMatcher::new(),
+            ask,
         }
     }
 
     /// The TX stamps an answer asks for.
-    pub const ASK: u32 = libc::SOF_TIMESTAMPING_TX_SOFTWARE;
+    pub fn ask(&self) -> u32 {
+        self.ask
+    }
 
     /// `peer`'s answer numbered `seq` went out asking for its stamp.
     #[inline]
@@ -79,11 +90,21 @@ impl FollowUpStamps {
 
     /// Reads the error queue (never blocking; one `recvmmsg` unless it
     /// holds more than a batch) and gives each session the stamp of its
-    /// answer. Returns the errno of an ICMP error it read past.
-    pub fn collect(&mut self, fd: RawFd, counters: &mut StampCounters) -> Option<i32> {
+    /// answer: the NIC's, placed on the system clock through `clock`, or
+    /// else the kernel's. Returns the errno of an ICMP error it read past.
+    pub fn collect(
+        &mut self,
+        fd: RawFd,
+        counters: &mut StampCounters,
+        clock: Option<&PhcMap>,
+    ) -> Option<i32> {
         while let Some((id, point, stamps)) = self.reader.next(fd) {
             if let Some(w) = self.matcher.file(id, point, stamps)
-                && let Some(f) = follow_up_of(w.seq, w.stamps.software, w.stamps.hardware)
+                && let Some(f) = follow_up_of(
+                    w.seq,
+                    w.stamps.software,
+                    w.stamps.hardware.and_then(|hw| clock?.to_system(hw)),
+                )
             {
                 counters.stamped(&w.peer, f);
             }

@@ -26,6 +26,7 @@ use super::affinity::{Role, ThreadPlacement, place_current_thread};
 use super::protocol::stamp_key::StampKey;
 use super::socket::{bind_udp, set_wait_mode};
 use super::sys::timestamping;
+use super::timestamping::phc_map::PhcMap;
 use super::{EngineError, Placement, StopFlag};
 use admission::Admission;
 use answer_log::AnswerLog;
@@ -54,6 +55,9 @@ pub struct ReflectorConfig {
     /// STAMP authenticated mode: answer only requests signed with this key,
     /// and sign the answers.
     pub stamp_key: Option<StampKey>,
+    /// The NIC stamps too (its stamping switched on by the caller, who
+    /// holds the guard), and its clock on the system clock when read.
+    pub hardware: Option<Option<PhcMap>>,
 }
 
 impl ReflectorConfig {
@@ -69,6 +73,7 @@ impl ReflectorConfig {
             log_capacity: 0,
             admission: Admission::default(),
             stamp_key: None,
+            hardware: None,
         }
     }
 }
@@ -358,10 +363,12 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
                 busy_poll: cfg.thread.busy_poll,
                 answer_from_arrival,
                 local,
+                hardware: cfg.hardware.is_some(),
             };
             let mut reflector =
                 serve::Reflector::new(&socket, wire, log, cfg.session_idle, cfg.admission);
             reflector.authenticate_with(cfg.stamp_key);
+            reflector.stamp_wire_with(cfg.hardware.flatten());
             reflector.serve(&thread_stop, &mut producer)?;
             Ok(reflector.finish(placement))
         })
@@ -392,16 +399,20 @@ fn enable_timestamps(
 ) -> Result<Stamping, EngineError> {
     let fd = socket.as_raw_fd();
     let cannot_stamp = EngineError::io("cannot enable SO_TIMESTAMPING");
+    let hardware = cfg.hardware.is_some();
     let (log, responses, rx_cmsg) = if cfg.log_capacity > 0 {
         let (tx, rx) = rtrb::RingBuffer::new(cfg.log_capacity);
-        let (log, kind) = AnswerLog::enable(fd, tx).map_err(cannot_stamp)?;
+        let (log, kind) = AnswerLog::enable(fd, tx, hardware).map_err(cannot_stamp)?;
         (Some(log), Some(rx), Some(kind))
     } else if cfg.protocol == Protocol::Stamp {
         // No TX stamp unless an answer asks (Follow-Up): OPT_ID numbers
         // only those, so answers that do not ask cost nothing.
-        let flags = timestamping::flags::RX_SOFTWARE
+        let mut flags = timestamping::flags::RX_SOFTWARE
             | timestamping::flags::REPORT_SOFTWARE
             | timestamping::flags::OPTIONS;
+        if hardware {
+            flags |= libc::SOF_TIMESTAMPING_RX_HARDWARE | libc::SOF_TIMESTAMPING_RAW_HARDWARE;
+        }
         let kind = timestamping::enable(fd, flags).map_err(cannot_stamp)?;
         (None, None, Some(kind))
     } else {

@@ -32,6 +32,7 @@ use crate::engine::sys::marks::{self, Answer};
 use crate::engine::sys::pktinfo::Arrival;
 use crate::engine::sys::timestamping::{self, ControlBuf, Stamps};
 use crate::engine::sys::{self, RawAddr, Received, is_network_error};
+use crate::engine::timestamping::phc_map::PhcMap;
 use crate::engine::{EngineError, StopFlag};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -55,6 +56,8 @@ pub struct Wire {
     pub answer_from_arrival: bool,
     /// The bound address (its port is the one requests come to).
     pub local: SocketAddr,
+    /// The NIC stamps too (its stamping is switched on).
+    pub hardware: bool,
 }
 
 /// One received datagram and what the kernel said about it.
@@ -99,6 +102,9 @@ pub struct Reflector {
     key: Option<StampKey>,
     /// Plain echo only: slots for answering queued datagrams together.
     batch: Option<Box<Batch>>,
+    /// The NIC's clock on the system clock: a Follow-Up carries the
+    /// answer's NIC stamp placed there (else the kernel's).
+    clock: Option<PhcMap>,
     /// The last receive got something, so more may be queued.
     more_waiting: bool,
 }
@@ -114,7 +120,7 @@ impl Reflector {
     ) -> Self {
         let limits = admission.limits;
         let follow_ups = match (wire.protocol, wire.rx_cmsg, &log) {
-            (Protocol::Stamp, Some(kind), None) => Some(FollowUpStamps::new(kind)),
+            (Protocol::Stamp, Some(kind), None) => Some(FollowUpStamps::new(kind, wire.hardware)),
             _ => None,
         };
         Self {
@@ -136,6 +142,7 @@ impl Reflector {
             batch: (wire.protocol == Protocol::Echo && wire.rx_cmsg.is_none())
                 .then(|| Box::new(Batch::new(RECV_BUFFER, wire.answer_from_arrival))),
             more_waiting: false,
+            clock: None,
         }
     }
 
@@ -143,6 +150,11 @@ impl Reflector {
     /// mode), and signs the answers.
     pub fn authenticate_with(&mut self, key: Option<StampKey>) {
         self.key = key;
+    }
+
+    /// Follow-Up carries NIC stamps, placed on the system clock by `clock`.
+    pub fn stamp_wire_with(&mut self, clock: Option<PhcMap>) {
+        self.clock = clock;
     }
 
     /// Serves until stopped.
@@ -386,7 +398,10 @@ impl Reflector {
         let how = Answer {
             from: d.arrival,
             tos: send.tos,
-            tx_stamps: if ask_stamp { FollowUpStamps::ASK } else { 0 },
+            tx_stamps: match &self.follow_ups {
+                Some(f) if ask_stamp => f.ask(),
+                _ => 0,
+            },
         };
         let sent = marks::send_answer(self.fd, packet, &self.from, &how);
         if sent.is_err() {
@@ -448,7 +463,7 @@ impl Reflector {
     /// off the error queue (never blocking), by the log when there is one.
     fn collect_follow_ups(&mut self) {
         if let Some(f) = self.follow_ups.as_mut() {
-            let _ = f.collect(self.fd, &mut self.counters);
+            let _ = f.collect(self.fd, &mut self.counters, self.clock.as_ref());
         }
         if let Some(log) = self.log.as_mut() {
             log.collect(self.fd);
@@ -461,11 +476,12 @@ impl Reflector {
         let Some(log) = self.log.as_mut() else {
             return;
         };
-        let counters = &mut self.counters;
+        let (counters, clock) = (&mut self.counters, self.clock.as_ref());
         log.take_follow_ups(|p| {
+            let wire = p.t3.mapped(clock).wire;
             if let Some(f) = p
                 .follow_up
-                .and_then(|seq| tlv_reflect::follow_up_of(seq, p.t3.driver, p.t3.hw))
+                .and_then(|seq| tlv_reflect::follow_up_of(seq, p.t3.driver, wire))
             {
                 counters.stamped(&p.peer, f);
             }

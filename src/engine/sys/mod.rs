@@ -9,6 +9,7 @@ pub mod batch;
 pub mod ethtool;
 pub mod floor;
 pub mod marks;
+pub mod phc;
 pub mod pktinfo;
 pub mod tcp;
 pub mod timestamping;

@@ -6,11 +6,15 @@
 
 pub mod capabilities;
 mod hardware;
+pub mod phc_map;
+mod reflector_stamping;
 pub mod tx_matcher;
 
 use super::{EngineError, sys};
 use capabilities::{Capabilities, Source};
-use hardware::HardwareGuard;
+pub use hardware::HardwareGuard;
+use phc_map::PhcMap;
+pub use reflector_stamping::ReflectorStamping;
 use std::net::IpAddr;
 
 /// What the user asked for.
@@ -78,6 +82,9 @@ pub struct Timestamping {
     pub note: Option<String>,
     /// Keeps hardware stamping on until the run ends.
     pub hardware: Option<HardwareGuard>,
+    /// The NIC's clock mapped onto the system clock (hardware stamps, and
+    /// a clock that could be read).
+    pub clock: Option<PhcMap>,
 }
 
 /// Picks the source for packets sent from `local`.
@@ -88,9 +95,19 @@ pub fn choose(mode: TimestampMode, local: IpAddr) -> Result<Timestamping, Engine
             interface: None,
             note: None,
             hardware: None,
+            clock: None,
         });
     }
     let interface = sys::interface_with_address(local).ok().flatten();
+    choose_on(mode, interface)
+}
+
+/// Picks the source for packets that leave by `interface` (`None`: not
+/// known), switching its NIC's stamping on if that is the choice.
+pub fn choose_on(
+    mode: TimestampMode,
+    interface: Option<String>,
+) -> Result<Timestamping, EngineError> {
     let caps = interface
         .as_deref()
         .and_then(|i| Capabilities::probe(i).ok());
@@ -101,15 +118,24 @@ pub fn choose(mode: TimestampMode, local: IpAddr) -> Result<Timestamping, Engine
         guard = Some(g);
         Ok(note)
     });
-    match decision {
-        Ok((source, note)) => Ok(Timestamping {
-            source,
-            interface,
-            note,
-            hardware: guard.filter(|_| source == Source::Hardware),
-        }),
-        Err(why) => Err(EngineError::Timestamps(why)),
-    }
+    let (source, mut note) = decision.map_err(EngineError::Timestamps)?;
+    let hardware = source == Source::Hardware;
+    let clock = match caps.and_then(|c| c.phc()).filter(|_| hardware) {
+        Some(index) => PhcMap::start(index)
+            .map_err(|e| {
+                let why = format!("/dev/ptp{index} cannot be read ({e}): no send path to the wire");
+                note = Some(note.take().map_or(why.clone(), |n| format!("{n}; {why}")));
+            })
+            .ok(),
+        None => None,
+    };
+    Ok(Timestamping {
+        source,
+        interface,
+        note,
+        hardware: guard.filter(|_| hardware),
+        clock,
+    })
 }
 
 /// The choice itself, with the device step injected so it can be tested

@@ -10,6 +10,7 @@
 //! kernel's counter, so after one the matcher re-learns the numbering from
 //! the next stamp of the newest datagram (the queue is in send order).
 
+use super::phc_map::PhcMap;
 use crate::engine::sys::timestamping::{
     self, ControlBuf, ErrQueue, ErrQueueBatch, Stamps, TxPoint,
 };
@@ -32,8 +33,21 @@ pub struct TxPoints {
     pub driver: Option<u64>,
     /// Sent by the NIC (its clock).
     pub hw: Option<u64>,
+    /// The NIC's stamp on the system clock, when that clock is mapped.
+    pub wire: Option<u64>,
     /// Whether a NIC stamp is expected too.
     pub want_hw: bool,
+}
+
+impl TxPoints {
+    /// The same stamps with the NIC's one also on the system clock, when
+    /// `clock` maps the NIC's clock there.
+    #[inline]
+    #[must_use]
+    pub fn mapped(mut self, clock: Option<&PhcMap>) -> Self {
+        self.wire = self.hw.and_then(|hw| clock?.to_system(hw));
+        self
+    }
 }
 
 impl TxEntry for TxPoints {

@@ -43,8 +43,12 @@ hw "$NS_A" eth0 >"$OUT/hw-before.json"
 # shellcheck disable=SC2046
 client auto $(stamp_flow 400) --timestamps auto
 hw "$NS_A" eth0 >"$OUT/hw-after-auto.json"
+# The NIC's clock against the system's, read by linuxptp's phc_ctl (not
+# Synapse) just before and after the run.
+in_a phc_ctl eth0 cmp >"$OUT/phc-before.txt" 2>&1 || true
 # shellcheck disable=SC2046
 client hardware $(stamp_flow 400) --timestamps hardware
+in_a phc_ctl eth0 cmp >"$OUT/phc-after.txt" 2>&1 || true
 hw "$NS_A" eth0 >"$OUT/hw-after-hardware.json"
 # A run stopped by SIGTERM, and one by SIGINT, while the NIC is set up.
 for sig in TERM INT; do
@@ -66,3 +70,17 @@ for sig in TERM INT; do
   hw "$NS_A" eth0 >"$OUT/hw-after-$sig.json"
 done
 reflector_stop
+# The reflector stamps on its NIC too: T3 hw in its log, and in each
+# Follow-Up to the client (placed on B's clock). Stopped by SIGTERM.
+hw "$NS_B" eth0 >"$OUT/hw-b-before.json"
+in_b ethtool -S eth0 >"$OUT/ethtool-s-b-before.txt"
+reflector srvhw --timestamps hardware=eth0
+hw "$NS_B" eth0 >"$OUT/hw-b-during.json"
+# shellcheck disable=SC2046
+client followup $(stamp_flow 400) --timestamps hardware --tlv follow-up
+kill -TERM "$REFLECTOR"
+rc=0
+wait "$REFLECTOR" || rc=$?
+echo "$rc" >"$OUT/srvhw.rc"
+hw "$NS_B" eth0 >"$OUT/hw-b-after.json"
+in_b ethtool -S eth0 >"$OUT/ethtool-s-b-after.txt"

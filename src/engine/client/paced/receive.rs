@@ -20,6 +20,7 @@ pub(super) fn put_tx(points: &mut Points, tx: TxPoints) {
     points.t1_sched = points.t1_sched.or(tx.sched);
     points.t1_driver = points.t1_driver.or(tx.driver);
     points.t1_hw = points.t1_hw.or(tx.hw);
+    points.t1_wire = points.t1_wire.or(tx.wire);
 }
 
 impl<S: Sink> Pacer<'_, S> {

@@ -4,6 +4,7 @@
 
 use crate::engine::sys::RawAddr;
 use crate::engine::sys::timestamping::{self, RecvMeta, Stamps, TxPoint};
+use crate::engine::timestamping::phc_map::PhcMap;
 use crate::engine::timestamping::tx_matcher::{TxEntry, TxMatcher, TxPoints, TxStampReader};
 use std::io;
 use std::os::fd::RawFd;
@@ -39,6 +40,8 @@ pub struct PacedStamps {
     reader: TxStampReader,
     matcher: TxMatcher<Tagged, WAITING>,
     hardware: bool,
+    /// The NIC's clock on the system clock, for T1 hw beside T1 driver.
+    clock: Option<PhcMap>,
 }
 
 impl PacedStamps {
@@ -48,7 +51,14 @@ impl PacedStamps {
             reader: TxStampReader::enable_client(fd, hardware, false)?,
             matcher: TxMatcher::new(),
             hardware,
+            clock: None,
         })
+    }
+
+    /// The same, placing NIC stamps on the system clock through `clock`.
+    #[must_use]
+    pub fn with_clock(self, clock: Option<PhcMap>) -> Self {
+        Self { clock, ..self }
     }
 
     /// Request `seq` to `probe` went out. Returns a request that had to
@@ -80,7 +90,10 @@ impl PacedStamps {
     pub fn absorb(&mut self, fd: RawFd, mut done: impl FnMut(Tagged)) -> Option<i32> {
         while let Some((id, point, stamps)) = self.reader.next(fd) {
             if let Some(t) = self.matcher.file(id, point, stamps) {
-                done(t);
+                done(Tagged {
+                    tx: t.tx.mapped(self.clock.as_ref()),
+                    ..t
+                });
             }
         }
         self.reader.take_error()
@@ -97,7 +110,9 @@ impl PacedStamps {
                     .peek(id)
                     .is_some_and(|t| t.probe == probe && t.seq == seq)
             })?;
-        self.matcher.take(id).map(|t| t.tx)
+        self.matcher
+            .take(id)
+            .map(|t| t.tx.mapped(self.clock.as_ref()))
     }
 
     /// TX stamps that came after their request had left the table.

@@ -81,6 +81,7 @@ fn choose_stamps(cfg: &ClientConfig, local: SocketAddr) -> Result<StampingInfo, 
         segments: SegmentSet::for_run(kernel, false, false).with_tcp(),
         tx_every: if kernel { cfg.tx_stamp_every.max(1) } else { 1 },
         follow_up: false,
+        follow_up_hardware: false,
     })
 }
 
