@@ -34,6 +34,8 @@ mod shape;
 mod sheet;
 #[path = "lab/stats.rs"]
 mod stats;
+#[path = "lab/tcp_loss.rs"]
+mod tcp_loss;
 #[path = "lab/truth.rs"]
 mod truth;
 
@@ -113,12 +115,25 @@ fn delay_distributions_and_each_leg_alone() {
 }
 
 #[test]
-fn loss_random_bursty_and_an_outage() {
+fn loss_random_bursty_an_outage_and_tcp_resends() {
     group(
         "2-loss",
-        "Loss: random, bursty, an outage",
-        &["loss-1", "loss-20", "loss-burst", "outage"],
-        loss::check,
+        "Loss: random, bursty, an outage; on TCP, resent",
+        &[
+            "loss-1",
+            "loss-20",
+            "loss-burst",
+            "outage",
+            "tcp-loss-forward",
+            "tcp-loss-reverse",
+        ],
+        |sheet, s| {
+            if s.name.starts_with("tcp-") {
+                tcp_loss::check(sheet, s);
+            } else {
+                loss::check(sheet, s);
+            }
+        },
     );
 }
 

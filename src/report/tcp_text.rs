@@ -1,7 +1,8 @@
 //! The text report's TCP section: connections and what broke them, the
 //! handshake's share (`--connect-each`), how the far kernel's ACKs came
 //! back (which says whether the kernel RTT could be split off), the
-//! kernel's own view (`TCP_INFO`), resends by leg, and replies that came
+//! kernel's own view (`TCP_INFO`), replies late by a resend and on which
+//! leg (`stats::tcp_legs`), and replies that came
 //! in pieces (with Nagle's signature named).
 
 use crate::stats::TcpFigures;
@@ -103,14 +104,12 @@ fn write_kernel(out: &mut impl Write, t: &TcpFigures) -> io::Result<()> {
     if k.retransmits > 0 || k.dsack_dups > 0 || k.out_of_order_in > 0 {
         writeln!(
             out,
-            "  resends: {} segments ({} bytes), {} DSACK, {} out of order in; slow replies pointing to the forward leg {}, the reverse leg {} (resends are latency, not loss, on TCP)",
-            k.retransmits,
-            k.bytes_retrans,
-            k.dsack_dups,
-            k.out_of_order_in,
-            t.resends.forward,
-            t.resends.reverse
+            "  resends: {} segments ({} bytes), {} DSACK, {} out of order in",
+            k.retransmits, k.bytes_retrans, k.dsack_dups, k.out_of_order_in,
         )?;
+    }
+    if let Some(said) = &t.resends.summary {
+        writeln!(out, "  {said}")?;
     }
     Ok(())
 }
@@ -175,5 +174,26 @@ mod tests {
             t.contains("10 replies read in two or more pieces (10 with"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn replies_late_by_a_resend_are_latency_on_a_named_leg() {
+        use crate::stats::tcp_legs::{AckSeen, Resends, SlowReply};
+        let mut f = TcpStats::new(false).figures();
+        assert!(!text(&f, 100).contains("retransmissions"));
+        let mut r = Resends::default();
+        r.record(&SlowReply {
+            extra_ns: 300_000_000,
+            ack: AckSeen::WithReply,
+            ..SlowReply::default()
+        });
+        f.kernel.retransmits = 0;
+        f.resends = r.into();
+        let t = text(&f, 100);
+        assert!(
+            t.contains("  retransmissions showed as latency, not loss: replies late by about a retransmission timeout (1), on the reverse leg (server → client). Replies the server resent"),
+            "{t}"
+        );
+        assert!(!t.contains("resends:"), "nothing resent here: {t}");
     }
 }

@@ -18,6 +18,7 @@ mod segment;
 pub mod significance;
 mod summary;
 pub mod tcp;
+pub mod tcp_legs;
 mod threshold;
 
 pub use breakdown::{Breakdown, SegmentFigures};

@@ -6,6 +6,7 @@
 //! engine records into [`TcpStats`]; reports read [`TcpFigures`].
 
 use super::MAX_TRACKABLE_NS;
+pub use super::tcp_legs::{ResendReport, Resends};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -58,19 +59,6 @@ pub struct KernelView {
     pub dsack_dups: u64,
     /// Segments that arrived out of order (`tcpi_rcv_ooopack`).
     pub out_of_order_in: u64,
-}
-
-/// Slow transactions during which the connection's resend counters moved,
-/// by what they point to.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Resends {
-    /// This client resent the request and the peer had not got it: the
-    /// forward leg (client → server) lost it.
-    pub forward: u64,
-    /// This client resent, and the peer said it already had it (DSACK):
-    /// the request arrived; the reply, or the ACK riding on it, was lost
-    /// or held on the reverse leg (server → client).
-    pub reverse: u64,
 }
 
 /// How the far kernel's ACKs of the requests came back (sampled
@@ -155,8 +143,8 @@ pub struct TcpFigures {
     pub acks: Acks,
     /// The kernel's own view.
     pub kernel: KernelView,
-    /// Slow transactions explained by resends, by leg.
-    pub resends: Resends,
+    /// Replies late by a resend, by what they point to, and the leg.
+    pub resends: ResendReport,
 }
 
 /// A TCP run's statistics, as the engine records them. Histograms are
@@ -274,7 +262,7 @@ impl TcpStats {
             pieces: self.pieces,
             acks: self.acks,
             kernel: self.kernel,
-            resends: self.resends,
+            resends: self.resends.into(),
         }
     }
 }

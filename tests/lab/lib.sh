@@ -276,3 +276,35 @@ one_leg_alone() {
   snapshot after
   reflector_stop
 }
+
+# `tcp_one_leg fwd|rev`: a `synapse client --tcp` run (TCP echo, one
+# request in flight) across one impaired leg. That leg delays every packet
+# 10 ms and loses 10 % of the segments that carry a request (fwd) or a reply
+# (rev): those of IP length 52 + TCP_SIZE (headers and the timestamps
+# option), sent to netem 10: by a u32 filter. Everything else on the leg
+# (handshake, pure ACKs, DSACKs) goes to netem 20:, only delayed, so netem
+# 10:'s drop counter counts exactly the data segments a kernel had to
+# resend. The other leg is left alone.
+TCP_SIZE=100
+tcp_one_leg() {
+  local which="$1" ns dev len=$((52 + TCP_SIZE))
+  pair
+  read -r ns dev <<<"$(leg_dev "$which")"
+  tc -n "$ns" qdisc add dev "$dev" root handle 1: prio bands 2 \
+    priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1
+  tc -n "$ns" qdisc add dev "$dev" parent 1:1 handle 10: netem delay 10ms loss 10%
+  tc -n "$ns" qdisc add dev "$dev" parent 1:2 handle 20: netem delay 10ms
+  tc -n "$ns" filter add dev "$dev" parent 1: protocol ip prio 1 u32 \
+    match u16 "$len" 0xffff at 2 flowid 1:1
+  told leg "$which"
+  told "netem_${which}_data" "delay 10ms loss 10%"
+  told "netem_${which}_other" "delay 10ms"
+  told loss 0.10
+  told ip_len "$len"
+  reflector srv
+  snapshot before
+  client run "$B_ADDR:$ECHO_PORT" --tcp --size "$TCP_SIZE" --packets 500 --warmup 0 \
+    --timeout 5s --threshold 60s --max-loss 100 --max-outage 60s --json --log @
+  snapshot after
+  reflector_stop
+}

@@ -14,7 +14,7 @@ const SCALE: i64 = 8192;
 pub const FAMILY_CONFIDENCE: f64 = 0.99;
 /// The statistical checks in the whole lab (an upper bound; more would
 /// narrow each interval).
-pub const FAMILY: f64 = 60.0;
+pub const FAMILY: f64 = 64.0;
 
 /// The two-sided normal quantile for one check of the family.
 pub fn z() -> f64 {

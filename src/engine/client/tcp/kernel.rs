@@ -1,27 +1,21 @@
 //! The kernel's own view of the client's connections (`TCP_INFO`), read
 //! off the per-transaction path: once a second, after a transaction that
 //! was slow, and as a connection closes. Resends are summed over every
-//! connection of the run, and the slow transactions during which the
-//! resend counters moved are put down to the leg those counters point to.
+//! connection of the run. After a slow reply the counters' growth is
+//! handed, with what else was measured of it, to the statistics that put
+//! it down to a leg (`stats::tcp_legs`). A resend with no DSACK yet is held
+//! until the next reply: a DSACK for it can come just after the reply
+//! when the far kernel's own resend of the reply crossed ours.
 
 use crate::engine::sys::tcp::{self as sys_tcp, TcpInfo};
 use crate::stats::TcpLive;
 use crate::stats::tcp::{KernelView, Resends};
+use crate::stats::tcp_legs::SlowReply;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 /// How often the view is refreshed for the live display.
 const REFRESH: Duration = Duration::from_secs(1);
-
-/// What a slow transaction's reading says about its resends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Leg {
-    /// This client resent data the peer had not got: lost on the way there.
-    Forward,
-    /// This client resent data the peer already had (a DSACK says so):
-    /// what was lost or held was on the way back.
-    Reverse,
-}
 
 /// Resend counters that only grow, summed over connections.
 #[derive(Debug, Clone, Copy, Default)]
@@ -61,8 +55,11 @@ pub(crate) struct KernelWatch {
     closed: Counts,
     view: KernelView,
     last_read: Instant,
-    /// Slow transactions put down to a leg.
+    /// Slow replies put down to what they point to.
     pub resends: Resends,
+    /// A slow reply this client resent for, no DSACK seen yet (and whether
+    /// it is measured): settled at the next reply's reading.
+    pending: Option<(SlowReply, bool)>,
 }
 
 impl Default for KernelWatch {
@@ -73,6 +70,7 @@ impl Default for KernelWatch {
             view: KernelView::default(),
             last_read: Instant::now(),
             resends: Resends::default(),
+            pending: None,
         }
     }
 }
@@ -109,34 +107,69 @@ impl KernelWatch {
         v.dsack_dups = all.dsack;
         v.out_of_order_in = all.ooo;
         live.set_kernel(v);
-        Some(grown)
+        Some(self.credit_pending(grown))
     }
 
-    /// After a slow transaction (or a late reply, or a timeout): reads the
-    /// connection, and when its resend counters moved, puts the slowness
-    /// down to the leg they point to.
-    pub fn explain_slow(&mut self, fd: RawFd, live: &TcpLive, measured: bool) -> Option<Leg> {
-        let (retrans, dsack) = self.read(fd, live)?;
-        let leg = if dsack > 0 {
-            Leg::Reverse
-        } else if retrans > 0 {
-            Leg::Forward
-        } else {
-            return None;
+    /// DSACKs that came in go first to the held resend, up to one each.
+    fn credit_pending(&mut self, (retrans, dsack): (u64, u64)) -> (u64, u64) {
+        let Some((p, _)) = self.pending.as_mut() else {
+            return (retrans, dsack);
         };
-        if measured {
-            match leg {
-                Leg::Forward => self.resends.forward += 1,
-                Leg::Reverse => self.resends.reverse += 1,
-            }
+        let taken = dsack.min(p.resent.saturating_sub(p.dsack));
+        p.dsack += taken;
+        (retrans, dsack - taken)
+    }
+
+    /// Whether a resend waits for the next reply's reading.
+    #[inline]
+    pub fn awaiting_dsack(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// A reply came after a held resend's: its DSACK, if any, is in.
+    pub fn confirm(&mut self, fd: RawFd, live: &TcpLive) {
+        let _ = self.read(fd, live);
+        self.settle_pending();
+    }
+
+    fn settle_pending(&mut self) {
+        if let Some((p, true)) = self.pending.take() {
+            self.resends.record(&p);
         }
-        Some(leg)
+    }
+
+    /// After a slow reply (or a late one): reads the connection and hands
+    /// `facts` (its delay and ACK), with the resend and DSACK counters'
+    /// growth, to the statistics; a resend without a DSACK yet is held
+    /// until the next reply.
+    pub fn explain_slow(&mut self, fd: RawFd, live: &TcpLive, facts: SlowReply, measured: bool) {
+        if let Some(grown) = self.read(fd, live) {
+            self.place(grown, facts, measured);
+        }
+    }
+
+    /// A slow reply's counters' growth (already credited to a held
+    /// resend) and facts: the held resend is settled, this one counted or
+    /// held.
+    fn place(&mut self, (resent, dsack): (u64, u64), facts: SlowReply, measured: bool) {
+        self.settle_pending();
+        let facts = SlowReply {
+            resent,
+            dsack,
+            ..facts
+        };
+        if resent > 0 && dsack == 0 {
+            self.pending = Some((facts, measured));
+        } else if measured {
+            self.resends.record(&facts);
+        }
     }
 
     /// The connection `fd` is about to close (or has broken): its last
     /// reading is kept in the run's sums.
     pub fn closing(&mut self, fd: RawFd, live: &TcpLive) {
         let _ = self.read(fd, live);
+        self.settle_pending();
         self.closed = self.closed.plus(self.current);
         self.current = Counts::default();
     }
@@ -169,11 +202,8 @@ mod tests {
             s.write_all(&b).unwrap();
             c.read_exact(&mut b).unwrap();
             assert_eq!(w.read(c.as_raw_fd(), &live), Some((0, 0)));
-            assert_eq!(
-                w.explain_slow(c.as_raw_fd(), &live, true),
-                None,
-                "no resends"
-            );
+            w.explain_slow(c.as_raw_fd(), &live, SlowReply::default(), true);
+            assert!(!w.awaiting_dsack(), "no resends");
             w.closing(c.as_raw_fd(), &live);
         }
         let v = w.view();
@@ -182,5 +212,39 @@ mod tests {
         assert_eq!(v.retransmits, 0);
         assert_eq!(w.resends, Resends::default());
         assert!(live.view().srtt_us > 0);
+    }
+
+    #[test]
+    fn a_resend_waits_for_the_next_reply_in_case_a_dsack_follows() {
+        let late = SlowReply {
+            extra_ns: 250_000_000,
+            ..SlowReply::default()
+        };
+        // Resent, the DSACK after the reply: reverse, once it came.
+        let mut w = KernelWatch::default();
+        w.place((1, 0), late, true);
+        assert!(w.awaiting_dsack());
+        assert_eq!(w.resends, Resends::default());
+        assert_eq!(
+            w.credit_pending((0, 1)),
+            (0, 0),
+            "the DSACK is the held one's"
+        );
+        w.settle_pending();
+        assert_eq!((w.resends.reverse, w.resends.forward), (1, 0));
+        // Resent, no DSACK by the next reply: forward.
+        w.place((1, 0), late, true);
+        assert_eq!(w.credit_pending((0, 0)), (0, 0));
+        w.settle_pending();
+        assert_eq!((w.resends.reverse, w.resends.forward), (1, 1));
+        // A DSACK beyond the held resend's one stays with the next reply.
+        w.place((1, 0), late, true);
+        assert_eq!(w.credit_pending((2, 2)), (2, 1));
+        w.place((2, 1), late, true);
+        assert!(!w.awaiting_dsack());
+        assert_eq!((w.resends.reverse, w.resends.forward), (3, 1));
+        // Warm-up replies are placed but not counted.
+        w.place((1, 1), late, false);
+        assert_eq!(w.resends.reverse, 3);
     }
 }

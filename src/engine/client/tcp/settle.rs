@@ -9,6 +9,7 @@ use crate::engine::client::sequence::Reply;
 use crate::engine::points::{PacketStatus, Points};
 use crate::engine::sys::tcp as sys_tcp;
 use crate::stats::tcp::Break;
+use crate::stats::tcp_legs::{AckSeen, SlowReply};
 use crate::stats::{Record, RecordKind, Split, TcpFigures};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -70,7 +71,12 @@ impl TcpPinger<'_> {
         self.emit(Record::event(kind, about, at_ns, about_warmup));
         if matches!(kind, RecordKind::Late { .. }) {
             if let Some(fd) = self.link.conn.as_ref().map(|c| c.fd) {
-                self.kernel.explain_slow(fd, &self.live, !about_warmup);
+                let facts = SlowReply {
+                    extra_ns: self.cfg.timeout.as_nanos() as u64,
+                    ..SlowReply::default()
+                };
+                self.kernel
+                    .explain_slow(fd, &self.live, facts, !about_warmup);
             }
             if !about_warmup {
                 self.log(Points {
@@ -103,12 +109,28 @@ impl TcpPinger<'_> {
         }
     }
 
-    /// A reply far slower than the fastest: did the kernel resend?
+    /// A reply far slower than the fastest: did the kernel resend? (The
+    /// reply after one that was resent for settles that resend.)
     fn ask_if_slow(&mut self, rtt: u64, warmup: bool) {
         self.fastest = self.fastest.min(rtt);
         let slow = rtt >= SLOW_FLOOR_NS && rtt / SLOW_FACTOR >= self.fastest;
-        if slow && let Some(fd) = self.link.conn.as_ref().map(|c| c.fd) {
-            self.kernel.explain_slow(fd, &self.live, !warmup);
+        let Some(fd) = self.link.conn.as_ref().map(|c| c.fd) else {
+            return;
+        };
+        if slow {
+            let p = &self.points;
+            let ack_after = p
+                .t1_ack
+                .zip(p.t1_driver.or(p.t1_user))
+                .map(|(ack, sent)| ack.saturating_sub(sent));
+            let facts = SlowReply {
+                extra_ns: rtt - self.fastest,
+                ack: AckSeen::of(p.ack_with_reply, ack_after),
+                ..SlowReply::default()
+            };
+            self.kernel.explain_slow(fd, &self.live, facts, !warmup);
+        } else if self.kernel.awaiting_dsack() {
+            self.kernel.confirm(fd, &self.live);
         }
     }
 

@@ -1,0 +1,2 @@
+# TCP with the reverse leg losing 10 % of the replies (lib.sh).
+tcp_one_leg rev
