@@ -149,6 +149,8 @@ impl ClientPlan {
             schedule: r.schedule(),
             transport: r.transport,
             connect_each: r.connect_each,
+            phase: Duration::ZERO,
+            keep_trying: false,
         }
     }
 

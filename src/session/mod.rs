@@ -12,6 +12,7 @@
 //! first; it drains everything at the end, so nothing measured is lost.
 
 mod agent;
+mod agent_tcp;
 mod client;
 pub mod intervals;
 mod server;
