@@ -15,6 +15,7 @@ mod agent;
 mod agent_tcp;
 mod client;
 pub mod intervals;
+mod loopback;
 mod server;
 
 pub use crate::packet_log::Opening;
