@@ -350,8 +350,9 @@ pub struct RunArgs {
     /// Measure over TCP: request and response over one connection
     /// (TCP_NODELAY on, the reply read whole however the stream splits
     /// it), reconnecting with backoff when it is lost. With kernel stamps
-    /// the round trip is split at the far kernel's ACK as well. In a
-    /// configuration file: transport = "tcp".
+    /// the round trip is split at the far kernel's ACK as well. Without a
+    /// server address, `synapse --tcp` measures its own TCP echo on
+    /// 127.0.0.1. In a configuration file: transport = "tcp".
     #[arg(id = "transport", long = "tcp", value_name = "TRANSPORT", num_args = 0..=1,
           require_equals = true, default_missing_value = "tcp", default_value = "udp",
           hide_default_value = true, value_parser = transport)]

@@ -292,7 +292,7 @@ fn metrics_are_negotiated_by_accept_header() {
     let text = eventually(Duration::from_secs(10), "a sample in /metrics", || {
         let r = a.scrape(None);
         r.text()
-            .contains(r#"synapse_rtt_seconds_count{source="solo",peer="self"} "#)
+            .contains(r#"synapse_rtt_seconds_count{source="solo",peer="self",transport="udp"} "#)
             .then_some(r)
     });
     assert_eq!(text.status, 200);
@@ -320,6 +320,82 @@ fn metrics_are_negotiated_by_accept_header() {
     // undocumented; the real Prometheus in the tests above reads it all.)
 }
 
+/// The value of the series that starts with `series` in a text scrape.
+fn value_of(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(series))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+#[test]
+fn tcp_peers_are_measured_labelled_and_their_failures_counted() {
+    let port = free_udp_port();
+    // `synapse server` answers TCP echo on its UDP port's number.
+    let mut server = common::start_server_on(port);
+    let refused = free_udp_port();
+    let a = Agent::start(&[
+        "--name",
+        "t",
+        "--reflect",
+        "none",
+        "--peer",
+        &format!("db=tcp://127.0.0.1:{port}"),
+        "--peer",
+        &format!("gone=tcp://127.0.0.1:{refused}"),
+        "--peer",
+        &format!("u=127.0.0.1:{port}"),
+        "--interval",
+        "20ms",
+    ]);
+    let db = |m: &str| format!(r#"{m}{{source="t",peer="db",transport="tcp"}} "#);
+    let gone = |m: &str| format!(r#"{m}{{source="t",peer="gone",transport="tcp"}} "#);
+    let text = eventually(Duration::from_secs(15), "TCP round trips", || {
+        let t = a.scrape(None).text();
+        (value_of(&t, &db("synapse_rtt_seconds_count"))? >= 20.0).then_some(t)
+    });
+    // Kernel stamps split the TCP round trip as they split UDP's.
+    let seg = r#"synapse_rtt_segment_seconds_count{source="t",peer="db",transport="tcp",segment="send_path"} "#;
+    assert!(value_of(&text, seg).is_some_and(|v| v > 0.0), "{text}");
+    assert!(
+        text.contains(r#"synapse_rtt_seconds_count{source="t",peer="u",transport="udp"} "#),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            r#"synapse_peer_info{{source="t",peer="db",transport="tcp",address="tcp://127.0.0.1:{port}",protocol="echo""#
+        )),
+        "{text}"
+    );
+    assert_eq!(value_of(&text, &db("synapse_probes_lost_total")), Some(0.0));
+    // A refused peer: every probe lost, none missed, no RTT.
+    let sent = value_of(&text, &gone("synapse_probes_sent_total")).unwrap();
+    assert!(sent >= 10.0, "{text}");
+    assert_eq!(
+        value_of(&text, &gone("synapse_probes_lost_total")),
+        Some(sent)
+    );
+    assert_eq!(
+        value_of(&text, &gone("synapse_rtt_seconds_count")),
+        Some(0.0)
+    );
+    assert_eq!(
+        value_of(&text, &gone("synapse_schedule_misses_total")),
+        Some(0.0)
+    );
+    // The server goes: the connection is reset or refused from then on,
+    // and db's probes count lost; the agent runs on.
+    let lost = |t: &str| value_of(t, &db("synapse_probes_lost_total")).unwrap_or(0.0);
+    server.guard.0.kill().unwrap();
+    server.guard.0.wait().unwrap();
+    eventually(Duration::from_secs(10), "db's probes lost", || {
+        (lost(&a.scrape(None).text()) >= 20.0).then_some(())
+    });
+    assert!(!a.stderr().contains("error"), "{}", a.stderr());
+    let mut guard = a.guard;
+    unsafe_free_kill(guard.0.id(), "TERM");
+    assert_eq!(guard.0.wait().unwrap().code(), Some(0));
+}
+
 /// Writes the agent's config: peer `b` always, `extra` after it.
 fn write_config(path: &Path, b_port: u16, extra: &str) {
     let text = format!(
@@ -339,7 +415,7 @@ fn sighup_reloads_a_good_config_and_keeps_the_last_good_one_otherwise() {
     let a = Agent::start(&["--config", cfg.to_str().unwrap()]);
     let has = |needle: &str| a.scrape(None).text().contains(needle);
     eventually(Duration::from_secs(10), "peer b measured", || {
-        has(r#"synapse_rtt_seconds_count{source="r",peer="b"}"#).then_some(())
+        has(r#"synapse_rtt_seconds_count{source="r",peer="b",transport="udp"}"#).then_some(())
     });
     // A typo: refused with its place, and b is still measured.
     write_config(&cfg, b_port, "[agent.peers.c]\nadress = \"x\"\n");
@@ -354,7 +430,9 @@ fn sighup_reloads_a_good_config_and_keeps_the_last_good_one_otherwise() {
     );
     let count = |t: &str| -> f64 {
         t.lines()
-            .find(|l| l.starts_with(r#"synapse_rtt_seconds_count{source="r",peer="b"}"#))
+            .find(|l| {
+                l.starts_with(r#"synapse_rtt_seconds_count{source="r",peer="b",transport="udp"}"#)
+            })
             .and_then(|l| l.rsplit(' ').next()?.parse().ok())
             .unwrap_or(0.0)
     };
@@ -372,7 +450,7 @@ fn sighup_reloads_a_good_config_and_keeps_the_last_good_one_otherwise() {
     );
     unsafe_free_kill(a.guard.0.id(), "HUP");
     eventually(Duration::from_secs(10), "peer c measured", || {
-        has(r#"synapse_rtt_seconds_count{source="r",peer="c"}"#).then_some(())
+        has(r#"synapse_rtt_seconds_count{source="r",peer="c",transport="udp"}"#).then_some(())
     });
     assert!(
         count(&a.scrape(None).text()) > before,
@@ -456,7 +534,19 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (
             vec!["--peer".into(), "nameless".into()],
-            "synapse: error: invalid value 'nameless' for '--peer <NAME=HOST[:PORT]>': 'nameless' is not NAME=HOST[:PORT] (see synapse --help)\n".into(),
+            "synapse: error: invalid value 'nameless' for '--peer <NAME=[tcp://]HOST[:PORT]>': 'nameless' is not NAME=HOST[:PORT] or NAME=tcp://HOST:PORT (see synapse --help)\n".into(),
+        ),
+        (
+            vec!["--peer".into(), "db=tcp://127.0.0.1".into()],
+            "synapse: error: invalid value 'db=tcp://127.0.0.1' for '--peer <NAME=[tcp://]HOST[:PORT]>': 'tcp://127.0.0.1': a TCP peer needs its port (tcp://HOST:PORT) (see synapse --help)\n".into(),
+        ),
+        (
+            vec!["--peer".into(), "x=ftp://x".into()],
+            "synapse: error: invalid value 'x=ftp://x' for '--peer <NAME=[tcp://]HOST[:PORT]>': 'ftp://x': unknown scheme 'ftp://' (a peer is HOST[:PORT], udp://HOST[:PORT] or tcp://HOST:PORT) (see synapse --help)\n".into(),
+        ),
+        (
+            vec!["--peer".into(), "db=tcp://127.0.0.1:9".into(), "--stamp".into()],
+            "synapse: error: --peer db: a tcp:// peer speaks plain echo: stamp is for UDP peers\n".into(),
         ),
         (
             vec!["--peer".into(), "b=127.0.0.1".into(), "--peer".into(), "c=[::1]:9".into()],

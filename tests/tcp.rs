@@ -289,6 +289,32 @@ fn a_refused_connection_is_a_one_line_error() {
 }
 
 #[test]
+fn without_a_server_it_measures_its_own_tcp_echo_on_loopback() {
+    let out = synapse()
+        .args(["--tcp", "--packets", "300", "--json"])
+        .current_dir(common::scratch_dir())
+        .output()
+        .unwrap();
+    let json = passed(&out);
+    assert_eq!(json["config"]["mode"], "loopback", "{json}");
+    assert_eq!(json["config"]["transport"], "tcp", "{json}");
+    assert_eq!(json["packets"]["received"], 300, "{json}");
+    assert_eq!(json["tcp"]["connections"], 1, "{json}");
+    // Its own reflector answered over TCP: the kernel stamped the run.
+    assert!(segment(&json, "send_path")["p50_ns"].as_u64().unwrap() > 0);
+    // Headless text too, naming the in-process peer.
+    let out = synapse()
+        .args(["--tcp", "--no-ui", "--packets", "50"])
+        .current_dir(common::scratch_dir())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("(loopback)"), "{text}");
+    assert!(text.contains("Mode:     TCP request/response"), "{text}");
+}
+
+#[test]
 fn tcp_options_that_do_not_fit_are_usage_errors() {
     let (_server, port) = start_server(&[]);
     let addr = format!("127.0.0.1:{port}");

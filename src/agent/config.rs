@@ -14,7 +14,7 @@ use crate::config::{self, ConfigError, ConfigFile, Loc, Settings};
 use crate::engine::reflector_admission::{Admission, AllowList};
 use crate::engine::reflector_limits::Limits;
 use crate::engine::socket::resolve;
-use crate::engine::{Schedule, protocol::stamp};
+use crate::engine::{Schedule, Transport, peer_address, protocol::stamp};
 use crate::error::AppError;
 use crate::plan::DEFAULT_PORT;
 use crate::plan::agent::{AgentConfig, PeerConfig};
@@ -243,24 +243,36 @@ fn resolve_peers(
         let named = profile.as_ref().map(|s| (e.name.as_str(), s));
         let l = layer(&schema, &e.settings, named, &inherited);
         let p: PeerOptions = l.parse(&schema).map_err(|m| fail("", m))?;
-        let text = p.address.ok_or_else(|| {
+        let text = p.address.clone().ok_or_else(|| {
             fail(
                 "",
                 "no address (set address, or a profile with a server)".into(),
             )
         })?;
+        let parsed = peer_address::parse(&text).map_err(|m| fail("address", m))?;
+        let transport = parsed.transport;
+        if transport == Transport::Tcp {
+            tcp_refusal(&p).map_err(|m| fail("", m))?;
+        }
         let port = if p.packet.stamp {
             stamp::DEFAULT_PORT
         } else {
             DEFAULT_PORT
         };
-        let addr = resolve(&text, port).map_err(|err| fail("address", err.to_string()))?;
+        let addr = resolve(parsed.host, port).map_err(|err| fail("address", err.to_string()))?;
         let key = match crate::plan::stamp_key_of(&p.packet.key, p.packet.stamp, "a peer") {
             Ok(key) => key,
             Err(e) => return Err(fail("hmac_key_file", e.to_string())),
         };
-        if let Some(other) = peers.iter().find(|o| o.addr == addr) {
-            let msg = format!("{addr} is peer '{}' already", other.name);
+        if let Some(other) = peers
+            .iter()
+            .find(|o| o.addr == addr && o.transport == transport)
+        {
+            let shown = match transport {
+                Transport::Tcp => format!("tcp://{addr}"),
+                Transport::Udp => addr.to_string(),
+            };
+            let msg = format!("{shown} is peer '{}' already", other.name);
             return Err(fail("address", msg));
         }
         if let Some(first) = peers.first().filter(|f| f.addr.is_ipv4() != addr.is_ipv4()) {
@@ -286,9 +298,30 @@ fn resolve_peers(
             key,
             marks: p.packet.marks(),
             tlvs: p.packet.tlvs(),
+            transport,
         });
     }
     Ok(peers)
+}
+
+/// Why a TCP peer cannot have its options: it speaks plain echo, with
+/// the system's marks.
+fn tcp_refusal(p: &PeerOptions) -> Result<(), String> {
+    let k = &p.packet;
+    let asked = [
+        ("stamp", k.stamp),
+        ("ssid", k.ssid.is_some()),
+        ("hmac_key_file", k.key.hmac_key_file.is_some()),
+        ("dscp", k.dscp.is_some()),
+        ("ecn", k.ecn.is_some()),
+        ("tlv", k.tlv.is_some()),
+    ];
+    match asked.iter().find(|(_, on)| *on) {
+        Some((key, _)) => Err(format!(
+            "a tcp:// peer speaks plain echo: {key} is for UDP peers"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The agent's own settings a peer inherits: those a peer's table can set.
@@ -310,7 +343,13 @@ fn profile_settings(file: &ConfigFile, name: &str) -> Result<Settings, String> {
         .map_err(|e| format!("'{name}': {}", e.message))?;
     let peer = peer_schema();
     let mut out = Settings::default();
+    let tcp = p.settings.text("transport") == Some("tcp");
     for (id, s) in p.settings.iter() {
+        if id == "server" && tcp {
+            let values = s.values.iter().map(|v| format!("tcp://{v}")).collect();
+            out.set("address", values);
+            continue;
+        }
         let id = if id == "server" { "address" } else { id };
         if config::settings::options(&peer).any(|a| a.get_id() == id) && id != "profile" {
             out.set(id, s.values.clone());
@@ -490,6 +529,42 @@ profile = "lab"
         assert_eq!(
             e,
             "DIR/peers.toml:3:9: peers.c.stamp: expected true or false, found an integer"
+        );
+    }
+
+    #[test]
+    fn tcp_peers_come_from_a_scheme_or_a_tcp_profile_and_speak_plain_echo() {
+        let main = "[profiles.db]\nserver = \"127.0.0.3:5432\"\ntransport = \"tcp\"\n\n[agent]\nreflect = \"none\"\n[agent.peers.lab]\nprofile = \"db\"\n[agent.peers.web]\naddress = \"tcp://127.0.0.2:80\"\n";
+        let cfg = load_with(main, None, &[("peer", "web_udp=127.0.0.2:80")]);
+        let cfg = cfg.unwrap();
+        let got: Vec<(&str, &str, String)> = cfg
+            .peers
+            .iter()
+            .map(|p| (p.name.as_str(), p.transport.name(), p.addr.to_string()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("lab", "tcp", "127.0.0.3:5432".into()),
+                // One address over both transports: two peers, not a duplicate.
+                ("web", "tcp", "127.0.0.2:80".into()),
+                ("web_udp", "udp", "127.0.0.2:80".into()),
+            ]
+        );
+        let e = load_with(
+            "[agent.peers.b]\naddress = \"tcp://127.0.0.2:7\"\ndscp = 46\n",
+            None,
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "DIR/config.toml:1:14: agent.peers.b: a tcp:// peer speaks plain echo: dscp is for UDP peers"
+        );
+        let e = load_with("[agent.peers.b]\naddress = \"tcp://h\"\n", None, &[]).unwrap_err();
+        assert!(
+            e.contains("agent.peers.b.address: 'tcp://h': a TCP peer needs its port"),
+            "{e}"
         );
     }
 

@@ -37,19 +37,22 @@ fn histogram() -> Histogram {
     Histogram::new_classic_and_native(CLASSIC_BUCKETS, native_config())
 }
 
-/// `source` and `peer`.
+/// `source`, `peer` and `transport` (`udp`, `tcp`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Pair {
     /// This agent.
     pub source: String,
     /// The peer measured.
     pub peer: String,
+    /// How: UDP datagrams, or request and response over TCP.
+    pub transport: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PairSegment {
     source: String,
     peer: String,
+    transport: &'static str,
     segment: &'static str,
 }
 
@@ -59,6 +62,7 @@ struct PairSegment {
 struct LegMarks {
     source: String,
     peer: String,
+    transport: &'static str,
     leg: &'static str,
     dscp: u8,
     ecn: &'static str,
@@ -68,6 +72,7 @@ struct LegMarks {
 struct Leg {
     source: String,
     peer: String,
+    transport: &'static str,
     leg: &'static str,
 }
 
@@ -77,6 +82,7 @@ const LEGS: [&str; 2] = ["forward", "backward"];
 struct PeerInfo {
     source: String,
     peer: String,
+    transport: &'static str,
     address: String,
     protocol: &'static str,
     timestamps: String,
@@ -220,6 +226,8 @@ impl Metrics {
             .get_or_create(&Pair {
                 source: source.into(),
                 peer: UNKNOWN_PEER.into(),
+                // Strays reach the prober, which speaks UDP.
+                transport: "udp",
             })
             .clone();
         let reflected = ["echo", "stamp"].map(|protocol| {
@@ -256,10 +264,22 @@ impl Metrics {
     /// Replaces the peers (at start and on reload): a peer that is gone
     /// loses its series, one that stays keeps its counts.
     pub fn set_peers(&mut self, peers: &[PeerConfig], timestamps: &str) {
+        self.set_peers_stamped(peers, |_| timestamps.to_string());
+    }
+
+    /// [`Metrics::set_peers`], each peer's `timestamps` label its own
+    /// (a TCP peer's stamps are never a NIC's).
+    pub fn set_peers_stamped(
+        &mut self,
+        peers: &[PeerConfig],
+        timestamps: impl Fn(usize) -> String,
+    ) {
         let mut old: Vec<PeerSeries> = std::mem::take(&mut self.peers);
-        for p in peers {
-            let info = self.info_of(p, timestamps);
-            let kept = old.iter().position(|s| s.labels.peer == p.name);
+        for (i, p) in peers.iter().enumerate() {
+            let info = self.info_of(p, &timestamps(i));
+            let kept = old
+                .iter()
+                .position(|s| s.labels.peer == p.name && s.labels.transport == p.transport.name());
             let mut series = match kept {
                 Some(i) => old.swap_remove(i),
                 None => self.series_of(info.clone()),
@@ -283,6 +303,7 @@ impl Metrics {
         PeerInfo {
             source: self.source.clone(),
             peer: p.name.clone(),
+            transport: p.transport.name(),
             address: p.address.clone(),
             protocol: p.protocol(),
             timestamps: timestamps.into(),
@@ -294,6 +315,7 @@ impl Metrics {
         let labels = Pair {
             source: self.source.clone(),
             peer: info.peer.clone(),
+            transport: info.transport,
         };
         let counter = |fam: &Family<Pair, Counter>| fam.get_or_create(&labels).clone();
         PeerSeries {
@@ -319,6 +341,7 @@ impl Metrics {
         let leg = |i: usize| Leg {
             source: l.source.clone(),
             peer: l.peer.clone(),
+            transport: l.transport,
             leg: LEGS[i],
         };
         let f = &self.families;
@@ -339,6 +362,7 @@ impl Metrics {
             let at = Leg {
                 source: l.source.clone(),
                 peer: l.peer.clone(),
+                transport: l.transport,
                 leg,
             };
             f.cos_remarked.remove(&at);
@@ -347,6 +371,7 @@ impl Metrics {
                 let m = LegMarks {
                     source: l.source.clone(),
                     peer: l.peer.clone(),
+                    transport: l.transport,
                     leg,
                     dscp: tos >> 2,
                     ecn: crate::stats::Ecn::from_bits(tos).name(),
@@ -377,6 +402,7 @@ impl Metrics {
             f.segment.remove(&PairSegment {
                 source: l.source.clone(),
                 peer: l.peer.clone(),
+                transport: l.transport,
                 segment: seg.key(),
             });
         }
@@ -477,6 +503,7 @@ fn record_cos(f: &Families, l: &Pair, c: &mut CosSeries, m: &crate::stats::Marks
                     fam.get_or_create(&LegMarks {
                         source: l.source.clone(),
                         peer: l.peer.clone(),
+                        transport: l.transport,
                         leg: LEGS[i],
                         dscp: tos >> 2,
                         ecn: Ecn::from_bits(tos).name(),
@@ -509,6 +536,7 @@ fn segment_series<'s>(fam: &SegHist, s: &'s mut PeerSeries, seg: Segment) -> &'s
         fam.get_or_create(&PairSegment {
             source: s.labels.source.clone(),
             peer: s.labels.peer.clone(),
+            transport: s.labels.transport,
             segment: seg.key(),
         })
         .clone()
@@ -641,6 +669,7 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
+            transport: crate::engine::Transport::Udp,
         }
     }
 
@@ -751,11 +780,15 @@ mod tests {
         m.record(0, &sample(100_000, Split::NONE)); // exactly 100 µs
         let t = text(&reg);
         assert!(
-            t.contains(r#"synapse_rtt_seconds_bucket{le="0.0001",source="a",peer="b"} 1"#),
+            t.contains(
+                r#"synapse_rtt_seconds_bucket{le="0.0001",source="a",peer="b",transport="udp"} 1"#
+            ),
             "{t}"
         );
         assert!(
-            t.contains(r#"synapse_rtt_seconds_bucket{le="0.00007",source="a",peer="b"} 0"#),
+            t.contains(
+                r#"synapse_rtt_seconds_bucket{le="0.00007",source="a",peer="b",transport="udp"} 0"#
+            ),
             "{t}"
         );
         // Without kernel stamps no segment series appears at all.
@@ -771,14 +804,47 @@ mod tests {
         m.set_peers(&[peer("b", false), peer("d", true)], "software");
         let t = text(&reg);
         assert!(
-            t.contains(r#"synapse_probes_lost_total{source="a",peer="b"} 1"#),
+            t.contains(r#"synapse_probes_lost_total{source="a",peer="b",transport="udp"} 1"#),
             "{t}"
         );
         assert!(!t.contains(r#"peer="c""#), "{t}");
-        assert!(t.contains(r#"synapse_peer_info{source="a",peer="d",address="d.example:8080",protocol="stamp",timestamps="software"} 1"#), "{t}");
+        assert!(t.contains(r#"synapse_peer_info{source="a",peer="d",transport="udp",address="d.example:8080",protocol="stamp",timestamps="software"} 1"#), "{t}");
         assert!(
             !t.contains(r#"timestamps="user""#),
             "the old info series is gone: {t}"
+        );
+    }
+
+    #[test]
+    fn a_tcp_peer_says_so_on_every_series_and_a_change_of_transport_is_a_new_peer() {
+        let mut reg = Registry::default();
+        let mut m = Metrics::new(&mut reg, "a");
+        let tcp = PeerConfig {
+            address: "tcp://db.example:5432".into(),
+            transport: crate::engine::Transport::Tcp,
+            ..peer("db", false)
+        };
+        m.set_peers_stamped(&[peer("b", false), tcp], |i| ["user", "software"][i].into());
+        let split = Split::from_parts([Some(2_000), Some(15_000), None, None, Some(1_000)]);
+        m.record(1, &sample(21_000, split));
+        m.record(1, &Record::event(RecordKind::Lost, 1, 0, false));
+        let t = text(&reg);
+        for want in [
+            r#"synapse_rtt_seconds_count{source="a",peer="db",transport="tcp"} 1"#,
+            r#"synapse_probes_lost_total{source="a",peer="db",transport="tcp"} 1"#,
+            r#"synapse_rtt_segment_seconds_count{source="a",peer="db",transport="tcp",segment="send_path"} 1"#,
+            r#"synapse_peer_info{source="a",peer="db",transport="tcp",address="tcp://db.example:5432",protocol="echo",timestamps="software"} 1"#,
+            r#"synapse_peer_info{source="a",peer="b",transport="udp",address="b.example:8080",protocol="echo",timestamps="user"} 1"#,
+        ] {
+            assert!(t.contains(want), "{want} in {t}");
+        }
+        // The same name over UDP now: its TCP series go, counts start anew.
+        m.set_peers(&[peer("b", false), peer("db", false)], "user");
+        let t = text(&reg);
+        assert!(!t.contains(r#"transport="tcp""#), "{t}");
+        assert!(
+            t.contains(r#"synapse_probes_lost_total{source="a",peer="db",transport="udp"} 0"#),
+            "{t}"
         );
     }
 

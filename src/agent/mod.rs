@@ -159,8 +159,8 @@ impl Agent {
                 "the reflector answers every source on {at}: --allow CIDR limits who"
             ));
         }
-        let timestamps = stamping_label(&session);
-        metrics.set_peers(&cfg.peers, &timestamps);
+        let timestamps = stamping_label(session.stamping().or_else(|| session.stamping_of(0)));
+        metrics.set_peers_stamped(&cfg.peers, |i| stamping_label(session.stamping_of(i)));
         Ok(Self {
             windows: vec![PeerWindow::default(); cfg.peers.len()],
             next_turn: Instant::now() + cfg.report_every,
@@ -254,8 +254,11 @@ impl Agent {
             }
             return;
         }
-        self.timestamps = stamping_label(&self.session);
-        self.metrics.set_peers(&cfg.peers, &self.timestamps);
+        let s = &self.session;
+        self.timestamps = stamping_label(s.stamping().or_else(|| s.stamping_of(0)));
+        let session = &self.session;
+        self.metrics
+            .set_peers_stamped(&cfg.peers, |i| stamping_label(session.stamping_of(i)));
         // A peer that stays keeps its window; a new one starts empty.
         let mut old: Vec<(String, PeerWindow)> = self
             .cfg
@@ -313,7 +316,6 @@ impl Agent {
 }
 
 /// The `timestamps` label: the clock that stamps the probes.
-fn stamping_label(s: &AgentSession) -> String {
-    s.stamping()
-        .map_or_else(|| "none".into(), |st| st.source.name().to_string())
+fn stamping_label(s: Option<&crate::engine::StampingInfo>) -> String {
+    s.map_or_else(|| "none".into(), |st| st.source.name().to_string())
 }

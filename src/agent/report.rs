@@ -190,6 +190,7 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
+            transport: crate::engine::Transport::Udp,
         }
     }
 

@@ -6,6 +6,7 @@
 
 use super::{ClockArgs, PaceArgs, PacketArgs, ThreadArgs};
 use crate::engine::ReflectorStamping;
+use crate::engine::peer_address::peer_address_text;
 use crate::engine::socket::address_text;
 use crate::units::seconds;
 use clap::{ArgAction, Args};
@@ -69,9 +70,10 @@ pub struct AgentOptions {
     #[command(flatten)]
     pub admission: super::AdmissionArgs,
 
-    /// A peer to measure, NAME=HOST[:PORT] (port 8080, or 862 with
-    /// --stamp). Repeat for several.
-    #[arg(long, value_name = "NAME=HOST[:PORT]", action = ArgAction::Append, value_parser = peer_text)]
+    /// A peer to measure, NAME=HOST[:PORT] (UDP: port 8080, or 862 with
+    /// --stamp), or NAME=tcp://HOST:PORT (request and response over a TCP
+    /// connection kept open). Repeat for several.
+    #[arg(long, value_name = "NAME=[tcp://]HOST[:PORT]", action = ArgAction::Append, value_parser = peer_text)]
     pub peer: Vec<String>,
 
     /// A second TOML file of `[peers.NAME]` tables, for tooling to render
@@ -115,8 +117,8 @@ pub struct AgentOptions {
 /// agent's own options.
 #[derive(Debug, Args, Clone)]
 pub struct PeerOptions {
-    /// The peer's reflector, HOST[:PORT].
-    #[arg(long, value_name = "HOST[:PORT]", value_parser = address_text)]
+    /// The peer's reflector, HOST[:PORT] (UDP), or tcp://HOST:PORT.
+    #[arg(long, value_name = "[tcp://]HOST[:PORT]", value_parser = peer_address_text)]
     pub address: Option<String>,
 
     /// A saved profile whose server (as the address), pacing and packet
@@ -134,6 +136,9 @@ pub struct PeerOptions {
 const AGENT_AFTER_HELP: &str = "\
 Every peer is probed on its own schedule, every --interval (default 100ms), the
 first probe offset by a hash of (name, peer) so a mesh never fires in step.
+UDP peers share one prober thread; a tcp:// peer has a thread and a connection
+of its own, kept open and opened again with backoff when refused or reset (its
+requests meanwhile count lost). Every series has a transport label (udp, tcp).
 SIGHUP reloads the configuration (a bad one is reported and the last good one
 runs on); SIGINT and SIGTERM stop the agent. Metrics: synapse_rtt_seconds,
 synapse_rtt_segment_seconds, synapse_ipdv_seconds (classic and native
@@ -176,9 +181,9 @@ pub fn label_value(s: &str) -> Result<String, String> {
 fn peer_text(s: &str) -> Result<String, String> {
     let (name, addr) = s
         .split_once('=')
-        .ok_or_else(|| format!("'{s}' is not NAME=HOST[:PORT]"))?;
+        .ok_or_else(|| format!("'{s}' is not NAME=HOST[:PORT] or NAME=tcp://HOST:PORT"))?;
     label_value(name)?;
-    address_text(addr)?;
+    peer_address_text(addr)?;
     Ok(s.into())
 }
 
@@ -213,6 +218,20 @@ mod tests {
         assert_eq!(peer_text("b=10.0.0.2:9000").unwrap(), "b=10.0.0.2:9000");
         assert_eq!(split_peer("b=10.0.0.2:9000"), ("b", "10.0.0.2:9000"));
         assert!(peer_text("10.0.0.2").unwrap_err().contains("NAME=HOST"));
+        assert_eq!(
+            split_peer("db=tcp://10.0.0.3:5432"),
+            ("db", "tcp://10.0.0.3:5432")
+        );
+        assert!(
+            peer_text("db=tcp://10.0.0.3")
+                .unwrap_err()
+                .contains("needs its port")
+        );
+        assert!(
+            peer_text("db=ftp://x")
+                .unwrap_err()
+                .contains("unknown scheme")
+        );
         assert!(peer_text("=10.0.0.2").is_err());
         assert!(peer_text("b=not an address").is_err());
     }

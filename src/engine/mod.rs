@@ -9,6 +9,7 @@ mod affinity;
 mod client;
 mod error;
 pub mod floor;
+pub mod peer_address;
 mod points;
 pub mod protocol;
 mod reflector;

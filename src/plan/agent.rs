@@ -34,6 +34,9 @@ pub struct PeerConfig {
     pub marks: Option<u8>,
     /// STAMP: the RFC 8972 TLVs asked for.
     pub tlvs: crate::engine::protocol::tlv::StampTlvs,
+    /// UDP datagrams (the prober), or request and response over TCP (a
+    /// connection and a thread of its own).
+    pub transport: crate::engine::Transport,
 }
 
 impl PeerConfig {

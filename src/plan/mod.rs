@@ -149,6 +149,8 @@ impl ClientPlan {
             schedule: r.schedule(),
             transport: r.transport,
             connect_each: r.connect_each,
+            phase: Duration::ZERO,
+            keep_trying: false,
         }
     }
 
@@ -468,9 +470,10 @@ fn check_pacing(run: &RunArgs) -> Result<(), AppError> {
     Ok(())
 }
 
-/// TCP is request/response, one in flight, plain echo, to a server
-/// address; `--connect-each` is one of its modes.
-fn check_transport(run: &RunArgs, target: Target) -> Result<(), AppError> {
+/// TCP is request/response, one in flight, plain echo (to a server, or to
+/// the in-process TCP echo on loopback); `--connect-each` is one of its
+/// modes.
+fn check_transport(run: &RunArgs) -> Result<(), AppError> {
     let tcp = run.transport == Transport::Tcp;
     let refuse = |why: &str| Err(AppError::Usage(why.into()));
     if run.connect_each && !tcp {
@@ -486,9 +489,6 @@ fn check_transport(run: &RunArgs, target: Target) -> Result<(), AppError> {
     }
     if run.packet.stamp {
         return refuse("--stamp is STAMP over UDP: --tcp speaks plain echo");
-    }
-    if target == Target::Loopback {
-        return refuse("--tcp needs a server address (synapse server answers TCP on its UDP port)");
     }
     Ok(())
 }
@@ -540,7 +540,7 @@ fn client_plan(
         ));
     }
     check_pacing(&run)?;
-    check_transport(&run, target)?;
+    check_transport(&run)?;
     let stamp_key = stamp_key_of(&run.packet.key, run.packet.stamp, "synapse client")?;
     let placement = |cpu, cpu_auto| ThreadPlacement {
         cpu,
@@ -779,7 +779,9 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         // authenticates with the client's key.
         stamp_key: c.stamp_key.clone(),
         user: None,
-        tcp_port: None,
+        // A TCP client's own reflector answers TCP echo on its UDP port's
+        // number (the kernel's choice on loopback).
+        tcp_port: (c.run.transport == Transport::Tcp).then_some(0),
         tcp_required: false,
         tcp_per_source: 1024,
         timestamps: ReflectorStamping::default(),

@@ -1,11 +1,14 @@
-//! The agent's session: its reflector (echo, and STAMP beside it) and one
-//! prober thread for all its peers. A reload replaces the prober; the
-//! reflector keeps answering throughout.
+//! The agent's session: its reflector (echo, and STAMP beside it), one
+//! prober thread for all its UDP peers, and a client per `tcp://` peer
+//! ([`super::agent_tcp`]). A reload replaces the prober and the TCP
+//! clients; the reflector keeps answering throughout.
 
 use super::ServerSession;
+use super::agent_tcp::TcpPeers;
 use crate::engine::{
     Budget, EngineError, NO_PEER, Placement, ProbeConfig, ProberConfig, ProberRun, Protocol,
-    ReflectorEvent, Role, StampingInfo, StopFlag, ThreadPlacement, choose_cpu, start_prober,
+    ReflectorEvent, Role, StampingInfo, StopFlag, ThreadPlacement, Transport, choose_cpu,
+    start_prober,
 };
 use crate::error::AppError;
 use crate::plan::agent::{AgentConfig, PeerConfig};
@@ -44,6 +47,9 @@ fn tick_for(peers: &[ProbeConfig]) -> Duration {
 pub struct AgentSession {
     reflector: Option<ServerSession>,
     prober: Option<ProberRun>,
+    /// The prober's peers: each one's index in the configuration.
+    udp_peers: Vec<usize>,
+    tcp: TcpPeers,
 }
 
 impl AgentSession {
@@ -62,23 +68,35 @@ impl AgentSession {
         let mut s = Self {
             reflector,
             prober: None,
+            udp_peers: Vec::new(),
+            tcp: TcpPeers::default(),
         };
         s.restart_prober(cfg)?;
         Ok(s)
     }
 
-    /// Replaces the prober with one for `cfg`'s peers. On failure there is
+    /// Replaces the prober and the TCP clients with those for `cfg`'s
+    /// peers (records not drained yet are dropped). On failure there are
     /// none, and the error says why.
     pub fn restart_prober(&mut self, cfg: &AgentConfig) -> Result<(), AppError> {
         if let Some(mut old) = self.prober.take() {
             old.stop();
             old.join()?;
         }
-        if cfg.peers.is_empty() {
+        self.tcp.stop(|_, _| {})?;
+        self.tcp = TcpPeers::start(cfg, WARMUP)?;
+        self.udp_peers = (0..cfg.peers.len())
+            .filter(|&i| cfg.peers[i].transport == Transport::Udp)
+            .collect();
+        if self.udp_peers.is_empty() {
             return Ok(());
         }
         let (cpu, cpu_auto) = choose_cpu(cfg.thread.cpu, Role::Client)?;
-        let peers: Vec<ProbeConfig> = cfg.peers.iter().map(probe_of).collect();
+        let peers: Vec<ProbeConfig> = self
+            .udp_peers
+            .iter()
+            .map(|&i| probe_of(&cfg.peers[i]))
+            .collect();
         let prober = ProberConfig {
             bind: cfg.bind,
             tick: tick_for(&peers),
@@ -98,9 +116,15 @@ impl AgentSession {
         Ok(())
     }
 
-    /// How the probes are stamped (`None`: no prober).
+    /// How the UDP probes are stamped (`None`: no prober).
     pub fn stamping(&self) -> Option<&StampingInfo> {
         self.prober.as_ref().map(|p| &p.stamping)
+    }
+
+    /// How peer `index`'s probes are stamped: its TCP client's way, or
+    /// the prober's.
+    pub fn stamping_of(&self, index: usize) -> Option<&StampingInfo> {
+        self.tcp.stamping_of(index).or_else(|| self.stamping())
     }
 
     /// Where the echo reflector and the STAMP one answer.
@@ -123,10 +147,13 @@ impl AgentSession {
     pub fn drain(&mut self, mut each: impl FnMut(Option<usize>, &Record)) {
         if let Some(p) = self.prober.as_mut() {
             while let Ok(r) = p.records.pop() {
-                let peer = (r.peer != NO_PEER).then_some(r.peer as usize);
+                let peer = (r.peer != NO_PEER)
+                    .then(|| self.udp_peers.get(r.peer as usize).copied())
+                    .flatten();
                 each(peer, &r.record);
             }
         }
+        self.tcp.drain(each);
     }
 
     /// Hands the reflectors' events since the last call to `each`.
@@ -138,7 +165,7 @@ impl AgentSession {
 
     /// Records the exporter missed (its ring was full).
     pub fn ring_overflow(&self) -> u64 {
-        self.prober.as_ref().map_or(0, ProberRun::ring_overflow)
+        self.prober.as_ref().map_or(0, ProberRun::ring_overflow) + self.tcp.ring_overflow()
     }
 
     /// Why the agent cannot go on: a measurement thread ended by itself.
@@ -149,6 +176,9 @@ impl AgentSession {
                 Ok(_) => "the prober stopped".into(),
             };
             self.prober = None;
+            return Some(why);
+        }
+        if let Some(why) = self.tcp.failure() {
             return Some(why);
         }
         self.reflector
@@ -166,11 +196,17 @@ impl AgentSession {
             p.stop();
             p.join()
         });
-        self.drain(each);
+        let mut each = each;
+        self.drain(&mut each);
+        let tcp = self.tcp.stop(&mut each);
         if let Some(r) = self.reflector.take() {
             r.finish(|_, _| {});
         }
-        placed
+        match (placed, tcp) {
+            (Some(Err(e)), _) => Some(Err(e)),
+            (_, Err(e)) => Some(Err(e)),
+            (placed, Ok(())) => placed,
+        }
     }
 }
 

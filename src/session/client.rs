@@ -1,14 +1,12 @@
 //! A client session: the client thread, the in-process reflector it
 //! measures when the target is loopback, and the per-packet log.
 
+use super::loopback::Loopback;
 use super::{LogOutcome, Opening, RING_CAPACITY, open_log};
-use crate::engine::{
-    ClientOutcome, ClientRun, EngineError, Protocol, ReflectorRun, StampingInfo, StopFlag,
-    start_client, start_reflector,
-};
+use crate::engine::{ClientOutcome, ClientRun, EngineError, StampingInfo, StopFlag, start_client};
 use crate::error::AppError;
 use crate::packet_log::RunningLog;
-use crate::plan::{ClientPlan, Target, counterpart_server};
+use crate::plan::{ClientPlan, Target};
 use crate::stats::{Record, Shape};
 use std::net::SocketAddr;
 
@@ -17,7 +15,7 @@ use std::net::SocketAddr;
 pub struct ClientSession {
     run: ClientRun,
     /// The in-process reflector, when this session started one.
-    reflector: Option<ReflectorRun>,
+    reflector: Option<Loopback>,
     log: Option<RunningLog>,
     server: SocketAddr,
 }
@@ -48,21 +46,20 @@ impl ClientSession {
         // Opened first: a bad path fails before anything runs.
         let file = open_log(plan.log.as_deref(), log)?;
         let reflector = match (against, plan.target) {
-            (None, Target::Loopback) => Some(start_loopback(plan)?),
+            (None, Target::Loopback) => Some(Loopback::start(plan)?),
             _ => None,
         };
         let server = match (against, &reflector, plan.target) {
             (Some(a), _, _) => a,
-            (None, Some(r), _) => r.local,
+            (None, Some(r), _) => r.local(),
             (None, None, Target::Remote(a)) => a,
             (None, None, Target::Loopback) => unreachable!("loopback starts a reflector"),
         };
         let mut run = match start_client(plan.client_config(server, RING_CAPACITY), stop) {
             Ok(run) => run,
             Err(e) => {
-                if let Some(mut r) = reflector {
+                if let Some(r) = reflector {
                     r.stop();
-                    let _ = r.join();
                 }
                 return Err(e.into());
             }
@@ -131,9 +128,8 @@ impl ClientSession {
     pub fn finish(mut self, each: impl FnMut(&Record)) -> ClientFinish {
         let outcome = self.run.join();
         self.drain(each);
-        if let Some(mut r) = self.reflector.take() {
+        if let Some(r) = self.reflector.take() {
             r.stop();
-            let _ = r.join();
         }
         let dropped = outcome.as_ref().map_or(0, |o| o.log_overflow);
         let log = self.log.take().map(|l| LogOutcome::of(l, dropped));
@@ -144,17 +140,4 @@ impl ClientSession {
             log,
         }
     }
-}
-
-/// The in-process reflector a loopback plan measures: it speaks what the
-/// client speaks.
-fn start_loopback(plan: &ClientPlan) -> Result<ReflectorRun, AppError> {
-    let protocol = if plan.run.packet.stamp {
-        Protocol::Stamp
-    } else {
-        Protocol::Echo
-    };
-    let cfg =
-        counterpart_server(plan).reflector_config(SocketAddr::from(([127, 0, 0, 1], 0)), protocol);
-    Ok(start_reflector(cfg, StopFlag::new())?)
 }

@@ -12,8 +12,10 @@
 //! first; it drains everything at the end, so nothing measured is lost.
 
 mod agent;
+mod agent_tcp;
 mod client;
 pub mod intervals;
+mod loopback;
 mod server;
 
 pub use crate::packet_log::Opening;

@@ -45,6 +45,8 @@ pub struct ClientInfo {
     pub size: usize,
     /// Paced: the send schedule (`None`: ping-pong).
     pub pace: Option<crate::engine::Schedule>,
+    /// UDP datagrams, or request and response over TCP.
+    pub transport: crate::engine::Transport,
 }
 
 /// What the client view shows.

@@ -5,7 +5,8 @@ use super::panes::osi::{self, StackLabels};
 use super::panes::{
     figures, footer, header, help, histogram, progress, sessions, sparklines, split,
 };
-use crate::stats::Segment;
+use crate::engine::Transport;
+use crate::stats::{Segment, SegmentFigures};
 use crate::units::{format_ns_plain, format_rate};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
@@ -22,18 +23,37 @@ fn split_addr(addr: &str) -> (&str, &str) {
     addr.rsplit_once(':').unwrap_or((addr, ""))
 }
 
-fn labels(title: &str, program: &str, addr: &str) -> StackLabels {
+fn labels(title: &str, program: &str, addr: &str, transport: Transport) -> StackLabels {
     let (ip, port) = split_addr(addr);
     let family = if ip.starts_with('[') { "IPv6" } else { "IPv4" };
+    let l4 = match transport {
+        Transport::Udp => "UDP",
+        Transport::Tcp => "TCP",
+    };
     StackLabels {
         title: title.to_string(),
         details: [
             program.to_string(),
-            format!("UDP :{port}"),
+            format!("{l4} :{port}"),
             format!("{family} {}", ip.trim_matches(['[', ']'])),
             "frame".to_string(),
             "bits".to_string(),
         ],
+    }
+}
+
+/// TCP: the far side's share at its application, and at its transport
+/// the far kernel's ACK: its round trip when it came on its own, or that
+/// it rode on the reply (then there is no kernel RTT to show).
+fn tcp_details(server: &mut StackLabels, figures: &[SegmentFigures], acks: Option<split::Acks>) {
+    let median = |seg| split::median(figures, seg);
+    if let Some(far) = median(Segment::FarShare) {
+        server.details[0] = format!("far side {far}");
+    }
+    if let Some(k) = median(Segment::KernelRtt) {
+        server.details[1] = format!("TCP ACK ⇄ {k}");
+    } else if acks.is_some_and(|a| a.piggybacked > 0) {
+        server.details[1] = "TCP ACK on reply".into();
     }
 }
 
@@ -63,16 +83,18 @@ pub fn draw(f: &mut Frame, app: &App) {
             let v = app.shown_client();
             figures::render_client(f, numbers, v, app.baseline.as_ref(), app.floor.as_ref(), t);
             let caption = osi::packet_caption(anim, app.running);
-            let mut client = labels("CLIENT (here)", "synapse client", &v.info.local);
+            let tcp = v.info.transport;
+            let mut client = labels("CLIENT (here)", "synapse client", &v.info.local, tcp);
             let stamp = v.stamping.as_ref().is_some_and(|s| s.stamp);
             let reflector = if stamp {
                 "STAMP reflector"
             } else {
                 "echo reflector"
             };
-            let mut server = labels("SERVER", reflector, &v.info.target);
+            let mut server = labels("SERVER", reflector, &v.info.target, tcp);
             // Measured times replace the decoration where the run has them.
             let figures = split::figures(&v.live);
+            let acks = split::acks(&v.live);
             let median = |seg| split::median(&figures, seg);
             if let Some(send) = median(Segment::Send) {
                 client.details[3] = format!("↓ send {send}");
@@ -86,8 +108,9 @@ pub fn draw(f: &mut Frame, app: &App) {
             if let Some(network) = median(Segment::Network) {
                 server.details[4] = format!("⇄ net+remote {network}");
             }
+            tcp_details(&mut server, &figures, acks);
             let below = osi::render(f, path, &client, &server, anim, &caption, t);
-            split::render(f, below, &figures, v.stamping.as_ref(), t);
+            split::render(f, below, &figures, acks, v.stamping.as_ref(), t);
             let [hist, sparks] =
                 Layout::horizontal([Constraint::Percentage(56), Constraint::Fill(1)]).areas(middle);
             histogram::render(f, hist, &v.live, app.zoom, t);
@@ -111,8 +134,9 @@ pub fn draw(f: &mut Frame, app: &App) {
                 "CLIENT (remote)",
                 "client app",
                 peer.as_deref().unwrap_or("?:?"),
+                Transport::Udp,
             );
-            let server = labels("SERVER (here)", "synapse server", &v.bind);
+            let server = labels("SERVER (here)", "synapse server", &v.bind, Transport::Udp);
             osi::render(f, path, &client, &server, anim, &caption, t);
             sessions::render(f, middle, v, t);
             let idle = format_ns_plain(v.session_idle.as_nanos() as u64);

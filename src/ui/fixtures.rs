@@ -25,6 +25,7 @@ pub fn client_app() -> App {
         duration: None,
         size: 8,
         pace: None,
+        transport: crate::engine::Transport::Udp,
     };
     let server = ServerView {
         bind: "127.0.0.1:8080".into(),
@@ -129,6 +130,49 @@ pub fn paced_client_app() -> App {
         }
     }
     live.ingest(&Record::event(RecordKind::Missed, 2_000, 0, false));
+    app
+}
+
+/// A TCP client on loopback with kernel stamps: the far kernel's ACK of
+/// one stamped request in four came on its own (the kernel RTT and the
+/// far side's share measured), the others rode on the reply.
+pub fn tcp_client_app() -> App {
+    let mut app = client_app();
+    app.client.info.transport = crate::engine::Transport::Tcp;
+    app.client.info.floor_mode = crate::report::RunMode::of(true, false, false);
+    let stamping = StampingInfo {
+        source: Source::Software,
+        interface: Some("lo".into()),
+        segments: SegmentSet::for_run(true, false, false).with_tcp(),
+        ..StampingInfo::default()
+    };
+    app.client.live = crate::stats::LiveStats::new();
+    app.client.live.use_shape(Shape {
+        segments: stamping.segments,
+        ..Shape::default()
+    });
+    app.client.stamping = Some(stamping);
+    let live = &mut app.client.live;
+    for seq in 0..2_000u64 {
+        let rtt = 40_000 + (seq * 7919 % 30) * 1_000;
+        let t1 = 1_000_000;
+        let split = Points {
+            t1_user: Some(t1),
+            t1_sched: Some(t1 + 1_500),
+            t1_driver: Some(t1 + 2_500),
+            t1_ack: Some(t1 + 2_500 + 9_000),
+            ack_with_reply: Some(seq % 4 != 0),
+            t4_driver: Some(t1 + rtt - 8_000),
+            t4_user: Some(t1 + rtt),
+            rtt_ns: Some(rtt),
+            ..Points::default()
+        }
+        .split();
+        live.ingest(&Record::sample(seq, 0, rtt, false).with_split(split));
+        if seq % 250 == 249 {
+            live.close_window();
+        }
+    }
     app
 }
 

@@ -108,6 +108,7 @@ pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, rol
         duration: c.run.duration,
         size: c.run.packet.size,
         pace: c.run.schedule(),
+        transport: c.run.transport,
     };
     let server = ServerView {
         bind: s.bind.to_string(),

@@ -14,6 +14,7 @@ use crate::config::{Baseline, baseline_runs, store};
 use crate::engine::socket::reachable_at;
 use crate::engine::{
     ClientOutcome, Placement, Protocol, ReflectorEvent, ReflectorTotals, StampingInfo, StopFlag,
+    Transport,
 };
 use crate::error::exit;
 use crate::plan::{ClientPlan, ServerPlan, Target};
@@ -202,6 +203,17 @@ impl Station {
         Ok(addr)
     }
 
+    /// Where the own reflector answers TCP (`--tcp` on loopback), or why
+    /// it does not.
+    fn own_tcp_echo(&self) -> Result<SocketAddr, (String, i32)> {
+        let server = self.server.as_ref();
+        server.and_then(ServerSession::tcp_addr).ok_or_else(|| {
+            let why = server.and_then(|s| s.tcp_refused.clone());
+            let why = why.unwrap_or_else(|| "TCP echo not served".into());
+            (format!("the in-process reflector: {why}"), exit::RUNTIME)
+        })
+    }
+
     fn stop_reflector(&mut self, app: &mut App) {
         let Some(session) = self.server.take() else {
             return;
@@ -236,6 +248,9 @@ impl Station {
             let own = self.ensure_reflector(app)?;
             Some(match self.client_plan.target {
                 Target::Remote(a) => a,
+                Target::Loopback if self.client_plan.run.transport == Transport::Tcp => {
+                    self.own_tcp_echo()?
+                }
                 Target::Loopback => own,
             })
         } else {

@@ -1,12 +1,36 @@
 //! Whole-frame snapshots and frame-level behaviour, from deterministic
 //! states (see `fixtures`).
 
-use super::fixtures::{client_app, frame, paced_client_app, rows, server_app};
+use super::fixtures::{client_app, frame, paced_client_app, rows, server_app, tcp_client_app};
 use super::theme::Theme;
 
 #[test]
 fn client_frame_snapshot() {
     insta::assert_snapshot!(frame(&client_app(), 120, 36).backend());
+}
+
+#[test]
+fn tcp_client_frame_snapshot() {
+    let app = tcp_client_app();
+    let frame = frame(&app, 120, 36);
+    let text = rows(&frame).join("\n");
+    // The TCP segments are named, the piggy-backed ACKs said, not hidden.
+    for want in [
+        "TCP :50000",
+        "far side ",
+        "TCP ACK ⇄ 9.0 µs",
+        "ACK RTT  far side",
+        "ACK on reply: 1500 of 2000",
+        "TCP ping-pong",
+    ] {
+        assert!(text.contains(want), "{want} in\n{text}");
+    }
+    insta::assert_snapshot!(frame.backend());
+}
+
+#[test]
+fn tcp_client_smallest_frame_snapshot() {
+    insta::assert_snapshot!(frame(&tcp_client_app(), 80, 24).backend());
 }
 
 #[test]

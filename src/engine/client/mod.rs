@@ -86,6 +86,13 @@ pub struct ClientConfig {
     pub transport: super::Transport,
     /// TCP: a new connection per transaction (TCP_CRR).
     pub connect_each: bool,
+    /// Paced TCP (the agent's peers): the first slot's offset from the
+    /// start.
+    pub phase: Duration,
+    /// TCP: a peer that refuses, resets or is silent is never an error:
+    /// its requests count lost and the connection is tried again with
+    /// backoff, until stopped (the agent's peers).
+    pub keep_trying: bool,
 }
 
 impl ClientConfig {
@@ -120,6 +127,8 @@ impl ClientConfig {
             schedule: None,
             transport: super::Transport::Udp,
             connect_each: false,
+            phase: Duration::ZERO,
+            keep_trying: false,
         }
     }
 }

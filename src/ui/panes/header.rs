@@ -1,5 +1,6 @@
 //! The top line: who is measuring whom, where the thread runs, and state.
 
+use crate::engine::Transport;
 use crate::ui::app::{App, Role};
 use crate::ui::panes::figures;
 use ratatui::Frame;
@@ -17,7 +18,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
                 format!("client → {}  from {}  ({})", c.target, c.local, c.mode),
                 c.cpu,
                 c.busy_poll,
-                Some(format!("  {}", figures::pace_label(c.pace))),
+                Some(match c.transport {
+                    Transport::Tcp => format!("  TCP {}", figures::pace_label(c.pace)),
+                    Transport::Udp => format!("  {}", figures::pace_label(c.pace)),
+                }),
             )
         }
         Role::Server => {

@@ -20,6 +20,25 @@ pub fn figures(live: &LiveStats) -> Vec<SegmentFigures> {
         .unwrap_or_default()
 }
 
+/// TCP: how the far kernel's ACKs of the stamped requests came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Acks {
+    /// On their own, before the reply: the kernel RTT is measured.
+    pub separate: u64,
+    /// On the reply (the far side answered within its delayed-ACK time):
+    /// no kernel RTT, and no far side's share.
+    pub piggybacked: u64,
+}
+
+/// The ACKs so far, when the run is TCP with kernel stamps.
+pub fn acks(live: &LiveStats) -> Option<Acks> {
+    let b = live.total().breakdown()?;
+    b.segments().contains(Segment::KernelRtt).then(|| Acks {
+        separate: b.histogram(Segment::KernelRtt).map_or(0, |h| h.len()),
+        piggybacked: b.piggybacked(),
+    })
+}
+
 /// A segment's median, formatted, or `None` when not measured yet.
 pub fn median(figures: &[SegmentFigures], seg: Segment) -> Option<String> {
     figures
@@ -35,6 +54,8 @@ fn heading(segment: &str) -> &'static str {
         "network" => "network",
         "server_dwell" => "dwell",
         "receive_path" => "receive",
+        "kernel_rtt" => "ACK RTT",
+        "far_share" => "far side",
         _ => "NIC↔NIC",
     }
 }
@@ -50,6 +71,7 @@ pub fn render(
     f: &mut Frame,
     area: Rect,
     figures: &[SegmentFigures],
+    acks: Option<Acks>,
     stamping: Option<&StampingInfo>,
     t: Theme,
 ) {
@@ -61,10 +83,21 @@ pub fn render(
         f.render_widget(Paragraph::new(Line::styled(why, t.dim())), area);
         return;
     }
+    // TCP whose every ACK rode on the reply: the kernel RTT's column says
+    // so, in place of two empty ones (the far side's share goes).
+    let rode_only = acks.is_some_and(|a| a.separate == 0 && a.piggybacked > 0);
+    let figures: Vec<&SegmentFigures> = figures
+        .iter()
+        .filter(|f| !(rode_only && f.segment == Segment::FarShare.key()))
+        .collect();
     let width = area.width as usize;
     let shown = figures.len().min(width.saturating_sub(LABEL) / CELL);
     let figures = &figures[..shown];
-    let value = |ns: Option<u64>| ns.map_or_else(|| "—".into(), |ns| format_ns(ns as f64));
+    let value = |f: &SegmentFigures, ns: Option<u64>| match ns {
+        Some(ns) => format_ns(ns as f64),
+        None if rode_only && f.segment == Segment::KernelRtt.key() => "on reply".into(),
+        None => "—".into(),
+    };
     let mut head = vec![Span::styled(format!("{:<LABEL$}", ""), t.dim())];
     head.extend(
         figures
@@ -76,7 +109,7 @@ pub fn render(
         spans.extend(
             figures
                 .iter()
-                .map(|f| Span::raw(format!("{:>CELL$}", value(pick(f))))),
+                .map(|f| Span::raw(format!("{:>CELL$}", value(f, pick(f))))),
         );
         spans
     };
@@ -97,10 +130,13 @@ pub fn render(
         ),
         (
             &mut p99,
-            if missing > 0 {
-                format!("   {missing} lacked a stamp")
-            } else {
-                String::new()
+            match acks {
+                _ if missing > 0 => format!("   {missing} lacked a stamp"),
+                Some(a) if a.piggybacked > 0 => {
+                    let all = a.piggybacked + a.separate;
+                    format!("   ACK on reply: {} of {all}", a.piggybacked)
+                }
+                _ => String::new(),
             },
         ),
     ];
@@ -136,7 +172,7 @@ mod tests {
         width: u16,
     ) -> Vec<String> {
         let mut term = Terminal::new(TestBackend::new(width, 3)).unwrap();
-        term.draw(|f| render(f, f.area(), figures, stamping, Theme::new(false)))
+        term.draw(|f| render(f, f.area(), figures, None, stamping, Theme::new(false)))
             .unwrap();
         let buf = term.backend().buffer();
         (0..3)
@@ -200,6 +236,79 @@ mod tests {
         );
         assert_eq!(median(&figs, Segment::Send).as_deref(), Some("4.0 µs"));
         assert_eq!(median(&figs, Segment::Dwell), None);
+    }
+
+    /// A TCP live split: `separate` requests whose far kernel's ACK came
+    /// on its own, then `rode` whose ACK rode on the reply.
+    fn tcp_live(separate: u64, rode: u64) -> LiveStats {
+        let mut live = LiveStats::new();
+        live.use_shape(Shape {
+            segments: SegmentSet::for_run(true, false, false).with_tcp(),
+            ..Shape::default()
+        });
+        for seq in 0..separate + rode {
+            let split = Points {
+                t1_user: Some(0),
+                t1_driver: Some(4_000),
+                t1_ack: Some(14_000),
+                ack_with_reply: Some(seq >= separate),
+                t4_driver: Some(60_000),
+                t4_user: Some(70_000),
+                ..Points::default()
+            }
+            .split();
+            live.ingest(&Record::sample(seq, 0, 70_000, false).with_split(split));
+        }
+        live
+    }
+
+    #[test]
+    fn tcp_shows_the_kernel_rtt_and_says_when_acks_rode_on_the_reply() {
+        let info = StampingInfo {
+            segments: SegmentSet::for_run(true, false, false).with_tcp(),
+            ..info(Source::Software)
+        };
+        let live = tcp_live(1, 3);
+        let (figs, acks) = (figures(&live), super::acks(&live));
+        assert_eq!(
+            acks,
+            Some(Acks {
+                separate: 1,
+                piggybacked: 3
+            })
+        );
+        let shown = |figs: &[SegmentFigures], acks, width| {
+            let mut term = Terminal::new(TestBackend::new(width, 3)).unwrap();
+            term.draw(|f| render(f, f.area(), figs, acks, Some(&info), Theme::new(false)))
+                .unwrap();
+            let buf = term.backend().buffer().clone();
+            (0..3)
+                .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>())
+                .map(|l| l.trim_end().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            shown(&figs, acks, 100),
+            [
+                "          send   network   ACK RTT  far side   receive   software stamps",
+                " p50    4.0 µs   56.0 µs   10.0 µs   46.0 µs   10.0 µs   since start or clear",
+                " p99    4.0 µs   56.0 µs   10.0 µs   46.0 µs   10.0 µs   ACK on reply: 3 of 4",
+            ]
+        );
+        // Every ACK on the reply: one column says so, none is left blank,
+        // and at 80 columns the receive path still fits.
+        let live = tcp_live(0, 4);
+        let (figs, acks) = (figures(&live), super::acks(&live));
+        assert_eq!(
+            shown(&figs, acks, 46),
+            [
+                "          send   network   ACK RTT   receive",
+                " p50    4.0 µs   56.0 µs  on reply   10.0 µs",
+                " p99    4.0 µs   56.0 µs  on reply   10.0 µs",
+            ]
+        );
+        // UDP has no ACKs to speak of.
+        assert_eq!(super::acks(&LiveStats::new()), None);
     }
 
     #[test]

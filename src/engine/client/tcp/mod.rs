@@ -96,7 +96,8 @@ fn route_source(bind: Option<SocketAddr>, peer: SocketAddr) -> SocketAddr {
 
 /// What the thread is given.
 enum Work {
-    PingPong(Box<Conn>),
+    /// The first connection (`None`: the thread opens it).
+    PingPong(Option<Box<Conn>>),
     ConnectEach(Duration),
 }
 
@@ -126,21 +127,29 @@ pub(crate) fn start(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
             stamping,
         )
     } else {
-        let mut first = opener
-            .open()
-            .map_err(|e| open_error(cfg.server, cfg.timeout, e))?;
-        let stamping = choose_stamps(&cfg, first.local)?;
+        // Kept trying: a peer down at the start is counted like one lost
+        // later, and the first connection is opened by the thread.
+        let mut first = match opener.open() {
+            Ok(conn) => Some(conn),
+            Err(_) if cfg.keep_trying => None,
+            Err(e) => return Err(open_error(cfg.server, cfg.timeout, e)),
+        };
+        let local = first
+            .as_ref()
+            .map_or_else(|| route_source(cfg.bind, cfg.server), |c| c.local);
+        let stamping = choose_stamps(&cfg, local)?;
         if stamping.source != Source::User {
             let every = stamping.tx_every;
-            first.stamps = Some(
-                stamps::TcpStamps::enable(first.fd, every)
-                    .map_err(EngineError::io("cannot enable SO_TIMESTAMPING"))?,
-            );
+            if let Some(first) = first.as_mut() {
+                first.stamps = Some(
+                    stamps::TcpStamps::enable(first.fd, every)
+                        .map_err(EngineError::io("cannot enable SO_TIMESTAMPING"))?,
+                );
+            }
             crate::engine::sys::timestamping::wait_for_rx_stamping(Duration::from_millis(500));
             opener.stamp_every = Some(every);
         }
-        let local = first.local;
-        (Work::PingPong(Box::new(first)), local, stamping)
+        (Work::PingPong(first.map(Box::new)), local, stamping)
     };
     spawn(cfg, stop, opener, work, local, stamping)
 }
@@ -185,7 +194,7 @@ fn spawn(
             let token = run_token(Instant::now());
             let outcome = match work {
                 Work::PingPong(first) => {
-                    let link = link::Link::new(opener, Some(*first));
+                    let link = link::Link::new(opener, first.map(|c| *c));
                     pingpong::TcpPinger::new(&cfg, link, output, stats, thread_live, token)
                         .run(&thread_stop, placement)
                 }

@@ -20,6 +20,7 @@ use super::kernel::KernelWatch;
 use super::link::Link;
 use crate::engine::affinity::Placement;
 use crate::engine::client::output::Output;
+use crate::engine::client::paced::schedule::Slots;
 use crate::engine::client::seen::{GIVE_UP_AFTER, Seen};
 use crate::engine::client::sequence::SequenceTracker;
 use crate::engine::client::{ClientConfig, ClientOutcome, StampingInfo};
@@ -29,7 +30,7 @@ use crate::engine::sys::tcp as sys_tcp;
 use crate::engine::sys::timestamping::realtime_ns;
 use crate::engine::{EngineError, StopFlag};
 use crate::stats::tcp::Break;
-use crate::stats::{OutageDetector, Stats, TcpLive, TcpStats};
+use crate::stats::{OutageDetector, Record, RecordKind, Stats, TcpLive, TcpStats};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -82,6 +83,8 @@ pub(crate) struct TcpPinger<'a> {
     pub(super) fastest: u64,
     /// Replies that were not our requests.
     pub(super) strays: u64,
+    /// Paced (the agent's peers): the slots requests leave in.
+    slots: Option<Slots>,
 }
 
 impl<'a> TcpPinger<'a> {
@@ -119,6 +122,9 @@ impl<'a> TcpPinger<'a> {
             replied_on_conn: false,
             fastest: u64::MAX,
             strays: 0,
+            slots: cfg
+                .schedule
+                .map(|sch| Slots::new(sch, cfg.phase.as_nanos() as u64, token.rotate_left(29))),
         }
     }
 
@@ -145,6 +151,9 @@ impl<'a> TcpPinger<'a> {
             {
                 let _ = self.kernel.read(conn.fd, &self.live);
             }
+            if self.wait_for_slot(seq, warmup, stop) {
+                break;
+            }
             let (wait, now) = self.transact(seq, warmup, stop)?;
             last = now;
             if wait == Wait::Stopped {
@@ -167,6 +176,28 @@ impl<'a> TcpPinger<'a> {
             extensions: None,
             tcp: Some(self.figures()),
         })
+    }
+
+    /// Paced: waits for the next slot; slots already more than half an
+    /// interval late are skipped, each counted missed (irtt's rule, as the
+    /// UDP prober's). Whether the stop flag was raised meanwhile.
+    fn wait_for_slot(&mut self, seq: u64, warmup: bool, stop: &StopFlag) -> bool {
+        let Some(slots) = self.slots.as_mut() else {
+            return false;
+        };
+        let tolerance = self.cfg.schedule.map_or(0, |s| s.tolerance_ns());
+        let now = Instant::now().duration_since(self.epoch).as_nanos() as u64;
+        let mut missed = 0u32;
+        while now > slots.due_ns().saturating_add(tolerance) {
+            slots.advance();
+            missed += 1;
+        }
+        let due = self.epoch + Duration::from_nanos(slots.due_ns());
+        slots.advance();
+        for _ in 0..missed {
+            self.emit(Record::event(RecordKind::Missed, seq, now, warmup));
+        }
+        crate::engine::client::pingpong::pause_until(due, stop)
     }
 
     /// The run is over: the connection closes, an outage still going on
@@ -201,11 +232,13 @@ impl<'a> TcpPinger<'a> {
             {
                 return self.exchange(seq, warmup, stop);
             }
-            if self.seen.replies == 0 && self.link.refused() {
+            if !self.cfg.keep_trying && self.seen.replies == 0 && self.link.refused() {
                 return Err(EngineError::TcpRefused(self.cfg.server));
             }
             let now = Instant::now();
-            if now >= slot_end {
+            // Paced, a request that finds no connection is lost at once:
+            // waiting for one would cost the following slots.
+            if now >= slot_end || self.slots.is_some() {
                 return Ok((self.unsent(seq, slot_end - self.cfg.timeout, warmup), now));
             }
             let retry = self.link.next_try().min(slot_end);
@@ -258,7 +291,7 @@ impl<'a> TcpPinger<'a> {
     /// Before any reply, a peer that refuses, closes every connection, is
     /// silent or answers something else is reported, and the run ends.
     fn give_up_if_unreachable(&self, seq: u64, wait: Wait) -> Result<(), EngineError> {
-        if self.seen.replies > 0 {
+        if self.cfg.keep_trying || self.seen.replies > 0 {
             return Ok(());
         }
         let addr = self.cfg.server;
