@@ -56,7 +56,8 @@ fn heading(segment: &str) -> &'static str {
         "receive_path" => "receive",
         "kernel_rtt" => "ACK RTT",
         "far_share" => "far side",
-        _ => "NIC↔NIC",
+        "to_wire" => "⌁→wire",
+        _ => "⌁NIC↔NIC",
     }
 }
 
@@ -99,11 +100,13 @@ pub fn render(
         None => "—".into(),
     };
     let mut head = vec![Span::styled(format!("{:<LABEL$}", ""), t.dim())];
-    head.extend(
-        figures
-            .iter()
-            .map(|f| Span::styled(format!("{:>CELL$}", heading(f.segment)), t.dim())),
-    );
+    // A NIC's clock stamped the segments marked ⌁ (and their headings
+    // stand out).
+    head.extend(figures.iter().map(|f| {
+        let style = if f.hardware { t.key() } else { t.dim() };
+        Span::styled(format!("{:>CELL$}", heading(f.segment)), style)
+    }));
+    let nic = figures.iter().any(|f| f.hardware);
     let row = |label: &str, pick: fn(&SegmentFigures) -> Option<u64>| {
         let mut spans = vec![Span::styled(format!("{label:<LABEL$}"), t.dim())];
         spans.extend(
@@ -119,7 +122,14 @@ pub fn render(
     let used = LABEL + shown * CELL;
     let missing = figures.iter().map(|f| f.missing).max().unwrap_or(0);
     let notes = [
-        (&mut head, format!("   {} stamps", info.source.name())),
+        (
+            &mut head,
+            format!(
+                "   {} stamps{}",
+                info.source.name(),
+                if nic { ", ⌁ by the NIC" } else { "" }
+            ),
+        ),
         (
             &mut p50,
             if info.tx_every > 1 {
@@ -309,6 +319,38 @@ mod tests {
         );
         // UDP has no ACKs to speak of.
         assert_eq!(super::acks(&LiveStats::new()), None);
+    }
+
+    #[test]
+    fn segments_a_nic_stamped_are_marked() {
+        let info = StampingInfo {
+            segments: SegmentSet::for_run(true, false, true).with_wire(true),
+            ..info(Source::Hardware)
+        };
+        let mut live = LiveStats::new();
+        live.use_shape(Shape {
+            segments: info.segments,
+            ..Shape::default()
+        });
+        let split = Points {
+            t1_user: Some(0),
+            t1_driver: Some(4_000),
+            t1_wire: Some(19_000),
+            t1_hw: Some(500_000),
+            t4_hw: Some(540_000),
+            t4_driver: Some(60_000),
+            t4_user: Some(70_000),
+            ..Points::default()
+        }
+        .split();
+        live.ingest(&Record::sample(1, 0, 70_000, false).with_split(split));
+        assert_eq!(
+            text(&figures(&live), Some(&info), 100)[..2],
+            [
+                "          send   network    ⌁→wire   receive  ⌁NIC↔NIC   hardware stamps, ⌁ by the NIC",
+                " p50    4.0 µs   56.0 µs   15.0 µs   10.0 µs   40.0 µs   since start or clear",
+            ]
+        );
     }
 
     #[test]
