@@ -268,6 +268,24 @@ fn a_reflector_asked_for_hardware_it_cannot_have_refuses_to_start() {
         );
         assert!(out.stdout.is_empty(), "nothing served, nothing printed");
     }
+    // Giving up privilege would leave the NIC's setting unrestorable.
+    let out = synapse()
+        .args([
+            "server",
+            "--no-ui",
+            "--timestamps",
+            "hardware=eth9",
+            "--user",
+            "nobody",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "synapse: error: --timestamps hardware=eth9 with --user nobody: once running as nobody \
+         the server could not put the NIC's timestamping setting back; leave one out"
+    );
 }
 
 #[test]

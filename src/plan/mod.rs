@@ -615,6 +615,16 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
         s.stamp_port != Some(0),
         "synapse server --stamp-port 0",
     )?;
+    if let Some(user) = &s.user
+        && s.timestamps != ReflectorStamping::default()
+    {
+        // Putting the NIC's setting back at exit needs the privilege
+        // `--user` gives up.
+        return Err(AppError::Usage(format!(
+            "--timestamps {} with --user {user}: once running as {user} the server could not put the NIC's timestamping setting back; leave one out",
+            s.timestamps
+        )));
+    }
     Ok(Plan::Server(ServerPlan {
         bind,
         session_idle: s.session_idle,

@@ -9,6 +9,31 @@
 
 use super::outputs::Scenario;
 use super::sheet::{Interval, Sheet, Unit};
+
+/// A row: consecutive (NIC, kernel) stamp pairs' intervals agree, the
+/// median difference below 50 µs (the emulated NIC stamps when QEMU runs
+/// its queue).
+pub fn same_rate(sheet: &mut Sheet, figure: &str, pairs: &[(i64, i64)]) {
+    let mut diffs: Vec<i64> = pairs
+        .windows(2)
+        .map(|w| ((w[1].0 - w[0].0) - (w[1].1 - w[0].1)).abs())
+        .collect();
+    diffs.sort_unstable();
+    let p50 = diffs.get(diffs.len() / 2).copied().unwrap_or(i64::MAX) as f64;
+    sheet.bounded(
+        figure,
+        "the same clock rate",
+        &format!("{} intervals, median {p50} ns", diffs.len()),
+        Interval {
+            lo: 0.0,
+            hi: 50_000.0,
+            got_lo: p50,
+            got_hi: p50,
+            unit: Unit::Ns,
+            how: "below 50 µs (the emulated NIC stamps when QEMU runs its queue)".into(),
+        },
+    );
+}
 use serde_json::Value;
 
 /// The QEMU devices: two igb NICs on hub 0, in PCI slots of their own
@@ -123,23 +148,9 @@ fn stamps(sheet: &mut Sheet, s: &Scenario, run: &str) {
         .iter()
         .filter_map(|r| Some((r.t1_hw?, r.t1_driver?)))
         .collect();
-    let mut diffs: Vec<i64> = pairs
-        .windows(2)
-        .map(|w| ((w[1].0 - w[0].0) - (w[1].1 - w[0].1)).abs())
-        .collect();
-    diffs.sort_unstable();
-    let p50 = diffs.get(diffs.len() / 2).copied().unwrap_or(i64::MAX) as f64;
-    sheet.bounded(
+    same_rate(
+        sheet,
         &format!("{run}: TX-to-TX intervals, hardware against software, median difference"),
-        "the same clock rate",
-        &format!("{} intervals, median {p50} ns", diffs.len()),
-        Interval {
-            lo: 0.0,
-            hi: 50_000.0,
-            got_lo: p50,
-            got_hi: p50,
-            unit: Unit::Ns,
-            how: "below 50 µs (the emulated NIC stamps when QEMU runs its queue)".into(),
-        },
+        &pairs,
     );
 }
