@@ -569,6 +569,18 @@ fn bad_input_is_one_line_and_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert_eq!(String::from_utf8_lossy(&out.stderr), expected, "{args:?}");
     }
+    // The reflector's stamping names its own option.
+    let out = synapse()
+        .args(["agent", "--no-ui", "--metrics-listen", "127.0.0.1:0"])
+        .args(["--reflect", "127.0.0.1:0", "--stamp-port", "0"])
+        .args(["--reflect-timestamps", "hardware"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "synapse: error: --reflect-timestamps hardware: lo: no hardware clock (try --reflect-timestamps software, or auto)\n"
+    );
     // A metrics port that is taken.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();

@@ -219,6 +219,8 @@ pub struct ServerPlan {
     pub tcp_per_source: u32,
     /// How the UDP reflectors stamp (kernel, or the NIC as well).
     pub timestamps: ReflectorStamping,
+    /// The option that set it, as errors name it.
+    pub timestamps_option: &'static str,
 }
 
 /// What to do.
@@ -660,6 +662,7 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
         tcp_required: s.tcp_port.is_some_and(|p| p != 0),
         tcp_per_source: s.max_connections_per_source,
         timestamps: s.timestamps.clone(),
+        timestamps_option: "--timestamps",
     }))
 }
 
@@ -795,6 +798,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         tcp_required: false,
         tcp_per_source: 1024,
         timestamps: ReflectorStamping::default(),
+        timestamps_option: "--timestamps",
     }
 }
 

@@ -83,7 +83,9 @@ impl ServerSession {
             .as_deref()
             .map(|p| IntervalTap::open(Some(p), plan.hdr.hdr_interval, false, "synapse server"))
             .transpose()?;
-        let stamping = plan.timestamps.resolve(bind.ip())?;
+        let stamping = plan
+            .timestamps
+            .resolve_for(bind.ip(), plan.timestamps_option)?;
         let nic = |cfg: ReflectorConfig| ReflectorConfig {
             hardware: (stamping.source == Source::Hardware).then(|| stamping.clock.clone()),
             ..cfg

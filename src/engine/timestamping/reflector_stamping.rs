@@ -61,6 +61,21 @@ impl ReflectorStamping {
     /// address has no one NIC: hardware then needs `=IFACE`, and auto
     /// stays in software.
     pub fn resolve(&self, bind: IpAddr) -> Result<Timestamping, EngineError> {
+        self.resolve_for(bind, "--timestamps")
+    }
+
+    /// The same, its errors naming the option as the user typed it
+    /// (`--reflect-timestamps` for the agent's reflector).
+    pub fn resolve_for(&self, bind: IpAddr, option: &str) -> Result<Timestamping, EngineError> {
+        self.resolved(bind).map_err(|e| match e {
+            EngineError::Timestamps(why) => {
+                EngineError::Timestamps(why.replace("--timestamps", option))
+            }
+            e => e,
+        })
+    }
+
+    fn resolved(&self, bind: IpAddr) -> Result<Timestamping, EngineError> {
         let interface = match &self.interface {
             Some(i) => Some(i.clone()),
             None if bind.is_unspecified() => None,
@@ -143,6 +158,14 @@ mod tests {
         };
         let e = hw.resolve(lo).unwrap_err().to_string();
         assert!(e.contains("lo: no hardware clock"), "{e}");
+        let e = hw
+            .resolve_for(lo, "--reflect-timestamps")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--reflect-timestamps hardware: lo: no hardware clock (try --reflect-timestamps software, or auto)"
+        );
         let t = ReflectorStamping::default().resolve(lo).unwrap();
         assert_eq!(t.source, Source::Software);
     }

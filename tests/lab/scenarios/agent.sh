@@ -1,13 +1,14 @@
 # Two agents, one in each host, probing each other every 10 ms (A over
 # STAMP, B plain echo), scraped every second by a real Prometheus in A.
-# The forward leg (A's sending end) delays UDP 30 ms and drops 10 % of it;
-# scrapes (TCP) pass beside netem. The loss is then lifted and, once every
-# probe in flight is settled, the agents' lost counters are compared with
-# what netem dropped.
+# The forward leg (A's sending end) delays UDP 30 ms and, once both agents
+# are probing (their warm-up probe, which no counter counts, is long
+# answered), drops 10 % of it; scrapes (TCP) pass beside netem. The loss is
+# then lifted and, once every probe in flight is settled, the agents' lost
+# counters are compared with what netem dropped.
 pair
 tc -n "$NS_A" qdisc add dev va root handle 1: prio bands 2 \
   priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
-tc -n "$NS_A" qdisc add dev va parent 1:2 handle 20: netem delay 30ms loss 10%
+tc -n "$NS_A" qdisc add dev va parent 1:2 handle 20: netem delay 30ms
 tc -n "$NS_A" filter add dev va parent 1: protocol ip prio 1 u32 \
   match ip protocol 17 0xff flowid 1:2
 told netem_fwd_udp "delay 30ms loss 10%"
@@ -49,6 +50,8 @@ until ip netns exec "$NS_A" curl -sf 127.0.0.1:9090/-/ready >/dev/null; do
   sleep 0.5
 done
 now prometheus_ready
+tc -n "$NS_A" qdisc change dev va parent 1:2 handle 20: netem delay 30ms loss 10%
+now loss_from
 sleep 20
 now impaired_until
 W=15s
