@@ -28,23 +28,7 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
     let leg = told["leg"].clone();
     let (mu, sigma) = (s.told_f64("mu_ns") as i64, s.told_f64("sigma_ns") as i64);
     let dist = told["dist"].clone();
-    let test_netem = &told[&format!("netem_{leg}_test")];
-    let how = if dist == "uniform" {
-        "uniform jitter (no table: `rnd % 2σ + μ − σ`)".to_string()
-    } else {
-        format!("{dist} jitter (its own table, as `tabledist()` computes it)")
-    };
-    let what = format!(
-        "The {} leg alone: `netem {test_netem}` on the impaired flow; `netem {}` on the \
-         reference flow beside it, at the same time. Expected: the reference's per-packet \
-         figures plus netem's {how}; intervals at {:.3} % each, those of figures timed at \
-         the client's receive widened by {} (the flows' coupling under emulation).",
-        if leg == "fwd" { "forward" } else { "reverse" },
-        told[&format!("netem_{leg}_reference")],
-        per_check_confidence(),
-        ms(RECEIVE_COUPLING_NS as f64)
-    );
-    sheet.scenario(s, &what);
+    sheet.scenario(s, &description(&told, &leg, &dist));
     let netem = if dist == "uniform" {
         Netem::uniform(mu, sigma)
     } else {
@@ -95,24 +79,7 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
         (n, base.len()),
         (coupling, coupling, &["p99"]),
     );
-    // The round trip less the reflector's dwell (T3 − T2, its own clock),
-    // packet by packet from the log: the part netem was told about. One
-    // reflector serves both flows, and under emulation it is starved by
-    // tens of ms at a time, unevenly between them (seen in CI: dwell p50
-    // 17 ms for the reference, 35 ms for the impaired flow), far beyond
-    // what these rows resolve; the dwell itself is Synapse's own figure.
-    let net = |r: &ClientRow| Some(r.rtt? - (r.t3? - r.t2?));
-    let rtt_base = ok(&reference, &net);
-    let conv = Convolved::new(rtt_base.clone(), add);
-    let rtt = quantiles(ok(&test, &net));
-    percentiles(
-        sheet,
-        "RTT less the reflector's dwell",
-        &conv,
-        &rtt,
-        (n, rtt_base.len()),
-        (RECEIVE_COUPLING_NS, RECEIVE_COUPLING_NS, &["p99"]),
-    );
+    rtt_less_dwell(sheet, (&reference, &test), add, n);
     // The other leg: what the reference saw, nothing added, give or take
     // the flows' coupling (a millisecond where neither end is the client's
     // receive): the delay netem adds is tens of milliseconds. Its tail (p90
@@ -151,6 +118,57 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
 /// of `n` samples (`m` in the reference), each interval widened by
 /// `slack` ns; the percentiles named in `above_only` are bounded from
 /// above only, by the interval's top plus `tail`.
+/// What a two-flow scenario set, in words, for its sheet.
+fn description(told: &std::collections::HashMap<String, String>, leg: &str, dist: &str) -> String {
+    let test_netem = &told[&format!("netem_{leg}_test")];
+    let how = if dist == "uniform" {
+        "uniform jitter (no table: `rnd % 2σ + μ − σ`)".to_string()
+    } else {
+        format!("{dist} jitter (its own table, as `tabledist()` computes it)")
+    };
+    format!(
+        "The {} leg alone: `netem {test_netem}` on the impaired flow; `netem {}` on the \
+         reference flow beside it, at the same time. Expected: the reference's per-packet \
+         figures plus netem's {how}; intervals at {:.3} % each, those of figures timed at \
+         the client's receive widened by {} (the flows' coupling under emulation).",
+        if leg == "fwd" { "forward" } else { "reverse" },
+        told[&format!("netem_{leg}_reference")],
+        per_check_confidence(),
+        ms(RECEIVE_COUPLING_NS as f64)
+    )
+}
+
+/// The round trip less the reflector's dwell (T3 − T2, its own clock),
+/// packet by packet from the log: the part netem was told about. One
+/// reflector serves both flows, and under emulation it is starved by tens
+/// of ms at a time, unevenly between them (seen in CI: dwell p50 17 ms for
+/// the reference, 35 ms for the impaired flow), far beyond what these rows
+/// resolve; the dwell itself is Synapse's own figure.
+fn rtt_less_dwell(
+    sheet: &mut Sheet,
+    (reference, test): (&[ClientRow], &[ClientRow]),
+    add: Vec<i64>,
+    n: usize,
+) {
+    let net = |rows: &[ClientRow]| -> Vec<i64> {
+        rows.iter()
+            .filter(|r| r.status == "ok")
+            .filter_map(|r| Some(r.rtt? - (r.t3? - r.t2?)))
+            .collect()
+    };
+    let rtt_base = net(reference);
+    let conv = Convolved::new(rtt_base.clone(), add);
+    let rtt = quantiles(net(test));
+    percentiles(
+        sheet,
+        "RTT less the reflector's dwell",
+        &conv,
+        &rtt,
+        (n, rtt_base.len()),
+        (RECEIVE_COUPLING_NS, RECEIVE_COUPLING_NS, &["p99"]),
+    );
+}
+
 /// p10, p50, p90 and p99 of `values` as a JSON object, each the value of
 /// rank ⌈p·n⌉ (as HdrHistogram reports a quantile).
 fn quantiles(mut values: Vec<i64>) -> Value {
