@@ -25,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-10}; rate=${2:-400000}
 sources=${SOURCES:-8}
-bin=target/release/synapse
+bin=${SYNAPSE_BIN:-target/release/synapse}
 [ -x "$bin" ] || cargo build --release --quiet
 dir=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
 gcc -O2 -o "$dir/flood" benches/reflector_c/stamp_flood.c

@@ -9,6 +9,12 @@
 //! (by then it has long been taken; one read files every stamp waiting, so
 //! many sessions share it), and every tick. With a `--log`, the log's own
 //! stamps serve instead (`AnswerLog`).
+//!
+//! The kernel drops a TX stamp when the socket's receive buffer is full (a
+//! flood keeps it full). The queue is in send order, so once a later
+//! answer's stamp has been read, an earlier one still missing never comes:
+//! its session stops waiting for it, and its next request costs no read of
+//! a queue that does not hold it (under a flood most reads were such).
 
 use super::stamp_counters::StampCounters;
 use crate::engine::protocol::tlv_reflect::follow_up_of;
@@ -49,6 +55,9 @@ pub struct FollowUpStamps {
     matcher: TxMatcher<Waiting, WAITING>,
     /// The TX stamps an answer asks for.
     ask: u32,
+    /// Answers numbered below this one have been settled: stamped, or
+    /// known never to be.
+    settled: u32,
 }
 
 impl FollowUpStamps {
@@ -64,6 +73,7 @@ impl FollowUpStamps {
             reader: TxStampReader::new(cmsg_type),
             matcher: TxMatcher::new(),
             ask,
+            settled: 0,
         }
     }
 
@@ -98,20 +108,133 @@ impl FollowUpStamps {
         counters: &mut StampCounters,
         clock: Option<&PhcMap>,
     ) -> Option<i32> {
+        let mut newest = None;
         while let Some((id, point, stamps)) = self.reader.next(fd) {
-            if let Some(w) = self.matcher.file(id, point, stamps)
-                && let Some(f) = follow_up_of(
-                    w.seq,
-                    w.stamps.software,
-                    w.stamps.hardware.and_then(|hw| clock?.to_system(hw)),
-                )
-            {
-                counters.stamped(&w.peer, f);
-            }
+            self.file(id, point, stamps, counters, clock);
+            newest = Some(later(newest.unwrap_or(id), id));
             if self.reader.drained() {
                 break;
             }
         }
+        if let Some(id) = newest {
+            self.settle_before(id, counters);
+        }
         self.reader.take_error()
+    }
+
+    /// Files one stamp; a completed answer's session gets its Follow-Up.
+    fn file(
+        &mut self,
+        id: u32,
+        point: TxPoint,
+        stamps: Stamps,
+        counters: &mut StampCounters,
+        clock: Option<&PhcMap>,
+    ) {
+        if let Some(w) = self.matcher.file(id, point, stamps)
+            && let Some(f) = follow_up_of(
+                w.seq,
+                w.stamps.software,
+                w.stamps.hardware.and_then(|hw| clock?.to_system(hw)),
+            )
+        {
+            counters.stamped(&w.peer, f);
+        }
+    }
+
+    /// A stamp of answer `newest` was read: answers before it still
+    /// waiting lost theirs, and their sessions stop waiting.
+    fn settle_before(&mut self, newest: u32, counters: &mut StampCounters) {
+        // Only the table's last WAITING numbers can still be in it.
+        let floor = newest.wrapping_sub(WAITING as u32);
+        let mut id = later(self.settled, floor);
+        while id != newest && later(id, newest) == newest {
+            if let Some(w) = self.matcher.take(id) {
+                counters.stamp_lost(&w.peer, w.seq);
+            }
+            id = id.wrapping_add(1);
+        }
+        self.settled = later(self.settled, newest);
+    }
+}
+
+/// The later of two answer numbers, which wrap.
+fn later(a: u32, b: u32) -> u32 {
+    if b.wrapping_sub(a) < u32::MAX / 2 {
+        b
+    } else {
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::sys::RawAddr;
+
+    fn peer(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    /// Answers a request of `port`'s session, asking for its TX stamp, as
+    /// the reflector does.
+    fn answer(f: &mut FollowUpStamps, c: &mut StampCounters, port: u16) -> u32 {
+        let counted = c.count(&RawAddr::from_socket_addr(peer(port)), 0).unwrap();
+        c.await_stamp(&peer(port));
+        f.sent(peer(port), counted.seq);
+        counted.seq
+    }
+
+    /// The kernel's stamp of answer `id` read off the queue.
+    fn read(f: &mut FollowUpStamps, c: &mut StampCounters, ids: &[u32]) {
+        for &id in ids {
+            let stamps = Stamps {
+                software: Some(1_000 + u64::from(id)),
+                ..Stamps::default()
+            };
+            f.file(id, TxPoint::Sent, stamps, c, None);
+        }
+        if let Some(&newest) = ids.iter().max() {
+            f.settle_before(newest, c);
+        }
+    }
+
+    #[test]
+    fn a_stamp_dropped_before_a_later_one_is_waited_for_no_more() {
+        let (mut f, mut c) = (FollowUpStamps::new(0, false), StampCounters::default());
+        answer(&mut f, &mut c, 1); // kernel number 0: its stamp is dropped
+        answer(&mut f, &mut c, 2); // 1
+        read(&mut f, &mut c, &[1]);
+        assert!(
+            !c.is_awaiting(&peer(1)),
+            "0 will never come: 1 came after it"
+        );
+        assert!(!c.is_awaiting(&peer(2)));
+        assert_eq!(c.follow_up_for(&peer(2), 1).map(|f| f.seq), Some(0));
+        assert_eq!(c.follow_up_for(&peer(1), 1), None);
+
+        answer(&mut f, &mut c, 1); // 2
+        answer(&mut f, &mut c, 2); // 3: not read yet, so still awaited
+        read(&mut f, &mut c, &[2]);
+        assert!(!c.is_awaiting(&peer(1)));
+        assert!(c.is_awaiting(&peer(2)), "3 may still come");
+        assert_eq!(c.follow_up_for(&peer(1), 2).map(|f| f.seq), Some(1));
+        read(&mut f, &mut c, &[3]);
+        assert!(!c.is_awaiting(&peer(2)));
+    }
+
+    #[test]
+    fn settling_survives_the_kernel_numbers_wrapping() {
+        let (mut f, mut c) = (FollowUpStamps::new(0, false), StampCounters::default());
+        // The kernel numbers these answers u32::MAX - 1, u32::MAX and 0.
+        f.matcher.skip_to(u32::MAX - 1);
+        f.settled = u32::MAX - 1;
+        answer(&mut f, &mut c, 1);
+        answer(&mut f, &mut c, 2);
+        answer(&mut f, &mut c, 3);
+        read(&mut f, &mut c, &[0]);
+        assert!(!c.is_awaiting(&peer(1)) && !c.is_awaiting(&peer(2)));
+        assert!(!c.is_awaiting(&peer(3)));
+        assert_eq!(f.settled, 0);
     }
 }

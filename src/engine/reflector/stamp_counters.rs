@@ -36,8 +36,9 @@ struct Counter {
     sent: u32,
     /// The send time of the answer numbered `follow.seq`, once stamped.
     follow: Option<FollowUp>,
-    /// Its last answer asked for its TX stamp, which is not in yet.
-    awaiting: bool,
+    /// The number of its last answer, when that asked for its TX stamp
+    /// and the stamp is not in yet (nor known lost).
+    awaiting: Option<u32>,
 }
 
 impl Counter {
@@ -48,7 +49,7 @@ impl Counter {
             received: 0,
             sent: 0,
             follow: None,
-            awaiting: false,
+            awaiting: None,
         }
     }
 }
@@ -125,7 +126,7 @@ impl StampCounters {
             received: c.received,
             sent,
             follow_up,
-            awaiting: c.awaiting,
+            awaiting: c.awaiting.is_some(),
         })
     }
 
@@ -139,7 +140,7 @@ impl StampCounters {
     /// `peer`'s answer just sent asked for its TX stamp.
     pub fn await_stamp(&mut self, peer: &std::net::SocketAddr) {
         if let Some(c) = self.counters.get_mut(peer) {
-            c.awaiting = true;
+            c.awaiting = Some(c.next.wrapping_sub(1));
         }
     }
 
@@ -159,9 +160,29 @@ impl StampCounters {
             let latest = c.next.wrapping_sub(1);
             if f.seq == latest || f.seq == latest.wrapping_sub(1) {
                 c.follow = Some(f);
-                c.awaiting = false;
+            }
+            if c.awaiting == Some(f.seq) {
+                c.awaiting = None;
             }
         }
+    }
+
+    /// `peer`'s answer numbered `seq` will never be stamped (the kernel
+    /// dropped its stamp): its next request reads no queue for it.
+    pub fn stamp_lost(&mut self, peer: &std::net::SocketAddr, seq: u32) {
+        if let Some(c) = self.counters.get_mut(peer)
+            && c.awaiting == Some(seq)
+        {
+            c.awaiting = None;
+        }
+    }
+
+    /// Whether `peer`'s last answer's stamp is still awaited.
+    #[cfg(test)]
+    pub fn is_awaiting(&self, peer: &std::net::SocketAddr) -> bool {
+        self.counters
+            .get(peer)
+            .is_some_and(|c| c.awaiting.is_some())
     }
 
     /// Forgets senders silent for the idle time. Runs every tick.
@@ -207,5 +228,29 @@ mod tests {
         }
         assert_eq!(c.next(&addr(u16::MAX), 0), None);
         assert_eq!(c.next(&addr(0), 1), Some(1), "known senders keep counting");
+    }
+
+    #[test]
+    fn only_the_awaited_answers_stamp_or_loss_ends_the_wait() {
+        let mut c = StampCounters::new(Duration::from_secs(1));
+        let p = SocketAddr::from(([127, 0, 0, 1], 1));
+        let stamp = |seq| FollowUp {
+            seq,
+            t3: crate::engine::protocol::stamp::NtpTime::from_unix_ns(5),
+            mode: crate::engine::protocol::tlv::method::SOFTWARE,
+        };
+        c.next(&addr(1), 0);
+        c.await_stamp(&p); // answer 0
+        c.next(&addr(1), 1);
+        c.await_stamp(&p); // answer 1
+        c.stamped(&p, stamp(0));
+        c.stamp_lost(&p, 0);
+        assert!(c.is_awaiting(&p), "answer 1's stamp is still to come");
+        c.stamp_lost(&p, 1);
+        assert!(!c.is_awaiting(&p));
+        c.next(&addr(1), 2);
+        c.await_stamp(&p); // answer 2
+        c.stamped(&p, stamp(2));
+        assert!(!c.is_awaiting(&p));
     }
 }
