@@ -465,7 +465,8 @@ pub struct PacketArgs {
     /// Class of Service TLV (RFC 8972 §4.4) asks the reflector to report
     /// what the request arrived with and to mark its reply the same, so the
     /// report says per leg what was sent, what arrived (re-marked or not)
-    /// and how many were marked CE.
+    /// and how many were marked CE. With --tcp every segment of the
+    /// connection carries it (a stream's segments have no TOS to read back).
     #[arg(long, value_name = "NAME|N", value_parser = clap::value_parser!(Dscp))]
     #[serde(serialize_with = "units::serde_opt_display")]
     pub dscp: Option<Dscp>,
@@ -473,6 +474,7 @@ pub struct PacketArgs {
     /// Class of service: send the requests ECN-capable (ect0, ect1), marked
     /// CE (ce: a test of the far end, not of the path), or not (off, the
     /// default). Only an ECN-capable packet can be marked CE on its way.
+    /// Not with --tcp: a connection's ECN bits are its kernel's.
     #[arg(long, value_name = "ect0|ect1|ce|off", value_parser = clap::value_parser!(Ecn))]
     #[serde(serialize_with = "units::serde_opt_display")]
     pub ecn: Option<Ecn>,
@@ -570,6 +572,29 @@ pub struct ThreadArgs {
     /// when Synapse exits, however it exits.
     #[arg(long)]
     pub keep_awake: bool,
+}
+
+impl ThreadArgs {
+    /// Where a measurement thread of `role` runs: on the CPU asked for, or
+    /// one picked (and reported as picked).
+    pub fn placement(
+        &self,
+        role: crate::engine::Role,
+    ) -> Result<crate::engine::ThreadPlacement, crate::engine::EngineError> {
+        let (cpu, cpu_auto) = crate::engine::choose_cpu(self.cpu, role)?;
+        Ok(self.on(cpu, cpu_auto))
+    }
+
+    /// The same on `cpu` (`cpu_auto`: picked, not asked for).
+    pub fn on(&self, cpu: usize, cpu_auto: bool) -> crate::engine::ThreadPlacement {
+        crate::engine::ThreadPlacement {
+            cpu,
+            cpu_auto,
+            busy_poll: self.busy_poll,
+            rt: self.rt,
+            keep_awake: self.keep_awake,
+        }
+    }
 }
 
 /// The per-packet CSV log, client and server alike.

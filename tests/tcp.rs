@@ -326,6 +326,10 @@ fn tcp_options_that_do_not_fit_are_usage_errors() {
         ),
         (vec!["client", &addr, "--tcp", "--stamp"], "plain echo"),
         (vec!["client", &addr, "--tcp=sctp"], "not a transport"),
+        (
+            vec!["client", &addr, "--tcp", "--ecn", "ect0"],
+            "ECN bits are its kernel's",
+        ),
     ] {
         let out = synapse()
             .args(&args)

@@ -26,6 +26,8 @@ pub struct PeerLine<'a> {
     pub address: &'a str,
     /// `echo` or `stamp`.
     pub protocol: &'static str,
+    /// `udp` or `tcp`.
+    pub transport: &'static str,
     /// The window's length, seconds.
     pub window_s: f64,
     /// Counts, percentiles and loss over the window.
@@ -48,6 +50,7 @@ pub fn json_line(source: &str, p: &PeerConfig, f: &Figures, window_s: f64, time:
         peer: &p.name,
         address: &p.address,
         protocol: p.protocol(),
+        transport: p.transport.name(),
         window_s,
         figures: f,
         segments_mean_ns,
@@ -210,6 +213,14 @@ mod tests {
             (v["source"].as_str(), v["peer"].as_str()),
             (Some("a"), Some("b"))
         );
+        assert_eq!(v["transport"], "udp");
+        let tcp = PeerConfig {
+            transport: crate::engine::Transport::Tcp,
+            ..peer("b")
+        };
+        let v: serde_json::Value =
+            serde_json::from_str(&json_line("a", &tcp, &silent, 10.0, 1.5)).unwrap();
+        assert_eq!(v["transport"], "tcp");
         let split = Figures {
             rtt_p50_ns: Some(20_000),
             segments_mean_ns: [Some(1), Some(2), None, None, None, None, Some(4), None],

@@ -36,8 +36,8 @@ pub use reflector::tcp::{
     TcpEchoConfig, TcpEchoOutcome, TcpEchoRun, TcpEchoTotals, start_tcp_echo,
 };
 pub use reflector::{
-    AnswerPoints, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun,
-    ReflectorTotals, Refusal, Refusals, SessionInfo, TlvTotals, start_reflector,
+    AnswerPoints, NicStamping, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome,
+    ReflectorRun, ReflectorTotals, Refusal, Refusals, SessionInfo, TlvTotals, start_reflector,
 };
 pub use socket::resolve;
 /// `synapse server --user`: giving up root once the ports are bound.

@@ -492,6 +492,11 @@ fn check_transport(run: &RunArgs) -> Result<(), AppError> {
     if run.packet.stamp {
         return refuse("--stamp is STAMP over UDP: --tcp speaks plain echo");
     }
+    if run.packet.ecn.is_some() {
+        return refuse(
+            "--ecn with --tcp: a TCP connection's ECN bits are its kernel's to set (net.ipv4.tcp_ecn); --dscp alone marks it",
+        );
+    }
     Ok(())
 }
 
@@ -544,13 +549,7 @@ fn client_plan(
     check_pacing(&run)?;
     check_transport(&run)?;
     let stamp_key = stamp_key_of(&run.packet.key, run.packet.stamp, "synapse client")?;
-    let placement = |cpu, cpu_auto| ThreadPlacement {
-        cpu,
-        cpu_auto,
-        busy_poll: run.thread.busy_poll,
-        rt: run.thread.rt,
-        keep_awake: run.thread.keep_awake,
-    };
+    let placement = |cpu, cpu_auto| run.thread.on(cpu, cpu_auto);
     Ok(ClientPlan {
         target,
         bind,
@@ -604,7 +603,7 @@ fn check_stdout_log(log: Option<&std::path::Path>, shown: Output) -> Result<(), 
 
 fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
     let bind = resolve(&s.bind, DEFAULT_PORT)?;
-    let (cpu, cpu_auto) = choose_cpu(s.thread.cpu, Role::Reflector)?;
+    let thread = s.thread.placement(Role::Reflector)?;
     if s.session_idle.is_zero() {
         return Err(AppError::Usage(
             "--session-idle must be longer than zero".into(),
@@ -630,13 +629,7 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
     Ok(Plan::Server(ServerPlan {
         bind,
         session_idle: s.session_idle,
-        thread: ThreadPlacement {
-            cpu,
-            cpu_auto,
-            busy_poll: s.thread.busy_poll,
-            rt: s.thread.rt,
-            keep_awake: s.thread.keep_awake,
-        },
+        thread,
         output,
         fps: s.fps,
         stamp_port: match s.stamp_port {

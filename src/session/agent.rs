@@ -91,7 +91,7 @@ impl AgentSession {
         if self.udp_peers.is_empty() {
             return Ok(());
         }
-        let (cpu, cpu_auto) = choose_cpu(cfg.thread.cpu, Role::Client)?;
+        let thread = cfg.thread.placement(Role::Client)?;
         let peers: Vec<ProbeConfig> = self
             .udp_peers
             .iter()
@@ -102,13 +102,7 @@ impl AgentSession {
             tick: tick_for(&peers),
             peers,
             timeout: cfg.timeout,
-            thread: ThreadPlacement {
-                cpu,
-                cpu_auto,
-                busy_poll: cfg.thread.busy_poll,
-                rt: cfg.thread.rt,
-                keep_awake: cfg.thread.keep_awake,
-            },
+            thread,
             timestamps: cfg.timestamps,
             ring_capacity: PROBER_RING,
         };

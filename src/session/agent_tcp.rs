@@ -10,8 +10,7 @@
 //! one without delaying each other.
 
 use crate::engine::{
-    ClientConfig, ClientRun, EngineError, Role, StampingInfo, StopFlag, ThreadPlacement, Transport,
-    choose_cpu, start_client,
+    ClientConfig, ClientRun, EngineError, Role, StampingInfo, StopFlag, Transport, start_client,
 };
 use crate::error::AppError;
 use crate::plan::agent::{AgentConfig, PeerConfig};
@@ -115,7 +114,6 @@ impl TcpPeers {
 /// The engine's request for one TCP peer: request and response on its
 /// schedule, every request stamped, until stopped.
 fn client_of(cfg: &AgentConfig, p: &PeerConfig, warmup: u64) -> Result<ClientConfig, AppError> {
-    let (cpu, cpu_auto) = choose_cpu(cfg.thread.cpu, Role::Client)?;
     Ok(ClientConfig {
         // The address the probes leave from, on a port of the kernel's
         // choosing: one connection per peer.
@@ -123,13 +121,7 @@ fn client_of(cfg: &AgentConfig, p: &PeerConfig, warmup: u64) -> Result<ClientCon
         warmup,
         timeout: cfg.timeout,
         size: p.size,
-        thread: ThreadPlacement {
-            cpu,
-            cpu_auto,
-            busy_poll: cfg.thread.busy_poll,
-            rt: cfg.thread.rt,
-            keep_awake: cfg.thread.keep_awake,
-        },
+        thread: cfg.thread.placement(Role::Client)?,
         ring_capacity: TCP_RING,
         timestamps: cfg.timestamps,
         tx_stamp_every: 1,

@@ -6,8 +6,8 @@ use crate::engine::AnswerPoints;
 use crate::engine::capabilities::Source;
 use crate::engine::timestamping::Timestamping;
 use crate::engine::{
-    EngineError, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome, ReflectorRun,
-    StopFlag, TcpEchoOutcome, TcpEchoRun, start_reflector, start_tcp_echo,
+    EngineError, NicStamping, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome,
+    ReflectorRun, StopFlag, TcpEchoOutcome, TcpEchoRun, start_reflector, start_tcp_echo,
 };
 use crate::error::AppError;
 use crate::hdr_log::HdrLogOutcome;
@@ -87,7 +87,9 @@ impl ServerSession {
             .timestamps
             .resolve_for(bind.ip(), plan.timestamps_option)?;
         let nic = |cfg: ReflectorConfig| ReflectorConfig {
-            hardware: (stamping.source == Source::Hardware).then(|| stamping.clock.clone()),
+            hardware: (stamping.source == Source::Hardware).then(|| NicStamping {
+                clock: stamping.clock.clone(),
+            }),
             ..cfg
         };
         let mut echo = start_reflector(nic(plan.reflector_config(bind, protocol)), stop.clone())?;

@@ -55,9 +55,17 @@ pub struct ReflectorConfig {
     /// STAMP authenticated mode: answer only requests signed with this key,
     /// and sign the answers.
     pub stamp_key: Option<StampKey>,
-    /// The NIC stamps too (its stamping switched on by the caller, who
-    /// holds the guard), and its clock on the system clock when read.
-    pub hardware: Option<Option<PhcMap>>,
+    /// The NIC stamps too.
+    pub hardware: Option<NicStamping>,
+}
+
+/// A reflector's NIC stamps its packets: the caller switched its stamping
+/// on and holds the guard that puts it back.
+#[derive(Debug, Clone, Default)]
+pub struct NicStamping {
+    /// The NIC's clock on the system clock, when it could be read: a
+    /// Follow-Up then carries the NIC's send time.
+    pub clock: Option<PhcMap>,
 }
 
 impl ReflectorConfig {
@@ -368,7 +376,7 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
             let mut reflector =
                 serve::Reflector::new(&socket, wire, log, cfg.session_idle, cfg.admission);
             reflector.authenticate_with(cfg.stamp_key);
-            reflector.stamp_wire_with(cfg.hardware.flatten());
+            reflector.stamp_wire_with(cfg.hardware.and_then(|h| h.clock));
             reflector.serve(&thread_stop, &mut producer)?;
             Ok(reflector.finish(placement))
         })

@@ -99,20 +99,22 @@ pub fn choose(mode: TimestampMode, local: IpAddr) -> Result<Timestamping, Engine
         });
     }
     let interface = sys::interface_with_address(local).ok().flatten();
-    choose_on(mode, interface)
+    choose_on(mode, "--timestamps", interface)
 }
 
 /// Picks the source for packets that leave by `interface` (`None`: not
-/// known), switching its NIC's stamping on if that is the choice.
+/// known), switching its NIC's stamping on if that is the choice. `option`
+/// is the command line's name for the choice, which its errors cite.
 pub fn choose_on(
     mode: TimestampMode,
+    option: &str,
     interface: Option<String>,
 ) -> Result<Timestamping, EngineError> {
     let caps = interface
         .as_deref()
         .and_then(|i| Capabilities::probe(i).ok());
     let mut guard = None;
-    let decision = decide(mode, interface.as_deref(), caps.as_ref(), |iface| {
+    let decision = decide(mode, option, interface.as_deref(), caps.as_ref(), |iface| {
         let g = HardwareGuard::enable(iface).map_err(|e| e.to_string())?;
         let note = g.receive_note();
         guard = Some(g);
@@ -142,9 +144,10 @@ pub fn choose_on(
 /// without a NIC that has a clock (it returns a note when the NIC grants
 /// less than asked, transmit stamps only). Returns the source and a note
 /// when `auto` fell back or hardware is partial, or the reason an explicit
-/// request cannot be met.
+/// request cannot be met (citing it as `option`).
 pub fn decide(
     mode: TimestampMode,
+    option: &str,
     interface: Option<&str>,
     caps: Option<&Capabilities>,
     enable_hardware: impl FnOnce(&str) -> Result<Option<String>, String>,
@@ -166,11 +169,11 @@ pub fn decide(
         (TimestampMode::User, _) => Ok((Source::User, None)),
         (TimestampMode::Hardware | TimestampMode::Auto, Ok(note)) => Ok((Source::Hardware, note)),
         (TimestampMode::Hardware, Err(why)) => Err(format!(
-            "--timestamps hardware: {why} (try --timestamps software, or auto)"
+            "{option} hardware: {why} (try {option} software, or auto)"
         )),
         (TimestampMode::Software, _) if software_ok => Ok((Source::Software, None)),
         (TimestampMode::Software, _) => Err(format!(
-            "--timestamps software: {name} offers no software timestamps (try --timestamps user)"
+            "{option} software: {name} offers no software timestamps (try {option} user)"
         )),
         (TimestampMode::Auto, Err(why)) if software_ok => Ok((
             Source::Software,
@@ -218,7 +221,13 @@ mod tests {
 
     #[test]
     fn auto_takes_hardware_when_the_nic_has_it_and_it_can_be_enabled() {
-        let d = decide(TimestampMode::Auto, Some("eth0"), Some(&ptp_nic()), enabled);
+        let d = decide(
+            TimestampMode::Auto,
+            "--timestamps",
+            Some("eth0"),
+            Some(&ptp_nic()),
+            enabled,
+        );
         assert_eq!(d, Ok((Source::Hardware, None)));
     }
 
@@ -226,7 +235,13 @@ mod tests {
     fn a_nic_stamping_transmit_only_is_hardware_with_a_note() {
         let tx_only = |_: &str| Ok(Some("eth0: hardware stamps on transmit only".to_string()));
         for mode in [TimestampMode::Auto, TimestampMode::Hardware] {
-            let d = decide(mode, Some("eth0"), Some(&ptp_nic()), tx_only);
+            let d = decide(
+                mode,
+                "--timestamps",
+                Some("eth0"),
+                Some(&ptp_nic()),
+                tx_only,
+            );
             assert_eq!(
                 d,
                 Ok((
@@ -241,6 +256,7 @@ mod tests {
     fn auto_falls_back_to_software_and_says_why() {
         let d = decide(
             TimestampMode::Auto,
+            "--timestamps",
             Some("lo"),
             Some(&software_only()),
             enabled,
@@ -252,7 +268,13 @@ mod tests {
                 Some("no hardware timestamps (lo: no hardware clock): using software".into())
             ))
         );
-        let d = decide(TimestampMode::Auto, Some("eth0"), Some(&ptp_nic()), refused);
+        let d = decide(
+            TimestampMode::Auto,
+            "--timestamps",
+            Some("eth0"),
+            Some(&ptp_nic()),
+            refused,
+        );
         let (source, note) = d.unwrap();
         assert_eq!(source, Source::Software);
         assert!(note.unwrap().contains("needs root"));
@@ -261,8 +283,14 @@ mod tests {
     #[test]
     fn auto_without_software_stamps_is_user_space() {
         let none = Capabilities::from_raw(0, None, 0, 0);
-        let (source, note) =
-            decide(TimestampMode::Auto, Some("ifb0"), Some(&none), enabled).unwrap();
+        let (source, note) = decide(
+            TimestampMode::Auto,
+            "--timestamps",
+            Some("ifb0"),
+            Some(&none),
+            enabled,
+        )
+        .unwrap();
         assert_eq!(source, Source::User);
         assert!(note.unwrap().starts_with("no kernel timestamps"));
     }
@@ -271,6 +299,7 @@ mod tests {
     fn explicit_hardware_without_a_clock_is_a_clear_error() {
         let e = decide(
             TimestampMode::Hardware,
+            "--timestamps",
             Some("lo"),
             Some(&software_only()),
             enabled,
@@ -282,12 +311,18 @@ mod tests {
         );
         let e = decide(
             TimestampMode::Hardware,
+            "--reflect-timestamps",
             Some("eth0"),
             Some(&ptp_nic()),
             refused,
         )
         .unwrap_err();
         assert!(e.contains("needs root"), "{e}");
+        assert!(
+            e.starts_with("--reflect-timestamps hardware: ")
+                && e.ends_with("(try --reflect-timestamps software, or auto)"),
+            "the option is cited as the user typed it: {e}"
+        );
     }
 
     #[test]
@@ -295,6 +330,7 @@ mod tests {
         let mut touched = false;
         let _ = decide(
             TimestampMode::Auto,
+            "--timestamps",
             Some("lo"),
             Some(&software_only()),
             |_| {
@@ -304,7 +340,7 @@ mod tests {
         );
         assert!(!touched);
         for mode in [TimestampMode::Software, TimestampMode::User] {
-            let d = decide(mode, Some("eth0"), Some(&ptp_nic()), |_| {
+            let d = decide(mode, "--timestamps", Some("eth0"), Some(&ptp_nic()), |_| {
                 touched = true;
                 Ok(None)
             });

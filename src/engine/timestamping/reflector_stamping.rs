@@ -67,15 +67,6 @@ impl ReflectorStamping {
     /// The same, its errors naming the option as the user typed it
     /// (`--reflect-timestamps` for the agent's reflector).
     pub fn resolve_for(&self, bind: IpAddr, option: &str) -> Result<Timestamping, EngineError> {
-        self.resolved(bind).map_err(|e| match e {
-            EngineError::Timestamps(why) => {
-                EngineError::Timestamps(why.replace("--timestamps", option))
-            }
-            e => e,
-        })
-    }
-
-    fn resolved(&self, bind: IpAddr) -> Result<Timestamping, EngineError> {
         let interface = match &self.interface {
             Some(i) => Some(i.clone()),
             None if bind.is_unspecified() => None,
@@ -84,10 +75,10 @@ impl ReflectorStamping {
         if interface.is_none() && self.mode != TimestampMode::Software {
             return match self.mode {
                 TimestampMode::Hardware => Err(EngineError::Timestamps(format!(
-                    "--timestamps hardware: {} is not one NIC's address; name the NIC (hardware=IFACE)",
+                    "{option} hardware: {} is not one NIC's address; name the NIC (hardware=IFACE)",
                     if bind.is_unspecified() { "the wildcard address" } else { "the bind address" }
                 ))),
-                _ => choose_on(TimestampMode::Software, None).map(|t| Timestamping {
+                _ => choose_on(TimestampMode::Software, option, None).map(|t| Timestamping {
                     note: Some(
                         "no hardware timestamps (listening on every address: name the NIC with auto=IFACE): using software"
                             .into(),
@@ -96,7 +87,7 @@ impl ReflectorStamping {
                 }),
             };
         }
-        choose_on(self.mode, interface)
+        choose_on(self.mode, option, interface)
     }
 }
 

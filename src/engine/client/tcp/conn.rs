@@ -6,6 +6,7 @@
 use super::stamps::TcpStamps;
 use crate::engine::client::pingpong::STOP_CHECK;
 use crate::engine::client::recv_timeout::RecvTimeout;
+use crate::engine::sys::marks;
 use crate::engine::sys::tcp as sys_tcp;
 use crate::stats::tcp::{Break, ConnectFailure};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -27,6 +28,9 @@ pub(crate) struct Opener {
     pub busy_poll: bool,
     /// Kernel stamps: TX stamps on one request in this many (`None`: off).
     pub stamp_every: Option<u32>,
+    /// `--dscp`: the TOS byte every segment carries (its ECN bits are the
+    /// kernel's).
+    pub tos: Option<u8>,
 }
 
 /// One open connection.
@@ -63,6 +67,10 @@ impl Opener {
                 socket.set_reuse_address(true)?;
             }
             socket.bind(&bind.into())?;
+        }
+        if let Some(tos) = self.tos {
+            // Before connecting, so the handshake is marked too.
+            marks::set_tos(socket.as_raw_fd(), self.server.is_ipv6(), tos)?;
         }
         Ok(socket)
     }
@@ -211,6 +219,7 @@ mod tests {
             timeout: Duration::from_millis(500),
             busy_poll: false,
             stamp_every: None,
+            tos: None,
         }
     }
 

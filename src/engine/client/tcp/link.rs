@@ -157,6 +157,7 @@ mod tests {
             timeout: Duration::from_millis(200),
             busy_poll: false,
             stamp_every: None,
+            tos: None,
         };
         let first = opener.open().unwrap();
         let (mut tcp, mut kernel, live) = (

@@ -109,6 +109,8 @@ pub(crate) fn start(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         timeout: cfg.timeout,
         busy_poll: cfg.thread.busy_poll,
         stamp_every: None,
+        // The DSCP only: a connection's ECN bits are its kernel's.
+        tos: cfg.marks.map(|tos| tos & !0b11),
     };
     let (work, local, stamping) = if cfg.connect_each {
         let socket = opener
