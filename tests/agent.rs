@@ -396,6 +396,48 @@ fn tcp_peers_are_measured_labelled_and_their_failures_counted() {
     assert_eq!(guard.0.wait().unwrap().code(), Some(0));
 }
 
+/// Agents probe each other over TCP too: an agent's reflector answers TCP
+/// echo on its UDP echo port's number.
+#[test]
+fn an_agents_reflector_answers_tcp_peers_too() {
+    let port = free_udp_port();
+    let a = Agent::start(&[
+        "--name",
+        "a",
+        "--reflect",
+        &format!("127.0.0.1:{port}"),
+        "--peer",
+        &format!("self=127.0.0.1:{port}"),
+        "--interval",
+        "50ms",
+    ]);
+    let b = Agent::start(&[
+        "--name",
+        "b",
+        "--reflect",
+        "none",
+        "--peer",
+        &format!("a=tcp://127.0.0.1:{port}"),
+        "--interval",
+        "20ms",
+    ]);
+    let series = |m: &str| format!(r#"{m}{{source="b",peer="a",transport="tcp"}} "#);
+    let text = eventually(Duration::from_secs(15), "TCP round trips to a", || {
+        let t = b.scrape(None).text();
+        (value_of(&t, &series("synapse_rtt_seconds_count"))? >= 20.0).then_some(t)
+    });
+    assert_eq!(
+        value_of(&text, &series("synapse_probes_lost_total")),
+        Some(0.0),
+        "{text}"
+    );
+    assert!(
+        !a.stderr().contains("TCP echo not served"),
+        "{}",
+        a.stderr()
+    );
+}
+
 /// Writes the agent's config: peer `b` always, `extra` after it.
 fn write_config(path: &Path, b_port: u16, extra: &str) {
     let text = format!(

@@ -23,9 +23,7 @@ pub fn view(agent: &Agent) -> TableView {
     TableView {
         source: c.name.clone(),
         metrics: agent.metrics_addr.to_string(),
-        reflect: c
-            .reflect
-            .map_or_else(|| "answers nothing".into(), |a| format!("answers on {a}")),
+        reflect: agent.answers.clone(),
         timestamps: agent.timestamps.clone(),
         window_s: c.report_every.as_secs(),
         rows: c

@@ -55,6 +55,8 @@ pub struct Agent {
     next_turn: Instant,
     /// How the probes are stamped, as the `timestamps` label says it.
     pub timestamps: String,
+    /// What the agent's reflector answers ("answers on ADDR (UDP and TCP)").
+    pub answers: String,
     /// Records the exporter missed, all told.
     pub overflow: u64,
     /// Reloads refused (the last good configuration kept running).
@@ -151,6 +153,9 @@ impl Agent {
         if let Some(why) = session.stamp_refused() {
             console::note(why);
         }
+        if let Some(why) = session.tcp_refused() {
+            console::note(why);
+        }
         if let Some(at) = cfg
             .reflect
             .filter(|a| cfg.admission.allow.is_open() && !a.ip().is_loopback())
@@ -168,6 +173,7 @@ impl Agent {
             _server: server,
             sources,
             cfg,
+            answers: session.answers(),
             session,
             metrics,
             timestamps,

@@ -121,14 +121,11 @@ pub fn check_text(c: &crate::plan::agent::AgentConfig) -> String {
 /// The first lines: who this is and what it does.
 pub fn banner(agent: &Agent) -> String {
     let c = &agent.cfg;
-    let reflect = match c.reflect {
-        Some(a) => format!("answers on {a}"),
-        None => "answers nothing".into(),
-    };
     format!(
-        "Synapse agent '{}': {}, {reflect}, metrics on http://{}/metrics, timestamps {}",
+        "Synapse agent '{}': {}, {}, metrics on http://{}/metrics, timestamps {}",
         c.name,
         count_of(c.peers.len() as u64, "peer"),
+        agent.answers,
         agent.metrics_addr,
         agent.timestamps
     )

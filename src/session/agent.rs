@@ -136,6 +136,22 @@ impl AgentSession {
             .and_then(|r| r.stamp_refused.as_deref())
     }
 
+    /// Why TCP echo is not being answered, when its port was refused.
+    pub fn tcp_refused(&self) -> Option<&str> {
+        self.reflector
+            .as_ref()
+            .and_then(|r| r.tcp_refused.as_deref())
+    }
+
+    /// What the reflector answers, as the banner and the table say it.
+    pub fn answers(&self) -> String {
+        match &self.reflector {
+            Some(r) if r.serves_tcp() => format!("answers on {} (UDP and TCP)", r.echo_addr()),
+            Some(r) => format!("answers on {} (UDP)", r.echo_addr()),
+            None => "answers nothing".into(),
+        }
+    }
+
     /// Hands every prober record since the last call to `each`, with its
     /// peer's index (`None`: a datagram from no peer).
     pub fn drain(&mut self, mut each: impl FnMut(Option<usize>, &Record)) {
@@ -245,8 +261,8 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         admission: cfg.admission.clone(),
         stamp_key: None,
         user: None,
-        // The agent's reflector answers UDP only (TCP peers: not yet).
-        tcp_port: None,
+        // TCP echo on the UDP echo port's number, when it can be had.
+        tcp_port: Some(0),
         tcp_required: false,
         tcp_per_source: 1024,
         timestamps: cfg.reflect_timestamps.clone(),

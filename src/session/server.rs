@@ -161,6 +161,11 @@ impl ServerSession {
         Ok(session)
     }
 
+    /// Whether the TCP echo reflector is running.
+    pub fn serves_tcp(&self) -> bool {
+        self.tcp.is_some()
+    }
+
     /// Where the echo reflector listens.
     pub fn echo_addr(&self) -> SocketAddr {
         self.echo.local
