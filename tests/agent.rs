@@ -400,7 +400,13 @@ fn tcp_peers_are_measured_labelled_and_their_failures_counted() {
 /// echo on its UDP echo port's number.
 #[test]
 fn an_agents_reflector_answers_tcp_peers_too() {
-    let port = free_udp_port();
+    // A port whose UDP and TCP numbers are both free.
+    let port = loop {
+        let p = free_udp_port();
+        if std::net::TcpListener::bind(("127.0.0.1", p)).is_ok() {
+            break p;
+        }
+    };
     let a = Agent::start(&[
         "--name",
         "a",

@@ -282,8 +282,9 @@ fn plain_echo_reports_the_reply_leg_and_says_the_request_leg_is_unknown() {
 }
 
 /// TCP: `--dscp` marks every segment the client sends, the handshake's
-/// too, counted by the router (a stream's segments have no TOS to read
-/// back, so the report has no per-leg figures).
+/// too, over one kept connection and with one per transaction; the
+/// router counts them (a stream's segments have no TOS to read back, so
+/// the report has no per-leg figures).
 #[test]
 fn a_tcp_connection_carries_its_dscp_on_every_segment() {
     if let Some(why) = netns::unavailable() {
@@ -291,35 +292,39 @@ fn a_tcp_connection_carries_its_dscp_on_every_segment() {
         return;
     }
     let t = Routed::new();
-    let count = |negate: bool| {
-        let mut rule = vec!["-t", "mangle", "-A", "FORWARD", "-i", "cosra", "-p", "tcp"];
-        rule.extend(["-m", "dscp"]);
-        if negate {
-            rule.push("!");
-        }
-        rule.extend(["--dscp-class", "EF"]);
-        t.run(&t.r.clone(), "iptables", &rule);
-    };
-    count(false);
-    count(true);
     let server = t.server();
-    let j = t.client(&format!("{B_ADDR}:7007"), &["--tcp", "--dscp", "EF"]);
-    assert_eq!(j["packets"]["received"], 200, "{j}");
-    let listed = Command::new("ip")
-        .args(["netns", "exec", &t.r, "iptables", "-t", "mangle"])
-        .args(["-L", "FORWARD", "-v", "-x", "-n"])
-        .output()
-        .unwrap();
-    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
-    // Each rule's line starts with its packet count.
-    let packets: Vec<u64> = listed
-        .lines()
-        .filter(|l| l.contains("DSCP match"))
-        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
-        .collect();
-    assert_eq!(packets.len(), 2, "{listed}");
-    // 205 requests (warm-up included) and the handshake, at the least.
-    assert!(packets[0] >= 206, "marked EF: {listed}");
-    assert_eq!(packets[1], 0, "every segment marked: {listed}");
+    for (extra, least) in [(None, 206), (Some("--connect-each"), 3 * 205)] {
+        t.run(&t.r.clone(), "iptables", &["-t", "mangle", "-F", "FORWARD"]);
+        for negate in [false, true] {
+            let mut rule = vec!["-t", "mangle", "-A", "FORWARD", "-i", "cosra", "-p", "tcp"];
+            rule.extend(["-m", "dscp"]);
+            if negate {
+                rule.push("!");
+            }
+            rule.extend(["--dscp-class", "EF"]);
+            t.run(&t.r.clone(), "iptables", &rule);
+        }
+        let mut args = vec!["--tcp", "--dscp", "EF"];
+        args.extend(extra);
+        let j = t.client(&format!("{B_ADDR}:7007"), &args);
+        assert_eq!(j["packets"]["received"], 200, "{extra:?}: {j}");
+        let listed = Command::new("ip")
+            .args(["netns", "exec", &t.r, "iptables", "-t", "mangle"])
+            .args(["-L", "FORWARD", "-v", "-x", "-n"])
+            .output()
+            .unwrap();
+        let listed = String::from_utf8_lossy(&listed.stdout).to_string();
+        // Each rule's line starts with its packet count.
+        let packets: Vec<u64> = listed
+            .lines()
+            .filter(|l| l.contains("DSCP match"))
+            .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(packets.len(), 2, "{listed}");
+        // 205 requests (warm-up included) and the handshake: one, or with
+        // a connection each, three segments (SYN, request, FIN) apiece.
+        assert!(packets[0] >= least, "{extra:?}: marked EF: {listed}");
+        assert_eq!(packets[1], 0, "{extra:?}: every segment marked: {listed}");
+    }
     drop(server);
 }

@@ -95,6 +95,12 @@ fn finish(
         },
         stamp_required: opts.stamp_port.is_some_and(|p| p != 0),
         reflect_timestamps: opts.reflect_timestamps.clone(),
+        tcp_port: match opts.tcp_port {
+            Some(0) => None,
+            Some(p) => Some(p),
+            None => Some(0),
+        },
+        tcp_required: opts.tcp_port.is_some_and(|p| p != 0),
         admission: Admission {
             allow: AllowList::new(opts.admission.allow.clone()),
             limits: Limits::DEFAULT,

@@ -51,8 +51,9 @@ pub struct AgentOptions {
     #[arg(long, value_name = "NAME", value_parser = label_value)]
     pub name: Option<String>,
 
-    /// Also answer the peers' probes: plain echo on ADDR, STAMP on
-    /// --stamp-port of the same address; `none` answers nothing.
+    /// Also answer the peers' probes: plain echo on ADDR (UDP, and TCP on
+    /// --tcp-port), STAMP on --stamp-port of the same address; `none`
+    /// answers nothing.
     #[arg(long, value_name = "ADDR|none", default_value = "0.0.0.0:8080", value_parser = reflect_text)]
     pub reflect: String,
 
@@ -60,6 +61,11 @@ pub struct AgentOptions {
     /// echo alone when it cannot be bound].
     #[arg(long, value_name = "PORT")]
     pub stamp_port: Option<u16>,
+
+    /// The reflector's TCP echo port (0: no TCP echo) [default: the echo
+    /// port's number, or UDP alone when that TCP port cannot be bound].
+    #[arg(long, value_name = "PORT")]
+    pub tcp_port: Option<u16>,
 
     /// How the reflector stamps, as `synapse server --timestamps`:
     /// software, auto[=IFACE] or hardware[=IFACE] (the NIC's clock; its

@@ -59,6 +59,11 @@ pub struct AgentConfig {
     pub stamp_required: bool,
     /// How the reflector stamps.
     pub reflect_timestamps: ReflectorStamping,
+    /// The reflector's TCP echo port (`Some(0)`: the echo port's number),
+    /// or none.
+    pub tcp_port: Option<u16>,
+    /// The TCP port was asked for: failing to bind it is an error.
+    pub tcp_required: bool,
     /// The sources the reflector answers (empty: all).
     pub admission: Admission,
     /// Where `/metrics` is served.

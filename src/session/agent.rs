@@ -261,9 +261,8 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         admission: cfg.admission.clone(),
         stamp_key: None,
         user: None,
-        // TCP echo on the UDP echo port's number, when it can be had.
-        tcp_port: Some(0),
-        tcp_required: false,
+        tcp_port: cfg.tcp_port,
+        tcp_required: cfg.tcp_required,
         tcp_per_source: 1024,
         timestamps: cfg.reflect_timestamps.clone(),
         timestamps_option: "--reflect-timestamps",

@@ -10,11 +10,17 @@
 //! many sessions share it), and every tick. With a `--log`, the log's own
 //! stamps serve instead (`AnswerLog`).
 //!
+//! With the NIC stamping too, the kernel's stamp comes first and the NIC's
+//! later: the session gets the kernel's at once and the NIC's when it
+//! comes, so its next answer carries the best one in by then.
+//!
 //! The kernel drops a TX stamp when the socket's receive buffer is full (a
-//! flood keeps it full). The queue is in send order, so once a later
-//! answer's stamp has been read, an earlier one still missing never comes:
-//! its session stops waiting for it, and its next request costs no read of
-//! a queue that does not hold it (under a flood most reads were such).
+//! flood keeps it full). Once a later answer's stamp has been read, an
+//! earlier one still missing most likely never comes: its session stops
+//! waiting for it, and its next request costs no read of a queue that does
+//! not hold it (under a flood most reads were such). The answer stays in
+//! the table, so a stamp that was only overtaken (a queueing discipline or
+//! a multi-queue NIC may reorder) still reaches its session.
 
 use super::stamp_counters::StampCounters;
 use crate::engine::protocol::tlv_reflect::follow_up_of;
@@ -33,6 +39,8 @@ struct Waiting {
     peer: SocketAddr,
     seq: u32,
     stamps: Stamps,
+    /// The NIC stamps too: done only once its stamp is in.
+    want_hw: bool,
 }
 
 impl TxEntry for Waiting {
@@ -44,7 +52,7 @@ impl TxEntry for Waiting {
     }
 
     fn complete(&self) -> bool {
-        self.stamps.software.is_some() || self.stamps.hardware.is_some()
+        self.stamps.hardware.is_some() || (!self.want_hw && self.stamps.software.is_some())
     }
 }
 
@@ -55,6 +63,8 @@ pub struct FollowUpStamps {
     matcher: TxMatcher<Waiting, WAITING>,
     /// The TX stamps an answer asks for.
     ask: u32,
+    /// The NIC stamps too.
+    hardware: bool,
     /// Answers numbered below this one have been settled: stamped, or
     /// known never to be.
     settled: u32,
@@ -73,6 +83,7 @@ impl FollowUpStamps {
             reader: TxStampReader::new(cmsg_type),
             matcher: TxMatcher::new(),
             ask,
+            hardware,
             settled: 0,
         }
     }
@@ -83,14 +94,17 @@ impl FollowUpStamps {
     }
 
     /// `peer`'s answer numbered `seq` went out asking for its stamp.
+    /// Returns the answer (peer, number) whose place in the table it took:
+    /// that one's stamp will not be filed now.
     #[inline]
-    pub fn sent(&mut self, peer: SocketAddr, seq: u32) {
+    pub fn sent(&mut self, peer: SocketAddr, seq: u32) -> Option<(SocketAddr, u32)> {
         let entry = Waiting {
             peer,
             seq,
             stamps: Stamps::default(),
+            want_hw: self.hardware,
         };
-        self.matcher.sent(entry);
+        self.matcher.sent(entry).1.map(|w| (w.peer, w.seq))
     }
 
     /// An answer that asked could not be sent.
@@ -122,7 +136,8 @@ impl FollowUpStamps {
         self.reader.take_error()
     }
 
-    /// Files one stamp; a completed answer's session gets its Follow-Up.
+    /// Files one stamp; its answer's session gets the best send time in
+    /// so far (the kernel's, then the NIC's).
     fn file(
         &mut self,
         id: u32,
@@ -131,7 +146,8 @@ impl FollowUpStamps {
         counters: &mut StampCounters,
         clock: Option<&PhcMap>,
     ) {
-        if let Some(w) = self.matcher.file(id, point, stamps)
+        let done = self.matcher.file(id, point, stamps);
+        if let Some(w) = done.or_else(|| self.matcher.peek(id).copied())
             && let Some(f) = follow_up_of(
                 w.seq,
                 w.stamps.software,
@@ -143,13 +159,14 @@ impl FollowUpStamps {
     }
 
     /// A stamp of answer `newest` was read: answers before it still
-    /// waiting lost theirs, and their sessions stop waiting.
+    /// waiting most likely lost theirs, and their sessions stop waiting
+    /// (the answers stay in the table, for a stamp that was overtaken).
     fn settle_before(&mut self, newest: u32, counters: &mut StampCounters) {
         // Only the table's last WAITING numbers can still be in it.
         let floor = newest.wrapping_sub(WAITING as u32);
         let mut id = later(self.settled, floor);
         while id != newest && later(id, newest) == newest {
-            if let Some(w) = self.matcher.take(id) {
+            if let Some(w) = self.matcher.peek(id) {
                 counters.stamp_lost(&w.peer, w.seq);
             }
             id = id.wrapping_add(1);
@@ -181,7 +198,9 @@ mod tests {
     fn answer(f: &mut FollowUpStamps, c: &mut StampCounters, port: u16) -> u32 {
         let counted = c.count(&RawAddr::from_socket_addr(peer(port)), 0).unwrap();
         c.await_stamp(&peer(port));
-        f.sent(peer(port), counted.seq);
+        if let Some((p, seq)) = f.sent(peer(port), counted.seq) {
+            c.stamp_lost(&p, seq);
+        }
         counted.seq
     }
 
@@ -236,5 +255,45 @@ mod tests {
         assert!(!c.is_awaiting(&peer(1)) && !c.is_awaiting(&peer(2)));
         assert!(!c.is_awaiting(&peer(3)));
         assert_eq!(f.settled, 0);
+    }
+
+    #[test]
+    fn an_overtaken_stamp_still_reaches_its_session() {
+        let (mut f, mut c) = (FollowUpStamps::new(0, false), StampCounters::default());
+        answer(&mut f, &mut c, 1); // 0
+        answer(&mut f, &mut c, 2); // 1: its stamp is read first
+        read(&mut f, &mut c, &[1]);
+        assert!(!c.is_awaiting(&peer(1)));
+        read(&mut f, &mut c, &[0]);
+        assert_eq!(c.follow_up_for(&peer(1), 1).map(|f| f.seq), Some(0));
+        assert_eq!(f.matcher.stale, 0);
+    }
+
+    #[test]
+    fn with_the_nic_the_kernels_stamp_serves_until_the_nics_comes() {
+        let (mut f, mut c) = (FollowUpStamps::new(0, true), StampCounters::default());
+        let clock = PhcMap::identity();
+        answer(&mut f, &mut c, 1);
+        let kernel = Stamps {
+            software: Some(1_000),
+            ..Stamps::default()
+        };
+        f.file(0, TxPoint::Sent, kernel, &mut c, Some(&clock));
+        assert!(!c.is_awaiting(&peer(1)));
+        let mode = |c: &StampCounters| c.follow_up_for(&peer(1), 1).map(|f| f.mode);
+        assert_eq!(
+            mode(&c),
+            Some(crate::engine::protocol::tlv::method::SOFTWARE)
+        );
+        let nic = Stamps {
+            hardware: Some(990),
+            ..Stamps::default()
+        };
+        f.file(0, TxPoint::Sent, nic, &mut c, Some(&clock));
+        assert_eq!(
+            mode(&c),
+            Some(crate::engine::protocol::tlv::method::HARDWARE)
+        );
+        assert!(f.matcher.peek(0).is_none(), "complete with the NIC's stamp");
     }
 }

@@ -452,7 +452,9 @@ impl Reflector {
             && asked_stamp
         {
             if ok {
-                f.sent(peer, seq);
+                if let Some((pushed_out, its_seq)) = f.sent(peer, seq) {
+                    self.counters.stamp_lost(&pushed_out, its_seq);
+                }
             } else {
                 f.send_failed();
             }

@@ -79,6 +79,14 @@ impl PhcMap {
         self.state().to_system(phc_ns)
     }
 
+    /// A NIC clock that reads the system clock's time (for tests).
+    #[cfg(test)]
+    pub fn identity() -> Self {
+        Self {
+            shared: Arc::new(Shared::default()),
+        }
+    }
+
     /// The latest reading's uncertainty, ns.
     pub fn window_ns(&self) -> i64 {
         self.shared.window_ns.load(Ordering::Relaxed)

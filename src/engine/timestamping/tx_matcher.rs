@@ -74,7 +74,10 @@ impl TxEntry for TxPoints {
 pub struct TxMatcher<T, const N: usize> {
     pending: [Option<(u32, T)>; N],
     next_id: u32,
-    resync: bool,
+    /// After a failed send: our number for the first datagram sent since,
+    /// whose stamp (the first read from then on, the queue being in send
+    /// order) says whether the kernel counted the failed one.
+    resync: Option<u32>,
     /// Stamps whose datagram had already left the table.
     pub stale: u64,
 }
@@ -92,7 +95,7 @@ impl<T: TxEntry, const N: usize> TxMatcher<T, N> {
         Self {
             pending: [None; N],
             next_id: 0,
-            resync: false,
+            resync: None,
             stale: 0,
         }
     }
@@ -125,24 +128,14 @@ impl<T: TxEntry, const N: usize> TxMatcher<T, N> {
 
     /// A send failed: whether the kernel counted it is unknown.
     pub fn send_failed(&mut self) {
-        self.resync = true;
+        self.resync = self.resync.or(Some(self.next_id));
     }
 
     /// Files one stamp; returns the entry it completed, which leaves the
     /// table.
     pub fn file(&mut self, id: u32, point: TxPoint, stamps: Stamps) -> Option<T> {
-        let newest = self.next_id.wrapping_sub(1);
-        if self.resync && id == newest {
-            self.resync = false;
-        } else if self.resync && id.wrapping_sub(newest) < u32::MAX / 2 {
-            // After a failed send the kernel's count runs ahead of ours:
-            // this stamp is the newest datagram's, and so are the next
-            // ones. (An older datagram's late stamp says nothing about it.)
-            if let Some(entry) = self.pending[Self::slot(newest)].take() {
-                self.pending[Self::slot(id)] = Some((id, entry.1));
-            }
-            self.next_id = id.wrapping_add(1);
-            self.resync = false;
+        if let Some(from) = self.resync {
+            self.resync_on(from, id);
         }
         let slot = &mut self.pending[Self::slot(id)];
         match slot {
@@ -155,6 +148,31 @@ impl<T: TxEntry, const N: usize> TxMatcher<T, N> {
             _ => self.stale += 1,
         }
         None
+    }
+
+    /// The first stamp since a failed send of a datagram sent after it:
+    /// ours is numbered `from`, the kernel's `id`. When the kernel counted
+    /// the failed one, its numbers run one ahead of ours from there on:
+    /// the datagrams since move up to the kernel's numbers. (An older
+    /// datagram's late stamp says nothing about it.)
+    fn resync_on(&mut self, from: u32, id: u32) {
+        let ahead = id.wrapping_sub(from);
+        if ahead >= N as u32 || self.next_id.wrapping_sub(from) == 0 {
+            // Older than the failure, or nothing sent since it.
+            return;
+        }
+        if ahead > 0 {
+            let mut k = self.next_id;
+            while k != from {
+                k = k.wrapping_sub(1);
+                if let Some(entry) = self.take(k) {
+                    self.pending[Self::slot(k.wrapping_add(ahead))] =
+                        Some((k.wrapping_add(ahead), entry));
+                }
+            }
+            self.next_id = self.next_id.wrapping_add(ahead);
+        }
+        self.resync = None;
     }
 
     /// The entry waiting under `id`, if it still is.
@@ -381,6 +399,38 @@ mod tests {
         // kernel as 2 where we said 1.
         assert_eq!(both(&mut m, 0, 1).map(|t| t.0), Some(0));
         assert_eq!(both(&mut m, 2, 3).map(|t| t.0), Some(2));
+        assert_eq!(m.stale, 0);
+    }
+
+    #[test]
+    fn after_a_failed_send_several_datagrams_move_to_the_kernels_numbers() {
+        let mut m = Matcher::new();
+        m.sent(tag(0));
+        m.send_failed();
+        // The kernel counted the failed one: ours 1, 2, 3 are its 2, 3, 4.
+        for t in 1..=3 {
+            m.sent(tag(t));
+        }
+        assert_eq!(both(&mut m, 0, 1).map(|t| t.0), Some(0), "a late older one");
+        assert_eq!(both(&mut m, 2, 3).map(|t| t.0), Some(1));
+        assert_eq!(both(&mut m, 3, 5).map(|t| t.0), Some(2));
+        assert_eq!(both(&mut m, 4, 7).map(|t| t.0), Some(3));
+        assert_eq!(m.sent(tag(5)).0, 5, "counting goes on from the kernel's");
+        assert_eq!(m.stale, 0);
+    }
+
+    #[test]
+    fn a_stamp_before_anything_is_sent_again_does_not_end_the_resync() {
+        let mut m = Matcher::new();
+        m.sent(tag(0));
+        m.send_failed();
+        assert_eq!(both(&mut m, 0, 1).map(|t| t.0), Some(0));
+        m.sent(tag(2));
+        assert_eq!(
+            both(&mut m, 2, 3).map(|t| t.0),
+            Some(2),
+            "the kernel counted it"
+        );
         assert_eq!(m.stale, 0);
     }
 

@@ -68,11 +68,17 @@ impl Opener {
             }
             socket.bind(&bind.into())?;
         }
-        if let Some(tos) = self.tos {
-            // Before connecting, so the handshake is marked too.
-            marks::set_tos(socket.as_raw_fd(), self.server.is_ipv6(), tos)?;
-        }
+        self.mark(&socket)?;
         Ok(socket)
+    }
+
+    /// `--dscp` on a socket not yet connected, so the handshake is marked
+    /// too.
+    pub fn mark(&self, socket: &Socket) -> io::Result<()> {
+        match self.tos {
+            Some(tos) => marks::set_tos(socket.as_raw_fd(), self.server.is_ipv6(), tos),
+            None => Ok(()),
+        }
     }
 
     /// Opens a connection, waiting at most the timeout.

@@ -242,8 +242,8 @@ impl<'a> TcpCrr<'a> {
         Ok(done)
     }
 
-    /// A new socket: Nagle off; blocking, with its waits bounded;
-    /// busy-polling, non-blocking from the start.
+    /// A new socket: Nagle off, `--dscp` on; blocking, with its waits
+    /// bounded; busy-polling, non-blocking from the start.
     fn socket(&self) -> io::Result<Socket> {
         let kind = if self.opener.busy_poll || self.armed.is_none() {
             Type::STREAM.nonblocking()
@@ -256,6 +256,7 @@ impl<'a> TcpCrr<'a> {
             Some(Protocol::TCP),
         )?;
         sys_tcp::set_nodelay(socket.as_raw_fd())?;
+        self.opener.mark(&socket)?;
         if let Some(armed) = self.armed.filter(|_| !self.opener.busy_poll) {
             socket.set_write_timeout(Some(self.cfg.timeout))?;
             socket.set_read_timeout(Some(armed))?;
