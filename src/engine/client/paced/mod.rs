@@ -146,10 +146,13 @@ impl<'a, S: Sink> Pacer<'a, S> {
     ) -> Self {
         let fd = socket.as_raw_fd();
         let token = sys::random_u64().unwrap_or_else(|_| realtime_ns());
-        // The two clocks back to back: slots are monotonic times, and the
-        // log writes them as wall-clock ones through this pair.
+        // Slots are monotonic times, and the log writes them as wall-clock
+        // ones through this pair: read as one instant (the closest of a few
+        // tries), since a preemption between two bare reads put the slots
+        // that much late on the wall clock (a packet then logged as sent
+        // before its slot).
         let epoch = Instant::now();
-        let realtime_epoch = realtime_ns();
+        let realtime_epoch = crate::engine::wall_clock::WallClock::sync().at(epoch);
         // The first slots leave a little after the start, so setting up
         // is not counted as lateness.
         let start_ns = 1_000_000;
