@@ -695,16 +695,19 @@ def tps_row(label, key, ref_key, ref_label, suffix=".tps"):
     if r is None:
         return (label, f(v), ref_label, tv.missing(ref_key + suffix), TV)
     return (label, f(v), f"{ref_label}: {f(r)}", f"**{rfmt(ratio(v, r))}**", TV)
-table([
-    pair_row("bare C TCP client → bare C TCP echo", TV, "c-tcp", "c-tcp", "bare C"),
-    pair_row("Synapse client `--tcp`, defaults (kernel stamps) → bare C echo", TV, "syn-tcp", "c-tcp", "bare C"),
-    pair_row("Synapse client `--tcp --timestamps user` → bare C echo", TV, "syn-tcp-user", "c-tcp", "bare C"),
-    pair_row("sockperf ping-pong `--tcp --full-rtt` → sockperf server `--tcp`", TV, "sockperf", "c-tcp", "bare C"),
-    pair_row("Synapse client `--tcp`, defaults, against sockperf", TV, "syn-tcp", "sockperf", "sockperf"),
-    pair_row("Synapse client `--tcp --timestamps user` against sockperf", TV, "syn-tcp-user", "sockperf",
-             "sockperf"),
-    pair_row("bare C client with Synapse's RX stamps on (`0x898`), made and never read", TV, "c-tcp-stamps",
-             "c-tcp", "bare C"),
+# (label, key, reference, reference's label): the medians' table, then each
+# configuration's lowest round under the same labels.
+TCP_ROWS = [
+    ("bare C TCP client → bare C TCP echo", "c-tcp", "c-tcp", "bare C"),
+    ("Synapse client `--tcp`, defaults (kernel stamps) → bare C echo", "syn-tcp", "c-tcp", "bare C"),
+    ("Synapse client `--tcp --timestamps user` → bare C echo", "syn-tcp-user", "c-tcp", "bare C"),
+    ("sockperf ping-pong `--tcp --full-rtt` → sockperf server `--tcp`", "sockperf", "c-tcp", "bare C"),
+    ("Synapse client `--tcp`, defaults, against sockperf", "syn-tcp", "sockperf", "sockperf"),
+    ("Synapse client `--tcp --timestamps user` against sockperf", "syn-tcp-user", "sockperf", "sockperf"),
+    ("bare C client with Synapse's RX stamps on (`0x898`), made and never read", "c-tcp-stamps", "c-tcp",
+     "bare C"),
+]
+table([pair_row(label, TV, k, r, rl) for label, k, r, rl in TCP_ROWS] + [
     pair_row("Synapse client `--tcp`, defaults, against the C client with the same RX stamps", TV, "syn-tcp",
              "c-tcp-stamps", "C, same stamps"),
     pair_row("bare C client → the C echo with `EPOLL=1` (`epoll_wait` before each `recv`)", TV, "c-tcp-epoll",
@@ -719,17 +722,7 @@ p("and 28 µs a second apart), so the rounds are many and short and the aims are
 p("above. Each configuration's lowest round (for transactions/s, its highest) is shown as well, not")
 p("judged: a round may land below another configuration's lowest level.")
 p()
-table([
-    pair_row("bare C TCP client → bare C TCP echo", TV, "c-tcp.best", "c-tcp.best", "bare C"),
-    pair_row("Synapse client `--tcp`, defaults (kernel stamps)", TV, "syn-tcp.best", "c-tcp.best", "bare C"),
-    pair_row("Synapse client `--tcp --timestamps user`", TV, "syn-tcp-user.best", "c-tcp.best", "bare C"),
-    pair_row("sockperf ping-pong `--tcp --full-rtt`", TV, "sockperf.best", "c-tcp.best", "bare C"),
-    pair_row("Synapse client `--tcp`, defaults, against sockperf", TV, "syn-tcp.best", "sockperf.best",
-             "sockperf"),
-    pair_row("Synapse client `--tcp --timestamps user` against sockperf", TV, "syn-tcp-user.best",
-             "sockperf.best", "sockperf"),
-    pair_row("bare C client with Synapse's RX stamps on (`0x898`)", TV, "c-tcp-stamps.best", "c-tcp.best",
-             "bare C"),
+table([pair_row(label, TV, k + ".best", r + ".best", rl) for label, k, r, rl in TCP_ROWS] + [
     tps_row("transactions/s, Synapse `--tcp --connect-each` against the C TCP_CRR loop", "syn-crr", "c-crr",
             "C TCP_CRR", suffix=".tps.best"),
 ], figure="lowest round")
