@@ -26,8 +26,12 @@ use crate::affinity::Placement;
 use crate::points::{PacketStatus, Points};
 use crate::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use crate::socket::ClientSockets;
-use crate::sys::timestamping::{ControlBuf, Stamps};
-use crate::sys::{self, RawAddr, Readiness, is_network_error, is_send_drop};
+use crate::sys;
+use crate::sys::addr::RawAddr;
+use crate::sys::cmsg::ControlBuf;
+use crate::sys::errno::{is_network_error, is_send_drop};
+use crate::sys::poll::Readiness;
+use crate::sys::timestamping::Stamps;
 use crate::wall_clock::WallClock;
 use crate::{EngineError, StopFlag};
 use socket2::Socket;
@@ -72,10 +76,10 @@ pub(crate) fn pause_until(deadline: Instant, stop: &StopFlag) -> bool {
 /// A per-run token: random, so another run's datagrams (or a restarted
 /// run's, in the live display) are never taken for replies.
 pub(crate) fn run_token(epoch: Instant) -> u64 {
-    sys::random_u64().unwrap_or_else(|_| {
+    sys::random::random_u64().unwrap_or_else(|_| {
         // getrandom cannot fail on a kernel Synapse runs on; should it, the
         // clock's low bits still differ from run to run.
-        let t = epoch.elapsed().as_nanos() as u64 ^ sys::timestamping::realtime_ns();
+        let t = epoch.elapsed().as_nanos() as u64 ^ sys::clock::realtime_ns();
         t.rotate_left(17) ^ u64::from(std::process::id())
     })
 }
@@ -277,7 +281,7 @@ impl<'a> Pinger<'a> {
         let payload = self.codec.encode(seq, t1_user);
         let sent = match &self.stamps {
             Some(stamps) => stamps.send(fd, payload, stamped),
-            None => sys::send(fd, payload),
+            None => sys::io::send(fd, payload),
         };
         self.points = Points {
             seq,
@@ -300,7 +304,7 @@ impl<'a> Pinger<'a> {
             // It counts as lost after its timeout, as if it had gone out,
             // so a dead link paces the run instead of spinning it.
             Err(e) if e.raw_os_error().is_some_and(is_send_drop) => {
-                let _ = sys::drain_error_queue(fd);
+                let _ = sys::errqueue::drain_error_queue(fd);
                 let errno = e.raw_os_error().unwrap_or(0);
                 if self.seen.replies == 0 {
                     return Ok((Wait::Unreachable(errno), Instant::now()));
@@ -415,7 +419,7 @@ impl<'a> Pinger<'a> {
     #[inline]
     fn on_datagram(
         &mut self,
-        got: sys::Received,
+        got: sys::io::Received,
         rx: Stamps,
         seq: u64,
         t1: Instant,
@@ -519,7 +523,7 @@ impl<'a> Pinger<'a> {
         deadline: Instant,
         fresh: bool,
         stop: &StopFlag,
-    ) -> io::Result<(sys::Received, Stamps)> {
+    ) -> io::Result<(sys::io::Received, Stamps)> {
         if self.busy_poll {
             return self.spin(fd, deadline, stop);
         }
@@ -543,7 +547,7 @@ impl<'a> Pinger<'a> {
                 }
                 continue;
             }
-            match sys::wait_readable(fd, left.min(STOP_CHECK))? {
+            match sys::poll::wait_readable(fd, left.min(STOP_CHECK))? {
                 Readiness::Readable => return self.receive_once_now(fd),
                 Readiness::TimedOut => {}
                 Readiness::ErrorQueue => {
@@ -566,7 +570,7 @@ impl<'a> Pinger<'a> {
         fd: i32,
         deadline: Instant,
         stop: &StopFlag,
-    ) -> io::Result<(sys::Received, Stamps)> {
+    ) -> io::Result<(sys::io::Received, Stamps)> {
         loop {
             match self.receive_once(fd) {
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
@@ -583,7 +587,7 @@ impl<'a> Pinger<'a> {
     /// A datagram `ppoll` said is there. On a blocking socket the receive
     /// is still told not to wait: readiness was for the queue, and a
     /// second reader (there is none) or a bad checksum could empty it.
-    fn receive_once_now(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
+    fn receive_once_now(&mut self, fd: i32) -> io::Result<(sys::io::Received, Stamps)> {
         self.receive_with(fd, true)
     }
 
@@ -592,7 +596,7 @@ impl<'a> Pinger<'a> {
     fn clear_error_queue(&mut self, fd: i32) -> Option<i32> {
         match &mut self.stamps {
             Some(s) => s.absorb(fd),
-            None => sys::drain_error_queue(fd),
+            None => sys::errqueue::drain_error_queue(fd),
         }
     }
 
@@ -601,14 +605,14 @@ impl<'a> Pinger<'a> {
     /// spin on `recvmsg` with control data polls more slowly, and their
     /// RX stamps would be thrown away.
     #[inline]
-    fn receive_once(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
+    fn receive_once(&mut self, fd: i32) -> io::Result<(sys::io::Received, Stamps)> {
         self.receive_with(fd, false)
     }
 
     /// One receive, told not to wait when `now`: with RX stamps in a
     /// sample, with the reply's TOS when marks are read, else a bare one.
     #[inline]
-    fn receive_with(&mut self, fd: i32, now: bool) -> io::Result<(sys::Received, Stamps)> {
+    fn receive_with(&mut self, fd: i32, now: bool) -> io::Result<(sys::io::Received, Stamps)> {
         use sys::timestamping::{recv_stamped, recv_stamped_now};
         let (got, tos) = match (&mut self.stamps, &mut self.marks) {
             (Some(s), _) if self.in_sample && now => s.recv_now(fd, &mut self.buf),
@@ -616,8 +620,10 @@ impl<'a> Pinger<'a> {
             // Class of service: the reply's TOS rides in the control data.
             (_, Some(control)) if now => recv_stamped_now(fd, &mut self.buf, control, -1),
             (_, Some(control)) => recv_stamped(fd, &mut self.buf, None, control, -1),
-            _ if now => return sys::recv_now(fd, &mut self.buf).map(|r| (r, Stamps::default())),
-            _ => return sys::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
+            _ if now => {
+                return sys::io::recv_now(fd, &mut self.buf).map(|r| (r, Stamps::default()));
+            }
+            _ => return sys::io::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
         }
         .map(|m| (m.received, m))?;
         self.reply_tos = tos.tos;
@@ -691,7 +697,7 @@ impl<'a> Pinger<'a> {
     /// Counts whatever other sources sent to our port. Never blocks.
     fn drain_strays(&mut self, seq: u64, warmup: bool) {
         let fd = self.catcher.as_raw_fd();
-        while sys::recv_from(fd, &mut self.buf, &mut self.from).is_ok() {
+        while sys::io::recv_from(fd, &mut self.buf, &mut self.from).is_ok() {
             let at_ns = self.at_ns(Instant::now());
             self.emit(Record::event(RecordKind::Stray, seq, at_ns, warmup));
         }

@@ -145,7 +145,7 @@ impl ErrorEstimate {
     /// and the kernel's maximum error when a time daemon keeps the clock
     /// synchronised, else [`ErrorEstimate::LOCAL`]. Asked once per run.
     pub fn of_this_host() -> Self {
-        match crate::sys::clock_sync() {
+        match crate::sys::clock::clock_sync() {
             Some((true, max_error_us)) => Self::synchronized_within(max_error_us),
             _ => Self::LOCAL,
         }

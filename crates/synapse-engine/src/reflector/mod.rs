@@ -427,7 +427,7 @@ fn enable_timestamps(
         (None, None, None)
     };
     if cfg.protocol == Protocol::Stamp {
-        timestamping::enable_ttl(fd, local.is_ipv6())
+        crate::sys::sockopt::enable_ttl(fd, local.is_ipv6())
             .map_err(EngineError::io("cannot enable IP_RECVTTL"))?;
         // The CoS TLV reports what each request arrived with.
         crate::sys::marks::enable_recv_tos(fd, local.is_ipv6())

@@ -19,9 +19,10 @@ use crate::client::sequence::SequenceTracker;
 use crate::client::{ClientConfig, ClientOutcome, StampingInfo};
 use crate::points::{PacketStatus, Points};
 use crate::protocol::EchoCodec;
+use crate::sys;
+use crate::sys::clock::realtime_ns;
+use crate::sys::poll::Readiness;
 use crate::sys::tcp as sys_tcp;
-use crate::sys::timestamping::realtime_ns;
-use crate::sys::{self, Readiness};
 use crate::{EngineError, StopFlag};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
@@ -352,7 +353,7 @@ impl<'a> TcpCrr<'a> {
             return Ok(());
         }
         let left = deadline.saturating_duration_since(Instant::now());
-        sys_tcp::wait_writable(fd, left.min(STOP_CHECK))
+        crate::sys::poll::wait_writable(fd, left.min(STOP_CHECK))
             .map(|_| ())
             .map_err(EngineError::io("waiting for a connection failed"))
     }
@@ -374,7 +375,7 @@ impl<'a> TcpCrr<'a> {
                     if self.opener.busy_poll {
                         std::hint::spin_loop();
                     } else if let Readiness::Readable =
-                        sys::wait_readable(fd, (deadline - now).min(STOP_CHECK))?
+                        sys::poll::wait_readable(fd, (deadline - now).min(STOP_CHECK))?
                     {
                         return sys_tcp::recv_now(fd, self.frame.rest());
                     }

@@ -10,9 +10,10 @@ use super::pingpong::{TcpPinger, Wait};
 use crate::EngineError;
 use crate::StopFlag;
 use crate::client::pingpong::STOP_CHECK;
-use crate::sys::tcp as sys_tcp;
-use crate::sys::timestamping::realtime_ns;
-use crate::sys::{self, Readiness};
+use crate::sys;
+use crate::sys::clock::realtime_ns;
+use crate::sys::errno::is_again as again;
+use crate::sys::poll::Readiness;
 use std::io;
 use std::time::Instant;
 use synapse_stats::tcp::Break;
@@ -20,10 +21,6 @@ use synapse_stats::tcp::Break;
 /// `EAGAIN`: nothing came before the deadline, or stop was raised.
 fn nothing<T>() -> io::Result<T> {
     Err(io::Error::from_raw_os_error(libc::EAGAIN))
-}
-
-fn again(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR))
 }
 
 impl TcpPinger<'_> {
@@ -66,7 +63,7 @@ impl TcpPinger<'_> {
                     }
                 }
                 Err(e) => match e.raw_os_error() {
-                    Some(errno) if sys_tcp::is_connection_lost(errno) => {
+                    Some(errno) if crate::sys::errno::is_connection_lost(errno) => {
                         return Ok((self.broke(break_of(errno), seq, t1, warmup), now));
                     }
                     _ => return Err(EngineError::io("receive failed")(e)),
@@ -105,7 +102,7 @@ impl TcpPinger<'_> {
                     other => return other,
                 }
             }
-            match sys::wait_readable(fd, left.min(STOP_CHECK))? {
+            match sys::poll::wait_readable(fd, left.min(STOP_CHECK))? {
                 Readiness::TimedOut => {}
                 Readiness::Readable => return self.read(true),
                 Readiness::ErrorQueue => {
