@@ -25,7 +25,7 @@ use synapse_engine::{
     TcpEchoConfig, ThreadPlacement, Transport, choose_cpu, in_flight_bound, resolve, stamp,
 };
 
-/// The seed's default packet count for a bounded run.
+/// The packet count of a headless run given neither a count nor a time.
 pub const DEFAULT_PACKETS: u64 = 10_000;
 /// The port `synapse server` listens on by default.
 pub const DEFAULT_PORT: u16 = 8080;
@@ -61,7 +61,7 @@ pub struct ClientPlan {
     pub bind: Option<SocketAddr>,
     /// Every run option, resolved through the layers.
     pub run: RunArgs,
-    /// The packet budget in effect: the option, or the seed's 10 000 for a
+    /// The packet budget in effect: the option, or [`DEFAULT_PACKETS`] for a
     /// headless run without a budget (`None`: by time, or until stopped).
     pub packets: Option<u64>,
     /// Client thread placement, validated.
@@ -532,7 +532,7 @@ fn client_plan(
         ));
     }
     // The live display runs until stopped unless a count or time was given;
-    // headless runs keep the seed's default of 10000 packets.
+    // headless runs stop after DEFAULT_PACKETS.
     let packets = match (run.packets, run.duration, shown) {
         (Some(n), _, _) => Some(n),
         (None, Some(_), _) | (None, None, Output::Ui) => None,

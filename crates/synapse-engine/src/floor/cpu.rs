@@ -24,7 +24,8 @@ pub fn clock_read(cpu: usize, effort: Effort) -> io::Result<(Figure, Figure)> {
     Ok((mono, real))
 }
 
-/// The cost of a trivial syscall (`getpid`, as in the seed), pinned.
+/// The cost of a trivial syscall (`getpid`: the kernel does next to
+/// nothing, so this is the crossing alone), pinned.
 pub fn syscall(cpu: usize, effort: Effort) -> io::Result<Figure> {
     sys::affinity::pin_current_thread(cpu)?;
     Ok(per_op(effort, || {

@@ -3,8 +3,8 @@
 //! place).
 //!
 //! - `serve`: the pinned loop. One unconnected socket serves every client,
-//!   so no client is ever locked out (the original tool's connected fast
-//!   path refused other peers for ~300 ms after a run).
+//!   so no client is ever locked out (a socket connected to one client for
+//!   speed refuses every other peer while it stays connected).
 //! - `sessions`: one session per peer, reported as ended after
 //!   `session_idle` of silence.
 //! - `answer_log`: with `synapse server --log`, the socket also stamps in the
