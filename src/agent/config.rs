@@ -270,6 +270,10 @@ fn resolve_peers(
             Ok(key) => key,
             Err(e) => return Err(fail("hmac_key_file", e.to_string())),
         };
+        let format = p.packet.stamp_format.stamp_format;
+        if format != stamp::TimeFormat::Ntp && !p.packet.stamp {
+            return Err(fail("stamp_format", format!("'{format}' is STAMP's: set stamp = true")));
+        }
         if let Some(other) = peers
             .iter()
             .find(|o| o.addr == addr && o.transport == transport)
@@ -304,6 +308,7 @@ fn resolve_peers(
             key,
             marks: p.packet.marks(),
             tlvs: p.packet.tlvs(),
+            stamp_format: p.packet.stamp_format.stamp_format,
             transport,
         });
     }

@@ -286,7 +286,8 @@ mod tests {
                 "dscp",
                 "ecn",
                 "tlv",
-                "hmac_key_file"
+                "hmac_key_file",
+                "stamp_format"
             ]
         );
     }

@@ -19,7 +19,7 @@ mod tcp;
 
 use super::affinity::{Placement, Role, ThreadPlacement, place_current_thread};
 use super::points::Points;
-use super::protocol::stamp::ErrorEstimate;
+use super::protocol::stamp::TimeFormat;
 use super::protocol::stamp_key::StampKey;
 use super::protocol::tlv::StampTlvs;
 use super::socket::{ClientSockets, client_sockets, is_this_host, paced_socket, wildcard_for};
@@ -70,6 +70,9 @@ pub struct ClientConfig {
     pub ssid: u16,
     /// STAMP authenticated mode's shared key.
     pub stamp_key: Option<StampKey>,
+    /// STAMP: the format of the T1 it sends (NTP or PTP; replies are read
+    /// by their own Z bit).
+    pub stamp_format: TimeFormat,
     /// Class of service: the TOS (Traffic Class) byte requests leave with,
     /// set once on the socket, and each reply's read on arrival (`None`:
     /// the system's marks, nothing read).
@@ -120,6 +123,7 @@ impl ClientConfig {
             stamp: false,
             ssid: 0,
             stamp_key: None,
+            stamp_format: TimeFormat::Ntp,
             marks: None,
             tlvs: StampTlvs::default(),
             tx_stamp_every: 1,
@@ -398,10 +402,7 @@ fn shape_of(cfg: &ClientConfig, segments: SegmentSet) -> Shape {
         cos: cfg.marks,
         segments,
         schedule: cfg.schedule.map(|s| (s.pattern, s.interval_ns())),
-        one_way: cfg.stamp.then(|| {
-            let synced = ErrorEstimate::of_this_host().synchronized;
-            (is_this_host(cfg.server.ip()), synced)
-        }),
+        one_way: cfg.stamp.then(|| is_this_host(cfg.server.ip())),
     }
 }
 
@@ -490,6 +491,7 @@ impl PacedRun<'_> {
             key: cfg.stamp_key.clone(),
             marks: cfg.marks,
             tlvs: cfg.tlvs,
+            stamp_format: cfg.stamp_format,
         };
         let pacer_cfg = PacerConfig {
             timeout: cfg.timeout,
