@@ -73,6 +73,8 @@ mod tests {
             marks: None,
             tlvs: Default::default(),
             transport: crate::engine::Transport::Udp,
+            labels: Default::default(),
+            chosen: Default::default(),
         }
     }
 
