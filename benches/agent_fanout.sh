@@ -62,7 +62,7 @@ run_c() {
   local cpu; cpu=$(cpu_over "/proc/$pid/stat")
   local rss; rss=$(rss_kib "$pid")
   wait "$pid"
-  echo "$cpu $rss - -"
+  echo "$cpu $rss"
 }
 
 for ((r = 1; r <= rounds; r++)); do
@@ -70,6 +70,7 @@ for ((r = 1; r <= rounds; r++)); do
   for c in $order; do
     if [ "$c" = agent ]; then res=$(run_agent); else res=$(run_c); fi
     printf '%s %s\n' "$c" "$res" | tee -a "$dir/results" >&2
+    echo "result $c $res"
   done
 done
 
@@ -85,6 +86,4 @@ for c in agent c; do
   else
     printf '%-6s CPU %5.2f %% of a core, RSS %s KiB\n' "$c" "$cpu" "$rss"
   fi
-  echo "result $c $cpu $rss" >> "$dir/summary"
 done
-cat "$dir/summary"

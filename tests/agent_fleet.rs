@@ -528,6 +528,18 @@ impl Ecmp {
                 run("ip", &["-n", &e.names[ns], "link", "set", dev, "up"]);
             }
         }
+        for ns in 0..e.names.len() {
+            // Replies come back over P1 whichever way their request went:
+            // no reverse-path filter may drop them.
+            e.exec(
+                ns,
+                "sh",
+                &[
+                    "-c",
+                    "for f in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $f; done",
+                ],
+            );
+        }
         for ns in 1..=3 {
             e.exec(ns, "sysctl", &["-qw", "net.ipv4.ip_forward=1"]);
         }

@@ -123,7 +123,15 @@ impl AgentSession {
                 timestamps: cfg.timestamps,
                 ring_capacity: (PROBER_RING / paths).max(MIN_PATH_RING),
             };
-            let run = start_prober(prober, StopFlag::new())?;
+            // The port kept from before may have been taken meanwhile: a
+            // new one then (that path's flow changes).
+            let run = match start_prober(prober.clone(), StopFlag::new()) {
+                Err(_) if port != 0 => {
+                    let bind = prober.bind.map(|b| std::net::SocketAddr::new(b.ip(), 0));
+                    start_prober(ProberConfig { bind, ..prober }, StopFlag::new())?
+                }
+                started => started?,
+            };
             match self.ports.get_mut(path) {
                 Some(p) => *p = run.local.port(),
                 None => self.ports.push(run.local.port()),
