@@ -5,9 +5,9 @@
 //! A source is its IP address, not its port: an agent probing with
 //! `--paths 8` is 8 sessions and one source.
 
-use crate::engine::SessionInfo;
 use std::collections::HashMap;
 use std::net::IpAddr;
+use synapse_engine::SessionInfo;
 
 /// Each source's last datagram, on the reflector's clock (ns since it
 /// started).

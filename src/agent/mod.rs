@@ -37,7 +37,6 @@ pub mod window;
 
 use crate::cli::AgentArgs;
 use crate::console;
-use crate::engine::{ReflectorEvent, StopFlag};
 use crate::error::{AppError, exit};
 use crate::plan::agent::{AgentConfig, PeerConfig};
 use crate::session::{AgentSession, Side};
@@ -49,6 +48,7 @@ use prometheus_client::registry::Registry;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+use synapse_engine::{ReflectorEvent, StopFlag};
 use window::{Figures, PeerWindow};
 
 /// How often the exporter reads the prober's ring.
@@ -304,8 +304,8 @@ impl Agent {
         if self.adopt(cfg).is_ok() {
             console::note(&format!(
                 "discovery: {} found, {} probed ({new} new, {gone} gone)",
-                crate::units::count_of(round.hosts as u64, "host"),
-                crate::units::count_of(self.cfg.peers.len() as u64, "peer"),
+                synapse_units::count_of(round.hosts as u64, "host"),
+                synapse_units::count_of(self.cfg.peers.len() as u64, "peer"),
             ));
         }
     }
@@ -319,7 +319,7 @@ impl Agent {
         let ports = &self.path_ports;
         for (p, (paths, peer)) in self.paths.iter_mut().zip(&self.cfg.peers).enumerate() {
             let figures = paths.turn(ports);
-            if self.cfg.paths > 1 && peer.transport == crate::engine::Transport::Udp {
+            if self.cfg.paths > 1 && peer.transport == synapse_engine::Transport::Udp {
                 self.metrics.path_spread(p, &paths::spread(figures));
             }
         }
@@ -374,7 +374,7 @@ impl Agent {
         if self.adopt(cfg).is_ok() {
             console::note(&format!(
                 "reloaded: {}",
-                crate::units::count_of(self.cfg.peers.len() as u64, "peer")
+                synapse_units::count_of(self.cfg.peers.len() as u64, "peer")
             ));
         }
     }
@@ -461,7 +461,7 @@ impl Agent {
         if let Some(h) = &log {
             console::note(&format!(
                 "interval log: {} written to {}",
-                crate::units::count_of(h.intervals, "interval"),
+                synapse_units::count_of(h.intervals, "interval"),
                 h.path.display()
             ));
         }
@@ -474,7 +474,7 @@ impl Agent {
 }
 
 /// The `timestamps` label: the clock that stamps the probes.
-fn stamping_label(s: Option<&crate::engine::StampingInfo>) -> String {
+fn stamping_label(s: Option<&synapse_engine::StampingInfo>) -> String {
     s.map_or_else(|| "none".into(), |st| st.source.name().to_string())
 }
 
@@ -527,13 +527,13 @@ fn merge(named: &[PeerConfig], discovered: &[PeerConfig], cfg: &AgentConfig) -> 
     if other_family > 0 {
         console::warning(&format!(
             "discovery: {} of the other IP family left out (all probes leave from one socket)",
-            crate::units::count_of(other_family, "peer")
+            synapse_units::count_of(other_family, "peer")
         ));
     }
     if over > 0 {
         console::warning(&format!(
             "discovery: {} left out, over max_pps {:.0}",
-            crate::units::count_of(over, "peer"),
+            synapse_units::count_of(over, "peer"),
             cfg.max_pps
         ));
     }

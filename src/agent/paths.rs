@@ -5,9 +5,9 @@
 //! each path's port and figures in the `--json` lines and the live table.
 //! No series per port: K × peers series would be the N² problem again.
 
-use crate::stats::{MAX_TRACKABLE_NS, Record, RecordKind};
 use hdrhistogram::Histogram;
 use serde::Serialize;
+use synapse_stats::{MAX_TRACKABLE_NS, Record, RecordKind};
 
 /// One path's figures over a window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -86,7 +86,7 @@ impl PeerPaths {
             RecordKind::Sample => {
                 w.sent += 1;
                 // Saturating: a u16 bucket full at 65,535 stays a median.
-                let _ = w.rtt.saturating_record(r.rtt_ns.clamp(1, MAX_TRACKABLE_NS));
+                w.rtt.saturating_record(r.rtt_ns.clamp(1, MAX_TRACKABLE_NS));
             }
             RecordKind::Lost => {
                 w.sent += 1;

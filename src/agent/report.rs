@@ -8,12 +8,12 @@ use super::{Agent, POLL, Signals};
 use crate::error::AppError;
 use crate::plan::agent::Chosen;
 use crate::plan::agent::PeerConfig;
-use crate::stats::Segment;
-use crate::units::{count_of, format_ns, group_thousands};
 use serde::Serialize;
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use synapse_stats::Segment;
+use synapse_units::{count_of, format_ns, group_thousands};
 
 /// One peer's window, as a `--json` line.
 #[derive(Debug, Serialize)]
@@ -225,7 +225,7 @@ pub fn banner(agent: &Agent) -> String {
             "\ndiscovery: {} found by {}, every {}",
             count_of(agent.discovered_hosts as u64, "host"),
             c.discovery_sources(),
-            crate::units::duration_text(c.discovery.every)
+            synapse_units::duration_text(c.discovery.every)
         ));
     }
     if agent.path_ports.len() > 1 {
@@ -275,9 +275,9 @@ pub fn run_headless(agent: &mut Agent, signals: &Signals, json: bool) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Schedule;
-    use crate::stats::Pattern;
     use std::time::Duration;
+    use synapse_engine::Schedule;
+    use synapse_stats::Pattern;
 
     fn peer(name: &str) -> PeerConfig {
         PeerConfig {
@@ -295,7 +295,7 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
-            transport: crate::engine::Transport::Udp,
+            transport: synapse_engine::Transport::Udp,
             labels: Default::default(),
             chosen: Default::default(),
         }
@@ -319,7 +319,7 @@ mod tests {
         );
         assert_eq!(v["transport"], "udp");
         let tcp = PeerConfig {
-            transport: crate::engine::Transport::Tcp,
+            transport: synapse_engine::Transport::Tcp,
             ..peer("b")
         };
         let v: serde_json::Value =

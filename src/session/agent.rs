@@ -5,17 +5,17 @@
 
 use super::ServerSession;
 use super::agent_tcp::TcpPeers;
-use crate::engine::{
-    Budget, EngineError, NO_PEER, Placement, ProbeConfig, ProberConfig, ProberRun, Protocol,
-    ReflectorEvent, Role, StampingInfo, StopFlag, ThreadPlacement, Transport, choose_cpu,
-    start_prober,
-};
 use crate::error::AppError;
 use crate::plan::agent::{AgentConfig, PeerConfig};
 use crate::plan::{Output, ServerPlan};
 use crate::session::{Opening, Side};
-use crate::stats::Record;
 use std::time::Duration;
+use synapse_engine::{
+    Budget, EngineError, NO_PEER, Placement, ProbeConfig, ProberConfig, ProberRun, Protocol,
+    ReflectorEvent, Role, StampingInfo, StopFlag, ThreadPlacement, Transport, choose_cpu,
+    start_prober,
+};
+use synapse_stats::Record;
 
 /// Records the prober can queue for the exporter: 6.5 s of 10,000
 /// probes/s (the default `max_pps`) in 7 MiB, read every 50 ms.
@@ -110,7 +110,7 @@ impl AgentSession {
                 (b, 1) => b,
                 (Some(b), _) => Some(std::net::SocketAddr::new(b.ip(), port)),
                 (None, _) => Some(std::net::SocketAddr::new(
-                    crate::engine::socket::wildcard_for(peers[0].addr).ip(),
+                    synapse_engine::socket::wildcard_for(peers[0].addr).ip(),
                     port,
                 )),
             };
@@ -285,7 +285,7 @@ fn probe_on_path(p: &PeerConfig, path: usize, paths: usize) -> ProbeConfig {
     let interval = p.schedule.interval;
     ProbeConfig {
         addr: p.addr,
-        schedule: crate::engine::Schedule {
+        schedule: synapse_engine::Schedule {
             interval: interval * paths as u32,
             ..p.schedule
         },
@@ -336,8 +336,8 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Schedule;
-    use crate::stats::Pattern;
+    use synapse_engine::Schedule;
+    use synapse_stats::Pattern;
 
     fn every(interval: Duration) -> ProbeConfig {
         ProbeConfig {

@@ -87,6 +87,18 @@ impl Resolver {
         Ok(r)
     }
 
+    /// One server, one try each: for tests that stand up their own.
+    #[cfg(test)]
+    pub fn only(server: SocketAddr, timeout: Duration) -> Self {
+        Self {
+            servers: vec![server],
+            search: Vec::new(),
+            ndots: 1,
+            timeout,
+            attempts: 1,
+        }
+    }
+
     /// Reads resolv.conf's `nameserver`, `search`/`domain` and `options
     /// ndots: timeout: attempts:` (the rest is ignored).
     pub fn parse(text: &str) -> Self {

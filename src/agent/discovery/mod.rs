@@ -511,3 +511,109 @@ pub fn me_of(name: &str, own: &Labels, plan: &DiscoveryPlan, reflect: Option<Soc
         reflect: reflect.filter(|r| !r.ip().is_unspecified()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::config::{Sources, load};
+    use crate::config::Settings;
+
+    /// A discovery over the peers file `path` (and whatever else `cli`
+    /// adds), as an agent named `me` would run it.
+    fn discovery(dir: &Path, path: &Path, cli: &[(&str, &str)]) -> Discovery {
+        let main = dir.join("config.toml");
+        std::fs::write(&main, "").unwrap();
+        let file = path.display().to_string();
+        let mut typed: Vec<(&str, &str)> = vec![("reflect", "none"), ("peers_file", &file)];
+        typed.extend_from_slice(cli);
+        let loaded = load(&Sources {
+            typed: Settings::of(&typed),
+            config: Some(main),
+        })
+        .unwrap();
+        let c = &loaded.cfg;
+        let me = me_of(&c.name, &c.labels, &c.discovery, c.reflect);
+        Discovery::new(c.discovery.clone(), me, loaded.maker.clone(), &c.peers)
+    }
+
+    fn names(r: &Round) -> Vec<(&str, Chosen)> {
+        r.peers
+            .iter()
+            .map(|p| (p.name.as_str(), p.chosen))
+            .collect()
+    }
+
+    #[test]
+    fn a_failed_source_keeps_its_last_good_answer_and_a_gone_peer_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("peers.toml");
+        let table = |n: &str, ip: &str, rack: &str| {
+            format!("[peers.{n}]\naddress = \"{ip}\"\nlabel = [\"rack={rack}\"]\n")
+        };
+        std::fs::write(
+            &path,
+            table("b", "127.0.3.2", "r1") + &table("c", "127.0.3.3", "r2"),
+        )
+        .unwrap();
+        let mut d = discovery(
+            dir.path(),
+            &path,
+            &[("name", "a"), ("label", "rack=r1"), ("tier_label", "rack")],
+        );
+        let r = d.round(None, false, true).unwrap().unwrap();
+        assert_eq!(names(&r), [("b", Chosen::Tier), ("c", Chosen::Fanout)]);
+        assert_eq!(
+            r.peers[0].labels.get("rack").map(String::as_str),
+            Some("r1")
+        );
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        // Unchanged: a file check finds nothing to say.
+        assert!(d.round(None, true, false).unwrap().is_none());
+        // Broken: counted and reported, the last good peers kept.
+        std::fs::write(&path, "[peers.b\n").unwrap();
+        let r = d.round(None, true, false).unwrap().unwrap();
+        assert_eq!(names(&r).len(), 2);
+        assert_eq!(r.sources[0].failures, 1);
+        assert!(
+            r.errors[0].contains("not valid TOML")
+                && r.errors[0].contains("last good answer is kept"),
+            "{:?}",
+            r.errors
+        );
+        // At start the same file is an error.
+        assert!(d.round(None, false, true).is_err());
+        // c gone: no longer probed.
+        std::fs::write(&path, table("b", "127.0.3.2", "r1") + "\n").unwrap();
+        let r = d.round(None, true, false).unwrap().unwrap();
+        assert_eq!(names(&r), [("b", Chosen::Tier)]);
+        assert_eq!((r.hosts, r.sources[0].hosts), (1, 1));
+    }
+
+    #[test]
+    fn this_host_is_never_its_own_peer_and_a_dead_dns_is_a_failure_not_an_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("peers.toml");
+        std::fs::write(
+            &path,
+            "[peers.a]\naddress = \"127.0.3.1\"\n[peers.b]\naddress = \"127.0.3.2\"\n",
+        )
+        .unwrap();
+        let mut d = discovery(
+            dir.path(),
+            &path,
+            &[("name", "a"), ("peers_srv", "_s._udp.fleet.test")],
+        );
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let r = Resolver::only(silent.local_addr().unwrap(), Duration::from_secs(1));
+        let r = d.round(Some(&r), false, true).unwrap().unwrap();
+        assert_eq!(names(&r), [("b", Chosen::Fanout)], "a is this host");
+        assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+        assert!(
+            r.errors[0].starts_with("srv _s._udp.fleet.test: "),
+            "{:?}",
+            r.errors
+        );
+        assert_eq!(r.sources[1].failures, 1);
+        assert_eq!(r.sources[1].last_ok_s, None);
+    }
+}
