@@ -5,7 +5,7 @@
 //! per probe.
 
 use super::discovery::SourceStatus;
-use super::metrics::Pair;
+use super::pair::Pair;
 use super::paths::PathSpread;
 use crate::plan::agent::Chosen;
 use prometheus_client::encoding::EncodeLabelSet;

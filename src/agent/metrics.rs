@@ -37,20 +37,7 @@ fn histogram() -> Histogram {
     Histogram::new_classic_and_native(CLASSIC_BUCKETS, native_config())
 }
 
-/// `source`, `peer` and `transport` (`udp`, `tcp`).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Pair {
-    /// This agent.
-    pub source: String,
-    /// The peer measured.
-    pub peer: String,
-    /// How: UDP datagrams, or request and response over TCP.
-    pub transport: &'static str,
-    /// This host's and the peer's topology labels (`source_rack`,
-    /// `peer_rack`…): the allowed set, empty unless asked for.
-    #[prometheus(flatten)]
-    pub topo: Vec<(String, String)>,
-}
+pub use super::pair::Pair;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PairSegment {

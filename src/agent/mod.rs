@@ -28,6 +28,7 @@ pub mod inbound;
 pub mod labels;
 pub mod live;
 pub mod metrics;
+pub mod pair;
 pub mod paths;
 pub mod report;
 pub mod spread;
