@@ -11,16 +11,16 @@ use crate::cli::{AgentOptions, PeerOptions, settings_schema};
 use crate::config::layering::layer;
 use crate::config::settings::TableReader;
 use crate::config::{self, ConfigError, ConfigFile, Loc, Settings};
-use crate::engine::reflector_admission::{Admission, AllowList};
-use crate::engine::reflector_limits::Limits;
-use crate::engine::socket::resolve;
-use crate::engine::{Schedule, Transport, peer_address, protocol::stamp};
 use crate::error::AppError;
 use crate::plan::DEFAULT_PORT;
 use crate::plan::agent::{AgentConfig, PeerConfig};
-use crate::stats::Pattern;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use synapse_engine::reflector_admission::{Admission, AllowList};
+use synapse_engine::reflector_limits::Limits;
+use synapse_engine::socket::resolve;
+use synapse_engine::{Schedule, Transport, peer_address, protocol::stamp};
+use synapse_stats::Pattern;
 use toml_edit::{Document, Table};
 
 /// Where the configuration comes from: what was typed, and which file.

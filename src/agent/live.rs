@@ -79,7 +79,7 @@ fn wait_for_keys(stdin_tty: bool) -> Result<Input, AppError> {
         std::thread::sleep(POLL);
         return Ok(Input::Nothing);
     }
-    let ready = crate::engine::terminal_input(std::io::stdin().as_raw_fd(), POLL)
+    let ready = synapse_engine::terminal_input(std::io::stdin().as_raw_fd(), POLL)
         .map_err(|e| AppError::Runtime(anyhow::anyhow!("cannot wait for keys: {e}")))?;
     Ok(match ready {
         Some(true) => Input::Ready,

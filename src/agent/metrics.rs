@@ -6,15 +6,15 @@
 //! sparse ones as well. Base unit seconds. A peer's handles are looked up
 //! once, when the peer is added, so recording a result hashes no labels.
 
-use crate::engine::{ReflectorTotals, Refusals};
 use crate::plan::agent::PeerConfig;
-use crate::stats::{Record, RecordKind, ReplyOrder, Segment};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, NativeHistogramConfig};
 use prometheus_client::registry::{Registry, Unit};
+use synapse_engine::{ReflectorTotals, Refusals};
+use synapse_stats::{Record, RecordKind, ReplyOrder, Segment};
 
 /// The classic buckets' upper bounds, seconds: six per decade from 10 µs
 /// to 1 ms (where a host pair's RTT lives), three per decade elsewhere,
@@ -154,7 +154,7 @@ struct PeerSeries {
     info: PeerInfo,
     rtt: Histogram,
     ipdv: Histogram,
-    segments: [Option<Histogram>; crate::stats::SEGMENTS],
+    segments: [Option<Histogram>; synapse_stats::SEGMENTS],
     sent: Counter,
     lost: Counter,
     late: Counter,
@@ -374,7 +374,7 @@ impl Metrics {
                     transport: l.transport,
                     leg,
                     dscp: tos >> 2,
-                    ecn: crate::stats::Ecn::from_bits(tos).name(),
+                    ecn: synapse_stats::Ecn::from_bits(tos).name(),
                 };
                 f.cos_sent.remove(&m);
                 f.cos_received.remove(&m);
@@ -481,8 +481,8 @@ impl Metrics {
 
 /// One reply's class of service: per leg, its marks sent and received,
 /// whether the DSCP was re-marked, and whether CE was set on the way.
-fn record_cos(f: &Families, l: &Pair, c: &mut CosSeries, m: &crate::stats::Marks) {
-    use crate::stats::Ecn;
+fn record_cos(f: &Families, l: &Pair, c: &mut CosSeries, m: &synapse_stats::Marks) {
+    use synapse_stats::Ecn;
     let rev_sent = match (m.rev_sent_dscp(), m.rev_sent_ecn()) {
         (Some(d), e) => Some((d.0 << 2) | e.map_or(0, Ecn::bits)),
         (None, _) => None,
@@ -649,9 +649,9 @@ fn register(r: &mut Registry, f: &Families) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Schedule;
-    use crate::stats::{Pattern, Split};
     use std::time::Duration;
+    use synapse_engine::Schedule;
+    use synapse_stats::{Pattern, Split};
 
     fn peer(name: &str, stamp: bool) -> PeerConfig {
         PeerConfig {
@@ -669,7 +669,7 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
-            transport: crate::engine::Transport::Udp,
+            transport: synapse_engine::Transport::Udp,
         }
     }
 
@@ -821,7 +821,7 @@ mod tests {
         let mut m = Metrics::new(&mut reg, "a");
         let tcp = PeerConfig {
             address: "tcp://db.example:5432".into(),
-            transport: crate::engine::Transport::Tcp,
+            transport: synapse_engine::Transport::Tcp,
             ..peer("db", false)
         };
         m.set_peers_stamped(&[peer("b", false), tcp], |i| ["user", "software"][i].into());

@@ -24,7 +24,6 @@ pub mod window;
 
 use crate::cli::AgentArgs;
 use crate::console;
-use crate::engine::{ReflectorEvent, StopFlag};
 use crate::error::{AppError, exit};
 use crate::plan::agent::AgentConfig;
 use crate::session::{AgentSession, Side};
@@ -34,6 +33,7 @@ use prometheus_client::registry::Registry;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+use synapse_engine::{ReflectorEvent, StopFlag};
 use window::{Figures, PeerWindow};
 
 /// How often the exporter reads the prober's ring.
@@ -283,7 +283,7 @@ impl Agent {
             .collect();
         console::note(&format!(
             "reloaded: {}",
-            crate::units::count_of(cfg.peers.len() as u64, "peer")
+            synapse_units::count_of(cfg.peers.len() as u64, "peer")
         ));
         self.cfg = cfg;
     }
@@ -309,7 +309,7 @@ impl Agent {
         if let Some(h) = &log {
             console::note(&format!(
                 "interval log: {} written to {}",
-                crate::units::count_of(h.intervals, "interval"),
+                synapse_units::count_of(h.intervals, "interval"),
                 h.path.display()
             ));
         }
@@ -322,6 +322,6 @@ impl Agent {
 }
 
 /// The `timestamps` label: the clock that stamps the probes.
-fn stamping_label(s: Option<&crate::engine::StampingInfo>) -> String {
+fn stamping_label(s: Option<&synapse_engine::StampingInfo>) -> String {
     s.map_or_else(|| "none".into(), |st| st.source.name().to_string())
 }

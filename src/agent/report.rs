@@ -6,12 +6,12 @@ use super::window::Figures;
 use super::{Agent, POLL, Signals};
 use crate::error::AppError;
 use crate::plan::agent::PeerConfig;
-use crate::stats::Segment;
-use crate::units::{count_of, format_ns};
 use serde::Serialize;
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use synapse_stats::Segment;
+use synapse_units::{count_of, format_ns};
 
 /// One peer's window, as a `--json` line.
 #[derive(Debug, Serialize)]
@@ -170,9 +170,9 @@ pub fn run_headless(agent: &mut Agent, signals: &Signals, json: bool) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Schedule;
-    use crate::stats::Pattern;
     use std::time::Duration;
+    use synapse_engine::Schedule;
+    use synapse_stats::Pattern;
 
     fn peer(name: &str) -> PeerConfig {
         PeerConfig {
@@ -190,7 +190,7 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
-            transport: crate::engine::Transport::Udp,
+            transport: synapse_engine::Transport::Udp,
         }
     }
 
@@ -212,7 +212,7 @@ mod tests {
         );
         assert_eq!(v["transport"], "udp");
         let tcp = PeerConfig {
-            transport: crate::engine::Transport::Tcp,
+            transport: synapse_engine::Transport::Tcp,
             ..peer("b")
         };
         let v: serde_json::Value =

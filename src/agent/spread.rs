@@ -44,7 +44,7 @@ pub fn check_rate(peers: &[PeerConfig], max_pps: f64) -> Result<(), AppError> {
         return Err(AppError::Usage(format!(
             "{} would send {total:.0} probes/s, over max_pps {max_pps:.0} \
              (lengthen the intervals, or raise --max-pps)",
-            crate::units::count_of(peers.len() as u64, "peer")
+            synapse_units::count_of(peers.len() as u64, "peer")
         )));
     }
     Ok(())
@@ -53,8 +53,8 @@ pub fn check_rate(peers: &[PeerConfig], max_pps: f64) -> Result<(), AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Schedule;
-    use crate::stats::Pattern;
+    use synapse_engine::Schedule;
+    use synapse_stats::Pattern;
 
     fn peer(name: &str, interval: Duration) -> PeerConfig {
         PeerConfig {
@@ -72,7 +72,7 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
-            transport: crate::engine::Transport::Udp,
+            transport: synapse_engine::Transport::Udp,
         }
     }
 

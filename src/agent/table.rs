@@ -3,14 +3,14 @@
 //! header that says who measures, how, and where the metrics are.
 
 use super::window::Figures;
-use crate::stats::Segment;
 use crate::ui::columns::{Column, Fitted, fit};
 use crate::ui::theme::Theme;
-use crate::units::{count_of, format_ns};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+use synapse_stats::Segment;
+use synapse_units::{count_of, format_ns};
 
 /// What one row shows.
 #[derive(Debug, Clone)]

@@ -5,13 +5,13 @@
 //! profiles are read against the client's.
 
 use super::{ClockArgs, PaceArgs, PacketArgs, ThreadArgs};
-use crate::engine::ReflectorStamping;
-use crate::engine::peer_address::peer_address_text;
-use crate::engine::socket::address_text;
-use crate::units::seconds;
 use clap::{ArgAction, Args};
 use std::path::PathBuf;
 use std::time::Duration;
+use synapse_engine::ReflectorStamping;
+use synapse_engine::peer_address::peer_address_text;
+use synapse_engine::socket::address_text;
+use synapse_units::seconds;
 
 /// `synapse agent`.
 #[derive(Debug, Args)]

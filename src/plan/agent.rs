@@ -2,11 +2,11 @@
 //! command line and the configuration file by [`crate::agent`]'s loader.
 //! The agent session starts from it; the agent front end reports on it.
 
-use crate::engine::reflector_admission::Admission;
-use crate::engine::stamp_key::StampKey;
-use crate::engine::{ReflectorStamping, Schedule, TimestampMode};
 use std::net::SocketAddr;
 use std::time::Duration;
+use synapse_engine::reflector_admission::Admission;
+use synapse_engine::stamp_key::StampKey;
+use synapse_engine::{ReflectorStamping, Schedule, TimestampMode};
 
 /// One peer, resolved.
 #[derive(Debug, Clone)]
@@ -33,10 +33,10 @@ pub struct PeerConfig {
     /// replies' marks not read).
     pub marks: Option<u8>,
     /// STAMP: the RFC 8972 TLVs asked for.
-    pub tlvs: crate::engine::protocol::tlv::StampTlvs,
+    pub tlvs: synapse_engine::protocol::tlv::StampTlvs,
     /// UDP datagrams (the prober), or request and response over TCP (a
     /// connection and a thread of its own).
-    pub transport: crate::engine::Transport,
+    pub transport: synapse_engine::Transport,
 }
 
 impl PeerConfig {

@@ -1,9 +1,9 @@
 //! The text report, in the layout users of the original tool know.
 
 use super::{BreakdownReport, Criterion, LogSummary, Report};
-use crate::stats::{DistributionBucket, RttFigures, Summary};
-use crate::units::{count_of, format_ns, format_ns_plain, format_rate, group_thousands};
 use std::io::{self, Write};
+use synapse_stats::{DistributionBucket, RttFigures, Summary};
+use synapse_units::{count_of, format_ns, format_ns_plain, format_rate, group_thousands};
 
 const BAR_WIDTH: usize = 30;
 
@@ -561,11 +561,11 @@ fn write_distribution(out: &mut impl Write, s: &Summary, paint: &Paint) -> io::R
 mod tests {
     use super::*;
     use crate::cli::RunArgs;
-    use crate::engine::capabilities::Source;
-    use crate::engine::{ClientOutcome, Placement, StampingInfo, ThreadPlacement};
     use crate::plan::{ClientPlan, Output, ProfileUse, Target};
-    use crate::stats::{Record, RecordKind, SegmentSet, Split, Stats};
     use std::time::Duration;
+    use synapse_engine::capabilities::Source;
+    use synapse_engine::{ClientOutcome, Placement, StampingInfo, ThreadPlacement};
+    use synapse_stats::{Record, RecordKind, SegmentSet, Split, Stats};
 
     /// A run of 1000 packets around 60 µs with a slow tail, 3 lost, one
     /// late, split by kernel stamps: the same report every time.

@@ -4,10 +4,10 @@
 //! what it did not check.
 
 use crate::config::{BaselineComparison, RegressionRule};
-use crate::stats::{Stats, Summary, Threshold};
-use crate::units::{format_ns, format_ns_plain};
 use serde::Serialize;
 use std::time::Duration;
+use synapse_stats::{Stats, Summary, Threshold};
+use synapse_units::{format_ns, format_ns_plain};
 
 /// How much loss a run may have and still pass.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -205,7 +205,7 @@ fn regression_criteria(b: &BaselineComparison) -> Vec<Criterion> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{Record, RecordKind};
+    use synapse_stats::{Record, RecordKind};
 
     /// 100 replies of `rtt`, one of `slow`, then `lost` lost and `late` late.
     fn run(rtt: u64, slow: u64, lost: u64, late: u64) -> (Stats, Summary) {

@@ -5,17 +5,17 @@
 
 use super::ServerSession;
 use super::agent_tcp::TcpPeers;
-use crate::engine::{
-    Budget, EngineError, NO_PEER, Placement, ProbeConfig, ProberConfig, ProberRun, Protocol,
-    ReflectorEvent, Role, StampingInfo, StopFlag, ThreadPlacement, Transport, choose_cpu,
-    start_prober,
-};
 use crate::error::AppError;
 use crate::plan::agent::{AgentConfig, PeerConfig};
 use crate::plan::{Output, ServerPlan};
 use crate::session::{Opening, Side};
-use crate::stats::Record;
 use std::time::Duration;
+use synapse_engine::{
+    Budget, EngineError, NO_PEER, Placement, ProbeConfig, ProberConfig, ProberRun, Protocol,
+    ReflectorEvent, Role, StampingInfo, StopFlag, ThreadPlacement, Transport, choose_cpu,
+    start_prober,
+};
+use synapse_stats::Record;
 
 /// Records the prober can queue for the exporter: 6.5 s of 10,000
 /// probes/s (the default `max_pps`) in 7 MiB, read every 50 ms.
@@ -272,8 +272,8 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Schedule;
-    use crate::stats::Pattern;
+    use synapse_engine::Schedule;
+    use synapse_stats::Pattern;
 
     fn every(interval: Duration) -> ProbeConfig {
         ProbeConfig {

@@ -5,13 +5,13 @@ use super::panes::osi::{self, StackLabels};
 use super::panes::{
     figures, footer, header, help, histogram, progress, sessions, sparklines, split,
 };
-use crate::engine::Transport;
-use crate::stats::{Segment, SegmentFigures};
-use crate::units::{format_ns_plain, format_rate};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
+use synapse_engine::Transport;
+use synapse_stats::{Segment, SegmentFigures};
+use synapse_units::{format_ns_plain, format_rate};
 
 /// Smallest terminal the layout fits.
 pub const MIN_WIDTH: u16 = 80;

@@ -1,18 +1,18 @@
 //! The live numbers: current RTT, percentiles, rate, packet fates.
 
 use crate::config::Baseline;
-use crate::engine::floor::Calibration;
-use crate::engine::{Refusals, Schedule};
 use crate::report::FloorComparison;
-use crate::stats::{Pattern, RttFigures, Summary};
 use crate::ui::app::{ClientInfo, ClientView, ServerView};
 use crate::ui::theme::Theme;
-use crate::units::{compact_count, format_ns, format_rate};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 use std::time::Duration;
+use synapse_engine::floor::Calibration;
+use synapse_engine::{Refusals, Schedule};
+use synapse_stats::{Pattern, RttFigures, Summary};
+use synapse_units::{compact_count, format_ns, format_rate};
 
 fn row<'a>(t: Theme, label: &'a str, value: String) -> Line<'a> {
     Line::from(vec![
@@ -25,7 +25,7 @@ fn row<'a>(t: Theme, label: &'a str, value: String) -> Line<'a> {
 struct Parts<'a> {
     s: Summary,
     t: Theme,
-    live: &'a crate::stats::LiveStats,
+    live: &'a synapse_stats::LiveStats,
 }
 
 impl Parts<'_> {
@@ -169,7 +169,7 @@ fn floor_title(s: &Summary, info: &ClientInfo, floor: Option<&Calibration>) -> O
     let remote = info
         .target
         .parse::<std::net::SocketAddr>()
-        .is_ok_and(|a| !crate::engine::socket::is_this_host(a.ip()));
+        .is_ok_and(|a| !synapse_engine::socket::is_this_host(a.ip()));
     let c = FloorComparison::of(floor?, s.rtt_ns?.p50, info.floor_mode, remote)?;
     Some(format!(" {:.1}× floor ", c.ratio))
 }
@@ -228,7 +228,7 @@ fn cos_lines(p: &Parts) -> Vec<Line<'static>> {
         return Vec::new();
     };
     let t = p.t;
-    let leg = |label: &'static str, l: &crate::stats::cos::LegFigures| -> Line<'static> {
+    let leg = |label: &'static str, l: &synapse_stats::cos::LegFigures| -> Line<'static> {
         let Some(top) = l.dscp_received.iter().max_by_key(|d| d.count) else {
             return row(t, label, "not reported".into());
         };
@@ -385,7 +385,7 @@ fn refusal_summary(r: &Refusals) -> String {
 }
 
 /// ` · TLV 2 U 1 M`: RFC 8972 TLVs the STAMP reflector refused, if any.
-fn tlv_refusals(t: &crate::engine::TlvTotals) -> String {
+fn tlv_refusals(t: &synapse_engine::TlvTotals) -> String {
     if t.unrecognized + t.malformed + t.integrity_failed == 0 {
         return String::new();
     }

@@ -2,14 +2,14 @@
 //! an automatic range that follows the data (and so comes back down after a
 //! spike), zoom by quantile, and lost packets as a red bar of their own.
 
-use crate::stats::{LiveStats, LogBins};
 use crate::ui::theme::Theme;
-use crate::units::{format_ns, group_thousands};
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Span;
 use ratatui::widgets::{Block, Paragraph};
+use synapse_stats::{LiveStats, LogBins};
+use synapse_units::{format_ns, group_thousands};
 
 /// Quantile range shown at each zoom level.
 pub const ZOOM_RANGES: [(f64, f64, &str); 5] = [

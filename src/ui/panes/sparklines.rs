@@ -1,13 +1,13 @@
 //! Percentile history: p50, p99 and p99.9 per 250 ms window over the last
 //! minute. Windows that lost packets are drawn in red.
 
-use crate::stats::{LiveStats, WindowPoint};
 use crate::ui::theme::Theme;
-use crate::units::format_ns;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph, Sparkline, SparklineBar};
+use synapse_stats::{LiveStats, WindowPoint};
+use synapse_units::format_ns;
 
 type Pick = fn(&WindowPoint) -> u64;
 
