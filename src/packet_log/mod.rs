@@ -541,7 +541,9 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             text,
-            format!("{HEADER}\n0,lost,,,,,,,,,,,,,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,,,,,,,,,,,,,\n")
+            format!(
+                "{HEADER}\n0,lost,,,,,,,,,,,,,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,,,,,,,,,,,,,\n"
+            )
         );
     }
 

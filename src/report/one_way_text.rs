@@ -84,7 +84,11 @@ fn leg_line(d: &DelayFigures, bound: Option<u64>) -> String {
     let n = group_thousands(d.samples);
     if d.trusted {
         let b = bound.map_or(String::new(), |b| format!("± {}, ", format_ns(b as f64)));
-        format!("P50 {}, P99 {} ({b}{n} samples)", delay(d.p50), delay(d.p99))
+        format!(
+            "P50 {}, P99 {} ({b}{n} samples)",
+            delay(d.p50),
+            delay(d.p99)
+        )
     } else {
         format!("not shown ({n} samples)")
     }

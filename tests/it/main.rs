@@ -13,6 +13,7 @@
 mod common;
 
 mod agent;
+mod agent_fleet;
 mod architecture;
 mod assets;
 mod calibrate;
