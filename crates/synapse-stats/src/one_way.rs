@@ -329,7 +329,7 @@ impl OneWay {
                     (n, 0) => format!(
                         "this host's clock is not synchronised (S=0 in {n} of its requests)"
                     ),
-                    _ => "neither clock is synchronised (S=0 both ways)".into(),
+                    _ => "neither clock is synchronised (S=0 from both ends)".into(),
                 },
             );
         };
