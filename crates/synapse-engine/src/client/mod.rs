@@ -23,7 +23,7 @@ use super::protocol::stamp::TimeFormat;
 use super::protocol::stamp_key::StampKey;
 use super::protocol::tlv::StampTlvs;
 use super::socket::{ClientSockets, client_sockets, is_this_host, paced_socket, wildcard_for};
-use super::timestamping::phc_map::PhcMap;
+use super::timestamping::phc_map::{NicClockFigures, PhcMap};
 use super::timestamping::{self, TimestampMode, capabilities::Source};
 use super::{EngineError, StopFlag};
 use output::{ClientSink, Output};
@@ -207,6 +207,8 @@ pub struct ClientOutcome {
     pub tcp: Option<synapse_stats::TcpFigures>,
     /// STAMP: what the replies' RFC 8972 TLVs said (`None`: none asked).
     pub extensions: Option<extensions::TlvSummary>,
+    /// Hardware stamps: how the NIC's clock was placed on the system clock.
+    pub nic_clock: Option<NicClockFigures>,
 }
 
 /// A running client.
@@ -348,6 +350,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
     let shape = shape_of(&cfg, stamping.segments);
     let stats = Stats::shaped(shape);
     let (thread_info, thread_stop) = (stamping.clone(), stop.clone());
+    let nic_map = chosen.clock.clone();
     let handle = std::thread::Builder::new()
         .name("synapse-client".into())
         .spawn(move || {
@@ -378,6 +381,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
             };
             outcome.map(|o| ClientOutcome {
                 stamping: thread_info,
+                nic_clock: nic_map.as_ref().map(PhcMap::figures),
                 ..o
             })
         })
@@ -520,6 +524,7 @@ impl PacedRun<'_> {
             tcp: None,
             extensions: (cfg.stamp && !cfg.tlvs.is_empty())
                 .then(|| ended.tally.summary(cfg.tlvs, self.local, cfg.server)),
+            nic_clock: None,
         })
     }
 }

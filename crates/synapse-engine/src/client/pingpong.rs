@@ -237,6 +237,7 @@ impl<'a> Pinger<'a> {
             tcp: None,
             extensions: (cfg.stamp && !cfg.tlvs.is_empty())
                 .then(|| self.tally.summary(cfg.tlvs, self.local(), cfg.server)),
+            nic_clock: None,
         })
     }
 

@@ -156,7 +156,9 @@ impl FollowUpStamps {
             && let Some(f) = follow_up_of(
                 w.seq,
                 w.stamps.software,
-                w.stamps.hardware.and_then(|hw| clock?.to_system(hw)),
+                w.stamps
+                    .hardware
+                    .and_then(|hw| clock?.place(hw, w.stamps.software)),
                 self.format,
             )
         {

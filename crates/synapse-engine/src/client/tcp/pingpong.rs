@@ -175,6 +175,7 @@ impl<'a> TcpPinger<'a> {
             stamping: StampingInfo::default(),
             extensions: None,
             tcp: Some(self.figures()),
+            nic_clock: None,
         })
     }
 
