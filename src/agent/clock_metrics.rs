@@ -116,9 +116,7 @@ impl ClockMetrics {
                 pair: pair.clone(),
                 direction,
             };
-            self.delay
-                .get_or_create(&d)
-                .observe(ns.max(0) as f64 / 1e9);
+            self.delay.get_or_create(&d).observe(ns.max(0) as f64 / 1e9);
         }
         for (end, err) in ENDS
             .into_iter()
@@ -136,7 +134,10 @@ impl ClockMetrics {
                 .set(i64::from(err.is_some()));
         }
         if let Ok(delta) = u64::try_from(i128::from(fwd) + i128::from(bwd)) {
-            let reading = (delta.div_ceil(2), ((i128::from(fwd) - i128::from(bwd)) / 2) as i64);
+            let reading = (
+                delta.div_ceil(2),
+                ((i128::from(fwd) - i128::from(bwd)) / 2) as i64,
+            );
             if w.best.is_none_or(|(half, _)| reading.0 < half) {
                 w.best = Some(reading);
             }
@@ -212,7 +213,9 @@ mod tests {
             "{t}"
         );
         assert!(
-            has(r#"synapse_clock_offset_bound_seconds{source="a",peer="b",transport="udp"} 0.00005"#),
+            has(
+                r#"synapse_clock_offset_bound_seconds{source="a",peer="b",transport="udp"} 0.00005"#
+            ),
             "{t}"
         );
         assert!(
@@ -220,20 +223,28 @@ mod tests {
             "{t}"
         );
         assert!(
-            has(r#"synapse_clock_error_seconds{source="a",peer="b",transport="udp",end="peer"} +Inf"#),
+            has(
+                r#"synapse_clock_error_seconds{source="a",peer="b",transport="udp",end="peer"} +Inf"#
+            ),
             "{t}"
         );
         assert!(
-            has(r#"synapse_clock_error_seconds{source="a",peer="b",transport="udp",end="source"} 0.0000015"#),
+            has(
+                r#"synapse_clock_error_seconds{source="a",peer="b",transport="udp",end="source"} 0.0000015"#
+            ),
             "{t}"
         );
         assert!(
-            has(r#"synapse_one_way_delay_seconds_count{source="a",peer="b",transport="udp",direction="backward"} 100"#),
+            has(
+                r#"synapse_one_way_delay_seconds_count{source="a",peer="b",transport="udp",direction="backward"} 100"#
+            ),
             "{t}"
         );
         // The backward delay reads −1.95 ms (the offset): observed as 0.
         assert!(
-            has(r#"synapse_one_way_delay_seconds_sum{source="a",peer="b",transport="udp",direction="backward"} 0.0"#),
+            has(
+                r#"synapse_one_way_delay_seconds_sum{source="a",peer="b",transport="udp",direction="backward"} 0.0"#
+            ),
             "{t}"
         );
         m.forget(&pair());
