@@ -149,6 +149,7 @@ impl<'a> TcpCrr<'a> {
             stamping: StampingInfo::default(),
             extensions: None,
             tcp: Some(self.tcp.figures()),
+            nic_clock: None,
         })
     }
 
