@@ -12,9 +12,11 @@ pub mod paced;
 mod pingpong;
 pub mod prober;
 mod recv_timeout;
+mod run_token;
 mod seen;
 pub mod sequence;
 mod stamps;
+mod stop;
 mod tcp;
 
 use super::affinity::{Placement, Role, ThreadPlacement, place_current_thread};
@@ -29,7 +31,7 @@ use super::{EngineError, StopFlag};
 use output::{ClientSink, Output};
 use paced::schedule::Schedule;
 use paced::{Budget, PacedStamps, Pacer, PacerConfig, ProbeConfig, SlotWake};
-use pingpong::{Pinger, STOP_CHECK};
+use pingpong::Pinger;
 use recv_timeout::RecvTimeout;
 use stamps::ClientStamps;
 use std::net::SocketAddr;
@@ -38,6 +40,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use stop::STOP_CHECK;
 use synapse_stats::{Record, SegmentSet, Shape, Stats};
 
 /// Everything the client loop needs to know.

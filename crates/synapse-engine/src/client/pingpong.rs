@@ -18,9 +18,11 @@
 //! late reply, a timeout) is rare and may cost a syscall more.
 
 use super::extensions::{Held, TlvTally, marks_of};
+use super::run_token::run_token;
 use super::seen::{GIVE_UP_AFTER, Seen};
 use super::sequence::{Reply, SequenceTracker};
 use super::stamps::ClientStamps;
+use super::stop::{STOP_CHECK, pause_until};
 use super::{ClientConfig, ClientOutcome, Output, StampingInfo};
 use crate::affinity::Placement;
 use crate::points::{PacketStatus, Points};
@@ -44,10 +46,6 @@ use synapse_stats::{Outage, OutageDetector, Record, RecordKind, Split, Stats};
 /// How often (in packets) the catch-all socket is checked for strays.
 const STRAY_DRAIN_EVERY: u64 = 1024;
 
-/// The longest a wait sleeps before looking at the stop flag: a long
-/// `--timeout` must not make Ctrl-C or the display's keys wait.
-pub(crate) const STOP_CHECK: Duration = Duration::from_millis(100);
-
 /// How waiting for one reply ended.
 enum Wait {
     Answered,
@@ -56,32 +54,6 @@ enum Wait {
     Unreachable(i32),
     /// The stop flag was raised while waiting; the packet is not counted.
     Stopped,
-}
-
-/// Sleeps until `deadline` in slices, so `stop` is still noticed. Returns
-/// whether it was.
-pub(crate) fn pause_until(deadline: Instant, stop: &StopFlag) -> bool {
-    loop {
-        if stop.is_raised() {
-            return true;
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return false;
-        }
-        std::thread::sleep((deadline - now).min(STOP_CHECK));
-    }
-}
-
-/// A per-run token: random, so another run's datagrams (or a restarted
-/// run's, in the live display) are never taken for replies.
-pub(crate) fn run_token(epoch: Instant) -> u64 {
-    sys::random::random_u64().unwrap_or_else(|_| {
-        // getrandom cannot fail on a kernel Synapse runs on; should it, the
-        // clock's low bits still differ from run to run.
-        let t = epoch.elapsed().as_nanos() as u64 ^ sys::clock::realtime_ns();
-        t.rotate_left(17) ^ u64::from(std::process::id())
-    })
 }
 
 /// The measurement loop's state. Everything is allocated in `new`.

@@ -24,8 +24,8 @@ mod waiter;
 pub use probe::{Budget, MAX_IN_FLIGHT, ProbeConfig, in_flight_bound};
 pub use stamps::PacedStamps;
 
-use crate::client::pingpong::STOP_CHECK;
 use crate::client::seen::GIVE_UP_AFTER;
+use crate::client::stop::STOP_CHECK;
 use crate::points::{PacketStatus, Points};
 use crate::sys;
 use crate::sys::addr::RawAddr;

@@ -4,8 +4,8 @@
 //! once it is established, the kernel stamps.
 
 use super::stamps::TcpStamps;
-use crate::client::pingpong::STOP_CHECK;
 use crate::client::recv_timeout::RecvTimeout;
+use crate::client::stop::STOP_CHECK;
 use crate::sys::marks;
 use crate::sys::tcp as sys_tcp;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};

@@ -25,8 +25,8 @@ mod wait;
 pub(crate) use conn::Opener;
 
 use super::output::Output;
-use super::pingpong::run_token;
 use super::recv_timeout::kernel_tick;
+use super::run_token::run_token;
 use super::{ClientConfig, ClientRun, StampingInfo};
 use crate::affinity::place_current_thread;
 use crate::socket::wildcard_for;

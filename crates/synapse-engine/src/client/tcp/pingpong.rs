@@ -198,7 +198,7 @@ impl<'a> TcpPinger<'a> {
         for _ in 0..missed {
             self.emit(Record::event(RecordKind::Missed, seq, now, warmup));
         }
-        crate::client::pingpong::pause_until(due, stop)
+        crate::client::stop::pause_until(due, stop)
     }
 
     /// The run is over: the connection closes, an outage still going on
@@ -243,7 +243,7 @@ impl<'a> TcpPinger<'a> {
                 return Ok((self.unsent(seq, slot_end - self.cfg.timeout, warmup), now));
             }
             let retry = self.link.next_try().min(slot_end);
-            if crate::client::pingpong::pause_until(retry, stop) {
+            if crate::client::stop::pause_until(retry, stop) {
                 return Ok((Wait::Stopped, Instant::now()));
             }
         }

@@ -9,7 +9,7 @@ use super::conn::break_of;
 use super::pingpong::{TcpPinger, Wait};
 use crate::EngineError;
 use crate::StopFlag;
-use crate::client::pingpong::STOP_CHECK;
+use crate::client::stop::STOP_CHECK;
 use crate::sys;
 use crate::sys::clock::realtime_ns;
 use crate::sys::errno::is_again as again;
