@@ -6,6 +6,7 @@
 //! the [`ClientOutcome`] the thread returns, whose statistics are
 //! authoritative: a consumer that falls behind loses nothing from them.
 
+mod armed_wait;
 pub mod extensions;
 mod output;
 pub mod paced;

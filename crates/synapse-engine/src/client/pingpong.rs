@@ -17,12 +17,13 @@
 //! `STRAY_DRAIN_EVERY` packets and after each timeout. Anything else (a
 //! late reply, a timeout) is rare and may cost a syscall more.
 
+use super::armed_wait::{self, Receive, Waiting};
 use super::extensions::{Held, TlvTally, marks_of};
 use super::run_token::run_token;
 use super::seen::{GIVE_UP_AFTER, Seen};
 use super::sequence::{Reply, SequenceTracker};
 use super::stamps::ClientStamps;
-use super::stop::{STOP_CHECK, pause_until};
+use super::stop::pause_until;
 use super::{ClientConfig, ClientOutcome, Output, StampingInfo};
 use crate::affinity::Placement;
 use crate::points::{PacketStatus, Points};
@@ -32,13 +33,12 @@ use crate::sys;
 use crate::sys::addr::RawAddr;
 use crate::sys::cmsg::ControlBuf;
 use crate::sys::errno::{is_network_error, is_send_drop};
-use crate::sys::poll::Readiness;
 use crate::sys::timestamping::Stamps;
 use crate::wall_clock::WallClock;
 use crate::{EngineError, StopFlag};
 use socket2::Socket;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use synapse_stats::{Outage, OutageDetector, Record, RecordKind, Split, Stats};
@@ -485,12 +485,10 @@ impl<'a> Pinger<'a> {
         false
     }
 
-    /// One datagram with its RX stamps: spinning on the non-blocking
-    /// socket when busy-polling, else blocking in the receive itself (at
-    /// most the armed `SO_RCVTIMEO`) and waiting out what is left before
-    /// the deadline in `ppoll`, until something arrives, the deadline
-    /// passes or `stop` is raised (then `EAGAIN`). `fresh`: the packet was
-    /// just sent, so the whole timeout is ahead.
+    /// One datagram with its RX stamps, by the one armed wait
+    /// (`armed_wait.rs`): until something arrives, the deadline passes or
+    /// `stop` is raised (then `EAGAIN`). `fresh`: the packet was just
+    /// sent, so the whole timeout is ahead.
     #[inline]
     fn receive(
         &mut self,
@@ -499,71 +497,12 @@ impl<'a> Pinger<'a> {
         fresh: bool,
         stop: &StopFlag,
     ) -> io::Result<(sys::io::Received, Stamps)> {
-        if self.busy_poll {
-            return self.spin(fd, deadline, stop);
-        }
-        let nothing = || Err(io::Error::from_raw_os_error(libc::EAGAIN));
-        if fresh && self.armed.is_some() && !stop.is_raised() {
-            match self.receive_once(fd) {
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
-                other => return other,
-            }
-        }
-        loop {
-            let now = Instant::now();
-            if now >= deadline || stop.is_raised() {
-                return nothing();
-            }
-            let left = deadline - now;
-            if self.armed.is_some_and(|a| left >= a) {
-                match self.receive_once(fd) {
-                    Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
-                    other => return other,
-                }
-                continue;
-            }
-            match sys::poll::wait_readable(fd, left.min(STOP_CHECK))? {
-                Readiness::Readable => return self.receive_once_now(fd),
-                Readiness::TimedOut => {}
-                Readiness::ErrorQueue => {
-                    // The packet's TX stamps, or an ICMP report: taken now,
-                    // while the reply is on its way; an error the socket
-                    // holds comes back from the receive.
-                    if let Some(errno) = self.clear_error_queue(fd) {
-                        return Err(io::Error::from_raw_os_error(errno));
-                    }
-                }
-            }
-        }
-    }
-
-    /// Busy-polling: spins on the non-blocking socket until something
-    /// arrives, the deadline passes or `stop` is raised.
-    #[inline]
-    fn spin(
-        &mut self,
-        fd: i32,
-        deadline: Instant,
-        stop: &StopFlag,
-    ) -> io::Result<(sys::io::Received, Stamps)> {
-        loop {
-            match self.receive_once(fd) {
-                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                    if stop.is_raised() || Instant::now() >= deadline {
-                        return Err(e);
-                    }
-                    std::hint::spin_loop();
-                }
-                other => return other,
-            }
-        }
-    }
-
-    /// A datagram `ppoll` said is there. On a blocking socket the receive
-    /// is still told not to wait: readiness was for the queue, and a
-    /// second reader (there is none) or a bad checksum could empty it.
-    fn receive_once_now(&mut self, fd: i32) -> io::Result<(sys::io::Received, Stamps)> {
-        self.receive_with(fd, true)
+        let how = Waiting {
+            fd,
+            busy_poll: self.busy_poll,
+            armed: self.armed,
+        };
+        armed_wait::receive(self, how, deadline, fresh, stop)
     }
 
     /// Empties the error queue: TX stamps go to the packet in flight; the
@@ -573,36 +512,6 @@ impl<'a> Pinger<'a> {
             Some(s) => s.absorb(fd),
             None => sys::errqueue::drain_error_queue(fd),
         }
-    }
-
-    /// One datagram, with its RX stamps when the packet in flight is one
-    /// of the stamped sample. The others are read with a plain `recv`: a
-    /// spin on `recvmsg` with control data polls more slowly, and their
-    /// RX stamps would be thrown away.
-    #[inline]
-    fn receive_once(&mut self, fd: i32) -> io::Result<(sys::io::Received, Stamps)> {
-        self.receive_with(fd, false)
-    }
-
-    /// One receive, told not to wait when `now`: with RX stamps in a
-    /// sample, with the reply's TOS when marks are read, else a bare one.
-    #[inline]
-    fn receive_with(&mut self, fd: i32, now: bool) -> io::Result<(sys::io::Received, Stamps)> {
-        use sys::timestamping::{recv_stamped, recv_stamped_now};
-        let (got, tos) = match (&mut self.stamps, &mut self.marks) {
-            (Some(s), _) if self.in_sample && now => s.recv_now(fd, &mut self.buf),
-            (Some(s), _) if self.in_sample => s.recv(fd, &mut self.buf),
-            // Class of service: the reply's TOS rides in the control data.
-            (_, Some(control)) if now => recv_stamped_now(fd, &mut self.buf, control, -1),
-            (_, Some(control)) => recv_stamped(fd, &mut self.buf, None, control, -1),
-            _ if now => {
-                return sys::io::recv_now(fd, &mut self.buf).map(|r| (r, Stamps::default()));
-            }
-            _ => return sys::io::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
-        }
-        .map(|m| (m.received, m))?;
-        self.reply_tos = tos.tos;
-        Ok((got, tos.stamps))
     }
 
     /// The packet in flight is settled (answered or lost): its TX stamps
@@ -722,5 +631,40 @@ impl<'a> Pinger<'a> {
         if self.out.ring.push(record).is_err() {
             self.out.overflow.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+impl Receive for Pinger<'_> {
+    type Got = (sys::io::Received, Stamps);
+
+    /// One datagram, told not to wait when `now`: with RX stamps when the
+    /// packet in flight is one of the stamped sample, with the reply's TOS
+    /// when marks are read, else a bare `recv` (a spin on `recvmsg` with
+    /// control data polls more slowly, and the RX stamps of packets outside
+    /// the sample would be thrown away).
+    #[inline]
+    fn recv_one(&mut self, fd: RawFd, now: bool) -> io::Result<(sys::io::Received, Stamps)> {
+        use sys::timestamping::{recv_stamped, recv_stamped_now};
+        let (got, tos) = match (&mut self.stamps, &mut self.marks) {
+            (Some(s), _) if self.in_sample && now => s.recv_now(fd, &mut self.buf),
+            (Some(s), _) if self.in_sample => s.recv(fd, &mut self.buf),
+            // Class of service: the reply's TOS rides in the control data.
+            (_, Some(control)) if now => recv_stamped_now(fd, &mut self.buf, control, -1),
+            (_, Some(control)) => recv_stamped(fd, &mut self.buf, None, control, -1),
+            _ if now => {
+                return sys::io::recv_now(fd, &mut self.buf).map(|r| (r, Stamps::default()));
+            }
+            _ => return sys::io::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
+        }
+        .map(|m| (m.received, m))?;
+        self.reply_tos = tos.tos;
+        Ok((got, tos.stamps))
+    }
+
+    /// TX stamps go to the packet in flight; an ICMP error the queue held
+    /// ends the wait with its errno.
+    fn on_error_queue(&mut self, fd: RawFd) -> Option<io::Result<Self::Got>> {
+        self.clear_error_queue(fd)
+            .map(|errno| Err(io::Error::from_raw_os_error(errno)))
     }
 }
