@@ -13,6 +13,7 @@ pub mod paced;
 mod pingpong;
 pub mod prober;
 mod recv_timeout;
+mod run_loop;
 mod run_token;
 mod seen;
 pub mod sequence;

@@ -19,12 +19,13 @@
 
 use super::armed_wait::{self, Receive, Waiting};
 use super::extensions::{Held, TlvTally, marks_of};
+use super::run_loop::{self, Exchanges};
 use super::run_token::run_token;
 use super::seen::{GIVE_UP_AFTER, Seen};
 use super::sequence::{Reply, SequenceTracker};
 use super::stamps::ClientStamps;
 use super::stop::pause_until;
-use super::{ClientConfig, ClientOutcome, Output, StampingInfo};
+use super::{ClientConfig, ClientOutcome, Output};
 use crate::affinity::Placement;
 use crate::points::{PacketStatus, Points};
 use crate::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
@@ -163,57 +164,22 @@ impl<'a> Pinger<'a> {
         stop: &StopFlag,
         placement: Placement,
     ) -> Result<ClientOutcome, EngineError> {
-        let mut measure_start: Option<Instant> = None;
-        let mut seq = 0u64;
-        let mut last = Instant::now();
-        while !stop.is_raised() {
-            let warmup = seq < cfg.warmup;
-            if !warmup {
-                let start = *measure_start.get_or_insert(last);
-                let measured = seq - cfg.warmup;
-                if cfg.budget_spent(measured, last.duration_since(start)) {
-                    break;
-                }
-            }
-            if seq == cfg.warmup && cfg.warmup > 0 {
-                // Warm-up ends: whatever other sources sent meanwhile
-                // belongs to it, not to the figures.
-                self.drain_strays(seq, true);
-            }
-            if seq.is_multiple_of(STRAY_DRAIN_EVERY) {
-                self.drain_strays(seq, warmup);
-                // A step of the wall clock is followed within this many
-                // packets.
-                self.wall = WallClock::sync();
-            }
-            let (wait, now) = self.exchange(cfg, seq, warmup, stop)?;
-            last = now;
-            if matches!(wait, Wait::Stopped) {
-                break;
-            }
-            self.give_up_if_unreachable(cfg, seq, wait)?;
-            seq += 1;
-        }
-        self.drain_strays(seq, false);
-        self.release_held();
-        // An outage still going on when the run ends ends with it.
-        if let Some(o) = self.outages.end(self.at_ns(last)) {
-            self.emit_outage(o);
-        }
+        let ran = run_loop::run(self, cfg, stop)?;
+        let (ring_overflow, log_overflow) =
+            (self.out.overflow.load(Ordering::Relaxed), self.log_overflow);
         Ok(ClientOutcome {
-            stats: self.stats.clone(),
-            measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
-            placement,
-            interrupted: stop.is_raised(),
-            ring_overflow: self.out.overflow.load(Ordering::Relaxed),
-            log_overflow: self.log_overflow,
             stale_stamps: self.stamps.as_ref().map_or(0, ClientStamps::stale),
             unauthenticated: self.seen.unauthenticated,
-            stamping: StampingInfo::default(),
-            tcp: None,
             extensions: (cfg.stamp && !cfg.tlvs.is_empty())
                 .then(|| self.tally.summary(cfg.tlvs, self.local(), cfg.server)),
-            nic_clock: None,
+            ..ClientOutcome::of_run(
+                self.stats.clone(),
+                ran,
+                placement,
+                stop,
+                ring_overflow,
+                log_overflow,
+            )
         })
     }
 
@@ -630,6 +596,50 @@ impl<'a> Pinger<'a> {
         self.stats.record(&record);
         if self.out.ring.push(record).is_err() {
             self.out.overflow.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Exchanges for Pinger<'_> {
+    /// Strays are drained and the wall clock followed every
+    /// `STRAY_DRAIN_EVERY` packets, and once as warm-up ends: whatever
+    /// other sources sent meanwhile belongs to it, not to the figures.
+    #[inline]
+    fn before(&mut self, seq: u64, warmup: bool, _: Instant, _: &StopFlag) -> bool {
+        if seq == self.warmup && self.warmup > 0 {
+            self.drain_strays(seq, true);
+        }
+        if seq.is_multiple_of(STRAY_DRAIN_EVERY) {
+            self.drain_strays(seq, warmup);
+            // A step of the wall clock is followed within this many
+            // packets.
+            self.wall = WallClock::sync();
+        }
+        false
+    }
+
+    #[inline]
+    fn packet(
+        &mut self,
+        cfg: &ClientConfig,
+        seq: u64,
+        warmup: bool,
+        stop: &StopFlag,
+    ) -> Result<(bool, Instant), EngineError> {
+        let (wait, now) = self.exchange(cfg, seq, warmup, stop)?;
+        if matches!(wait, Wait::Stopped) {
+            return Ok((true, now));
+        }
+        self.give_up_if_unreachable(cfg, seq, wait)?;
+        Ok((false, now))
+    }
+
+    fn finish(&mut self, seq: u64, last: Instant) {
+        self.drain_strays(seq, false);
+        self.release_held();
+        // An outage still going on when the run ends ends with it.
+        if let Some(o) = self.outages.end(self.at_ns(last)) {
+            self.emit_outage(o);
         }
     }
 }

@@ -13,10 +13,11 @@ use super::frame::Frame;
 use crate::affinity::Placement;
 use crate::client::output::Output;
 use crate::client::recv_timeout::armed_for;
+use crate::client::run_loop::{self, Exchanges};
 use crate::client::seen::{GIVE_UP_AFTER, Seen};
 use crate::client::sequence::SequenceTracker;
 use crate::client::stop::{STOP_CHECK, pause_until};
-use crate::client::{ClientConfig, ClientOutcome, StampingInfo};
+use crate::client::{ClientConfig, ClientOutcome};
 use crate::points::{PacketStatus, Points};
 use crate::protocol::EchoCodec;
 use crate::sys;
@@ -108,48 +109,17 @@ impl<'a> TcpCrr<'a> {
         placement: Placement,
     ) -> Result<ClientOutcome, EngineError> {
         let cfg = self.cfg;
-        let mut measure_start: Option<Instant> = None;
-        let mut seq = 0u64;
-        let mut last = Instant::now();
-        while !stop.is_raised() {
-            let warmup = seq < cfg.warmup;
-            if !warmup {
-                let start = *measure_start.get_or_insert(last);
-                if cfg.budget_spent(seq - cfg.warmup, last.duration_since(start)) {
-                    break;
-                }
-            }
-            let done = self.transact(seq, warmup, stop)?;
-            last = Instant::now();
-            if matches!(done, Done::Stopped) {
-                break;
-            }
-            if self.seen.replies == 0 && seq + 1 >= GIVE_UP_AFTER {
-                return Err(self.silence(seq + 1));
-            }
-            seq += 1;
-        }
-        if let Some(o) = self.outages.end(self.at_ns(last)) {
-            self.emit(Record::outage(
-                o.seq,
-                o.packets as u32,
-                self.at_ns(last),
-                o.length_ns,
-            ));
-        }
+        let ran = run_loop::run(self, cfg, stop)?;
         Ok(ClientOutcome {
-            stats: self.stats.clone(),
-            measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
-            placement,
-            interrupted: stop.is_raised(),
-            ring_overflow: self.out.overflow.load(Ordering::Relaxed),
-            log_overflow: self.log_overflow,
-            stale_stamps: 0,
-            unauthenticated: 0,
-            stamping: StampingInfo::default(),
-            extensions: None,
             tcp: Some(self.tcp.figures()),
-            nic_clock: None,
+            ..ClientOutcome::of_run(
+                self.stats.clone(),
+                ran,
+                placement,
+                stop,
+                self.out.overflow.load(Ordering::Relaxed),
+                self.log_overflow,
+            )
         })
     }
 
@@ -399,6 +369,43 @@ impl<'a> TcpCrr<'a> {
         self.stats.record(&record);
         if self.out.ring.push(record).is_err() {
             self.out.overflow.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Exchanges for TcpCrr<'_> {
+    fn before(&mut self, _: u64, _: bool, _: Instant, _: &StopFlag) -> bool {
+        false
+    }
+
+    #[inline]
+    fn packet(
+        &mut self,
+        _: &ClientConfig,
+        seq: u64,
+        warmup: bool,
+        stop: &StopFlag,
+    ) -> Result<(bool, Instant), EngineError> {
+        let done = self.transact(seq, warmup, stop)?;
+        let now = Instant::now();
+        if matches!(done, Done::Stopped) {
+            return Ok((true, now));
+        }
+        if self.seen.replies == 0 && seq + 1 >= GIVE_UP_AFTER {
+            return Err(self.silence(seq + 1));
+        }
+        Ok((false, now))
+    }
+
+    /// An outage still going on when the run ends ends with it.
+    fn finish(&mut self, _: u64, last: Instant) {
+        if let Some(o) = self.outages.end(self.at_ns(last)) {
+            self.emit(Record::outage(
+                o.seq,
+                o.packets as u32,
+                self.at_ns(last),
+                o.length_ns,
+            ));
         }
     }
 }

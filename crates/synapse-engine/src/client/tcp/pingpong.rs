@@ -21,9 +21,10 @@ use super::link::Link;
 use crate::affinity::Placement;
 use crate::client::output::Output;
 use crate::client::paced::schedule::Slots;
+use crate::client::run_loop::{self, Exchanges};
 use crate::client::seen::{GIVE_UP_AFTER, Seen};
 use crate::client::sequence::SequenceTracker;
-use crate::client::{ClientConfig, ClientOutcome, StampingInfo};
+use crate::client::{ClientConfig, ClientOutcome};
 use crate::points::Points;
 use crate::protocol::EchoCodec;
 use crate::sys::clock::realtime_ns;
@@ -134,48 +135,20 @@ impl<'a> TcpPinger<'a> {
         placement: Placement,
     ) -> Result<ClientOutcome, EngineError> {
         let cfg = self.cfg;
-        let mut measure_start: Option<Instant> = None;
-        let mut seq = 0u64;
-        let mut last = Instant::now();
-        while !stop.is_raised() {
-            let warmup = seq < cfg.warmup;
-            if !warmup {
-                let start = *measure_start.get_or_insert(last);
-                let measured = seq - cfg.warmup;
-                if cfg.budget_spent(measured, last.duration_since(start)) {
-                    break;
-                }
-            }
-            if self.kernel.due(last)
-                && let Some(conn) = &self.link.conn
-            {
-                let _ = self.kernel.read(conn.fd, &self.live);
-            }
-            if self.wait_for_slot(seq, warmup, stop) {
-                break;
-            }
-            let (wait, now) = self.transact(seq, warmup, stop)?;
-            last = now;
-            if wait == Wait::Stopped {
-                break;
-            }
-            self.give_up_if_unreachable(seq, wait)?;
-            seq += 1;
-        }
-        self.finish_run(last);
+        let ran = run_loop::run(self, cfg, stop)?;
+        let (ring_overflow, log_overflow) =
+            (self.out.overflow.load(Ordering::Relaxed), self.log_overflow);
         Ok(ClientOutcome {
-            stats: self.stats.clone(),
-            measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
-            placement,
-            interrupted: stop.is_raised(),
-            ring_overflow: self.out.overflow.load(Ordering::Relaxed),
-            log_overflow: self.log_overflow,
             stale_stamps: self.link.stale,
-            unauthenticated: 0,
-            stamping: StampingInfo::default(),
-            extensions: None,
             tcp: Some(self.figures()),
-            nic_clock: None,
+            ..ClientOutcome::of_run(
+                self.stats.clone(),
+                ran,
+                placement,
+                stop,
+                ring_overflow,
+                log_overflow,
+            )
         })
     }
 
@@ -327,5 +300,38 @@ impl<'a> TcpPinger<'a> {
     #[inline]
     pub(super) fn at_ns(&self, now: Instant) -> u64 {
         now.duration_since(self.epoch).as_nanos() as u64
+    }
+}
+
+impl Exchanges for TcpPinger<'_> {
+    /// `TCP_INFO` read when due; a paced run waits for its slot.
+    #[inline]
+    fn before(&mut self, seq: u64, warmup: bool, last: Instant, stop: &StopFlag) -> bool {
+        if self.kernel.due(last)
+            && let Some(conn) = &self.link.conn
+        {
+            let _ = self.kernel.read(conn.fd, &self.live);
+        }
+        self.wait_for_slot(seq, warmup, stop)
+    }
+
+    #[inline]
+    fn packet(
+        &mut self,
+        _: &ClientConfig,
+        seq: u64,
+        warmup: bool,
+        stop: &StopFlag,
+    ) -> Result<(bool, Instant), EngineError> {
+        let (wait, now) = self.transact(seq, warmup, stop)?;
+        if wait == Wait::Stopped {
+            return Ok((true, now));
+        }
+        self.give_up_if_unreachable(seq, wait)?;
+        Ok((false, now))
+    }
+
+    fn finish(&mut self, _: u64, last: Instant) {
+        self.finish_run(last);
     }
 }
