@@ -30,7 +30,7 @@ use super::socket::{ClientSockets, client_sockets, is_this_host, paced_socket, w
 use super::timestamping::phc_map::{NicClockFigures, PhcMap};
 use super::timestamping::{self, TimestampMode, capabilities::Source};
 use super::{EngineError, StopFlag};
-use output::{ClientSink, Output};
+use output::{ClientSink, Output, Rings};
 use paced::schedule::Schedule;
 use paced::{Budget, PacedStamps, Pacer, PacerConfig, ProbeConfig, SlotWake};
 use pingpong::Pinger;
@@ -338,20 +338,14 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         follow_up: cfg.stamp && cfg.tlvs.follow_up,
         follow_up_hardware: false,
     };
-    let (log, points) = match cfg.log_capacity {
-        0 => (None, None),
-        n => {
-            let (p, c) = rtrb::RingBuffer::new(n);
-            (Some(p), Some(c))
-        }
-    };
-    let (producer, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
-    let overflow = Arc::new(AtomicU64::new(0));
-    let output = Output {
-        ring: producer,
-        overflow: Arc::clone(&overflow),
-        log,
-    };
+    let (
+        output,
+        Rings {
+            records,
+            points,
+            overflow,
+        },
+    ) = Output::with_rings(cfg.ring_capacity, cfg.log_capacity);
     let shape = shape_of(&cfg, stamping.segments);
     let stats = Stats::shaped(shape);
     let (thread_info, thread_stop) = (stamping.clone(), stop.clone());

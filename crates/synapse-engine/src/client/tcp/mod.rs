@@ -24,7 +24,7 @@ mod wait;
 
 pub(crate) use conn::Opener;
 
-use super::output::Output;
+use super::output::{Output, Rings};
 use super::recv_timeout::kernel_tick;
 use super::run_token::run_token;
 use super::{ClientConfig, ClientRun, StampingInfo};
@@ -35,7 +35,6 @@ use crate::{EngineError, StopFlag};
 use conn::{Conn, OpenError};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 use synapse_stats::tcp::ConnectFailure;
 use synapse_stats::{SegmentSet, Shape, Stats, TcpLive};
@@ -165,20 +164,14 @@ fn spawn(
     local: SocketAddr,
     stamping: StampingInfo,
 ) -> Result<ClientRun, EngineError> {
-    let (log, points) = match cfg.log_capacity {
-        0 => (None, None),
-        n => {
-            let (p, c) = rtrb::RingBuffer::new(n);
-            (Some(p), Some(c))
-        }
-    };
-    let (producer, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
-    let overflow = Arc::new(AtomicU64::new(0));
-    let output = Output {
-        ring: producer,
-        overflow: Arc::clone(&overflow),
-        log,
-    };
+    let (
+        output,
+        Rings {
+            records,
+            points,
+            overflow,
+        },
+    ) = Output::with_rings(cfg.ring_capacity, cfg.log_capacity);
     let shape = Shape {
         segments: stamping.segments,
         schedule: None,
