@@ -30,7 +30,7 @@ use super::socket::{ClientSockets, client_sockets, is_this_host, paced_socket, w
 use super::timestamping::phc_map::{NicClockFigures, PhcMap};
 use super::timestamping::{self, TimestampMode, capabilities::Source};
 use super::{EngineError, StopFlag};
-use output::{ClientSink, Output, Rings};
+use output::{ClientSink, Output};
 use paced::schedule::Schedule;
 use paced::{Budget, PacedStamps, Pacer, PacerConfig, ProbeConfig, SlotWake};
 use pingpong::Pinger;
@@ -338,14 +338,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         follow_up: cfg.stamp && cfg.tlvs.follow_up,
         follow_up_hardware: false,
     };
-    let (
-        output,
-        Rings {
-            records,
-            points,
-            overflow,
-        },
-    ) = Output::with_rings(cfg.ring_capacity, cfg.log_capacity);
+    let (output, rings) = Output::with_rings(cfg.ring_capacity, cfg.log_capacity);
     let shape = shape_of(&cfg, stamping.segments);
     let stats = Stats::shaped(shape);
     let (thread_info, thread_stop) = (stamping.clone(), stop.clone());
@@ -360,11 +353,9 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
             let outcome = match (work, stamps) {
                 (Work::PingPong(sockets, armed), stamps) => {
                     let stamps = stamps.map(Stamping::into_ping_pong);
-                    Pinger::new(&cfg, &sockets, armed, output, stamps.flatten(), stats).run(
-                        &cfg,
-                        &thread_stop,
-                        placement,
-                    )
+                    let mut pinger =
+                        Pinger::new(&cfg, &sockets, armed, output, stamps.flatten(), stats);
+                    run_loop::run(&mut pinger, &cfg, &thread_stop, placement)
                 }
                 (Work::Paced(socket, schedule), stamps) => {
                     let stamps = stamps.and_then(Stamping::into_paced);
@@ -386,14 +377,14 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         })
         .map_err(EngineError::io("cannot start the measurement thread"))?;
     Ok(ClientRun {
-        records,
-        points,
+        records: rings.records,
+        points: rings.points,
         local,
         shape,
         stamping,
         tcp_live: None,
         stop,
-        overflow,
+        overflow: rings.overflow,
         handle: Some(handle),
     })
 }

@@ -19,14 +19,13 @@
 
 use super::armed_wait::{self, Receive, Waiting};
 use super::extensions::{Held, TlvTally, marks_of};
-use super::run_loop::{self, Exchanges};
+use super::run_loop::{Exchanges, Packet};
 use super::run_token::run_token;
 use super::seen::{GIVE_UP_AFTER, Seen};
 use super::sequence::{Reply, SequenceTracker};
 use super::stamps::ClientStamps;
 use super::stop::pause_until;
 use super::{ClientConfig, ClientOutcome, Output};
-use crate::affinity::Placement;
 use crate::points::{PacketStatus, Points};
 use crate::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use crate::socket::ClientSockets;
@@ -156,31 +155,6 @@ impl<'a> Pinger<'a> {
             held: None,
             tally: TlvTally::default(),
         }
-    }
-
-    pub(super) fn run(
-        &mut self,
-        cfg: &ClientConfig,
-        stop: &StopFlag,
-        placement: Placement,
-    ) -> Result<ClientOutcome, EngineError> {
-        let ran = run_loop::run(self, cfg, stop)?;
-        let (ring_overflow, log_overflow) =
-            (self.out.overflow.load(Ordering::Relaxed), self.log_overflow);
-        Ok(ClientOutcome {
-            stale_stamps: self.stamps.as_ref().map_or(0, ClientStamps::stale),
-            unauthenticated: self.seen.unauthenticated,
-            extensions: (cfg.stamp && !cfg.tlvs.is_empty())
-                .then(|| self.tally.summary(cfg.tlvs, self.local(), cfg.server)),
-            ..ClientOutcome::of_run(
-                self.stats.clone(),
-                ran,
-                placement,
-                stop,
-                ring_overflow,
-                log_overflow,
-            )
-        })
     }
 
     /// The local address the requests leave from.
@@ -619,13 +593,7 @@ impl Exchanges for Pinger<'_> {
     }
 
     #[inline]
-    fn packet(
-        &mut self,
-        cfg: &ClientConfig,
-        seq: u64,
-        warmup: bool,
-        stop: &StopFlag,
-    ) -> Result<(bool, Instant), EngineError> {
+    fn packet(&mut self, cfg: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet {
         let (wait, now) = self.exchange(cfg, seq, warmup, stop)?;
         if matches!(wait, Wait::Stopped) {
             return Ok((true, now));
@@ -640,6 +608,24 @@ impl Exchanges for Pinger<'_> {
         // An outage still going on when the run ends ends with it.
         if let Some(o) = self.outages.end(self.at_ns(last)) {
             self.emit_outage(o);
+        }
+    }
+
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    fn overflows(&self) -> (u64, u64) {
+        (self.out.overflow.load(Ordering::Relaxed), self.log_overflow)
+    }
+
+    fn outcome(&self, cfg: &ClientConfig, base: ClientOutcome) -> ClientOutcome {
+        ClientOutcome {
+            stale_stamps: self.stamps.as_ref().map_or(0, ClientStamps::stale),
+            unauthenticated: self.seen.unauthenticated,
+            extensions: (cfg.stamp && !cfg.tlvs.is_empty())
+                .then(|| self.tally.summary(cfg.tlvs, self.local(), cfg.server)),
+            ..base
         }
     }
 }

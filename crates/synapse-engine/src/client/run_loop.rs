@@ -11,6 +11,10 @@ use crate::{EngineError, StopFlag};
 use std::time::{Duration, Instant};
 use synapse_stats::Stats;
 
+/// How one packet ended: whether stop was raised while it was in flight
+/// (then it is not counted), and when; an error ends the run.
+pub(super) type Packet = Result<(bool, Instant), EngineError>;
+
 /// What a transport does in the shared run.
 pub(super) trait Exchanges {
     /// Before packet `seq` (the previous exchange ended at `last`): the
@@ -18,29 +22,23 @@ pub(super) trait Exchanges {
     /// raised meanwhile, the run ends.
     fn before(&mut self, seq: u64, warmup: bool, last: Instant, stop: &StopFlag) -> bool;
 
-    /// Packet `seq`, sent and settled: whether stop was raised while it
-    /// was in flight (then it is not counted), and when it ended. An error
-    /// ends the run (a refused or silent peer, a failing socket).
-    fn packet(
-        &mut self,
-        cfg: &ClientConfig,
-        seq: u64,
-        warmup: bool,
-        stop: &StopFlag,
-    ) -> Result<(bool, Instant), EngineError>;
+    /// Packet `seq`, sent and settled. An error ends the run (a refused
+    /// or silent peer, a failing socket).
+    fn packet(&mut self, cfg: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet;
 
     /// The run is over after `seq` packets, the last ended at `last`:
     /// whatever is still open (an outage, a connection) closes.
     fn finish(&mut self, seq: u64, last: Instant);
-}
 
-/// How far a run got.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Ran {
-    /// When its last exchange ended.
-    pub last: Instant,
-    /// From its first measured packet to `last`.
-    pub measured: Duration,
+    /// The run's statistics.
+    fn stats(&self) -> &Stats;
+
+    /// Records the live ring, and log rows the log's ring, had no room for.
+    fn overflows(&self) -> (u64, u64);
+
+    /// The loop's outcome with what is the transport's own added (stale
+    /// stamps, TCP figures, extensions).
+    fn outcome(&self, cfg: &ClientConfig, base: ClientOutcome) -> ClientOutcome;
 }
 
 /// Runs `e` until its budget is spent or `stop` is raised.
@@ -49,7 +47,8 @@ pub(super) fn run<E: Exchanges>(
     e: &mut E,
     cfg: &ClientConfig,
     stop: &StopFlag,
-) -> Result<Ran, EngineError> {
+    placement: Placement,
+) -> Result<ClientOutcome, EngineError> {
     let mut measure_start: Option<Instant> = None;
     let mut seq = 0u64;
     let mut last = Instant::now();
@@ -72,38 +71,22 @@ pub(super) fn run<E: Exchanges>(
         seq += 1;
     }
     e.finish(seq, last);
-    Ok(Ran {
-        last,
+    let (ring_overflow, log_overflow) = e.overflows();
+    let base = ClientOutcome {
+        stats: e.stats().clone(),
         measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
-    })
-}
-
-impl ClientOutcome {
-    /// The outcome of a ping-pong run: its figures and counters; the
-    /// transport fills in what is its own (stamps, TCP, extensions).
-    pub(super) fn of_run(
-        stats: Stats,
-        ran: Ran,
-        placement: Placement,
-        stop: &StopFlag,
-        ring_overflow: u64,
-        log_overflow: u64,
-    ) -> Self {
-        Self {
-            stats,
-            measured: ran.measured,
-            placement,
-            interrupted: stop.is_raised(),
-            ring_overflow,
-            log_overflow,
-            stale_stamps: 0,
-            unauthenticated: 0,
-            stamping: StampingInfo::default(),
-            tcp: None,
-            extensions: None,
-            nic_clock: None,
-        }
-    }
+        placement,
+        interrupted: stop.is_raised(),
+        ring_overflow,
+        log_overflow,
+        stale_stamps: 0,
+        unauthenticated: 0,
+        stamping: StampingInfo::default(),
+        tcp: None,
+        extensions: None,
+        nic_clock: None,
+    };
+    Ok(e.outcome(cfg, base))
 }
 
 #[cfg(test)]
@@ -117,24 +100,38 @@ mod tests {
         exchanged: Vec<(u64, bool)>,
         finished: Option<u64>,
         stop_at: Option<u64>,
+        stats: Stats,
     }
 
     impl Exchanges for Counting {
         fn before(&mut self, _: u64, _: bool, _: Instant, _: &StopFlag) -> bool {
             false
         }
-        fn packet(
-            &mut self,
-            _: &ClientConfig,
-            seq: u64,
-            warmup: bool,
-            _: &StopFlag,
-        ) -> Result<(bool, Instant), EngineError> {
+        fn packet(&mut self, _: &ClientConfig, seq: u64, warmup: bool, _: &StopFlag) -> Packet {
             self.exchanged.push((seq, warmup));
             Ok((self.stop_at == Some(seq), Instant::now()))
         }
         fn finish(&mut self, seq: u64, _: Instant) {
             self.finished = Some(seq);
+        }
+        fn stats(&self) -> &Stats {
+            &self.stats
+        }
+        fn overflows(&self) -> (u64, u64) {
+            (1, 2)
+        }
+        fn outcome(&self, _: &ClientConfig, base: ClientOutcome) -> ClientOutcome {
+            base
+        }
+    }
+
+    fn placement() -> Placement {
+        Placement {
+            cpu: 0,
+            cpu_auto: true,
+            realtime: false,
+            kept_awake: false,
+            refused: None,
         }
     }
 
@@ -149,7 +146,9 @@ mod tests {
     #[test]
     fn warm_up_then_the_budget_then_finish() {
         let mut c = Counting::default();
-        run(&mut c, &config(3, 2), &StopFlag::new()).unwrap();
+        let outcome = run(&mut c, &config(3, 2), &StopFlag::new(), placement()).unwrap();
+        assert!(!outcome.interrupted);
+        assert_eq!((outcome.ring_overflow, outcome.log_overflow), (1, 2));
         let warm: Vec<bool> = c.exchanged.iter().map(|&(_, w)| w).collect();
         assert_eq!(warm, [true, true, false, false, false]);
         assert_eq!(c.finished, Some(5));
@@ -161,7 +160,7 @@ mod tests {
             stop_at: Some(1),
             ..Counting::default()
         };
-        run(&mut c, &config(10, 0), &StopFlag::new()).unwrap();
+        run(&mut c, &config(10, 0), &StopFlag::new(), placement()).unwrap();
         assert_eq!(c.exchanged.len(), 2);
         assert_eq!(c.finished, Some(1), "packet 1 was stopped in flight");
     }

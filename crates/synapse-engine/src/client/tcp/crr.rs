@@ -10,10 +10,9 @@
 
 use super::conn::{Opener, failure_of};
 use super::frame::Frame;
-use crate::affinity::Placement;
 use crate::client::output::Output;
 use crate::client::recv_timeout::armed_for;
-use crate::client::run_loop::{self, Exchanges};
+use crate::client::run_loop::{Exchanges, Packet};
 use crate::client::seen::{GIVE_UP_AFTER, Seen};
 use crate::client::sequence::SequenceTracker;
 use crate::client::stop::{STOP_CHECK, pause_until};
@@ -101,26 +100,6 @@ impl<'a> TcpCrr<'a> {
             refused: false,
             strays: 0,
         }
-    }
-
-    pub(crate) fn run(
-        &mut self,
-        stop: &StopFlag,
-        placement: Placement,
-    ) -> Result<ClientOutcome, EngineError> {
-        let cfg = self.cfg;
-        let ran = run_loop::run(self, cfg, stop)?;
-        Ok(ClientOutcome {
-            tcp: Some(self.tcp.figures()),
-            ..ClientOutcome::of_run(
-                self.stats.clone(),
-                ran,
-                placement,
-                stop,
-                self.out.overflow.load(Ordering::Relaxed),
-                self.log_overflow,
-            )
-        })
     }
 
     /// Why no transaction was ever answered.
@@ -379,13 +358,7 @@ impl Exchanges for TcpCrr<'_> {
     }
 
     #[inline]
-    fn packet(
-        &mut self,
-        _: &ClientConfig,
-        seq: u64,
-        warmup: bool,
-        stop: &StopFlag,
-    ) -> Result<(bool, Instant), EngineError> {
+    fn packet(&mut self, _: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet {
         let done = self.transact(seq, warmup, stop)?;
         let now = Instant::now();
         if matches!(done, Done::Stopped) {
@@ -406,6 +379,21 @@ impl Exchanges for TcpCrr<'_> {
                 self.at_ns(last),
                 o.length_ns,
             ));
+        }
+    }
+
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    fn overflows(&self) -> (u64, u64) {
+        (self.out.overflow.load(Ordering::Relaxed), self.log_overflow)
+    }
+
+    fn outcome(&self, _: &ClientConfig, base: ClientOutcome) -> ClientOutcome {
+        ClientOutcome {
+            tcp: Some(self.tcp.figures()),
+            ..base
         }
     }
 }

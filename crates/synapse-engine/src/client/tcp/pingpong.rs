@@ -18,10 +18,9 @@ use super::conn::Sent;
 use super::frame::Frame;
 use super::kernel::KernelWatch;
 use super::link::Link;
-use crate::affinity::Placement;
 use crate::client::output::Output;
 use crate::client::paced::schedule::Slots;
-use crate::client::run_loop::{self, Exchanges};
+use crate::client::run_loop::{Exchanges, Packet};
 use crate::client::seen::{GIVE_UP_AFTER, Seen};
 use crate::client::sequence::SequenceTracker;
 use crate::client::{ClientConfig, ClientOutcome};
@@ -127,29 +126,6 @@ impl<'a> TcpPinger<'a> {
                 .schedule
                 .map(|sch| Slots::new(sch, cfg.phase.as_nanos() as u64, token.rotate_left(29))),
         }
-    }
-
-    pub(crate) fn run(
-        &mut self,
-        stop: &StopFlag,
-        placement: Placement,
-    ) -> Result<ClientOutcome, EngineError> {
-        let cfg = self.cfg;
-        let ran = run_loop::run(self, cfg, stop)?;
-        let (ring_overflow, log_overflow) =
-            (self.out.overflow.load(Ordering::Relaxed), self.log_overflow);
-        Ok(ClientOutcome {
-            stale_stamps: self.link.stale,
-            tcp: Some(self.figures()),
-            ..ClientOutcome::of_run(
-                self.stats.clone(),
-                ran,
-                placement,
-                stop,
-                ring_overflow,
-                log_overflow,
-            )
-        })
     }
 
     /// Paced: waits for the next slot; slots already more than half an
@@ -316,13 +292,7 @@ impl Exchanges for TcpPinger<'_> {
     }
 
     #[inline]
-    fn packet(
-        &mut self,
-        _: &ClientConfig,
-        seq: u64,
-        warmup: bool,
-        stop: &StopFlag,
-    ) -> Result<(bool, Instant), EngineError> {
+    fn packet(&mut self, _: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet {
         let (wait, now) = self.transact(seq, warmup, stop)?;
         if wait == Wait::Stopped {
             return Ok((true, now));
@@ -333,5 +303,21 @@ impl Exchanges for TcpPinger<'_> {
 
     fn finish(&mut self, _: u64, last: Instant) {
         self.finish_run(last);
+    }
+
+    fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    fn overflows(&self) -> (u64, u64) {
+        (self.out.overflow.load(Ordering::Relaxed), self.log_overflow)
+    }
+
+    fn outcome(&self, _: &ClientConfig, base: ClientOutcome) -> ClientOutcome {
+        ClientOutcome {
+            stale_stamps: self.link.stale,
+            tcp: Some(self.figures()),
+            ..base
+        }
     }
 }
