@@ -30,11 +30,9 @@ pub(super) trait Exchanges {
     /// whatever is still open (an outage, a connection) closes.
     fn finish(&mut self, seq: u64, last: Instant);
 
-    /// The run's statistics.
-    fn stats(&self) -> &Stats;
-
-    /// Records the live ring, and log rows the log's ring, had no room for.
-    fn overflows(&self) -> (u64, u64);
+    /// The run's statistics, and what had no room: records in the live
+    /// ring, rows in the log's.
+    fn tallies(&self) -> (&Stats, u64, u64);
 
     /// The loop's outcome with what is the transport's own added (stale
     /// stamps, TCP figures, extensions).
@@ -71,9 +69,9 @@ pub(super) fn run<E: Exchanges>(
         seq += 1;
     }
     e.finish(seq, last);
-    let (ring_overflow, log_overflow) = e.overflows();
+    let (stats, ring_overflow, log_overflow) = e.tallies();
     let base = ClientOutcome {
-        stats: e.stats().clone(),
+        stats: stats.clone(),
         measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
         placement,
         interrupted: stop.is_raised(),
@@ -114,11 +112,8 @@ mod tests {
         fn finish(&mut self, seq: u64, _: Instant) {
             self.finished = Some(seq);
         }
-        fn stats(&self) -> &Stats {
-            &self.stats
-        }
-        fn overflows(&self) -> (u64, u64) {
-            (1, 2)
+        fn tallies(&self) -> (&Stats, u64, u64) {
+            (&self.stats, 1, 2)
         }
         fn outcome(&self, _: &ClientConfig, base: ClientOutcome) -> ClientOutcome {
             base

@@ -305,12 +305,9 @@ impl Exchanges for TcpPinger<'_> {
         self.finish_run(last);
     }
 
-    fn stats(&self) -> &Stats {
-        &self.stats
-    }
-
-    fn overflows(&self) -> (u64, u64) {
-        (self.out.overflow.load(Ordering::Relaxed), self.log_overflow)
+    fn tallies(&self) -> (&Stats, u64, u64) {
+        let ring = self.out.overflow.load(Ordering::Relaxed);
+        (&self.stats, ring, self.log_overflow)
     }
 
     fn outcome(&self, _: &ClientConfig, base: ClientOutcome) -> ClientOutcome {
