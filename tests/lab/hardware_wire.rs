@@ -261,14 +261,23 @@ pub fn phc_step(sheet: &mut Sheet, s: &Scenario) {
     let step = s.told_f64("phc_step_ns");
     sheet.row(
         "phcstep: the servo, after a step of the NIC's clock",
-        &format!("{} ms by phc_ctl; a step found, no rate from it", step / 1e6),
+        &format!(
+            "{} ms by phc_ctl; a step found, no rate from it",
+            step / 1e6
+        ),
         "",
         &format!(
             "{}: {} steps, rate {} ppm, window {} ns (widest {}), {} stamps not placed",
-            c["method"], c["steps"], c["rate_ppm"], c["window_ns"], c["window_max_ns"], c["unplaced"]
+            c["method"],
+            c["steps"],
+            c["rate_ppm"],
+            c["window_ns"],
+            c["window_max_ns"],
+            c["unplaced"]
         ),
         "steps ≥ 1, |rate| < 100 ppm (the step over 100 ms would read 500,000)",
-        c["steps"].as_u64().unwrap_or(0) >= 1 && c["rate_ppm"].as_f64().is_some_and(|r| r.abs() < 100.0),
+        c["steps"].as_u64().unwrap_or(0) >= 1
+            && c["rate_ppm"].as_f64().is_some_and(|r| r.abs() < 100.0),
     );
     let rows = s.client_log("phcstep");
     let to_wire: Vec<i64> = rows
