@@ -1,7 +1,5 @@
 //! `--tlv`: the STAMP TLVs a session-sender asks for, parsed and printed.
 
-use super::*;
-
 /// The TLVs a session-sender asks for (`--tlv`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StampTlvs {
