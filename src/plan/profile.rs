@@ -5,42 +5,6 @@
 use super::client::{client_plan, stamp_size_note};
 use super::*;
 
-/// How the run relates to the configuration file.
-#[derive(Debug, Clone, Default)]
-pub struct ProfileUse {
-    /// The file (whether or not it exists).
-    pub config_path: PathBuf,
-    /// The profile in use, chosen or matched.
-    pub name: Option<String>,
-    /// Its baseline, if it has one.
-    pub baseline: Option<Baseline>,
-    /// `--save-profile NAME`.
-    pub save_as: Option<String>,
-    /// `--set-baseline` or `--add-to-baseline`.
-    pub set_baseline: bool,
-    /// `--add-to-baseline`: keep the baseline's runs and add this one.
-    pub add_to_baseline: bool,
-    /// `--fail-on-regression`.
-    pub fail_on_regression: bool,
-    /// `--min-effect PERCENT`.
-    pub min_effect: Option<f64>,
-    /// Things the user should be told before the run (which profile was
-    /// matched, which options the command line overrode).
-    pub notes: Vec<String>,
-    /// Every option the run used, as a profile would store it.
-    pub settings: Settings,
-    /// `[defaults]` from the file, for runs planned later (role switches).
-    pub defaults: Settings,
-}
-
-impl ProfileUse {
-    /// The run's intervals are wanted: to keep as a baseline's run, or for
-    /// the regression test.
-    pub fn needs_intervals(&self) -> bool {
-        self.set_baseline || (self.fail_on_regression && self.baseline.is_some())
-    }
-}
-
 pub(super) fn loopback_plan(output: &OutputArgs, typed: &Settings) -> Result<Plan, AppError> {
     let schema = settings_schema();
     let cfg = config::load(output.config.as_ref(), false, &schema)?;
