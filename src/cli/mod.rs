@@ -708,7 +708,7 @@ pub struct OutputArgs {
     pub config: Option<PathBuf>,
 }
 
-/// Warm-up packets in ping-pong (the seed's), and at most in paced mode.
+/// Warm-up packets in ping-pong, and at most in paced mode.
 pub const DEFAULT_WARMUP: u64 = 200;
 
 impl PaceArgs {

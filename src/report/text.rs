@@ -1,4 +1,5 @@
-//! The text report, in the layout users of the original tool know.
+//! The text report a headless run prints: its set-up, packets and loss,
+//! the RTT figures and their distribution, and the PASS/FAIL verdict.
 
 use super::{BreakdownReport, Criterion, LogSummary, Report};
 use std::io::{self, Write};

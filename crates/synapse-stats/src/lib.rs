@@ -21,6 +21,7 @@ mod schedule;
 mod segment;
 mod signed_histogram;
 pub mod significance;
+mod split_mix;
 mod summary;
 pub mod tcp;
 pub mod tcp_legs;
@@ -39,6 +40,7 @@ pub use record::{FarSide, Record, RecordKind};
 pub use schedule::{Pattern, ScheduleFigures, ScheduleStats};
 pub use segment::{SEGMENTS, Segment, SegmentSet, Split};
 pub use signed_histogram::SignedHistogram;
+pub use split_mix::SplitMix;
 // `Shape` is defined below.
 pub use rtt_figures::RttFigures;
 pub use summary::{Distribution, DistributionBucket, Summary};

@@ -28,6 +28,7 @@
 //! probability, and an A/A comparison calls a difference in at most 5 %
 //! of cases, not in up to 26 %.
 
+use super::SplitMix;
 use super::intervals::{Interval, RTT, UNANSWERED};
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -221,23 +222,6 @@ pub const MIN_INTERVALS: usize = 8;
 /// Bootstrap resamples per run.
 const RESAMPLES: usize = 2000;
 
-/// A small, seeded generator: the same inputs give the same intervals.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// The block length for `n` intervals: n^(1/3), the rate that balances a
 /// block bootstrap's bias and variance (Hall, Horowitz and Jing, 1995).
 fn block_length(n: usize) -> usize {
@@ -287,7 +271,7 @@ impl Run {
         let len = block_length(n);
         let starts = n - len + 1;
         let blocks = n.div_ceil(len);
-        let mut rng = SplitMix(seed);
+        let mut rng = SplitMix::new(seed);
         let mut acc = vec![0u64; self.values.len()];
         let mut pick = Vec::with_capacity(blocks * len);
         (0..RESAMPLES)
