@@ -33,7 +33,7 @@ pub fn native_config() -> NativeHistogramConfig {
         .max_zero_threshold(1e-6)
 }
 
-fn histogram() -> Histogram {
+pub(super) fn histogram() -> Histogram {
     Histogram::new_classic_and_native(CLASSIC_BUCKETS, native_config())
 }
 
@@ -167,6 +167,8 @@ struct PeerSeries {
     previous_rtt_ns: Option<u64>,
     /// Class of service, when the peer's requests are marked.
     cos: Option<CosSeries>,
+    /// STAMP: the tightest exchange since the clocks' offset was set.
+    offset: super::clock_metrics::OffsetWindow,
     order: ReplyOrder,
 }
 
@@ -176,6 +178,8 @@ pub struct Metrics {
     source: String,
     /// Discovery's, the subset's, the paths' and the reflector's sources.
     pub fleet: super::fleet_metrics::FleetMetrics,
+    /// STAMP peers' one-way delays and the clocks at both ends.
+    clock: super::clock_metrics::ClockMetrics,
     /// This host's labels, and the keys of them (and of the peers') that
     /// series carry.
     own_labels: super::labels::Labels,
@@ -260,6 +264,7 @@ impl Metrics {
         Self {
             source: source.into(),
             fleet: super::fleet_metrics::FleetMetrics::new(registry, source),
+            clock: super::clock_metrics::ClockMetrics::new(registry),
             own_labels: super::labels::Labels::new(),
             series_labels: Vec::new(),
             families: f,
@@ -354,6 +359,7 @@ impl Metrics {
             misses: counter(&f.misses),
             previous_rtt_ns: None,
             cos: None,
+            offset: Default::default(),
             order: ReplyOrder::default(),
             info,
             labels,
@@ -435,6 +441,7 @@ impl Metrics {
         }
         f.info.remove(&s.info);
         self.forget_cos(l);
+        self.clock.forget(l);
         self.fleet.forget(l);
     }
 
@@ -474,6 +481,9 @@ impl Metrics {
                 }
                 if let Some(c) = &mut s.cos {
                     record_cos(&self.families, &s.labels, c, &r.marks);
+                }
+                if r.far.application().is_some() {
+                    self.clock.record(&s.labels, &mut s.offset, &r.far);
                 }
             }
             RecordKind::Lost => {
@@ -706,6 +716,7 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
+            stamp_format: Default::default(),
             transport: synapse_engine::Transport::Udp,
             labels: Default::default(),
             chosen: Default::default(),
