@@ -67,7 +67,7 @@ impl ClockMetrics {
     /// Registers the families in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
         let m = Self {
-            delay: Family::new_with_constructor(super::metrics::histogram),
+            delay: Family::new_with_constructor(super::buckets::histogram),
             offset: Family::default(),
             bound: Family::default(),
             error: Family::default(),
@@ -222,9 +222,11 @@ mod tests {
             has(r#"synapse_clock_synchronized{source="a",peer="b",transport="udp",end="peer"} 0"#),
             "{t}"
         );
+        // prometheus-client writes +Inf as `inf`; Prometheus reads it
+        // with Go's ParseFloat, which takes both spellings.
         assert!(
             has(
-                r#"synapse_clock_error_seconds{source="a",peer="b",transport="udp",end="peer"} +Inf"#
+                r#"synapse_clock_error_seconds{source="a",peer="b",transport="udp",end="peer"} inf"#
             ),
             "{t}"
         );

@@ -6,6 +6,7 @@
 mod breakdown;
 mod extensions_text;
 mod floor;
+mod jitter_text;
 mod json;
 mod one_way_text;
 mod progress;

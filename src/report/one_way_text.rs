@@ -3,7 +3,7 @@
 //! small against them), their jitter, and the clocks' offset, drift and
 //! steps as read from the same stamps.
 
-use super::timing_text::jitter_line;
+use super::jitter_text::jitter_line;
 use std::io::{self, Write};
 use synapse_stats::{CutPointFigures, DelayFigures, OffsetFigures, OneWayFigures, TRUST_RATIO};
 use synapse_units::{format_ns, group_thousands};

@@ -65,7 +65,7 @@ fn on_one_clock_the_offset_holds_zero_and_the_kernel_legs_agree() {
     );
     // Both ends say what this kernel says of its clock: an unsynchronised
     // clock bounds nothing, and then no delay is a figure.
-    let synced = synapse_engine::clock_state::ClockState::of_this_host().synchronized;
+    let synced = synapse_engine::protocol::clock_state::ClockState::of_this_host().synchronized;
     let e = &w["clock_errors"];
     assert_eq!(e["replies"], received, "{e}");
     if synced {

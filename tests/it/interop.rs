@@ -269,7 +269,7 @@ fn the_synapse_reflector_writes_ptp_timestamps_for_stamp_suite_and_itself() {
         return;
     };
     let server = ["--stamp-format", "ptp"];
-    let synced = synapse_engine::clock_state::ClockState::of_this_host().synchronized;
+    let synced = synapse_engine::protocol::clock_state::ClockState::of_this_host().synchronized;
     for theirs in ["PTP", "NTP"] {
         let all = stamp_suite_against(&bin, &server, &["-K", theirs, "-c", "200"]);
         assert_eq!(all["packets_received"], 200, "{all}");

@@ -63,7 +63,7 @@ fn answers_stamp_session_senders_byte_for_byte() {
     let (mut server, _, port) = start(&[]);
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let synced = synapse_engine::clock_state::ClockState::of_this_host().synchronized;
+    let synced = synapse_engine::protocol::clock_state::ClockState::of_this_host().synchronized;
     for (reflector_seq, seq) in [(0u32, 1u32), (1, 2), (2, 0xFFFF_FFFF)] {
         let t1 = ntp_now();
         let request = sender_packet(seq, t1);

@@ -45,7 +45,6 @@
 
 mod affinity;
 mod client;
-pub mod clock_state;
 mod error;
 pub mod floor;
 pub mod peer_address;

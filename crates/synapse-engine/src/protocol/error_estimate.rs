@@ -4,7 +4,7 @@
 //! and the error, `multiplier × 2^(scale − 32)` seconds.
 //!
 //! What Synapse sends comes from its clock's state as the kernel keeps it
-//! (`clock_state.rs`); a clock that is not synchronised sends S = 0 and the
+//! (`protocol/clock_state.rs`); a clock that is not synchronised sends S = 0 and the
 //! field's largest error, since nothing bounds its distance from UTC.
 //! Read from a peer, S = 0 means the same whatever the multiplier says
 //! (some senders put a tiny error beside S = 0).

@@ -22,6 +22,7 @@ pub fn payload_size(s: &str) -> Result<usize, String> {
 /// truncated read is impossible to confuse with a full one.
 pub const RECV_BUFFER: usize = 65_536;
 
+pub mod clock_state;
 mod echo;
 pub mod error_estimate;
 mod sender;

@@ -6,7 +6,7 @@ use super::stamp::{Layout, ReflectorPacket, SenderPacket, TimeFormat, WireTime};
 use super::stamp_key::StampKey;
 use super::tlv::{self, StampTlvs, TlvRequest};
 use super::wire_time::PIVOT_UNIX_NS;
-use crate::clock_state::ClockWatch;
+use crate::protocol::clock_state::ClockWatch;
 
 /// STAMP session-sender packets: 44 octets (more with `--size`, as
 /// zero padding), sequence number and T1 in NTP format (or PTP), and this

@@ -23,7 +23,7 @@ use super::sessions::Sessions;
 use super::stamp_counters::{Counted, StampCounters};
 use super::{Protocol, ReflectorEvent, ReflectorOutcome, Refusal};
 use crate::affinity::Placement;
-use crate::clock_state::ClockWatch;
+use crate::protocol::clock_state::ClockWatch;
 use crate::protocol::stamp::{self, Layout, Reflection, WireTime};
 use crate::protocol::stamp_key::StampKey;
 use crate::protocol::tlv_reflect::{self, Answered, Answering};
