@@ -162,6 +162,21 @@ impl Namespaces {
         super::Server { guard, stdout }
     }
 
+    /// The kernel's UDP counter `name` (`/proc/net/snmp`, `Udp:` lines:
+    /// `RcvbufErrors`, `NoPorts` …) in namespace `ns`. A namespace has
+    /// counters of its own, starting at 0 when it is made.
+    pub fn udp_counter(&self, ns: &str, name: &str) -> u64 {
+        let out = Command::new("ip")
+            .args(["netns", "exec", ns, "cat", "/proc/net/snmp"])
+            .output()
+            .unwrap();
+        let snmp = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
+        let (names, values) = (udp.next().unwrap(), udp.next().unwrap());
+        let at = names.split(' ').position(|n| n == name).unwrap();
+        values.split(' ').nth(at).unwrap().parse().unwrap()
+    }
+
     /// `iptables ARGS` in namespace `ns`.
     pub fn iptables(&self, ns: &str, args: &[&str]) {
         exec_in(ns, "iptables", args);

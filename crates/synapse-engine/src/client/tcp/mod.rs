@@ -8,6 +8,7 @@
 //! - `frame`: one reply, read in however many pieces the stream gives.
 //! - `wait`: waiting for it (blocking in the receive, or spinning).
 //! - `settle`: what becomes of each request and reply.
+//! - `slow`: which replies have the kernel asked whether it resent.
 //! - `stamps`: SCHED, SND and ACK stamps numbered by byte; RX stamps.
 //! - `kernel`: `TCP_INFO`, off the per-transaction path.
 //! - `link`: losing the connection and opening it again, with backoff.
@@ -19,6 +20,7 @@ mod kernel;
 mod link;
 mod pingpong;
 mod settle;
+mod slow;
 mod stamps;
 mod wait;
 

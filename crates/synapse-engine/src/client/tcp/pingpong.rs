@@ -18,6 +18,7 @@ use super::conn::Sent;
 use super::frame::Frame;
 use super::kernel::KernelWatch;
 use super::link::Link;
+use super::slow::SlowRule;
 use crate::client::output::Output;
 use crate::client::paced::schedule::Slots;
 use crate::client::run_loop::{Exchanges, Packet};
@@ -78,9 +79,9 @@ pub(crate) struct TcpPinger<'a> {
     pub(super) unanswered: u64,
     /// A reply came on the open connection.
     pub(super) replied_on_conn: bool,
-    /// The fastest round trip so far: a reply far slower than it has the
-    /// kernel asked what happened.
-    pub(super) fastest: u64,
+    /// Which replies have the kernel asked whether it resent: those far
+    /// slower than the fastest so far, or as late as a resend makes one.
+    pub(super) slow: SlowRule,
     /// Replies that were not our requests.
     pub(super) strays: u64,
     /// Paced (the agent's peers): the slots requests leave in.
@@ -120,7 +121,7 @@ impl<'a> TcpPinger<'a> {
             segs_before: None,
             unanswered: 0,
             replied_on_conn: false,
-            fastest: u64::MAX,
+            slow: SlowRule::default(),
             strays: 0,
             slots: cfg
                 .schedule
