@@ -21,6 +21,7 @@ pub mod config;
 pub mod console;
 pub mod engine;
 pub mod error;
+pub mod files;
 pub mod hdr_log;
 pub mod headless;
 pub mod interfaces;

@@ -486,7 +486,7 @@ const LAYERS: &[&[&str]] = &[
     &["packet_log", "hdr_log"],
     &["engine"],
     &["stats"],
-    &["units", "console"],
+    &["units", "console", "files"],
 ];
 
 #[test]

@@ -8,7 +8,7 @@ use super::{ClockArgs, PaceArgs, PacketArgs, ThreadArgs};
 use crate::engine::ReflectorStamping;
 use crate::engine::peer_address::peer_address_text;
 use crate::engine::socket::address_text;
-use crate::units::seconds;
+
 use clap::{ArgAction, Args};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -199,11 +199,8 @@ pub fn split_peer(s: &str) -> (&str, &str) {
 }
 
 fn report_every(s: &str) -> Result<Duration, String> {
-    let d = seconds(s)?;
-    if d < Duration::from_secs(1) {
-        return Err(format!("'{s}': at least 1s"));
-    }
-    Ok(d)
+    let at_least = Duration::from_secs(1);
+    crate::units::duration_within(s, crate::units::DefaultUnit::Seconds, at_least, None)
 }
 
 fn max_pps(s: &str) -> Result<f64, String> {

@@ -25,7 +25,9 @@ pub use breakdown::{Breakdown, SegmentFigures};
 pub use cos::{CosFigures, CosStats, Dscp, Ecn, Marks};
 pub use direction::{DirectionStats, LossDirection};
 pub use jitter::{Jitter, JitterFigures};
-pub use live::{BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, WINDOW, WindowPoint};
+pub use live::{
+    BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, RecentHistogram, WINDOW, WindowPoint,
+};
 pub use one_way::{DelayFigures, OneWay, OneWayFigures};
 pub use order::ReplyOrder;
 pub use outages::{Outage, OutageDetector, Outages};

@@ -1,6 +1,7 @@
 use super::*;
 use crate::stats::intervals::{IntervalRecorder, empty_histogram};
 use crate::stats::{Record, RecordKind};
+use crate::units::format_ns;
 use std::time::Duration;
 
 /// A reproducible stream of numbers in [0, 1).
