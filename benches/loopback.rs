@@ -12,7 +12,7 @@
 
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
-use synapse::engine::{
+use synapse_engine::{
     ClientConfig, Protocol, ReflectorConfig, Role, StopFlag, ThreadPlacement, TimestampMode,
     choose_cpu, pin_thread, start_client, start_reflector,
 };

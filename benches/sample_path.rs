@@ -12,8 +12,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
-use synapse::engine::{Role, choose_cpu, pin_thread};
-use synapse::stats::{FarSide, Pattern, Record, Shape, Stats};
+use synapse_engine::{Role, choose_cpu, pin_thread};
+use synapse_stats::{FarSide, Pattern, Record, Shape, Stats};
 
 const N: u64 = 20_000_000;
 /// Rounds unless SYNAPSE_BENCH_ROUNDS says otherwise.

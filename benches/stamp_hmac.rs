@@ -9,10 +9,10 @@
 
 use std::hint::black_box;
 use std::time::Instant;
-use synapse::engine::stamp;
-use synapse::engine::stamp::{ErrorEstimate, Layout, NtpTime, Reflection, SenderPacket};
-use synapse::engine::stamp_key::StampKey;
-use synapse::engine::{Role, choose_cpu, pin_thread};
+use synapse_engine::stamp;
+use synapse_engine::stamp::{ErrorEstimate, Layout, NtpTime, Reflection, SenderPacket};
+use synapse_engine::stamp_key::StampKey;
+use synapse_engine::{Role, choose_cpu, pin_thread};
 
 const N: u32 = 1_000_000;
 const ROUNDS: usize = 5;

@@ -1,6 +1,6 @@
 //! Application errors and the exit status each one maps to.
 
-use crate::engine::EngineError;
+use synapse_engine::EngineError;
 
 /// Exit statuses, as documented in docs/reports.md and `--help`.
 pub mod exit {

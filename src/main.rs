@@ -5,15 +5,15 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches};
 use std::io::{IsTerminal, Write};
 use synapse::cli::{Cli, Command};
+use synapse::commands::headless;
+use synapse::commands::{interfaces, profiles};
 use synapse::console;
-use synapse::engine::StopFlag;
 use synapse::error::{AppError, exit};
-use synapse::headless;
 use synapse::plan::{ClientPlan, Output, Plan, plan};
 use synapse::report::{Report, write_json, write_text};
 use synapse::ui::{self, station::Finale};
-use synapse::units::count_of;
-use synapse::{interfaces, profiles};
+use synapse_engine::StopFlag;
+use synapse_units::count_of;
 
 fn main() {
     let parsed = Cli::command()
@@ -135,9 +135,9 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
     }
     match &cli.command {
         Some(Command::Compare(args)) => {
-            return synapse::compare::run(args, &mut std::io::stdout().lock());
+            return synapse::commands::compare::run(args, &mut std::io::stdout().lock());
         }
-        Some(Command::Plot(args)) => return synapse::plot::run(args),
+        Some(Command::Plot(args)) => return synapse::commands::plot::run(args),
         _ => {}
     }
     if let Some(Command::Agent(args)) = cli.command {

@@ -8,6 +8,7 @@
 //! docs/lab.md.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "it/common/mod.rs"]
 mod common;
 
 #[path = "lab/agent.rs"]

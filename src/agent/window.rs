@@ -2,10 +2,10 @@
 //! counts and percentiles over one `--report-every` window, turned over
 //! at its end, with the medians of past windows for a sparkline.
 
-use crate::stats::{MAX_TRACKABLE_NS, Record, RecordKind, ReplyOrder, Segment};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::VecDeque;
+use synapse_stats::{MAX_TRACKABLE_NS, Record, RecordKind, ReplyOrder, Segment};
 
 /// Windows of history kept for the sparkline.
 pub const HISTORY: usize = 60;
@@ -37,7 +37,7 @@ pub struct Figures {
     pub ipdv_p99_ns: Option<u64>,
     /// Mean of each segment, ns, in [`Segment::ALL`] order.
     #[serde(skip)]
-    pub segments_mean_ns: [Option<u64>; crate::stats::SEGMENTS],
+    pub segments_mean_ns: [Option<u64>; synapse_stats::SEGMENTS],
 }
 
 /// A window being filled.
@@ -46,8 +46,8 @@ struct Window {
     rtt: Histogram<u32>,
     ipdv: Histogram<u32>,
     counts: Figures,
-    seg_sum: [u64; crate::stats::SEGMENTS],
-    seg_n: [u64; crate::stats::SEGMENTS],
+    seg_sum: [u64; synapse_stats::SEGMENTS],
+    seg_n: [u64; synapse_stats::SEGMENTS],
 }
 
 impl Window {
@@ -62,8 +62,8 @@ impl Window {
             rtt: h(),
             ipdv: h(),
             counts: Figures::default(),
-            seg_sum: [0; crate::stats::SEGMENTS],
-            seg_n: [0; crate::stats::SEGMENTS],
+            seg_sum: [0; synapse_stats::SEGMENTS],
+            seg_n: [0; synapse_stats::SEGMENTS],
         }
     }
 
@@ -71,8 +71,8 @@ impl Window {
         self.rtt.reset();
         self.ipdv.reset();
         self.counts = Figures::default();
-        self.seg_sum = [0; crate::stats::SEGMENTS];
-        self.seg_n = [0; crate::stats::SEGMENTS];
+        self.seg_sum = [0; synapse_stats::SEGMENTS];
+        self.seg_n = [0; synapse_stats::SEGMENTS];
     }
 
     fn figures(&self) -> Figures {
@@ -179,7 +179,7 @@ impl PeerWindow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::Split;
+    use synapse_stats::Split;
 
     fn sample(rtt: u64) -> Record {
         Record::sample(0, 0, rtt, false)

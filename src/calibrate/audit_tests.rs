@@ -1,8 +1,8 @@
 //! The audit against fake `/sys` and `/proc` trees: every branch.
 
 use super::*;
-use crate::engine::sys::ethtool::Coalesce;
 use std::path::Path;
+use synapse_engine::Coalesce;
 
 /// A fake root with `files` (path, contents), and coalescing that answers
 /// `rx_usecs` (or fails when `None`).

@@ -2,8 +2,8 @@
 //! fake tree in tests) and the NIC's coalescing, which only an ioctl
 //! tells.
 
-use crate::engine::sys::ethtool::Coalesce;
 use std::path::PathBuf;
+use synapse_engine::Coalesce;
 
 /// Reads an interface's coalescing (ethtool, or a stand-in).
 type CoalesceReader = Box<dyn Fn(&str) -> std::io::Result<Coalesce>>;
@@ -25,7 +25,7 @@ impl std::fmt::Debug for Host {
 impl Host {
     /// This machine.
     pub fn this() -> Self {
-        Self::at("/", crate::engine::sys::ethtool::coalesce)
+        Self::at("/", synapse_engine::coalesce)
     }
 
     /// A tree rooted at `root`, with `coalesce` standing in for ethtool.

@@ -1,9 +1,9 @@
 //! The figures `synapse calibrate` reports, measured one after another on
 //! the CPUs chosen, each in a thread of its own (pinning is per thread).
 
-use crate::engine::floor::Figures;
-use crate::engine::floor::{self, Effort, Figure, LoopbackFloor};
-use crate::engine::{EngineError, StopFlag, TimestampMode};
+use synapse_engine::floor::Figures;
+use synapse_engine::floor::{self, Effort, Figure, LoopbackFloor};
+use synapse_engine::{EngineError, StopFlag, TimestampMode};
 
 /// Medians and 99th percentiles.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

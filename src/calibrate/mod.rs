@@ -1,5 +1,5 @@
 //! `synapse calibrate`: this host's floor, measured (see
-//! [`crate::engine::floor`]), its latency settings audited, the result kept
+//! [`synapse_engine::floor`]), its latency settings audited, the result kept
 //! so runs can be explained against it.
 
 pub mod audit;
@@ -8,15 +8,15 @@ mod measure;
 pub mod store;
 mod text;
 
-pub use crate::engine::floor::{Calibration, Figures};
+pub use synapse_engine::floor::{Calibration, Figures};
 
 use crate::cli::CalibrateArgs;
-use crate::engine::StopFlag;
-use crate::engine::floor::Effort;
 use crate::error::AppError;
 use audit::Finding;
 use host::Host;
 use serde::Serialize;
+use synapse_engine::StopFlag;
+use synapse_engine::floor::Effort;
 
 /// What `--json` prints.
 #[derive(Serialize)]
@@ -88,7 +88,7 @@ pub fn run(args: &CalibrateArgs, stop: &StopFlag) -> Result<i32, AppError> {
 
 /// The two CPUs: asked for (and allowed), else the first two allowed.
 fn cpus(asked: Option<(usize, usize)>) -> Result<(usize, Option<usize>), AppError> {
-    let allowed = crate::engine::sys::allowed_cpus().map_err(anyhow::Error::from)?;
+    let allowed = synapse_engine::allowed_cpus().map_err(anyhow::Error::from)?;
     match asked {
         Some((a, b)) => {
             for c in [a, b] {

@@ -2,10 +2,10 @@
 
 use super::Calibration;
 use super::audit::Finding;
-use crate::engine::floor::Figures;
-use crate::units::format_ns;
 use std::io::{self, Write};
 use std::path::Path;
+use synapse_engine::floor::Figures;
+use synapse_units::format_ns;
 
 /// Reads one figure.
 type Get = fn(&Figures) -> Option<f64>;

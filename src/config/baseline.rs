@@ -2,10 +2,10 @@
 //! later run compares with it.
 
 use super::error::ConfigError;
-use crate::stats::Summary;
 use serde::Serialize;
 use std::ops::Range;
 use std::time::{SystemTime, UNIX_EPOCH};
+use synapse_stats::Summary;
 use toml_edit::{Item, Table, TableLike, value};
 
 /// The accepted summary of a run.
@@ -45,7 +45,7 @@ pub struct BaselineComparison {
     /// Why that rule, and what it can say, in a sentence.
     pub rule_note: Option<String>,
     /// The significance test's figures, when it judged the run.
-    pub test: Option<crate::stats::significance::Comparison>,
+    pub test: Option<synapse_stats::significance::Comparison>,
     /// The run regressed, by that rule.
     pub regressed: bool,
 }
@@ -232,8 +232,8 @@ impl Baseline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{Counters, RttFigures};
     use std::time::Duration;
+    use synapse_stats::{Counters, RttFigures};
 
     fn summary(p50: u64, p99: u64, lost: u64) -> Summary {
         Summary {

@@ -7,10 +7,10 @@
 
 use super::error::ConfigError;
 use crate::hdr_log::{self, LoggedRun};
-use crate::stats::intervals::Interval;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
+use synapse_stats::intervals::Interval;
 
 /// Runs a baseline keeps at most; adding one more drops the oldest.
 pub const MAX_RUNS: usize = 20;
@@ -132,9 +132,9 @@ pub fn remove(config: &Path, name: &str) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::Record;
-    use crate::stats::intervals::IntervalRecorder;
     use std::time::Duration;
+    use synapse_stats::Record;
+    use synapse_stats::intervals::IntervalRecorder;
 
     fn run(rtt: u64) -> Vec<Interval> {
         let mut r = IntervalRecorder::new(Duration::from_millis(100));

@@ -142,8 +142,8 @@ mod tests {
     use super::*;
     use crate::cli::{RunArgs, TargetArgs, settings_schema};
     use crate::config::layering::layer;
-    use crate::engine::TimestampMode;
     use std::time::Duration;
+    use synapse_engine::TimestampMode;
 
     fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
         ConfigFile::parse(PathBuf::from("/cfg/config.toml"), text, &settings_schema())

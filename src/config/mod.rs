@@ -10,11 +10,13 @@
 //! - [`store`]: edits that keep the user's comments and formatting, written
 //!   atomically.
 //! - [`baseline`]: what "normal" looked like, and how a run compares.
+//! - [`key_file`]: the STAMP key file (`--hmac-key-file`).
 
 pub mod baseline;
 pub mod baseline_runs;
 pub mod error;
 pub mod file;
+pub mod key_file;
 pub mod layering;
 pub mod settings;
 pub mod store;

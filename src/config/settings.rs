@@ -331,7 +331,7 @@ impl Settings {
                 .and_then(|v| check(schema, arg, v).ok())
                 .and_then(|m| m.get_one::<Duration>(id).copied())
         {
-            return Some(crate::units::format_ns_plain(d.as_nanos() as u64));
+            return Some(synapse_units::format_ns_plain(d.as_nanos() as u64));
         }
         Some(s.values.join(", "))
     }

@@ -6,7 +6,7 @@
 //! encoding, base64.
 //!
 //! Intervals come from a consumer of the measurement ring (see
-//! [`crate::stats::intervals`]); a thread of its own encodes and writes
+//! [`synapse_stats::intervals`]); a thread of its own encodes and writes
 //! them, so neither the measurement thread nor the consumer waits for the
 //! disk. Each batch of lines is handed to the file whole, and a failed
 //! write is cut back to the last whole line, so the file always reads.
@@ -15,7 +15,6 @@ mod read;
 
 pub use read::{LoggedRun, read, read_text};
 
-use crate::stats::intervals::Interval;
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use std::fs::File;
@@ -25,6 +24,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use synapse_stats::intervals::Interval;
 
 /// The log format version the header names (HdrHistogram's current one).
 pub const FORMAT_VERSION: &str = "1.3";

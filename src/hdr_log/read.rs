@@ -2,13 +2,13 @@
 //! interval log (Java's, Python's), for `compare`, `plot` and baselines.
 
 use super::HdrLogError;
-use crate::stats::intervals::Interval;
 use base64::Engine;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use std::path::Path;
 use std::time::Duration;
+use synapse_stats::intervals::Interval;
 
 /// A log read back.
 #[derive(Debug, Clone)]

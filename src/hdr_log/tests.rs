@@ -1,6 +1,6 @@
 use super::*;
-use crate::stats::Record;
-use crate::stats::intervals::{IntervalRecorder, RTT};
+use synapse_stats::Record;
+use synapse_stats::intervals::{IntervalRecorder, RTT};
 
 fn intervals() -> Vec<Interval> {
     let mut r = IntervalRecorder::new(Duration::from_millis(250));

@@ -7,13 +7,13 @@
 
 mod response;
 
-use crate::engine::Points;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use synapse_engine::Points;
 
 /// The client's header: the sequence number and what became of the packet
 /// (`ok`, `lost`, `late`, `duplicate`; a late or duplicate reply gets a row
@@ -441,7 +441,7 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
         None => write!(out, ",")?,
     }
     stamp(out, p.t3_driver)?;
-    let tos = |t: Option<u8>| t.map(|t| (t >> 2, crate::stats::Ecn::from_bits(t).name()));
+    let tos = |t: Option<u8>| t.map(|t| (t >> 2, synapse_stats::Ecn::from_bits(t).name()));
     for leg in [tos(p.marks.fwd_received()), tos(p.marks.rev_received())] {
         match leg {
             Some((dscp, ecn)) => write!(out, ",{dscp},{ecn}")?,
@@ -465,7 +465,7 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::PacketStatus;
+    use synapse_engine::PacketStatus;
 
     #[test]
     fn rows_have_every_column_and_leave_absent_ones_empty() {
@@ -479,7 +479,7 @@ mod tests {
             status: PacketStatus::Ok,
             sched: Some(1_771_555_281_293_180_000),
             reflector_seq: Some(2),
-            marks: crate::stats::Marks::NONE.with_rev_received(0xbb),
+            marks: synapse_stats::Marks::NONE.with_rev_received(0xbb),
             ..Points::default()
         };
         write_row(&mut out, &p).unwrap();

@@ -2,8 +2,8 @@
 //! datagram, written by the same writer as the client's log.
 
 use super::{LogRow, stamp};
-use crate::engine::{AnswerPoints, Protocol};
 use std::io::{self, Write};
+use synapse_engine::{AnswerPoints, Protocol};
 
 /// The server's header. T2_DRV and T3_SCHED/T3_DRV are the kernel's
 /// software stamps; T2_SW and T3_SW are user space (rant's meaning);
@@ -47,9 +47,9 @@ impl LogRow for AnswerPoints {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::timestamping::tx_matcher::TxPoints;
     use crate::packet_log::PacketLog;
     use std::net::SocketAddr;
+    use synapse_engine::timestamping::tx_matcher::TxPoints;
 
     fn answer(protocol: Protocol, seq: Option<u64>) -> AnswerPoints {
         AnswerPoints {

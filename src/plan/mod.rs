@@ -8,22 +8,22 @@ use crate::cli::{
     Cli, ClientArgs, Command, HdrLogArgs, KeyArgs, LogArgs, OutputArgs, RunArgs, ServerArgs,
     TargetArgs, settings_schema,
 };
+use crate::config::key_file;
 use crate::config::layering::{Named, layer};
 use crate::config::{self, Baseline, ConfigFile, Settings};
-use crate::engine::reflector_admission::{Admission, AllowList};
-use crate::engine::stamp_key::StampKey;
-use crate::engine::{
-    ClientConfig, EngineError, MAX_IN_FLIGHT, Protocol, ReflectorConfig, ReflectorStamping, Role,
-    TcpEchoConfig, ThreadPlacement, Transport, choose_cpu, in_flight_bound, resolve, stamp,
-};
 use crate::error::AppError;
-use crate::key_file;
 use crate::packet_log::{Opening, STDOUT};
 use clap::ArgMatches;
 use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
+use synapse_engine::reflector_admission::{Admission, AllowList};
+use synapse_engine::stamp_key::StampKey;
+use synapse_engine::{
+    ClientConfig, EngineError, MAX_IN_FLIGHT, Protocol, ReflectorConfig, ReflectorStamping, Role,
+    TcpEchoConfig, ThreadPlacement, Transport, choose_cpu, in_flight_bound, resolve, stamp,
+};
 
 /// The seed's default packet count for a bounded run.
 pub const DEFAULT_PACKETS: u64 = 10_000;
@@ -160,7 +160,7 @@ impl ClientPlan {
         let p = &self.run.packet;
         if p.stamp {
             let sender =
-                crate::engine::protocol::StampSender::new(p.size, 0, self.stamp_key.clone());
+                synapse_engine::protocol::StampSender::new(p.size, 0, self.stamp_key.clone());
             sender.with_tlvs(p.tlvs(), p.marks().unwrap_or(0)).size()
         } else {
             p.size
@@ -460,13 +460,13 @@ fn check_pacing(run: &RunArgs) -> Result<(), AppError> {
     if bound > MAX_IN_FLIGHT {
         return Err(AppError::Usage(format!(
             "--timeout {} at {} every {} keeps up to {bound} requests in flight, more than the {MAX_IN_FLIGHT} Synapse tracks: shorten --timeout or lengthen the interval",
-            crate::units::duration_text(run.clock.timeout_ms),
+            synapse_units::duration_text(run.clock.timeout_ms),
             if run.pace.poisson {
                 "a mean of one"
             } else {
                 "one"
             },
-            crate::units::duration_text(schedule.interval),
+            synapse_units::duration_text(schedule.interval),
         )));
     }
     Ok(())

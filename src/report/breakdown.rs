@@ -1,9 +1,9 @@
 //! The round-trip split as reports show it: where each point came from,
 //! and p50/p99 per segment with the replies that lacked a stamp.
 
-use crate::engine::{ClientOutcome, StampingInfo, capabilities::Source};
-use crate::stats::{Segment, SegmentFigures};
 use serde::Serialize;
+use synapse_engine::{ClientOutcome, StampingInfo, capabilities::Source};
+use synapse_stats::{Segment, SegmentFigures};
 
 /// One point in time and the clock that stamped it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -131,7 +131,7 @@ impl BreakdownReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::SegmentSet;
+    use synapse_stats::SegmentSet;
 
     fn info(source: Source, stamp: bool) -> StampingInfo {
         StampingInfo {

@@ -2,11 +2,11 @@
 //! the warnings both reports give about what the one-way figures rest on.
 
 use super::Report;
-use crate::engine::extensions::TlvSummary;
-use crate::stats::cos::{DscpCount, EcnCounts, LegFigures};
-use crate::stats::{CosFigures, Summary};
-use crate::units::group_thousands;
 use std::io::{self, Write};
+use synapse_engine::extensions::TlvSummary;
+use synapse_stats::cos::{DscpCount, EcnCounts, LegFigures};
+use synapse_stats::{CosFigures, Summary};
+use synapse_units::group_thousands;
 
 /// What the STAMP extensions say that the reader must know: one-way
 /// delays resting on a clock nobody synchronises.

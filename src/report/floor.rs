@@ -2,9 +2,9 @@
 //! times the loopback round trip of the same mode it is, and in blocking
 //! mode how much of it two cross-core wake-ups explain.
 
-use crate::engine::floor::Calibration;
-use crate::units::format_ns;
 use serde::Serialize;
+use synapse_engine::floor::Calibration;
+use synapse_units::format_ns;
 
 /// Which floor a run is held against.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -110,7 +110,7 @@ impl FloorComparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::floor::Figures;
+    use synapse_engine::floor::Figures;
 
     fn calibration() -> Calibration {
         Calibration::fixture(Figures {

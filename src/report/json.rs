@@ -2,9 +2,9 @@
 
 use super::{BreakdownReport, LogSummary, Report, Verdict};
 use crate::config::BaselineComparison;
-use crate::stats::Summary;
 use serde::Serialize;
 use std::io::{self, Write};
+use synapse_stats::Summary;
 
 #[derive(Serialize)]
 struct JsonReport<'a> {
@@ -23,7 +23,7 @@ struct JsonReport<'a> {
     unauthenticated_replies: Option<u64>,
     /// Present in TCP runs only.
     #[serde(skip_serializing_if = "Option::is_none")]
-    tcp: Option<&'a crate::stats::TcpFigures>,
+    tcp: Option<&'a synapse_stats::TcpFigures>,
     stamp_extensions: Option<Extensions<'a>>,
     interrupted: bool,
 }
@@ -32,7 +32,7 @@ struct JsonReport<'a> {
 #[derive(Serialize)]
 struct Extensions<'a> {
     #[serde(flatten)]
-    summary: &'a crate::engine::extensions::TlvSummary,
+    summary: &'a synapse_engine::extensions::TlvSummary,
     warnings: &'a [String],
 }
 

@@ -1,6 +1,7 @@
 //! Report writers: the text and JSON reports of a client run (both read a
 //! [`Report`], built from the same [`Summary`] the live display uses), the
-//! round-trip breakdown, progress on stderr and the server's text output.
+//! round-trip breakdown, progress on stderr and the server's text output;
+//! and [`runs`], the same runs read back for `compare` and `plot`.
 
 mod breakdown;
 mod extensions_text;
@@ -8,6 +9,7 @@ mod floor;
 mod json;
 mod progress;
 mod regression;
+pub mod runs;
 pub mod server_text;
 mod tcp_text;
 mod text;
@@ -23,12 +25,12 @@ pub use verdict::{Criterion, Verdict};
 
 use crate::cli::RunArgs;
 use crate::config::BaselineComparison;
-use crate::engine::ClientOutcome;
 use crate::plan::{ClientPlan, Target};
-use crate::stats::Summary;
-use crate::stats::intervals::Interval;
 use serde::Serialize;
 use std::net::SocketAddr;
+use synapse_engine::ClientOutcome;
+use synapse_stats::Summary;
+use synapse_stats::intervals::Interval;
 
 /// The settings a run actually used, after every default was applied. The
 /// JSON `config` holds every run option (from its one declaration,
@@ -122,9 +124,9 @@ pub struct Report {
     /// HMAC did not verify (`None`: not authenticated).
     pub unauthenticated_replies: Option<u64>,
     /// TCP: connections, handshakes, ACKs and the kernel's view.
-    pub tcp: Option<crate::stats::TcpFigures>,
+    pub tcp: Option<synapse_stats::TcpFigures>,
     /// STAMP: what the replies' RFC 8972 TLVs said (`None`: none asked).
-    pub extensions: Option<crate::engine::extensions::TlvSummary>,
+    pub extensions: Option<synapse_engine::extensions::TlvSummary>,
     /// What the one-way figures rest on that the reader must know.
     pub extension_warnings: Vec<String>,
 }
@@ -189,8 +191,8 @@ impl Report {
         let extension_warnings = extensions_text::warnings(
             &summary,
             outcome.extensions.as_ref(),
-            crate::engine::stamp::ErrorEstimate::of_this_host().synchronized,
-            crate::engine::socket::is_this_host(server.ip()),
+            synapse_engine::stamp::ErrorEstimate::of_this_host().synchronized,
+            synapse_engine::socket::is_this_host(server.ip()),
         );
         Self {
             verdict: Verdict::judge(
@@ -223,8 +225,8 @@ impl Report {
 impl Report {
     /// Puts the p50 against this host's floor, from a calibration (no
     /// replies, no p50: nothing to compare).
-    pub fn compare_with_floor(&mut self, c: Option<&crate::engine::floor::Calibration>) {
-        let remote = !crate::engine::socket::is_this_host(self.config.server.ip());
+    pub fn compare_with_floor(&mut self, c: Option<&synapse_engine::floor::Calibration>) {
+        let remote = !synapse_engine::socket::is_this_host(self.config.server.ip());
         self.floor = c
             .zip(self.summary.rtt_ns.as_ref())
             .and_then(|(c, rtt)| FloorComparison::of(c, rtt.p50, self.run_mode(), remote));
@@ -233,7 +235,7 @@ impl Report {
     /// Which floor this run is held against.
     fn run_mode(&self) -> RunMode {
         let o = &self.config.options;
-        let tcp = o.transport == crate::engine::Transport::Tcp;
+        let tcp = o.transport == synapse_engine::Transport::Tcp;
         RunMode::of(tcp, self.config.busy_poll, o.connect_each)
     }
 }

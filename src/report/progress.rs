@@ -1,9 +1,9 @@
 //! One self-rewriting progress line on stderr, only when stderr is a
 //! terminal (so logs and pipes stay clean).
 
-use crate::units::{format_rate, group_thousands};
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
+use synapse_units::{format_rate, group_thousands};
 
 /// Progress of a headless run.
 #[derive(Debug)]

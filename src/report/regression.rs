@@ -8,9 +8,9 @@
 use crate::config::baseline_runs;
 use crate::config::{BaselineComparison, RegressionRule};
 use crate::plan::ClientPlan;
-use crate::stats::Summary;
-use crate::stats::intervals::Interval;
-use crate::stats::significance::{Run, compare};
+use synapse_stats::Summary;
+use synapse_stats::intervals::Interval;
+use synapse_stats::significance::{Run, compare};
 
 /// The run against the profile's baseline, judged when the run asked to
 /// be; `None` without a baseline or without replies.
@@ -42,7 +42,7 @@ pub fn judge(
             c.rule = Some(RegressionRule::Significance);
             c.rule_note = Some(format!(
                 "the test of synapse compare against the baseline's {} stored: {}",
-                crate::units::count_of(runs.len() as u64, "run"),
+                synapse_units::count_of(runs.len() as u64, "run"),
                 test.note
             ));
             c.test = Some(test);

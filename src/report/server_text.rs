@@ -1,11 +1,11 @@
 //! What a headless `synapse server` prints: a banner, one line per session
 //! as it ends, and the totals at the end.
 
-use crate::engine::{ReflectorStamping, ReflectorTotals, SessionInfo, TcpEchoTotals};
 use crate::plan::ServerPlan;
 use crate::session::{ServerFinish, ServerSession, Side};
-use crate::units::{count_of, group_thousands};
 use std::io::{self, Write};
+use synapse_engine::{ReflectorStamping, ReflectorTotals, SessionInfo, TcpEchoTotals};
+use synapse_units::{count_of, group_thousands};
 
 /// Where the reflectors listen, how they run, and where the log goes.
 pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) -> io::Result<()> {
@@ -137,7 +137,7 @@ fn stamp_totals(t: &ReflectorTotals) -> String {
 }
 
 /// `; TLVs (RFC 8972) in 1,000 requests: 3 U, 1 M, 0 I, 999 follow-ups`.
-fn tlv_totals(t: &crate::engine::TlvTotals) -> String {
+fn tlv_totals(t: &synapse_engine::TlvTotals) -> String {
     if t.requests == 0 {
         return String::new();
     }

@@ -5,10 +5,10 @@
 //! leg (`stats::tcp_legs`), and replies that came
 //! in pieces (with Nagle's signature named).
 
-use crate::stats::TcpFigures;
-use crate::stats::tcp::Timing;
-use crate::units::{count_of, format_ns, group_thousands};
 use std::io::{self, Write};
+use synapse_stats::TcpFigures;
+use synapse_stats::tcp::Timing;
+use synapse_units::{count_of, format_ns, group_thousands};
 
 /// Writes the section; `replies` is the run's answered requests.
 pub fn write_tcp(out: &mut impl Write, t: &TcpFigures, replies: u64) -> io::Result<()> {
@@ -144,7 +144,7 @@ fn none_or(parts: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::tcp::TcpStats;
+    use synapse_stats::tcp::TcpStats;
 
     fn text(t: &TcpFigures, replies: u64) -> String {
         let mut out = Vec::new();
@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn replies_late_by_a_resend_are_latency_on_a_named_leg() {
-        use crate::stats::tcp_legs::{AckSeen, Resends, SlowReply};
+        use synapse_stats::tcp_legs::{AckSeen, Resends, SlowReply};
         let mut f = TcpStats::new(false).figures();
         assert!(!text(&f, 100).contains("retransmissions"));
         let mut r = Resends::default();

@@ -1,9 +1,9 @@
 //! The text report, in the layout users of the original tool know.
 
 use super::{BreakdownReport, Criterion, LogSummary, Report};
-use crate::stats::{DistributionBucket, RttFigures, Summary};
-use crate::units::{count_of, format_ns, format_ns_plain, format_rate, group_thousands};
 use std::io::{self, Write};
+use synapse_stats::{DistributionBucket, RttFigures, Summary};
+use synapse_units::{count_of, format_ns, format_ns_plain, format_rate, group_thousands};
 
 const BAR_WIDTH: usize = 30;
 
@@ -287,7 +287,7 @@ fn failure(c: &Criterion) -> String {
         m if m.ends_with(" significant regression") => format!(
             "{} is significantly worse than the baseline's runs: {} %, beyond --min-effect {} %",
             m.trim_end_matches(" significant regression"),
-            crate::units::signed(value, 1),
+            synapse_units::signed(value, 1),
             c.limit
         ),
         "unchecked regression" => {
@@ -328,7 +328,7 @@ fn write_baseline(
             format!("{label}:"),
             format_ns(then as f64),
             format_ns(now as f64),
-            crate::units::signed(change, 1)
+            synapse_units::signed(change, 1)
         )?;
     }
     writeln!(
@@ -337,7 +337,7 @@ fn write_baseline(
         "Loss:",
         b.baseline.loss_percent,
         report.summary.packets.loss_percent(),
-        crate::units::signed(b.loss_change_points, 2)
+        synapse_units::signed(b.loss_change_points, 2)
     )?;
     write_rule(out, b)?;
     if b.baseline.timestamp_source != report.config.timestamps {
@@ -581,11 +581,11 @@ fn write_distribution(out: &mut impl Write, s: &Summary, paint: &Paint) -> io::R
 mod tests {
     use super::*;
     use crate::cli::RunArgs;
-    use crate::engine::capabilities::Source;
-    use crate::engine::{ClientOutcome, Placement, StampingInfo, ThreadPlacement};
     use crate::plan::{ClientPlan, Output, ProfileUse, Target};
-    use crate::stats::{Record, RecordKind, SegmentSet, Split, Stats};
     use std::time::Duration;
+    use synapse_engine::capabilities::Source;
+    use synapse_engine::{ClientOutcome, Placement, StampingInfo, ThreadPlacement};
+    use synapse_stats::{Record, RecordKind, SegmentSet, Split, Stats};
 
     /// A run of 1000 packets around 60 µs with a slow tail, 3 lost, one
     /// late, split by kernel stamps: the same report every time.

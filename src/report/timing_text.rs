@@ -3,13 +3,13 @@
 //! one-way delays with the clocks they were read on, and loss by direction.
 
 use super::EffectiveConfig;
-use crate::stats::{DelayFigures, JitterFigures, OneWayFigures, Summary};
-use crate::units::{format_ns, group_thousands};
 use std::io::{self, Write};
+use synapse_stats::{DelayFigures, JitterFigures, OneWayFigures, Summary};
+use synapse_units::{format_ns, group_thousands};
 
 /// `ping-pong (one request in flight)` or `paced, periodic, every 1 ms`.
 pub fn mode_line(c: &EffectiveConfig) -> String {
-    if c.options.transport == crate::engine::Transport::Tcp {
+    if c.options.transport == synapse_engine::Transport::Tcp {
         return if c.options.connect_each {
             "TCP connect-request-response (a new connection per transaction, one at a time)".into()
         } else {
@@ -187,8 +187,8 @@ fn delay(ns: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{FarSide, Record, RecordKind, Stats};
     use std::time::Duration;
+    use synapse_stats::{FarSide, Record, RecordKind, Stats};
 
     fn text_of(stamp: bool) -> String {
         let mut stats = Stats::new();

@@ -4,10 +4,10 @@
 //! what it did not check.
 
 use crate::config::{BaselineComparison, RegressionRule};
-use crate::stats::{Stats, Summary, Threshold};
-use crate::units::{format_ns, format_ns_plain};
 use serde::Serialize;
 use std::time::Duration;
+use synapse_stats::{Stats, Summary, Threshold};
+use synapse_units::{format_ns, format_ns_plain};
 
 /// How much loss a run may have and still pass.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -50,7 +50,7 @@ impl Criterion {
         if let Some(fig) = self.metric.strip_suffix(" significant regression") {
             let change = self.value.map_or_else(
                 || "—".to_string(),
-                |v| format!("{} %", crate::units::signed(v, 2)),
+                |v| format!("{} %", synapse_units::signed(v, 2)),
             );
             let what = if self.held {
                 "no significant regression"
@@ -206,7 +206,7 @@ fn regression_criteria(b: &BaselineComparison) -> Vec<Criterion> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{Record, RecordKind};
+    use synapse_stats::{Record, RecordKind};
 
     /// 100 replies of `rtt`, one of `slow`, then `lost` lost and `late` late.
     fn run(rtt: u64, slow: u64, lost: u64, late: u64) -> (Stats, Summary) {

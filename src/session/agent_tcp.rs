@@ -9,13 +9,13 @@
 //! connection until its reply or its timeout, so TCP peers cannot share
 //! one without delaying each other.
 
-use crate::engine::{
-    ClientConfig, ClientRun, EngineError, Role, StampingInfo, StopFlag, Transport, start_client,
-};
 use crate::error::AppError;
 use crate::plan::agent::{AgentConfig, PeerConfig};
-use crate::stats::Record;
 use std::net::SocketAddr;
+use synapse_engine::{
+    ClientConfig, ClientRun, EngineError, Role, StampingInfo, StopFlag, Transport, start_client,
+};
+use synapse_stats::Record;
 
 /// Records one TCP peer's ring holds: 6.5 s at 10,000 probes/s, read
 /// every 50 ms.

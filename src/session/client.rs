@@ -3,12 +3,12 @@
 
 use super::loopback::Loopback;
 use super::{LogOutcome, Opening, RING_CAPACITY, open_log};
-use crate::engine::{ClientOutcome, ClientRun, EngineError, StampingInfo, StopFlag, start_client};
 use crate::error::AppError;
 use crate::packet_log::RunningLog;
 use crate::plan::{ClientPlan, Target};
-use crate::stats::{Record, Shape};
 use std::net::SocketAddr;
+use synapse_engine::{ClientOutcome, ClientRun, EngineError, StampingInfo, StopFlag, start_client};
+use synapse_stats::{Record, Shape};
 
 /// A running client and what it brought along.
 #[derive(Debug)]

@@ -4,10 +4,10 @@
 //! consumer, never by the measurement thread.
 
 use crate::hdr_log::{HdrLogError, HdrLogOutcome, HdrLogWriter, header};
-use crate::stats::Record;
-use crate::stats::intervals::{Interval, IntervalRecorder, coarsen};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
+use synapse_stats::Record;
+use synapse_stats::intervals::{Interval, IntervalRecorder, coarsen};
 
 /// Intervals kept in memory at most: past this, neighbours merge (the
 /// interval doubles), so a run of any length fits.

@@ -3,12 +3,12 @@
 //! 127.0.0.1 at a port of the kernel's choosing. It speaks what the
 //! client speaks, and lives as long as the client session.
 
-use crate::engine::{
-    Protocol, ReflectorRun, StopFlag, TcpEchoRun, Transport, start_reflector, start_tcp_echo,
-};
 use crate::error::AppError;
 use crate::plan::{ClientPlan, counterpart_server};
 use std::net::SocketAddr;
+use synapse_engine::{
+    Protocol, ReflectorRun, StopFlag, TcpEchoRun, Transport, start_reflector, start_tcp_echo,
+};
 
 /// The running loopback reflector.
 #[derive(Debug)]

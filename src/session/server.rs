@@ -2,22 +2,22 @@
 //! the log of every answer they give.
 
 use super::{LogOutcome, open_log};
-use crate::engine::AnswerPoints;
-use crate::engine::capabilities::Source;
-use crate::engine::timestamping::Timestamping;
-use crate::engine::{
-    EngineError, NicStamping, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome,
-    ReflectorRun, StopFlag, TcpEchoOutcome, TcpEchoRun, start_reflector, start_tcp_echo,
-};
 use crate::error::AppError;
 use crate::hdr_log::HdrLogOutcome;
 use crate::packet_log::{PacketLog, RunningLog, Tee};
 use crate::plan::ServerPlan;
 use crate::session::IntervalTap;
-use crate::stats::intervals::{DWELL, RESPONSE};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use synapse_engine::AnswerPoints;
+use synapse_engine::capabilities::Source;
+use synapse_engine::timestamping::Timestamping;
+use synapse_engine::{
+    EngineError, NicStamping, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome,
+    ReflectorRun, StopFlag, TcpEchoOutcome, TcpEchoRun, start_reflector, start_tcp_echo,
+};
+use synapse_stats::intervals::{DWELL, RESPONSE};
 
 /// Which reflector an event came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,7 +149,7 @@ impl ServerSession {
             stamping,
         };
         if let Some(user) = &plan.user {
-            match crate::engine::become_user(user) {
+            match synapse_engine::become_user(user) {
                 Ok((uid, gid)) => session.became = Some(format!("{user} (uid {uid}, gid {gid})")),
                 Err(e) => {
                     stop.raise();

@@ -5,11 +5,11 @@
 use super::animation::Animation;
 use super::theme::Theme;
 use crate::config::Baseline;
-use crate::engine::{ReflectorTotals, SessionInfo, StampingInfo};
-use crate::stats::LiveStats;
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::time::Duration;
+use synapse_engine::{ReflectorTotals, SessionInfo, StampingInfo};
+use synapse_stats::LiveStats;
 
 /// Which side of the measurement this process is playing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,9 +44,9 @@ pub struct ClientInfo {
     /// Payload bytes.
     pub size: usize,
     /// Paced: the send schedule (`None`: ping-pong).
-    pub pace: Option<crate::engine::Schedule>,
+    pub pace: Option<synapse_engine::Schedule>,
     /// UDP datagrams, or request and response over TCP.
-    pub transport: crate::engine::Transport,
+    pub transport: synapse_engine::Transport,
 }
 
 /// What the client view shows.
@@ -133,7 +133,7 @@ impl ServerView {
 
     /// Ends a window of the answer history (one minute of them is kept).
     pub fn close_window(&mut self) {
-        if self.answers.len() == crate::stats::HISTORY {
+        if self.answers.len() == synapse_stats::HISTORY {
             self.answers.pop_front();
         }
         self.answers
@@ -213,7 +213,7 @@ pub struct App {
     /// Its baseline, if it has one.
     pub baseline: Option<Baseline>,
     /// This host's calibrated floor, if `synapse calibrate` kept one.
-    pub floor: Option<crate::engine::floor::Calibration>,
+    pub floor: Option<synapse_engine::floor::Calibration>,
     /// A profile name being typed after `s`.
     pub prompt: Option<Prompt>,
     /// A question waiting for y or n.

@@ -5,13 +5,13 @@ use super::panes::osi::{self, StackLabels};
 use super::panes::{
     answers, figures, footer, header, help, histogram, progress, sessions, sparklines, split,
 };
-use crate::engine::Transport;
-use crate::stats::{Segment, SegmentFigures};
-use crate::units::{format_ns_plain, format_rate};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
+use synapse_engine::Transport;
+use synapse_stats::{Segment, SegmentFigures};
+use synapse_units::{format_ns_plain, format_rate};
 
 /// Smallest terminal the layout fits.
 pub const MIN_WIDTH: u16 = 80;
@@ -221,7 +221,7 @@ fn draw_server(f: &mut Frame, area: Rect, app: &App, short: bool) {
         (true, 0) => "listening · waiting for clients".to_string(),
         (true, n) => format!(
             "{} · {} pkt/s echoed",
-            crate::units::count_of(n as u64, "active client"),
+            synapse_units::count_of(n as u64, "active client"),
             format_rate(v.pps)
         ),
     };

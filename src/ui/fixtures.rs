@@ -3,12 +3,12 @@
 
 use super::app::{App, ClientInfo, Role, ServerView};
 use super::theme::Theme;
-use crate::engine::capabilities::Source;
-use crate::engine::{Points, ReflectorTotals, Refusals, SessionInfo, StampingInfo};
-use crate::stats::{Record, RecordKind, SegmentSet, Shape, Split};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::time::Duration;
+use synapse_engine::capabilities::Source;
+use synapse_engine::{Points, ReflectorTotals, Refusals, SessionInfo, StampingInfo};
+use synapse_stats::{Record, RecordKind, SegmentSet, Shape, Split};
 
 /// A client that measured 40 windows of traffic around 80 µs, with a
 /// spike, a few losses and one of everything else.
@@ -25,7 +25,7 @@ pub fn client_app() -> App {
         duration: None,
         size: 8,
         pace: None,
-        transport: crate::engine::Transport::Udp,
+        transport: synapse_engine::Transport::Udp,
     };
     let server = ServerView {
         bind: "127.0.0.1:8080".into(),
@@ -93,12 +93,12 @@ pub fn client_app() -> App {
 /// reflector's count skips it) and one backward.
 pub fn paced_client_app() -> App {
     let mut app = client_app();
-    let pace = crate::engine::Schedule {
-        pattern: crate::stats::Pattern::Periodic,
+    let pace = synapse_engine::Schedule {
+        pattern: synapse_stats::Pattern::Periodic,
         interval: Duration::from_millis(1),
     };
     app.client.info.pace = Some(pace);
-    app.client.live = crate::stats::LiveStats::new();
+    app.client.live = synapse_stats::LiveStats::new();
     app.client.live.use_shape(Shape {
         segments: SegmentSet::for_run(true, true, false),
         schedule: Some((pace.pattern, pace.interval_ns())),
@@ -117,8 +117,12 @@ pub fn paced_client_app() -> App {
         }
         let rtt = 60_000 + (seq * 7919 % 40) * 1_000;
         let forward = 25_000 + (seq * 31 % 7) as i64 * 1_000;
-        let far =
-            crate::stats::FarSide::new(forward, rtt as i64 - forward - 3_000, reflector_seq, false);
+        let far = synapse_stats::FarSide::new(
+            forward,
+            rtt as i64 - forward - 3_000,
+            reflector_seq,
+            false,
+        );
         reflector_seq += 1;
         let r = Record::sample(seq, seq * 1_000_000, rtt, false)
             .with_split(split_of(rtt))
@@ -138,7 +142,7 @@ pub fn paced_client_app() -> App {
 /// far side's share measured), the others rode on the reply.
 pub fn tcp_client_app() -> App {
     let mut app = client_app();
-    app.client.info.transport = crate::engine::Transport::Tcp;
+    app.client.info.transport = synapse_engine::Transport::Tcp;
     app.client.info.floor_mode = crate::report::RunMode::of(true, false, false);
     let stamping = StampingInfo {
         source: Source::Software,
@@ -146,7 +150,7 @@ pub fn tcp_client_app() -> App {
         segments: SegmentSet::for_run(true, false, false).with_tcp(),
         ..StampingInfo::default()
     };
-    app.client.live = crate::stats::LiveStats::new();
+    app.client.live = synapse_stats::LiveStats::new();
     app.client.live.use_shape(Shape {
         segments: stamping.segments,
         ..Shape::default()

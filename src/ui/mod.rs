@@ -99,7 +99,7 @@ pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, rol
         cpu: c.thread.cpu,
         busy_poll: c.thread.busy_poll,
         floor_mode: crate::report::RunMode::of(
-            c.run.transport == crate::engine::Transport::Tcp,
+            c.run.transport == synapse_engine::Transport::Tcp,
             c.thread.busy_poll,
             c.run.connect_each,
         ),

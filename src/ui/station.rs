@@ -11,19 +11,19 @@
 use super::app::{App, Confirm, Role};
 use crate::cli::settings_schema;
 use crate::config::{Baseline, baseline_runs, store};
-use crate::engine::socket::reachable_at;
-use crate::engine::{
-    ClientOutcome, Placement, Protocol, ReflectorEvent, ReflectorTotals, StampingInfo, StopFlag,
-    Transport,
-};
 use crate::error::exit;
 use crate::plan::{ClientPlan, ServerPlan, Target};
 use crate::report::{LogSummary, Report};
 use crate::session::{ClientSession, IntervalTap, LogOutcome, Opening, ServerSession, Side};
-use crate::stats::{RecordKind, Stats, Summary, WINDOW};
-use crate::units::count_of;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+use synapse_engine::socket::reachable_at;
+use synapse_engine::{
+    ClientOutcome, Placement, Protocol, ReflectorEvent, ReflectorTotals, StampingInfo, StopFlag,
+    Transport,
+};
+use synapse_stats::{RecordKind, Stats, Summary, WINDOW};
+use synapse_units::count_of;
 
 /// What the live display measured, for the summary printed after it closes.
 #[derive(Debug)]
@@ -64,9 +64,9 @@ struct ClientTotals {
     /// Authenticated STAMP: answers whose HMAC failed.
     unauthenticated: u64,
     /// TCP: the latest run's connections and the kernel's view.
-    tcp: Option<crate::stats::TcpFigures>,
+    tcp: Option<synapse_stats::TcpFigures>,
     /// STAMP extensions, as the last run's replies said.
-    extensions: Option<crate::engine::extensions::TlvSummary>,
+    extensions: Option<synapse_engine::extensions::TlvSummary>,
 }
 
 /// The reflector's totals as the server view counts them.

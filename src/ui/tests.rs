@@ -57,16 +57,16 @@ fn the_rtt_pane_and_the_histogram_count_lost_and_late_alike() {
     let mut app = client_app();
     let live = &mut app.client.live;
     for seq in 0..1_471u64 {
-        live.ingest(&crate::stats::Record::event(
-            crate::stats::RecordKind::Lost,
+        live.ingest(&synapse_stats::Record::event(
+            synapse_stats::RecordKind::Lost,
             50_000 + seq,
             0,
             false,
         ));
     }
     for seq in 0..845u64 {
-        live.ingest(&crate::stats::Record::event(
-            crate::stats::RecordKind::Late { reordered: false },
+        live.ingest(&synapse_stats::Record::event(
+            synapse_stats::RecordKind::Late { reordered: false },
             50_000 + seq,
             0,
             false,
@@ -74,8 +74,8 @@ fn the_rtt_pane_and_the_histogram_count_lost_and_late_alike() {
     }
     let c = *live.total().counters();
     let (lost, late) = (
-        crate::units::group_thousands(c.lost),
-        crate::units::group_thousands(c.late),
+        synapse_units::group_thousands(c.lost),
+        synapse_units::group_thousands(c.late),
     );
     for (w, h) in SIZES {
         let text = rows(&frame(&app, w, h)).join("\n");
@@ -135,7 +135,7 @@ fn frozen_display_keeps_its_figures_while_data_arrives() {
     app.toggle_freeze();
     let before = rows(&frame(&app, 120, 36));
     for i in 0..5_000 {
-        app.client.live.ingest(&crate::stats::Record::sample(
+        app.client.live.ingest(&synapse_stats::Record::sample(
             1_000_000 + i,
             0,
             5_000_000,
@@ -241,7 +241,7 @@ fn the_running_comparison_with_the_mark_is_drawn_under_the_figures() {
 /// A baseline whose p50 is half of what `app` shows (the rest as shown).
 fn half_p50_baseline(app: &super::app::App) -> crate::config::Baseline {
     let live =
-        crate::stats::Summary::from_stats(app.client.live.total(), std::time::Duration::ZERO);
+        synapse_stats::Summary::from_stats(app.client.live.total(), std::time::Duration::ZERO);
     let rtt = live.rtt_ns.unwrap();
     crate::config::Baseline {
         date: "2026-11-21T10:00:00Z".into(),
@@ -257,10 +257,10 @@ fn half_p50_baseline(app: &super::app::App) -> crate::config::Baseline {
 fn the_floor_ratio_is_drawn_under_the_figures_when_it_fits() {
     let mut app = client_app();
     let live =
-        crate::stats::Summary::from_stats(app.client.live.total(), std::time::Duration::ZERO);
+        synapse_stats::Summary::from_stats(app.client.live.total(), std::time::Duration::ZERO);
     let p50 = live.rtt_ns.unwrap().p50 as f64;
     let floor = |blocking: f64| {
-        crate::engine::floor::Calibration::fixture(crate::engine::floor::Figures {
+        synapse_engine::floor::Calibration::fixture(synapse_engine::floor::Figures {
             udp_blocking_rtt_ns: Some(blocking),
             ..Default::default()
         })

@@ -6,12 +6,12 @@ use super::app::{App, Role, ServerView};
 use super::fixtures::{client_app, frame, rows, server_app};
 use super::keys::{After, on_key};
 use super::station::Station;
-use crate::engine::SessionInfo;
 use crate::plan::{ClientPlan, Plan, counterpart_server, plan};
-use crate::stats::{Record, RecordKind};
 use clap::FromArgMatches;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::net::SocketAddr;
+use synapse_engine::SessionInfo;
+use synapse_stats::{Record, RecordKind};
 
 fn press(c: char, app: &mut App, station: &mut Station) -> After {
     on_key(

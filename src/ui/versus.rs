@@ -8,9 +8,9 @@
 //! it is kept small: a minute a side at most, worked out every 2 s.
 
 use crate::session::IntervalTap;
-use crate::stats::Record;
-use crate::stats::significance::{Figure, MIN_INTERVALS, Run, compare};
 use std::time::{Duration, Instant};
+use synapse_stats::Record;
+use synapse_stats::significance::{Figure, MIN_INTERVALS, Run, compare};
 
 /// The intervals compared.
 const INTERVAL: Duration = Duration::from_millis(500);
@@ -58,7 +58,7 @@ impl Versus {
         self.tap.keep_last(WINDOW);
     }
 
-    fn recent(&self) -> &[crate::stats::intervals::Interval] {
+    fn recent(&self) -> &[synapse_stats::intervals::Interval] {
         let kept = self.tap.kept();
         &kept[kept.len().saturating_sub(WINDOW)..]
     }
@@ -114,7 +114,7 @@ impl Versus {
             };
             let star = if f.excludes_zero { "*" } else { "" };
             any |= f.excludes_zero;
-            let d = crate::units::signed(d, 0);
+            let d = synapse_units::signed(d, 0);
             text.push_str(&format!(" {} {d}%{star}", f.figure.name()));
         }
         text.push(' ');

@@ -40,7 +40,7 @@ pub fn render(root: &Command) -> String {
     out.push_str("# Options\n\n");
     let _ = writeln!(
         out,
-        "<!-- Generated from the command line's definition (src/cli.rs) by tests/docs.\n     \
+        "<!-- Generated from the command line's definition (src/cli/) by tests/docs.\n     \
          Do not edit: refresh with `{REFRESH}`. -->\n"
     );
     out.push_str(

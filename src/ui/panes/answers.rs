@@ -3,14 +3,14 @@
 
 use super::histogram::{Slot, draw_bar};
 use super::sparklines::{heights, scale_top};
-use crate::stats::WINDOW;
 use crate::ui::app::ServerView;
 use crate::ui::theme::Theme;
-use crate::units::format_rate;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
+use synapse_stats::WINDOW;
+use synapse_units::format_rate;
 
 /// Answers a second in a window of `n` answers.
 fn per_second(n: u64) -> f64 {

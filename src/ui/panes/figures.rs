@@ -1,18 +1,18 @@
 //! The live numbers: current RTT, percentiles, rate, packet fates.
 
 use crate::config::Baseline;
-use crate::engine::floor::Calibration;
-use crate::engine::{Refusals, Schedule};
 use crate::report::FloorComparison;
-use crate::stats::{Pattern, RttFigures, Summary};
 use crate::ui::app::{ClientInfo, ClientView, ServerView};
 use crate::ui::theme::Theme;
-use crate::units::{compact_count, format_ns, format_rate};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 use std::time::Duration;
+use synapse_engine::floor::Calibration;
+use synapse_engine::{Refusals, Schedule};
+use synapse_stats::{Pattern, RttFigures, Summary};
+use synapse_units::{compact_count, format_ns, format_rate};
 
 /// Figures that belong on one row, each kept whole: the first with its
 /// label in the label column, the others after it as long as they fit,
@@ -64,7 +64,7 @@ fn named(t: Theme, name: &str, value: Span<'static>) -> Vec<Span<'static>> {
 struct Parts<'a> {
     s: Summary,
     t: Theme,
-    live: &'a crate::stats::LiveStats,
+    live: &'a synapse_stats::LiveStats,
 }
 
 impl Parts<'_> {
@@ -211,8 +211,8 @@ pub fn render_client(
         };
         let text = format!(
             " vs base p50 {}% p99 {}% ",
-            crate::units::signed(c.p50, 0),
-            crate::units::signed(c.p99, 0)
+            synapse_units::signed(c.p50, 0),
+            synapse_units::signed(c.p99, 0)
         );
         room = room.saturating_sub(text.chars().count());
         block = block.title_bottom(Span::styled(text, style));
@@ -238,7 +238,7 @@ fn floor_title(s: &Summary, info: &ClientInfo, floor: Option<&Calibration>) -> O
     let remote = info
         .target
         .parse::<std::net::SocketAddr>()
-        .is_ok_and(|a| !crate::engine::socket::is_this_host(a.ip()));
+        .is_ok_and(|a| !synapse_engine::socket::is_this_host(a.ip()));
     let c = FloorComparison::of(floor?, s.rtt_ns?.p50, info.floor_mode, remote)?;
     Some(format!(" {:.1}× floor ", c.ratio))
 }
@@ -303,7 +303,7 @@ fn cos_rows(p: &Parts) -> Vec<Row> {
         return Vec::new();
     };
     let t = p.t;
-    let leg = |label: &'static str, l: &crate::stats::cos::LegFigures| -> Row {
+    let leg = |label: &'static str, l: &synapse_stats::cos::LegFigures| -> Row {
         let Some(top) = l.dscp_received.iter().max_by_key(|d| d.count) else {
             return (vec![labelled(t, label, Span::raw("not reported"))], "  ");
         };
@@ -382,7 +382,7 @@ fn paced_rows(p: &Parts) -> Vec<Row> {
         } else {
             format!(
                 "? clocks {} apart",
-                crate::units::signed_ns(w.clock_offset_ns as f64)
+                synapse_units::signed_ns(w.clock_offset_ns as f64)
             )
         };
         rows.push((vec![labelled(t, "1-way", Span::raw(text))], "  "));
@@ -453,7 +453,7 @@ fn refusal_cells(r: &Refusals, t: Theme) -> Cells {
 }
 
 /// `TLV 2 U 1 M 0 I`: RFC 8972 TLVs the STAMP reflector refused, if any.
-fn tlv_refusals(t: &crate::engine::TlvTotals) -> String {
+fn tlv_refusals(t: &synapse_engine::TlvTotals) -> String {
     if t.unrecognized + t.malformed + t.integrity_failed == 0 {
         return String::new();
     }

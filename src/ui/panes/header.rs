@@ -1,12 +1,12 @@
 //! The top line: who is measuring whom, where the thread runs, and state.
 
-use crate::engine::Transport;
 use crate::ui::app::{App, Role};
 use crate::ui::panes::figures;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
+use synapse_engine::Transport;
 
 /// Draws the header line.
 pub fn render(f: &mut Frame, area: Rect, app: &App) {

@@ -5,15 +5,15 @@
 //! without a timely reply as a red bar of their own, counted lost and late
 //! as the totals count them.
 
-use crate::stats::{LiveStats, LogBins};
 use crate::ui::theme::Theme;
-use crate::units::{format_ns_plain, group_thousands};
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
+use synapse_stats::{LiveStats, LogBins};
+use synapse_units::{format_ns_plain, group_thousands};
 
 /// Quantile range shown at each zoom level.
 pub const ZOOM_RANGES: [(f64, f64, &str); 5] = [
@@ -239,9 +239,9 @@ fn axis(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{Record, RecordKind};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
+    use synapse_stats::{Record, RecordKind};
 
     fn bins_of(values: &[u64]) -> LogBins {
         let mut b = LogBins::default();

@@ -3,11 +3,11 @@
 
 use crate::ui::animation::{Animation, LAYERS, Position};
 use crate::ui::theme::Theme;
-use crate::units::format_ns;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
+use synapse_units::format_ns;
 
 const NAMES: [&str; LAYERS] = [
     "L7 APPLICATION",

@@ -2,11 +2,11 @@
 
 use crate::ui::app::ClientView;
 use crate::ui::theme::Theme;
-use crate::units::group_thousands;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::widgets::Gauge;
 use std::time::Duration;
+use synapse_units::group_thousands;
 
 fn clock(d: Duration) -> String {
     let s = d.as_secs();

@@ -1,14 +1,14 @@
 //! The reflector's clients: active sessions first, then recently ended ones.
 
-use crate::engine::{Refusals, SessionInfo};
 use crate::ui::app::ServerView;
 use crate::ui::columns::{Column, fit};
 use crate::ui::theme::Theme;
-use crate::units::group_thousands;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Span;
 use ratatui::widgets::Block;
+use synapse_engine::{Refusals, SessionInfo};
+use synapse_units::group_thousands;
 
 fn ago(now_ns: u64, then_ns: u64) -> String {
     format!("{:.1} s ago", now_ns.saturating_sub(then_ns) as f64 / 1e9)

@@ -6,13 +6,13 @@
 //! is a red `×`.
 
 use super::histogram::{Slot, draw_bar};
-use crate::stats::{LiveStats, WindowPoint};
 use crate::ui::theme::Theme;
-use crate::units::format_ns;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
+use synapse_stats::{LiveStats, WindowPoint};
+use synapse_units::format_ns;
 
 type Pick = fn(&WindowPoint) -> u64;
 
@@ -147,9 +147,9 @@ pub fn render(f: &mut Frame, area: Rect, live: &LiveStats, t: Theme) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{Record, RecordKind};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
+    use synapse_stats::{Record, RecordKind};
 
     #[test]
     fn a_spike_is_cut_at_the_scale_and_the_rest_keep_theirs() {

@@ -2,15 +2,15 @@
 //! the last clear, under the packet path; and the per-segment times the
 //! OSI stacks show in place of decoration.
 
-use crate::engine::StampingInfo;
-use crate::stats::Segment;
-use crate::stats::{LiveStats, SegmentFigures};
 use crate::ui::theme::Theme;
-use crate::units::format_ns;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
+use synapse_engine::StampingInfo;
+use synapse_stats::Segment;
+use synapse_stats::{LiveStats, SegmentFigures};
+use synapse_units::format_ns;
 
 /// The live figures, per segment, when the run splits round trips.
 pub fn figures(live: &LiveStats) -> Vec<SegmentFigures> {
@@ -171,11 +171,11 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Points;
-    use crate::engine::capabilities::Source;
-    use crate::stats::{Record, SegmentSet, Shape};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
+    use synapse_engine::Points;
+    use synapse_engine::capabilities::Source;
+    use synapse_stats::{Record, SegmentSet, Shape};
 
     fn info(source: Source) -> StampingInfo {
         StampingInfo {

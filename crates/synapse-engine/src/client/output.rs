@@ -1,0 +1,46 @@
+//! Where a client run's results go: the authoritative statistics first,
+//! then a lock-free ring for a live consumer (a full ring costs the live
+//! view, never the totals) and the per-packet log's ring.
+
+use super::paced::Sink;
+use crate::points::Points;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use synapse_stats::{Record, Stats};
+
+/// The rings a client thread writes to.
+pub(super) struct Output {
+    /// Every record, for a live consumer.
+    pub ring: rtrb::Producer<Record>,
+    /// Records the ring had no room for.
+    pub overflow: Arc<AtomicU64>,
+    /// Every settled packet's points, for the per-packet log.
+    pub log: Option<rtrb::Producer<Points>>,
+}
+
+/// A paced client's sink: its one peer's statistics and the rings.
+pub(super) struct ClientSink {
+    pub out: Output,
+    pub stats: Stats,
+    /// Log rows the log's ring had no room for.
+    pub log_overflow: u64,
+}
+
+impl Sink for ClientSink {
+    #[inline]
+    fn record(&mut self, _probe: usize, r: Record) {
+        self.stats.record(&r);
+        if self.out.ring.push(r).is_err() {
+            self.out.overflow.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    fn row(&mut self, _probe: usize, p: Points) {
+        if let Some(log) = &mut self.out.log
+            && log.push(p).is_err()
+        {
+            self.log_overflow += 1;
+        }
+    }
+}

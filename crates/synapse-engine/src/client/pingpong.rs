@@ -1,0 +1,745 @@
+//! The ping-pong loop: one request in flight, the next sent when the reply
+//! (or its timeout) comes.
+//!
+//! Per packet the loop does exactly: encode (no allocation), one clock read,
+//! `send`, `recv` (blocking, or spinning when busy-polling), one clock read,
+//! a histogram record and a ring push: two system calls, as a bare C loop.
+//! Blocking, the receive is the wait: the socket blocks with `SO_RCVTIMEO`
+//! armed once (see `recv_timeout.rs`), and only what is left of a wait
+//! after it (a lost or late reply) is waited in `ppoll`. With kernel
+//! timestamps it also reads `CLOCK_REALTIME` next to each monotonic read,
+//! receives with `recvmsg` (RX stamps ride in its control data), and, after
+//! the reply is in hand and the RTT taken, reads the packet's TX stamps off
+//! the error queue, so stamping costs the measured round trip only what the
+//! kernel itself adds. The socket is connected, so the kernel neither looks
+//! up a route per packet nor hands us other sources' datagrams; those land
+//! on a catch-all socket sharing the port, drained every
+//! `STRAY_DRAIN_EVERY` packets and after each timeout. Anything else (a
+//! late reply, a timeout) is rare and may cost a syscall more.
+
+use super::extensions::{Held, TlvTally, marks_of};
+use super::seen::{GIVE_UP_AFTER, Seen};
+use super::sequence::{Reply, SequenceTracker};
+use super::stamps::ClientStamps;
+use super::{ClientConfig, ClientOutcome, Output, StampingInfo};
+use crate::affinity::Placement;
+use crate::points::{PacketStatus, Points};
+use crate::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
+use crate::socket::ClientSockets;
+use crate::sys::timestamping::{ControlBuf, Stamps};
+use crate::sys::{self, RawAddr, Readiness, is_network_error, is_send_drop};
+use crate::wall_clock::WallClock;
+use crate::{EngineError, StopFlag};
+use socket2::Socket;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use synapse_stats::{Outage, OutageDetector, Record, RecordKind, Split, Stats};
+
+/// How often (in packets) the catch-all socket is checked for strays.
+const STRAY_DRAIN_EVERY: u64 = 1024;
+
+/// The longest a wait sleeps before looking at the stop flag: a long
+/// `--timeout` must not make Ctrl-C or the display's keys wait.
+pub(crate) const STOP_CHECK: Duration = Duration::from_millis(100);
+
+/// How waiting for one reply ended.
+enum Wait {
+    Answered,
+    TimedOut,
+    /// The network said no (ICMP) before any reply: the errno it reported.
+    Unreachable(i32),
+    /// The stop flag was raised while waiting; the packet is not counted.
+    Stopped,
+}
+
+/// Sleeps until `deadline` in slices, so `stop` is still noticed. Returns
+/// whether it was.
+pub(crate) fn pause_until(deadline: Instant, stop: &StopFlag) -> bool {
+    loop {
+        if stop.is_raised() {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return false;
+        }
+        std::thread::sleep((deadline - now).min(STOP_CHECK));
+    }
+}
+
+/// A per-run token: random, so another run's datagrams (or a restarted
+/// run's, in the live display) are never taken for replies.
+pub(crate) fn run_token(epoch: Instant) -> u64 {
+    sys::random_u64().unwrap_or_else(|_| {
+        // getrandom cannot fail on a kernel Synapse runs on; should it, the
+        // clock's low bits still differ from run to run.
+        let t = epoch.elapsed().as_nanos() as u64 ^ sys::timestamping::realtime_ns();
+        t.rotate_left(17) ^ u64::from(std::process::id())
+    })
+}
+
+/// The measurement loop's state. Everything is allocated in `new`.
+pub(super) struct Pinger<'a> {
+    socket: &'a Socket,
+    catcher: &'a Socket,
+    from: RawAddr,
+    codec: Codec,
+    buf: Vec<u8>,
+    /// Kernel stamps, when on.
+    stamps: Option<ClientStamps>,
+    /// Read `CLOCK_REALTIME` next to the monotonic clock (kernel stamps or
+    /// STAMP need it).
+    realtime: bool,
+    /// Whether the packet in flight reads it.
+    read_realtime: bool,
+    /// The wall time of a monotonic reading.
+    wall: WallClock,
+    /// The packet in flight: its points so far, and whether it went out
+    /// asking for TX stamps (a failed send, or one outside the sample, has
+    /// none to fetch).
+    points: Points,
+    tx_sent: bool,
+    /// Whether the packet in flight is one of the stamped sample; the
+    /// split comes only from those, so that every segment is from the same
+    /// packets.
+    in_sample: bool,
+    out: Output,
+    log_overflow: u64,
+    tracker: SequenceTracker,
+    stats: Stats,
+    outages: OutageDetector,
+    epoch: Instant,
+    timeout: Duration,
+    busy_poll: bool,
+    /// Blocking mode: how long one receive may block on its own (the
+    /// socket's `SO_RCVTIMEO`); `None`: waits are all `ppoll`.
+    armed: Option<Duration>,
+    /// Packets below this sequence number are warm-up.
+    warmup: u64,
+    seen: Seen,
+    /// Class of service is read off every reply: its control data's room
+    /// (packets outside the stamped sample), and the last reply's TOS.
+    marks: Option<Box<ControlBuf>>,
+    reply_tos: Option<u8>,
+    /// Follow-Up Telemetry: the answered packet waiting for the next reply.
+    holding: bool,
+    held: Option<Held>,
+    /// What the replies' TLVs said.
+    tally: TlvTally,
+}
+
+impl<'a> Pinger<'a> {
+    pub(super) fn new(
+        cfg: &ClientConfig,
+        sockets: &'a ClientSockets,
+        armed: Option<Duration>,
+        out: Output,
+        stamps: Option<ClientStamps>,
+        stats: Stats,
+    ) -> Self {
+        let epoch = Instant::now();
+        let token = run_token(epoch);
+        let codec = if cfg.stamp {
+            let sender = StampSender::new(cfg.size, cfg.ssid, cfg.stamp_key.clone());
+            Codec::Stamp(sender.with_tlvs(cfg.tlvs, cfg.marks.unwrap_or(0)))
+        } else {
+            Codec::Echo(EchoCodec::new(cfg.size, token))
+        };
+        Self {
+            socket: &sockets.fast,
+            catcher: &sockets.catcher,
+            from: RawAddr::empty(),
+            codec,
+            buf: vec![0; RECV_BUFFER],
+            // STAMP carries T1; kernel stamps are subtracted from user ones.
+            realtime: cfg.stamp || stamps.is_some(),
+            read_realtime: false,
+            wall: WallClock::sync(),
+            stamps,
+            points: Points::default(),
+            tx_sent: false,
+            in_sample: true,
+            out,
+            log_overflow: 0,
+            tracker: SequenceTracker::new(),
+            stats,
+            outages: OutageDetector::default(),
+            epoch,
+            timeout: cfg.timeout,
+            busy_poll: cfg.thread.busy_poll,
+            armed,
+            warmup: cfg.warmup,
+            seen: Seen::default(),
+            marks: cfg.marks.map(|_| Box::default()),
+            reply_tos: None,
+            holding: cfg.stamp && cfg.tlvs.follow_up,
+            held: None,
+            tally: TlvTally::default(),
+        }
+    }
+
+    pub(super) fn run(
+        &mut self,
+        cfg: &ClientConfig,
+        stop: &StopFlag,
+        placement: Placement,
+    ) -> Result<ClientOutcome, EngineError> {
+        let mut measure_start: Option<Instant> = None;
+        let mut seq = 0u64;
+        let mut last = Instant::now();
+        while !stop.is_raised() {
+            let warmup = seq < cfg.warmup;
+            if !warmup {
+                let start = *measure_start.get_or_insert(last);
+                let measured = seq - cfg.warmup;
+                if cfg.budget_spent(measured, last.duration_since(start)) {
+                    break;
+                }
+            }
+            if seq == cfg.warmup && cfg.warmup > 0 {
+                // Warm-up ends: whatever other sources sent meanwhile
+                // belongs to it, not to the figures.
+                self.drain_strays(seq, true);
+            }
+            if seq.is_multiple_of(STRAY_DRAIN_EVERY) {
+                self.drain_strays(seq, warmup);
+                // A step of the wall clock is followed within this many
+                // packets.
+                self.wall = WallClock::sync();
+            }
+            let (wait, now) = self.exchange(cfg, seq, warmup, stop)?;
+            last = now;
+            if matches!(wait, Wait::Stopped) {
+                break;
+            }
+            self.give_up_if_unreachable(cfg, seq, wait)?;
+            seq += 1;
+        }
+        self.drain_strays(seq, false);
+        self.release_held();
+        // An outage still going on when the run ends ends with it.
+        if let Some(o) = self.outages.end(self.at_ns(last)) {
+            self.emit_outage(o);
+        }
+        Ok(ClientOutcome {
+            stats: self.stats.clone(),
+            measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
+            placement,
+            interrupted: stop.is_raised(),
+            ring_overflow: self.out.overflow.load(Ordering::Relaxed),
+            log_overflow: self.log_overflow,
+            stale_stamps: self.stamps.as_ref().map_or(0, ClientStamps::stale),
+            unauthenticated: self.seen.unauthenticated,
+            stamping: StampingInfo::default(),
+            tcp: None,
+            extensions: (cfg.stamp && !cfg.tlvs.is_empty())
+                .then(|| self.tally.summary(cfg.tlvs, self.local(), cfg.server)),
+        })
+    }
+
+    /// The local address the requests leave from.
+    fn local(&self) -> std::net::SocketAddr {
+        self.socket
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .unwrap_or_else(|| std::net::SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+
+    /// Sends request `seq` and waits for its reply. Returns how the wait
+    /// ended and the time it did.
+    fn exchange(
+        &mut self,
+        cfg: &ClientConfig,
+        seq: u64,
+        warmup: bool,
+        stop: &StopFlag,
+    ) -> Result<(Wait, Instant), EngineError> {
+        let fd = self.socket.as_raw_fd();
+        self.tracker.sent(seq);
+        // The wall time is the monotonic reading's own (see wall_clock.rs),
+        // so the realtime span the split partitions is the RTT exactly.
+        // Encoding (STAMP carries T1) is inside the RTT, as in any loop
+        // that builds its request after reading the clock.
+        let index = seq.checked_sub(cfg.warmup);
+        let stamped = self.stamps.as_ref().is_none_or(|s| s.samples(index));
+        // The wall clock only where something needs it: STAMP's T1, or a
+        // split (packets outside the sample have none).
+        self.read_realtime = self.realtime && (cfg.stamp || stamped);
+        let t1 = Instant::now();
+        let t1_user = if self.read_realtime {
+            self.wall.at(t1)
+        } else {
+            0
+        };
+        let payload = self.codec.encode(seq, t1_user);
+        let sent = match &self.stamps {
+            Some(stamps) => stamps.send(fd, payload, stamped),
+            None => sys::send(fd, payload),
+        };
+        self.points = Points {
+            seq,
+            t1_user: self.read_realtime.then_some(t1_user),
+            ..Points::default()
+        };
+        self.tx_sent = sent.is_ok() && stamped;
+        self.in_sample = stamped;
+        if let Some(stamps) = self.stamps.as_mut().filter(|_| stamped) {
+            if sent.is_ok() {
+                stamps.sent();
+            } else {
+                stamps.send_failed();
+            }
+        }
+        match sent {
+            Ok(_) => self.wait_for(seq, t1, warmup, stop),
+            // An ICMP error from an earlier packet, no route, a firewall
+            // or a full queue surfaces on send: this packet never left.
+            // It counts as lost after its timeout, as if it had gone out,
+            // so a dead link paces the run instead of spinning it.
+            Err(e) if e.raw_os_error().is_some_and(is_send_drop) => {
+                let _ = sys::drain_error_queue(fd);
+                let errno = e.raw_os_error().unwrap_or(0);
+                if self.seen.replies == 0 {
+                    return Ok((Wait::Unreachable(errno), Instant::now()));
+                }
+                let stopped = pause_until(t1 + self.timeout, stop);
+                let now = Instant::now();
+                if stopped {
+                    return Ok((Wait::Stopped, now));
+                }
+                Ok((self.time_out(seq, t1, warmup), now))
+            }
+            Err(e) => Err(EngineError::Send {
+                addr: cfg.server,
+                source: e,
+            }),
+        }
+    }
+
+    /// Before any reply, errors and silence mean the peer cannot be
+    /// reached: the run ends with the reason.
+    fn give_up_if_unreachable(
+        &self,
+        cfg: &ClientConfig,
+        seq: u64,
+        wait: Wait,
+    ) -> Result<(), EngineError> {
+        if self.seen.replies > 0 {
+            return Ok(());
+        }
+        match wait {
+            Wait::Unreachable(libc::ECONNREFUSED) => Err(EngineError::Refused(cfg.server)),
+            Wait::Unreachable(errno) => Err(EngineError::Send {
+                addr: cfg.server,
+                source: io::Error::from_raw_os_error(errno),
+            }),
+            Wait::TimedOut if seq + 1 >= GIVE_UP_AFTER => {
+                Err(self.seen.silence(cfg.server, seq + 1, cfg.timeout))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Waits for the reply to `seq`, classifying everything that arrives
+    /// meanwhile, until it comes, its deadline passes, or `stop` is raised.
+    /// Returns how it ended and the time it did (the clock read for the RTT).
+    /// The deadline is kept to the clock: a reply after it is late, never
+    /// a sample, however the wait was woken.
+    fn wait_for(
+        &mut self,
+        seq: u64,
+        t1: Instant,
+        warmup: bool,
+        stop: &StopFlag,
+    ) -> Result<(Wait, Instant), EngineError> {
+        let fd = self.socket.as_raw_fd();
+        let deadline = t1 + self.timeout;
+        // The first receive starts right after the send, with the whole
+        // timeout ahead: it may block without reading the clock first.
+        let mut fresh = true;
+        loop {
+            let received = self.receive(fd, deadline, fresh, stop);
+            fresh = false;
+            let now = Instant::now();
+            let t4_user = if self.read_realtime {
+                self.wall.at(now)
+            } else {
+                0
+            };
+            match received {
+                Ok((got, rx)) if now > deadline => {
+                    // Lost at its deadline; what came is classified after
+                    // that (a late reply, if it was this one).
+                    let wait = self.time_out(seq, t1, warmup);
+                    self.on_datagram(got, rx, seq, t1, now, t4_user, warmup);
+                    return Ok((wait, now));
+                }
+                Ok((got, rx)) => {
+                    if self.on_datagram(got, rx, seq, t1, now, t4_user, warmup) {
+                        return Ok((Wait::Answered, now));
+                    }
+                }
+                Err(e) => match e.raw_os_error() {
+                    Some(libc::EAGAIN | libc::EINTR) => {
+                        if now >= deadline {
+                            return Ok((self.time_out(seq, t1, warmup), now));
+                        }
+                        if stop.is_raised() {
+                            return Ok((Wait::Stopped, now));
+                        }
+                    }
+                    Some(errno) if is_network_error(errno) => {
+                        let _ = self.clear_error_queue(fd);
+                        if self.seen.replies == 0 {
+                            self.time_out(seq, t1, warmup);
+                            return Ok((Wait::Unreachable(errno), now));
+                        }
+                        // Mid-run, an ICMP error (a reflector that died)
+                        // says this request is lost, but only its
+                        // deadline says so to the figures: a dead peer
+                        // paces the run at one loss per timeout.
+                    }
+                    _ => return Err(EngineError::io("receive failed")(e)),
+                },
+            }
+        }
+    }
+
+    /// Classifies one datagram that arrived while waiting for `seq`.
+    /// Returns whether it was `seq`'s fresh reply (then recorded as a
+    /// sample).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn on_datagram(
+        &mut self,
+        got: sys::Received,
+        rx: Stamps,
+        seq: u64,
+        t1: Instant,
+        now: Instant,
+        t4_user: u64,
+        warmup: bool,
+    ) -> bool {
+        let at_ns = self.at_ns(now);
+        let decoded = if got.truncated {
+            None
+        } else {
+            self.codec.decode(&self.buf[..got.len], seq)
+        };
+        // Late and duplicate replies concern *their* packet, which may be
+        // a warm-up one even when this one is not.
+        let (kind, about) = match decoded.map(|r| (r, self.tracker.on_reply(r.seq))) {
+            Some((reply, Reply::Fresh)) => {
+                self.seen.replies += 1;
+                let rtt = now.duration_since(t1).as_nanos() as u64;
+                let t4_user = self.read_realtime.then_some(t4_user);
+                self.points.answered(rtt, &reply, rx, t4_user);
+                self.points.marks = marks_of(&reply, self.reply_tos);
+                self.points.follow_up = self.holding;
+                self.follow_up(&reply);
+                let far = self.points.far_side(reply.reflector_synced);
+                let split = self.settle(warmup);
+                let record = Record::sample(seq, at_ns, rtt, warmup)
+                    .with_split(split)
+                    .with_far(far)
+                    .with_marks(self.points.marks);
+                if self.holding {
+                    self.held = Some(Held {
+                        record,
+                        row: (!warmup).then_some(self.points),
+                        points: self.points,
+                    });
+                } else {
+                    self.emit(record);
+                }
+                if !warmup && let Some(o) = self.outages.answered(at_ns) {
+                    self.emit_outage(o);
+                }
+                return true;
+            }
+            Some((r, Reply::Late { reordered })) => {
+                self.tally.reply(&r.tlv);
+                (RecordKind::Late { reordered }, r.seq)
+            }
+            Some((r, Reply::Duplicate)) => (RecordKind::Duplicate, r.seq),
+            Some((_, Reply::Stray)) | None => {
+                let datagram = &self.buf[..got.len];
+                if self.codec.is_echoed_stamp_request(datagram) {
+                    self.seen.echoed_requests += 1;
+                } else if self.codec.failed_authentication(datagram) {
+                    self.seen.unauthenticated += 1;
+                }
+                if let Some(expected) = self.codec.truncated_echo(datagram) {
+                    self.seen.truncated = Some((got.len, expected));
+                }
+                (RecordKind::Stray, seq)
+            }
+        };
+        if kind != RecordKind::Stray {
+            self.seen.late += 1;
+        }
+        let about_warmup = if kind == RecordKind::Stray {
+            warmup
+        } else {
+            about < self.warmup
+        };
+        self.emit(Record::event(kind, about, at_ns, about_warmup));
+        let status = match kind {
+            RecordKind::Late { .. } => Some(PacketStatus::Late),
+            RecordKind::Duplicate => Some(PacketStatus::Duplicate),
+            _ => None,
+        };
+        if let Some(status) = status.filter(|_| !about_warmup) {
+            // Its own row, with when it came: the packet's row said lost.
+            self.log(Points {
+                seq: about,
+                status,
+                t4_driver: rx.software,
+                t4_hw: rx.hardware,
+                t4_user: self.read_realtime.then_some(t4_user),
+                ..Points::default()
+            });
+        }
+        false
+    }
+
+    /// One datagram with its RX stamps: spinning on the non-blocking
+    /// socket when busy-polling, else blocking in the receive itself (at
+    /// most the armed `SO_RCVTIMEO`) and waiting out what is left before
+    /// the deadline in `ppoll`, until something arrives, the deadline
+    /// passes or `stop` is raised (then `EAGAIN`). `fresh`: the packet was
+    /// just sent, so the whole timeout is ahead.
+    #[inline]
+    fn receive(
+        &mut self,
+        fd: i32,
+        deadline: Instant,
+        fresh: bool,
+        stop: &StopFlag,
+    ) -> io::Result<(sys::Received, Stamps)> {
+        if self.busy_poll {
+            return self.spin(fd, deadline, stop);
+        }
+        let nothing = || Err(io::Error::from_raw_os_error(libc::EAGAIN));
+        if fresh && self.armed.is_some() && !stop.is_raised() {
+            match self.receive_once(fd) {
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
+                other => return other,
+            }
+        }
+        loop {
+            let now = Instant::now();
+            if now >= deadline || stop.is_raised() {
+                return nothing();
+            }
+            let left = deadline - now;
+            if self.armed.is_some_and(|a| left >= a) {
+                match self.receive_once(fd) {
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
+                    other => return other,
+                }
+                continue;
+            }
+            match sys::wait_readable(fd, left.min(STOP_CHECK))? {
+                Readiness::Readable => return self.receive_once_now(fd),
+                Readiness::TimedOut => {}
+                Readiness::ErrorQueue => {
+                    // The packet's TX stamps, or an ICMP report: taken now,
+                    // while the reply is on its way; an error the socket
+                    // holds comes back from the receive.
+                    if let Some(errno) = self.clear_error_queue(fd) {
+                        return Err(io::Error::from_raw_os_error(errno));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Busy-polling: spins on the non-blocking socket until something
+    /// arrives, the deadline passes or `stop` is raised.
+    #[inline]
+    fn spin(
+        &mut self,
+        fd: i32,
+        deadline: Instant,
+        stop: &StopFlag,
+    ) -> io::Result<(sys::Received, Stamps)> {
+        loop {
+            match self.receive_once(fd) {
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    if stop.is_raised() || Instant::now() >= deadline {
+                        return Err(e);
+                    }
+                    std::hint::spin_loop();
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// A datagram `ppoll` said is there. On a blocking socket the receive
+    /// is still told not to wait: readiness was for the queue, and a
+    /// second reader (there is none) or a bad checksum could empty it.
+    fn receive_once_now(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
+        self.receive_with(fd, true)
+    }
+
+    /// Empties the error queue: TX stamps go to the packet in flight; the
+    /// errno of an ICMP error it held is returned.
+    fn clear_error_queue(&mut self, fd: i32) -> Option<i32> {
+        match &mut self.stamps {
+            Some(s) => s.absorb(fd),
+            None => sys::drain_error_queue(fd),
+        }
+    }
+
+    /// One datagram, with its RX stamps when the packet in flight is one
+    /// of the stamped sample. The others are read with a plain `recv`: a
+    /// spin on `recvmsg` with control data polls more slowly, and their
+    /// RX stamps would be thrown away.
+    #[inline]
+    fn receive_once(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
+        self.receive_with(fd, false)
+    }
+
+    /// One receive, told not to wait when `now`: with RX stamps in a
+    /// sample, with the reply's TOS when marks are read, else a bare one.
+    #[inline]
+    fn receive_with(&mut self, fd: i32, now: bool) -> io::Result<(sys::Received, Stamps)> {
+        use sys::timestamping::{recv_stamped, recv_stamped_now};
+        let (got, tos) = match (&mut self.stamps, &mut self.marks) {
+            (Some(s), _) if self.in_sample && now => s.recv_now(fd, &mut self.buf),
+            (Some(s), _) if self.in_sample => s.recv(fd, &mut self.buf),
+            // Class of service: the reply's TOS rides in the control data.
+            (_, Some(control)) if now => recv_stamped_now(fd, &mut self.buf, control, -1),
+            (_, Some(control)) => recv_stamped(fd, &mut self.buf, None, control, -1),
+            _ if now => return sys::recv_now(fd, &mut self.buf).map(|r| (r, Stamps::default())),
+            _ => return sys::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
+        }
+        .map(|m| (m.received, m))?;
+        self.reply_tos = tos.tos;
+        Ok((got, tos.stamps))
+    }
+
+    /// The packet in flight is settled (answered or lost): its TX stamps
+    /// are fetched, its points logged, and its split returned. Runs after
+    /// the RTT is taken, so none of this is inside it.
+    #[inline]
+    fn settle(&mut self, warmup: bool) -> Split {
+        if let Some(stamps) = &mut self.stamps
+            && self.tx_sent
+        {
+            stamps.collect(self.socket.as_raw_fd(), &mut self.points);
+        }
+        self.points.status = if self.points.rtt_ns.is_some() {
+            PacketStatus::Ok
+        } else {
+            PacketStatus::Lost
+        };
+        // A packet held for its follow-up is logged when released.
+        let held = self.holding && self.points.rtt_ns.is_some();
+        if !(warmup || held) {
+            self.log(self.points);
+        }
+        if self.in_sample {
+            self.points.split()
+        } else {
+            Split::UNSAMPLED
+        }
+    }
+
+    /// Request `seq`, sent at `t1`, got no reply by its deadline: lost
+    /// (until a late reply says otherwise).
+    /// A row for the per-packet log, if there is one. A full ring costs
+    /// the log that row (counted), never the measurement a wait.
+    #[inline]
+    fn log(&mut self, row: Points) {
+        self.release_held();
+        self.log_now(row);
+    }
+
+    #[inline]
+    fn log_now(&mut self, row: Points) {
+        if let Some(log) = &mut self.out.log
+            && log.push(row).is_err()
+        {
+            self.log_overflow += 1;
+        }
+    }
+
+    fn time_out(&mut self, seq: u64, t1: Instant, warmup: bool) -> Wait {
+        self.settle(warmup);
+        self.tracker.timed_out(seq);
+        let at_ns = self.at_ns(t1 + self.timeout);
+        self.emit(Record::event(RecordKind::Lost, seq, at_ns, warmup));
+        if !warmup {
+            self.outages.missed(seq, self.at_ns(t1));
+        }
+        self.drain_strays(seq, warmup);
+        Wait::TimedOut
+    }
+
+    fn emit_outage(&mut self, o: Outage) {
+        let packets = u32::try_from(o.packets).unwrap_or(u32::MAX);
+        let at_ns = self.at_ns(Instant::now());
+        self.emit(Record::outage(o.seq, packets, at_ns, o.length_ns));
+    }
+
+    /// Counts whatever other sources sent to our port. Never blocks.
+    fn drain_strays(&mut self, seq: u64, warmup: bool) {
+        let fd = self.catcher.as_raw_fd();
+        while sys::recv_from(fd, &mut self.buf, &mut self.from).is_ok() {
+            let at_ns = self.at_ns(Instant::now());
+            self.emit(Record::event(RecordKind::Stray, seq, at_ns, warmup));
+        }
+    }
+
+    #[inline]
+    fn at_ns(&self, now: Instant) -> u64 {
+        now.duration_since(self.epoch).as_nanos() as u64
+    }
+
+    /// Records into the authoritative statistics, then offers the record to
+    /// the live consumer. A full ring costs the live view, never the totals.
+    #[inline]
+    fn emit(&mut self, record: Record) {
+        self.release_held();
+        self.emit_now(record);
+    }
+
+    /// A reply's TLVs are tallied, and its Follow-Up goes to the packet
+    /// held for it, which is then released (see `extensions`).
+    #[inline]
+    fn follow_up(&mut self, reply: &crate::protocol::Reply) {
+        self.tally.reply(&reply.tlv);
+        if let (Some(fu), Some(held)) = (reply.tlv.follow_up, self.held.as_mut()) {
+            let matched = held.follow_up(&fu);
+            self.tally.follow_up(&fu, matched);
+        } else if let Some(fu) = reply.tlv.follow_up {
+            self.tally.follow_up(&fu, false);
+        }
+        self.release_held();
+    }
+
+    /// The held packet goes out as it is: its record, then its row.
+    #[inline]
+    fn release_held(&mut self) {
+        if let Some(h) = self.held.take() {
+            self.emit_now(h.record);
+            if let Some(row) = h.row {
+                self.log_now(row);
+            }
+        }
+    }
+
+    #[inline]
+    fn emit_now(&mut self, record: Record) {
+        self.stats.record(&record);
+        if self.out.ring.push(record).is_err() {
+            self.out.overflow.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,604 @@
+//! STAMP, the Simple Two-way Active Measurement Protocol (RFC 8762): the
+//! byte layout of session-sender and session-reflector test packets, in
+//! unauthenticated and authenticated mode (the same fields at other
+//! offsets, see [`Layout`]), NTP timestamps and error estimates.
+//!
+//! Everything here is pure and allocation-free: encoders write into caller
+//! buffers, decoders read from received bytes.
+//!
+//! ```text
+//! sender (44 octets)              reflector (44 octets)
+//!  0..4   sequence number          0..4   sequence number
+//!  4..12  timestamp (T1)           4..12  timestamp (T3)
+//! 12..14  error estimate          12..14  error estimate
+//! 14..16  SSID (RFC 8972)         14..16  SSID, the sender's, copied
+//! 16..44  MBZ
+//!                                 16..24  receive timestamp (T2)
+//!                                 24..28  session-sender sequence number
+//!                                 28..36  session-sender timestamp (T1)
+//!                                 36..38  session-sender error estimate
+//!                                 38..40  MBZ
+//!                                 40      session-sender TTL
+//!                                 41..44  MBZ
+//! ```
+
+/// Length of an unauthenticated test packet, in both directions.
+pub const PACKET_LEN: usize = 44;
+
+/// Where each field sits. Both modes start with the sequence number; the
+/// authenticated packets (RFC 8762 §4.2.2, §4.3.2) spread the same fields
+/// over 112 octets, MBZ between them and the HMAC in the last 16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Packet length.
+    pub len: usize,
+    timestamp: usize,
+    error: usize,
+    ssid: usize,
+    receive_timestamp: usize,
+    sender_seq: usize,
+    sender_timestamp: usize,
+    sender_error: usize,
+    sender_ttl: usize,
+}
+
+impl Layout {
+    /// Unauthenticated mode: 44 octets (the table above).
+    pub const OPEN: Self = Self {
+        len: PACKET_LEN,
+        timestamp: 4,
+        error: 12,
+        ssid: 14,
+        receive_timestamp: 16,
+        sender_seq: 24,
+        sender_timestamp: 28,
+        sender_error: 36,
+        sender_ttl: 40,
+    };
+
+    /// Authenticated mode: 112 octets, the HMAC at 96..112.
+    pub const AUTHENTICATED: Self = Self {
+        len: 112,
+        timestamp: 16,
+        error: 24,
+        ssid: 26,
+        receive_timestamp: 32,
+        sender_seq: 48,
+        sender_timestamp: 64,
+        sender_error: 72,
+        sender_ttl: 80,
+    };
+}
+/// The well-known STAMP port (RFC 8762, section 4.1).
+pub const DEFAULT_PORT: u16 = 862;
+/// Seconds from the NTP era (1900-01-01) to the Unix epoch.
+const NTP_UNIX_OFFSET: u64 = 2_208_988_800;
+
+/// A 64-bit NTP timestamp: seconds since 1900 and a binary fraction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NtpTime {
+    /// Whole seconds since 1900-01-01 00:00 UTC (wraps in 2036).
+    pub secs: u32,
+    /// Fraction of a second, in units of 2^-32 s.
+    pub frac: u32,
+}
+
+impl NtpTime {
+    /// From nanoseconds since the Unix epoch (`CLOCK_REALTIME`).
+    pub fn from_unix_ns(ns: u64) -> Self {
+        let secs = ns / 1_000_000_000 + NTP_UNIX_OFFSET;
+        let sub = ns % 1_000_000_000;
+        Self {
+            secs: secs as u32,
+            // Round to the nearest 2^-32 s so a round trip loses < 1 ns.
+            frac: ((sub << 32).wrapping_add(500_000_000) / 1_000_000_000) as u32,
+        }
+    }
+
+    /// To nanoseconds since the Unix epoch. Times before 1970 give 0.
+    pub fn to_unix_ns(self) -> u64 {
+        let secs = u64::from(self.secs).saturating_sub(NTP_UNIX_OFFSET);
+        let sub = (u64::from(self.frac) * 1_000_000_000 + (1 << 31)) >> 32;
+        secs * 1_000_000_000 + sub
+    }
+
+    fn write(self, b: &mut [u8]) {
+        b[..4].copy_from_slice(&self.secs.to_be_bytes());
+        b[4..8].copy_from_slice(&self.frac.to_be_bytes());
+    }
+
+    fn read(b: &[u8]) -> Self {
+        Self {
+            secs: be32(&b[..4]),
+            frac: be32(&b[4..8]),
+        }
+    }
+}
+
+/// The error estimate of RFC 4656 section 4.1.2, as STAMP uses it: the
+/// S (synchronised) bit, the Z bit (0 = NTP format), and
+/// `multiplier × 2^(scale − 32)` seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorEstimate {
+    /// The clock is synchronised to UTC.
+    pub synchronized: bool,
+    /// Timestamps are in PTP rather than NTP format.
+    pub ptp: bool,
+    /// Power of two, 0..=63.
+    pub scale: u8,
+    /// Must not be zero.
+    pub multiplier: u8,
+}
+
+impl ErrorEstimate {
+    /// The estimate Synapse sends: not claiming synchronisation, NTP
+    /// format, an error of about 1 µs (`1 × 2^(12 − 32)` s ≈ 0.95 µs), the
+    /// order of a clock read and a syscall.
+    pub const LOCAL: Self = Self {
+        synchronized: false,
+        ptp: false,
+        scale: 12,
+        multiplier: 1,
+    };
+
+    /// This host's estimate, from what the kernel says of its clock: S set
+    /// and the kernel's maximum error when a time daemon keeps the clock
+    /// synchronised, else [`ErrorEstimate::LOCAL`]. Asked once per run.
+    pub fn of_this_host() -> Self {
+        match crate::sys::clock_sync() {
+            Some((true, max_error_us)) => Self::synchronized_within(max_error_us),
+            _ => Self::LOCAL,
+        }
+    }
+
+    /// S set, with the smallest scale whose multiplier holds `error_us`.
+    pub fn synchronized_within(error_us: u64) -> Self {
+        let seconds = (error_us.max(1) as f64) / 1e6;
+        for scale in 0u8..=63 {
+            let multiplier = (seconds * 2f64.powi(32 - i32::from(scale))).ceil();
+            if multiplier <= 255.0 {
+                return Self {
+                    synchronized: true,
+                    ptp: false,
+                    scale,
+                    multiplier: multiplier.max(1.0) as u8,
+                };
+            }
+        }
+        Self {
+            synchronized: true,
+            ..Self::LOCAL
+        }
+    }
+
+    /// Packs into the 16-bit wire form.
+    pub fn to_bits(self) -> u16 {
+        (u16::from(self.synchronized) << 15)
+            | (u16::from(self.ptp) << 14)
+            | (u16::from(self.scale & 0x3f) << 8)
+            | u16::from(self.multiplier)
+    }
+
+    /// Unpacks the 16-bit wire form.
+    pub fn from_bits(bits: u16) -> Self {
+        Self {
+            synchronized: bits & 0x8000 != 0,
+            ptp: bits & 0x4000 != 0,
+            scale: ((bits >> 8) & 0x3f) as u8,
+            multiplier: (bits & 0xff) as u8,
+        }
+    }
+
+    /// The estimate in nanoseconds.
+    pub fn nanos(self) -> f64 {
+        f64::from(self.multiplier) * 2f64.powi(i32::from(self.scale) - 32) * 1e9
+    }
+}
+
+/// A session-sender test packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SenderPacket {
+    /// Sequence number.
+    pub seq: u32,
+    /// When it was sent (T1).
+    pub timestamp: NtpTime,
+    /// How good T1 is.
+    pub error: ErrorEstimate,
+    /// Session-Sender Identifier (RFC 8972 §3; 0 from an RFC 8762-only
+    /// sender, whose octets 14–15 are MBZ).
+    pub ssid: u16,
+}
+
+/// A session-reflector test packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReflectorPacket {
+    /// The reflector's sequence number.
+    pub seq: u32,
+    /// When the reply was sent (T3).
+    pub timestamp: NtpTime,
+    /// How good T2 and T3 are.
+    pub error: ErrorEstimate,
+    /// The sender's SSID, copied (RFC 8972 §3).
+    pub ssid: u16,
+    /// When the request was received (T2).
+    pub receive_timestamp: NtpTime,
+    /// The sender's sequence number, echoed.
+    pub sender_seq: u32,
+    /// The sender's T1, echoed.
+    pub sender_timestamp: NtpTime,
+    /// The sender's error estimate, echoed.
+    pub sender_error: ErrorEstimate,
+    /// TTL (or hop limit) of the request as it arrived.
+    pub sender_ttl: u8,
+}
+
+/// Why a datagram is not a STAMP test packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StampError {
+    /// Shorter than a test packet (44 octets, or 112 authenticated).
+    #[error("{0} bytes is shorter than a STAMP test packet")]
+    TooShort(usize),
+    /// An error estimate with a zero multiplier, which RFC 4656 forbids.
+    #[error("error estimate multiplier is zero")]
+    ZeroMultiplier,
+}
+
+fn be32(b: &[u8]) -> u32 {
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+fn be16(b: &[u8]) -> u16 {
+    u16::from_be_bytes([b[0], b[1]])
+}
+
+fn check(error: ErrorEstimate) -> Result<(), StampError> {
+    if error.multiplier == 0 {
+        Err(StampError::ZeroMultiplier)
+    } else {
+        Ok(())
+    }
+}
+
+/// The packet's octets, if `b` is long enough to hold one.
+fn whole(b: &[u8], at: Layout) -> Result<&[u8], StampError> {
+    b.get(..at.len).ok_or(StampError::TooShort(b.len()))
+}
+
+/// Zeroes the packet's octets and writes the fields both packets start
+/// with: sequence number, timestamp, error estimate and SSID.
+fn write_head(out: &mut [u8], at: Layout, seq: u32, t: NtpTime, e: ErrorEstimate, ssid: u16) {
+    out[..at.len].fill(0);
+    out[..4].copy_from_slice(&seq.to_be_bytes());
+    t.write(&mut out[at.timestamp..at.timestamp + 8]);
+    out[at.error..at.error + 2].copy_from_slice(&e.to_bits().to_be_bytes());
+    out[at.ssid..at.ssid + 2].copy_from_slice(&ssid.to_be_bytes());
+}
+
+impl SenderPacket {
+    /// Writes the unauthenticated packet (MBZ zeroed) into `out[..44]`;
+    /// anything after that is left as is (padding).
+    pub fn encode(&self, out: &mut [u8]) {
+        self.encode_as(out, Layout::OPEN);
+    }
+
+    /// Writes the packet in layout `at` into `out[..at.len]` (an
+    /// authenticated packet's HMAC is left zero, for the key to sign).
+    pub fn encode_as(&self, out: &mut [u8], at: Layout) {
+        write_head(out, at, self.seq, self.timestamp, self.error, self.ssid);
+    }
+
+    /// Reads an unauthenticated sender packet. Longer datagrams are
+    /// accepted (padding, or RFC 8972 TLVs, follow the 44 octets).
+    pub fn decode(b: &[u8]) -> Result<Self, StampError> {
+        Self::decode_as(b, Layout::OPEN)
+    }
+
+    /// Reads a sender packet in layout `at` (an HMAC is not checked here).
+    pub fn decode_as(b: &[u8], at: Layout) -> Result<Self, StampError> {
+        let b = whole(b, at)?;
+        let p = Self {
+            seq: be32(&b[..4]),
+            timestamp: NtpTime::read(&b[at.timestamp..]),
+            error: ErrorEstimate::from_bits(be16(&b[at.error..])),
+            ssid: be16(&b[at.ssid..]),
+        };
+        check(p.error).map(|()| p)
+    }
+}
+
+impl ReflectorPacket {
+    /// Writes the unauthenticated packet (MBZ zeroed) into `out[..44]`.
+    pub fn encode(&self, out: &mut [u8]) {
+        self.encode_as(out, Layout::OPEN);
+    }
+
+    /// Writes the packet in layout `at` into `out[..at.len]` (an
+    /// authenticated packet's HMAC is left zero, for the key to sign).
+    pub fn encode_as(&self, out: &mut [u8], at: Layout) {
+        write_head(out, at, self.seq, self.timestamp, self.error, self.ssid);
+        let rx = at.receive_timestamp;
+        self.receive_timestamp.write(&mut out[rx..rx + 8]);
+        out[at.sender_seq..at.sender_seq + 4].copy_from_slice(&self.sender_seq.to_be_bytes());
+        let t1 = at.sender_timestamp;
+        self.sender_timestamp.write(&mut out[t1..t1 + 8]);
+        let e = self.sender_error.to_bits().to_be_bytes();
+        out[at.sender_error..at.sender_error + 2].copy_from_slice(&e);
+        out[at.sender_ttl] = self.sender_ttl;
+    }
+
+    /// Reads an unauthenticated reflector packet.
+    pub fn decode(b: &[u8]) -> Result<Self, StampError> {
+        Self::decode_as(b, Layout::OPEN)
+    }
+
+    /// Reads a reflector packet in layout `at` (an HMAC is not checked
+    /// here).
+    pub fn decode_as(b: &[u8], at: Layout) -> Result<Self, StampError> {
+        let b = whole(b, at)?;
+        let p = Self {
+            seq: be32(&b[..4]),
+            timestamp: NtpTime::read(&b[at.timestamp..]),
+            error: ErrorEstimate::from_bits(be16(&b[at.error..])),
+            ssid: be16(&b[at.ssid..]),
+            receive_timestamp: NtpTime::read(&b[at.receive_timestamp..]),
+            sender_seq: be32(&b[at.sender_seq..]),
+            sender_timestamp: NtpTime::read(&b[at.sender_timestamp..]),
+            sender_error: ErrorEstimate::from_bits(be16(&b[at.sender_error..])),
+            sender_ttl: b[at.sender_ttl],
+        };
+        check(p.error).map(|()| p)
+    }
+}
+
+/// The sequence number of a STAMP test packet (sender's or reflector's:
+/// both start with it).
+pub fn sequence_of(packet: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(packet.get(..4)?.try_into().ok()?))
+}
+
+/// What the reflector knows of a request as it answers it.
+#[derive(Debug, Clone, Copy)]
+pub struct Reflection {
+    /// When it arrived (T2).
+    pub t2: NtpTime,
+    /// Its TTL or hop limit on arrival.
+    pub ttl: u8,
+    /// The reflector's own sequence number for the session (stateful,
+    /// RFC 8762 §4.2.1); `None` copies the sender's (stateless, §4.2.2).
+    pub seq: Option<u32>,
+    /// How good the reflector's clock is.
+    pub error: ErrorEstimate,
+}
+
+/// The reflector's answer to `request` (in layout `at`), written over it
+/// in place: the reply has the request's length (RFC 8762 symmetric size),
+/// octets past the packet come back unchanged, and a malformed request
+/// gets no answer at all. `t3` is read as late as possible, just before
+/// the caller signs (authenticated) and sends.
+pub fn reflect_in_place(
+    request: &mut [u8],
+    at: Layout,
+    how: Reflection,
+    t3: impl FnOnce() -> NtpTime,
+) -> Result<(), StampError> {
+    let sender = SenderPacket::decode_as(request, at)?;
+    let (t2, ttl) = (how.t2, how.ttl);
+    let reply = ReflectorPacket {
+        seq: how.seq.unwrap_or(sender.seq),
+        timestamp: t3(),
+        error: how.error,
+        ssid: sender.ssid,
+        receive_timestamp: t2,
+        sender_seq: sender.seq,
+        sender_timestamp: sender.timestamp,
+        sender_error: sender.error,
+        sender_ttl: ttl,
+    };
+    reply.encode_as(request, at);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sender packet written out octet by octet from RFC 8762 figure 3:
+    /// sequence 0x00000007; timestamp 0xEB0A1B2C.80000000 (a time in 2024,
+    /// plus half a second); error estimate S=1 Z=0 scale=1 multiplier=2
+    /// (0b1_0_000001_00000010 = 0x8102); 30 MBZ octets.
+    const SENDER: [u8; 44] = [
+        0x00, 0x00, 0x00, 0x07, // sequence number
+        0xEB, 0x0A, 0x1B, 0x2C, 0x80, 0x00, 0x00, 0x00, // timestamp
+        0x81, 0x02, // error estimate
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, // MBZ
+    ];
+
+    /// The stateless reflector's answer to SENDER per RFC 8762 figure 4:
+    /// sequence 7; T3 0xEB0A1B2C.C0000000; error S=0 Z=0 scale=12
+    /// multiplier=1 (0x0C01); MBZ; T2 0xEB0A1B2C.A0000000; sender sequence
+    /// 7; sender timestamp and error copied; MBZ; TTL 64; MBZ.
+    const REFLECTOR: [u8; 44] = [
+        0x00, 0x00, 0x00, 0x07, // sequence number
+        0xEB, 0x0A, 0x1B, 0x2C, 0xC0, 0x00, 0x00, 0x00, // timestamp (T3)
+        0x0C, 0x01, // error estimate
+        0x00, 0x00, // MBZ
+        0xEB, 0x0A, 0x1B, 0x2C, 0xA0, 0x00, 0x00, 0x00, // receive timestamp (T2)
+        0x00, 0x00, 0x00, 0x07, // session-sender sequence number
+        0xEB, 0x0A, 0x1B, 0x2C, 0x80, 0x00, 0x00, 0x00, // session-sender timestamp
+        0x81, 0x02, // session-sender error estimate
+        0x00, 0x00, // MBZ
+        0x40, // session-sender TTL
+        0x00, 0x00, 0x00, // MBZ
+    ];
+
+    fn stateless(t2: NtpTime, ttl: u8) -> Reflection {
+        Reflection {
+            t2,
+            ttl,
+            seq: None,
+            error: ErrorEstimate::LOCAL,
+        }
+    }
+
+    #[test]
+    fn a_stateful_reflector_writes_its_own_number_and_keeps_the_senders() {
+        let mut buf = SENDER;
+        let how = Reflection {
+            seq: Some(3),
+            ..stateless(t(0xA000_0000), 64)
+        };
+        reflect_in_place(&mut buf, Layout::OPEN, how, || t(0xC000_0000)).unwrap();
+        let p = ReflectorPacket::decode(&buf).unwrap();
+        assert_eq!((p.seq, p.sender_seq), (3, 7));
+    }
+
+    #[test]
+    fn synchronised_estimates_hold_the_error_they_are_given() {
+        for us in [1u64, 16, 1_000, 16_000_000] {
+            let e = ErrorEstimate::synchronized_within(us);
+            assert!(e.synchronized && e.multiplier > 0);
+            let ns = e.nanos();
+            assert!(
+                ns >= us as f64 * 1e3 && ns < us as f64 * 1e3 * 1.01 + 1.0,
+                "{us} µs → {ns} ns"
+            );
+            assert_eq!(ErrorEstimate::from_bits(e.to_bits()), e);
+        }
+    }
+
+    fn t(frac: u32) -> NtpTime {
+        NtpTime {
+            secs: 0xEB0A_1B2C,
+            frac,
+        }
+    }
+
+    #[test]
+    fn sender_packet_matches_the_rfc_layout_both_ways() {
+        let p = SenderPacket::decode(&SENDER).unwrap();
+        assert_eq!(p.seq, 7);
+        assert_eq!(p.timestamp, t(0x8000_0000));
+        assert_eq!(
+            p.error,
+            ErrorEstimate {
+                synchronized: true,
+                ptp: false,
+                scale: 1,
+                multiplier: 2
+            }
+        );
+        let mut out = [0xffu8; 44];
+        p.encode(&mut out);
+        assert_eq!(out, SENDER);
+    }
+
+    #[test]
+    fn reflector_packet_matches_the_rfc_layout_both_ways() {
+        let p = ReflectorPacket::decode(&REFLECTOR).unwrap();
+        assert_eq!((p.seq, p.sender_seq, p.sender_ttl), (7, 7, 64));
+        assert_eq!(
+            (p.timestamp, p.receive_timestamp, p.sender_timestamp),
+            (t(0xC000_0000), t(0xA000_0000), t(0x8000_0000))
+        );
+        assert_eq!(p.error, ErrorEstimate::LOCAL);
+        let mut out = [0xffu8; 44];
+        p.encode(&mut out);
+        assert_eq!(out, REFLECTOR);
+    }
+
+    /// Reflects `buf` statelessly as the RFC example does: T2 0xA000_0000,
+    /// TTL 64, T3 0xC000_0000.
+    fn reflect_rfc_example(buf: &mut [u8]) {
+        reflect_in_place(buf, Layout::OPEN, stateless(t(0xA000_0000), 64), || {
+            t(0xC000_0000)
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn reflecting_the_rfc_sender_packet_gives_the_rfc_reflector_packet() {
+        let mut buf = SENDER;
+        reflect_rfc_example(&mut buf);
+        assert_eq!(buf, REFLECTOR);
+    }
+
+    /// RFC 8972 §3: the sender's SSID (octets 14–15) comes back in the
+    /// same octets of the answer; the rest of the layout is unchanged.
+    #[test]
+    fn the_reflector_copies_the_session_sender_identifier() {
+        let mut buf = SENDER;
+        buf[14..16].copy_from_slice(&0xBEEFu16.to_be_bytes());
+        assert_eq!(SenderPacket::decode(&buf).unwrap().ssid, 0xBEEF);
+        reflect_rfc_example(&mut buf);
+        let mut want = REFLECTOR;
+        want[14..16].copy_from_slice(&[0xBE, 0xEF]);
+        assert_eq!(buf, want);
+        assert_eq!(ReflectorPacket::decode(&buf).unwrap().ssid, 0xBEEF);
+        // Written by the sender too.
+        let mut p = SenderPacket::decode(&SENDER).unwrap();
+        p.ssid = 0x0102;
+        let mut out = [0u8; 44];
+        p.encode(&mut out);
+        assert_eq!(out[14..16], [1, 2]);
+    }
+
+    #[test]
+    fn longer_requests_keep_their_tail_and_length() {
+        let mut buf = [0u8; 60];
+        buf[..44].copy_from_slice(&SENDER);
+        buf[44..].copy_from_slice(&[0xAB; 16]);
+        reflect_rfc_example(&mut buf);
+        assert_eq!(buf[..44], REFLECTOR);
+        assert_eq!(buf[44..], [0xAB; 16]);
+    }
+
+    #[test]
+    fn malformed_packets_are_refused_and_left_untouched() {
+        let mut short = [1u8; 43];
+        assert_eq!(
+            reflect_in_place(&mut short, Layout::OPEN, stateless(t(0), 0), || t(0)),
+            Err(StampError::TooShort(43))
+        );
+        assert_eq!(short, [1u8; 43]);
+        let mut zero = SENDER;
+        zero[13] = 0; // multiplier 0
+        assert_eq!(
+            reflect_in_place(&mut zero, Layout::OPEN, stateless(t(0), 0), || t(0)),
+            Err(StampError::ZeroMultiplier)
+        );
+        assert_eq!(SenderPacket::decode(&[]), Err(StampError::TooShort(0)));
+    }
+
+    #[test]
+    fn ntp_time_round_trips_unix_nanoseconds() {
+        assert_eq!(
+            NtpTime::from_unix_ns(0),
+            NtpTime {
+                secs: 2_208_988_800,
+                frac: 0
+            }
+        );
+        for ns in [0u64, 1, 999_999_999, 1_795_171_815_123_456_789] {
+            let back = NtpTime::from_unix_ns(ns).to_unix_ns();
+            assert!(back.abs_diff(ns) <= 1, "{ns} → {back}");
+        }
+        assert_eq!(
+            NtpTime {
+                secs: 2_208_988_800,
+                frac: 0x8000_0000
+            }
+            .to_unix_ns(),
+            500_000_000
+        );
+    }
+
+    #[test]
+    fn error_estimates_pack_and_measure() {
+        for bits in [0x0001u16, 0x8102, 0x4C01, 0xFFFF] {
+            assert_eq!(ErrorEstimate::from_bits(bits).to_bits(), bits);
+        }
+        let e = ErrorEstimate::LOCAL.nanos();
+        assert!((e - 953.67).abs() < 0.01, "{e}");
+    }
+}

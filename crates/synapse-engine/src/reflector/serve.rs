@@ -1,0 +1,598 @@
+//! The reflector's loop: receive, check, answer, account.
+//!
+//! One unconnected socket serves every client at once, so no client is ever
+//! locked out. Per datagram: `recvfrom`, `sendto` of exactly the bytes
+//! received (STAMP rewrites them in place first), one clock read and a
+//! session counter bump. With a log, the socket also stamps in the kernel,
+//! both ways, and each answer's points go to the log's ring. Bound to a
+//! wildcard address, it reads where each request came to and answers from
+//! there (`recvmsg`, `sendmsg`: see `sys::pktinfo`).
+//!
+//! A plain echo reflector (no stamps, no log) batches when datagrams queue
+//! up: after each answer it asks, without waiting, for up to `BATCH` more
+//! at once (`recvmmsg`) and answers them together (`sendmmsg`). A lone
+//! ping-pong packet is still received by the single `recvfrom` it waits
+//! in, so it is never delayed; the batch try costs it one `EAGAIN` after
+//! its answer has left.
+
+use super::admission::{Admission, AllowList};
+use super::answer_log::{AnswerLog, AnswerPoints};
+use super::follow_up::FollowUpStamps;
+use super::limits::Pace;
+use super::sessions::Sessions;
+use super::stamp_counters::{Counted, StampCounters};
+use super::{Protocol, ReflectorEvent, ReflectorOutcome, Refusal};
+use crate::affinity::Placement;
+use crate::protocol::stamp::{self, ErrorEstimate, Layout, NtpTime, Reflection};
+use crate::protocol::stamp_key::StampKey;
+use crate::protocol::tlv_reflect::{self, Answered, Answering};
+use crate::protocol::{self, RECV_BUFFER, tlv};
+use crate::sys::batch::{BATCH, Batch};
+use crate::sys::marks::{self, Answer};
+use crate::sys::pktinfo::Arrival;
+use crate::sys::timestamping::{self, ControlBuf, Stamps};
+use crate::sys::{self, RawAddr, Received, is_network_error};
+use crate::timestamping::phc_map::PhcMap;
+use crate::{EngineError, StopFlag};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// How often the reflector wakes when idle, and publishes session state.
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// How the socket is read and answered.
+#[derive(Clone, Copy)]
+pub struct Wire {
+    /// What to answer.
+    pub protocol: Protocol,
+    /// The control-message type of RX timestamps, when the socket stamps.
+    pub rx_cmsg: Option<i32>,
+    /// Spin instead of blocking.
+    pub busy_poll: bool,
+    /// Bound to a wildcard address: each answer leaves from the address
+    /// its request came to (`IP_PKTINFO`), not the one the route prefers.
+    pub answer_from_arrival: bool,
+    /// The bound address (its port is the one requests come to).
+    pub local: SocketAddr,
+    /// The NIC stamps too (its stamping is switched on).
+    pub hardware: bool,
+}
+
+/// One received datagram and what the kernel said about it.
+struct Datagram {
+    got: Received,
+    rx: Stamps,
+    ttl: Option<u8>,
+    arrival: Option<Arrival>,
+    tos: Option<u8>,
+}
+
+/// How a STAMP answer leaves: the TOS its CoS TLV asked for, and its own
+/// number when its request asked for Follow-Up (its TX stamp is kept).
+#[derive(Clone, Copy, Default)]
+struct StampSend {
+    tos: Option<u8>,
+    follow_up: Option<u32>,
+}
+
+/// The serving state. Everything is allocated in `new`.
+pub struct Reflector {
+    fd: RawFd,
+    wire: Wire,
+    log: Option<AnswerLog>,
+    sessions: Sessions,
+    /// STAMP: each sender's sequence numbers.
+    counters: StampCounters,
+    /// STAMP: how good this host's clock is, as the replies say.
+    error: ErrorEstimate,
+    /// STAMP without a log: the TX stamps Follow-Up answers asked for.
+    follow_ups: Option<FollowUpStamps>,
+    buf: Vec<u8>,
+    from: RawAddr,
+    control: ControlBuf,
+    epoch: Instant,
+    /// The sources answered.
+    allow: AllowList,
+    /// `--max-total-pps`, and when its bucket is empty again.
+    total: Pace,
+    total_tat: u64,
+    /// STAMP authenticated mode's key.
+    key: Option<StampKey>,
+    /// Plain echo only: slots for answering queued datagrams together.
+    batch: Option<Box<Batch>>,
+    /// The NIC's clock on the system clock: a Follow-Up carries the
+    /// answer's NIC stamp placed there (else the kernel's).
+    clock: Option<PhcMap>,
+    /// The last receive got something, so more may be queued.
+    more_waiting: bool,
+}
+
+impl Reflector {
+    /// Serves `socket`, which must outlive the reflector.
+    pub fn new(
+        socket: &socket2::Socket,
+        wire: Wire,
+        log: Option<AnswerLog>,
+        idle: Duration,
+        admission: Admission,
+    ) -> Self {
+        let limits = admission.limits;
+        let follow_ups = match (wire.protocol, wire.rx_cmsg, &log) {
+            (Protocol::Stamp, Some(kind), None) => Some(FollowUpStamps::new(kind, wire.hardware)),
+            _ => None,
+        };
+        Self {
+            fd: socket.as_raw_fd(),
+            wire,
+            log,
+            sessions: Sessions::new(idle, &limits),
+            counters: StampCounters::default(),
+            error: ErrorEstimate::of_this_host(),
+            follow_ups,
+            buf: vec![0u8; RECV_BUFFER],
+            from: RawAddr::empty(),
+            control: ControlBuf::default(),
+            epoch: Instant::now(),
+            allow: admission.allow,
+            total: Pace::new(limits.total_pps, limits.burst),
+            total_tat: 0,
+            key: None,
+            batch: (wire.protocol == Protocol::Echo && wire.rx_cmsg.is_none())
+                .then(|| Box::new(Batch::new(RECV_BUFFER, wire.answer_from_arrival))),
+            more_waiting: false,
+            clock: None,
+        }
+    }
+
+    /// STAMP: answers only requests signed with `key` (authenticated
+    /// mode), and signs the answers.
+    pub fn authenticate_with(&mut self, key: Option<StampKey>) {
+        self.key = key;
+    }
+
+    /// Follow-Up carries NIC stamps, placed on the system clock by `clock`.
+    pub fn stamp_wire_with(&mut self, clock: Option<PhcMap>) {
+        self.clock = clock;
+    }
+
+    /// Serves until stopped.
+    pub fn serve(
+        &mut self,
+        stop: &StopFlag,
+        events: &mut rtrb::Producer<ReflectorEvent>,
+    ) -> Result<(), EngineError> {
+        let mut next_tick = 0u64;
+        // Read after each datagram is answered, so none waits for a clock
+        // read: what admission sees is a moment old (see `admit`).
+        let mut now_ns = self.clock();
+        loop {
+            if self.more_waiting {
+                self.more_waiting = self.serve_batch(now_ns)?;
+            }
+            if !self.more_waiting {
+                self.serve_one(now_ns)?;
+            }
+            now_ns = self.clock();
+            if now_ns >= next_tick {
+                next_tick = now_ns + TICK.as_nanos() as u64;
+                self.collect_follow_ups();
+                self.sessions.tick(now_ns, events);
+                self.counters.prune(now_ns);
+                if stop.is_raised() {
+                    break;
+                }
+            } else if self.wire.busy_poll && stop.is_raised() {
+                break;
+            }
+        }
+        if let Some(log) = self.log.as_mut() {
+            log.collect(self.fd);
+            log.finish();
+        }
+        self.sessions.flush_backlog(events);
+        Ok(())
+    }
+
+    /// What the stopped reflector hands back.
+    pub fn finish(mut self, placement: Placement) -> ReflectorOutcome {
+        let (log_overflow, stale_stamps) = self
+            .log
+            .as_ref()
+            .map_or((0, 0), |l| (l.overflow, l.stale()));
+        ReflectorOutcome {
+            totals: self.sessions.totals,
+            placement,
+            open_at_stop: self.sessions.unreported(),
+            log_overflow,
+            stale_stamps,
+        }
+    }
+
+    /// Receives one datagram (waiting or spinning for it) and answers it.
+    #[inline]
+    fn serve_one(&mut self, now_ns: u64) -> Result<(), EngineError> {
+        match self.receive() {
+            Ok(d) if d.got.truncated => self.sessions.totals.oversized += 1,
+            Ok(d) => {
+                let from = self.from;
+                let answered = self
+                    .admit(&from, now_ns)
+                    .and_then(|i| self.answer(&d, i, now_ns));
+                if let Err(why) = answered {
+                    self.sessions.totals.refused.count(why);
+                }
+            }
+            Err(e) => return self.receive_failed(e),
+        }
+        self.more_waiting = self.batch.is_some();
+        Ok(())
+    }
+
+    /// Answers whatever else is queued, up to `BATCH` datagrams, with one
+    /// `recvmmsg` and one `sendmmsg`. Returns whether anything was queued.
+    fn serve_batch(&mut self, now_ns: u64) -> Result<bool, EngineError> {
+        // Out of `self` while it is served, so admission can borrow `self`.
+        let Some(mut batch) = self.batch.take() else {
+            return Ok(false);
+        };
+        let served = match batch.recv(self.fd) {
+            Ok(_) => {
+                self.answer_batch(&batch, now_ns);
+                Ok(!batch.is_empty())
+            }
+            Err(e) => self.receive_failed(e).map(|()| false),
+        };
+        self.batch = Some(batch);
+        served
+    }
+
+    /// Admits each datagram of `batch`, sends the admitted back at once,
+    /// then accounts for them.
+    fn answer_batch(&mut self, batch: &Batch, now_ns: u64) {
+        let mut slots = [0u8; BATCH];
+        let mut sessions = [0usize; BATCH];
+        let mut admitted = 0;
+        for i in 0..batch.len() {
+            let (_, got, from) = batch.datagram(i);
+            if got.truncated {
+                self.sessions.totals.oversized += 1;
+                continue;
+            }
+            match self.admit(from, now_ns) {
+                Ok(idx) => {
+                    slots[admitted] = i as u8;
+                    sessions[admitted] = idx;
+                    admitted += 1;
+                }
+                Err(why) => self.sessions.totals.refused.count(why),
+            }
+        }
+        if admitted == 0 {
+            return;
+        }
+        self.sessions.totals.send_errors += batch.send_back(self.fd, &slots[..admitted]);
+        let now_ns = self.clock();
+        for (&slot, &idx) in slots.iter().zip(&sessions).take(admitted) {
+            let (bytes, _, _) = batch.datagram(usize::from(slot));
+            self.sessions.account(idx, bytes.len() as u64, now_ns);
+        }
+    }
+
+    /// A receive that got no datagram: fine when nothing was there or an
+    /// ICMP error came back; fatal otherwise.
+    fn receive_failed(&mut self, e: io::Error) -> Result<(), EngineError> {
+        match e.raw_os_error() {
+            Some(libc::EAGAIN | libc::EINTR) => {}
+            // An ICMP error about some client (gone, too big, no route):
+            // other clients must not suffer for it. The log reads the
+            // queue itself, so TX stamps are kept.
+            Some(errno) if is_network_error(errno) => {
+                if self.log.is_none() && self.follow_ups.is_none() {
+                    let _ = sys::drain_error_queue(self.fd);
+                } else {
+                    self.collect_follow_ups();
+                }
+            }
+            _ => return Err(EngineError::io("receive failed")(e)),
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn receive(&mut self) -> io::Result<Datagram> {
+        match (self.wire.rx_cmsg, self.wire.answer_from_arrival) {
+            (None, false) => {
+                sys::recv_from(self.fd, &mut self.buf, &mut self.from).map(|got| Datagram {
+                    got,
+                    rx: Stamps::default(),
+                    ttl: None,
+                    arrival: None,
+                    tos: None,
+                })
+            }
+            // Control data: stamps, the TTL, where it came to.
+            (kind, _) => timestamping::recv_stamped(
+                self.fd,
+                &mut self.buf,
+                Some(&mut self.from),
+                &mut self.control,
+                kind.unwrap_or(-1),
+            )
+            .map(|m| Datagram {
+                got: m.received,
+                rx: m.stamps,
+                ttl: m.ttl,
+                arrival: m.arrival,
+                tos: m.tos,
+            }),
+        }
+    }
+
+    /// Whether a datagram from `from` may be answered: its session's
+    /// index, or why not. Cheapest checks first; a refusal costs no more
+    /// than the checks before it.
+    #[inline]
+    fn admit(&mut self, from: &RawAddr, now_ns: u64) -> Result<usize, Refusal> {
+        if from.port() < 1024 {
+            return Err(Refusal::ServicePort);
+        }
+        if !self.allow.allows(from) {
+            return Err(Refusal::NotAllowed);
+        }
+        let idx = self.sessions.find(from, now_ns)?;
+        // `now_ns` was read after the previous answer, so it may be behind:
+        // before a bucket refuses, it is asked again at the clock's time (a
+        // bucket that refuses books nothing, so none is charged twice).
+        let mut fresh = None;
+        let mut later = |r: &Self| *fresh.get_or_insert_with(|| r.clock());
+        let source = self.sessions.within_rate(idx, now_ns) || {
+            let at = later(self);
+            self.sessions.within_rate(idx, at)
+        };
+        let total = source
+            && (!self.total.is_limited() || self.total.admit(&mut self.total_tat, now_ns) || {
+                let at = later(self);
+                self.total.admit(&mut self.total_tat, at)
+            });
+        if total {
+            Ok(idx)
+        } else {
+            Err(self.sessions.refuse(idx, Refusal::Rate))
+        }
+    }
+
+    /// Nanoseconds since the reflector started.
+    #[inline]
+    fn clock(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Answers one admitted datagram of session `idx` and accounts for it,
+    /// or says why it got no answer (a STAMP request that is malformed or
+    /// not authenticated).
+    #[inline]
+    fn answer(&mut self, d: &Datagram, idx: usize, now_ns: u64) -> Result<(), Refusal> {
+        let logging = self.log.is_some();
+        let mut logged_seq = None;
+        let t2_user = logging.then(timestamping::realtime_ns);
+        let mut send = StampSend::default();
+        // The user-space T3, if one was read.
+        let t3_user = match self.wire.protocol {
+            Protocol::Echo => logging.then(timestamping::realtime_ns),
+            Protocol::Stamp => {
+                // Logged as the sender numbered it, like an echo's.
+                logged_seq = stamp::sequence_of(&self.buf[..d.got.len]).map(u64::from);
+                match self.stamp_reply(d, now_ns) {
+                    Ok((t3, how)) => {
+                        send = how;
+                        Some(t3)
+                    }
+                    Err(why) => return Err(self.sessions.refuse(idx, why)),
+                }
+            }
+        };
+        let packet = &self.buf[..d.got.len];
+        let ask_stamp = send.follow_up.is_some() && self.follow_ups.is_some();
+        let how = Answer {
+            from: d.arrival,
+            tos: send.tos,
+            tx_stamps: match &self.follow_ups {
+                Some(f) if ask_stamp => f.ask(),
+                _ => 0,
+            },
+        };
+        let sent = marks::send_answer(self.fd, packet, &self.from, &how);
+        if sent.is_err() {
+            self.sessions.totals.send_errors += 1;
+        }
+        self.after_stamp_send(&send, sent.is_ok(), ask_stamp);
+        self.sessions.account(idx, d.got.len as u64, self.clock());
+        if let (Some(log), Some(peer)) = (self.log.as_mut(), self.from.to_socket_addr()) {
+            let packet = &self.buf[..d.got.len];
+            let p = AnswerPoints {
+                seq: match self.wire.protocol {
+                    Protocol::Echo => protocol::echo_seq(packet),
+                    Protocol::Stamp => logged_seq,
+                },
+                t2_user,
+                t3_user,
+                follow_up: send.follow_up.filter(|_| sent.is_ok()),
+                ..AnswerPoints::received(self.wire.protocol, peer, d.rx)
+            };
+            match sent {
+                Ok(_) => log.sent(self.fd, p),
+                Err(_) => log.send_failed(p),
+            }
+            if send.follow_up.is_some() {
+                self.take_logged_follow_ups();
+            }
+        }
+        Ok(())
+    }
+
+    /// A STAMP answer went out (or not): its Follow-Up stamp is awaited,
+    /// and a failed send is not counted as sent (Direct Measurement).
+    #[inline]
+    fn after_stamp_send(&mut self, send: &StampSend, ok: bool, asked_stamp: bool) {
+        let stamp = self.wire.protocol == Protocol::Stamp;
+        if !stamp || (ok && send.follow_up.is_none()) {
+            return;
+        }
+        let Some(peer) = self.from.to_socket_addr() else {
+            return;
+        };
+        if !ok {
+            self.counters.send_failed(&peer);
+        } else if send.follow_up.is_some() {
+            self.counters.await_stamp(&peer);
+        }
+        if let (Some(seq), Some(f)) = (send.follow_up, self.follow_ups.as_mut())
+            && asked_stamp
+        {
+            if ok {
+                if let Some((pushed_out, its_seq)) = f.sent(peer, seq) {
+                    self.counters.stamp_lost(&pushed_out, its_seq);
+                }
+            } else {
+                f.send_failed();
+            }
+        }
+    }
+
+    /// Files the TX stamps of Follow-Up answers with their sessions, read
+    /// off the error queue (never blocking), by the log when there is one.
+    fn collect_follow_ups(&mut self) {
+        if let Some(f) = self.follow_ups.as_mut() {
+            let _ = f.collect(self.fd, &mut self.counters, self.clock.as_ref());
+        }
+        if let Some(log) = self.log.as_mut() {
+            log.collect(self.fd);
+        }
+        self.take_logged_follow_ups();
+    }
+
+    /// The log's Follow-Up answers whose stamps are in, to their sessions.
+    fn take_logged_follow_ups(&mut self) {
+        let Some(log) = self.log.as_mut() else {
+            return;
+        };
+        let (counters, clock) = (&mut self.counters, self.clock.as_ref());
+        log.take_follow_ups(|p| {
+            let wire = p.t3.mapped(clock).wire;
+            if let Some(f) = p
+                .follow_up
+                .and_then(|seq| tlv_reflect::follow_up_of(seq, p.t3.driver, wire))
+            {
+                counters.stamped(&p.peer, f);
+            }
+        });
+    }
+
+    /// Turns the STAMP request in the buffer into its answer in place and
+    /// returns the T3 it carries and how it is to be sent, or why it gets
+    /// no answer.
+    fn stamp_reply(&mut self, d: &Datagram, now_ns: u64) -> Result<(u64, StampSend), Refusal> {
+        let len = d.got.len;
+        let layout = match &self.key {
+            Some(key) if key.verifies(&self.buf[..len]) => Layout::AUTHENTICATED,
+            Some(_) => return Err(Refusal::Unauthenticated),
+            None => Layout::OPEN,
+        };
+        // A malformed request gets no answer, so it takes no number.
+        let sender = stamp::SenderPacket::decode_as(&self.buf[..len], layout)
+            .map_err(|_| Refusal::Malformed)?;
+        let tlvs = len > layout.len;
+        let mut counted = self.counters.count(&self.from, now_ns);
+        if let Some(c) = counted.as_mut().filter(|c| tlvs && c.awaiting) {
+            // The session's previous answer asked for its TX stamp: it is
+            // read off the queue now (with every other one waiting there).
+            self.collect_follow_ups();
+            if let Some(peer) = self.from.to_socket_addr() {
+                c.follow_up = self.counters.follow_up_for(&peer, c.seq);
+            }
+        }
+        let mut send = StampSend::default();
+        if tlvs {
+            let reply_seq = counted.map_or(sender.seq, |c| c.seq);
+            let done = self.answer_tlvs(d, layout, counted, reply_seq);
+            send.tos = done.reply_tos;
+            send.follow_up = (done.follow_up && counted.is_some()).then_some(reply_seq);
+        }
+        let totals = &mut self.sessions.totals;
+        let t2 = d.rx.software.unwrap_or_else(|| {
+            totals.t2_from_user += 1;
+            timestamping::realtime_ns()
+        });
+        let mut t3 = 0;
+        let read_t3 = || {
+            t3 = timestamping::realtime_ns();
+            NtpTime::from_unix_ns(t3)
+        };
+        let packet = &mut self.buf[..len];
+        let how = Reflection {
+            t2: NtpTime::from_unix_ns(t2),
+            ttl: d.ttl.unwrap_or(0),
+            seq: counted.map(|c| c.seq),
+            error: self.error,
+        };
+        stamp::reflect_in_place(packet, layout, how, read_t3).map_err(|_| Refusal::Malformed)?;
+        if let Some(key) = &self.key {
+            key.sign(packet);
+        }
+        Ok((t3, send))
+    }
+
+    /// Answers the RFC 8972 TLVs after the base packet, in place, and
+    /// counts what it refused.
+    fn answer_tlvs(
+        &mut self,
+        d: &Datagram,
+        layout: Layout,
+        counted: Option<Counted>,
+        reply_seq: u32,
+    ) -> Answered {
+        let sync = if self.error.synchronized {
+            tlv::sync::NTP
+        } else {
+            tlv::sync::LOCAL
+        };
+        let a = Answering {
+            key: self.key.as_ref(),
+            authenticated: layout == Layout::AUTHENTICATED,
+            received_tos: d.tos,
+            source: self.from.to_socket_addr(),
+            destination: Some(self.destination(d.arrival)),
+            clock: (
+                sync,
+                tlv_reflect::method_of(d.rx.hardware.is_some()),
+                tlv::method::SOFTWARE,
+            ),
+            counters: counted.map(|c| (c.received, c.sent)),
+            follow_up: counted.and_then(|c| c.follow_up),
+            reply_seq,
+        };
+        let (head, area) = self.buf[..d.got.len].split_at_mut(layout.len);
+        let request_seq = [head[0], head[1], head[2], head[3]];
+        let done = tlv_reflect::answer_tlvs(area, request_seq, &a);
+        let t = &mut self.sessions.totals.tlv;
+        t.requests += 1;
+        t.unrecognized += u64::from(done.unrecognized);
+        t.malformed += u64::from(done.malformed);
+        t.integrity_failed += u64::from(done.integrity_failed);
+        t.follow_ups += u64::from(done.follow_up && a.follow_up.is_some());
+        done
+    }
+
+    /// The local address a request came to: where it arrived (wildcard
+    /// bind), else the bound address.
+    fn destination(&self, arrival: Option<Arrival>) -> SocketAddr {
+        let port = self.wire.local.port();
+        match arrival {
+            Some(Arrival::V4(a)) => SocketAddr::new(IpAddr::from(a), port),
+            Some(Arrival::V6(a, _)) => SocketAddr::new(IpAddr::from(a), port),
+            None => self.wire.local,
+        }
+    }
+}

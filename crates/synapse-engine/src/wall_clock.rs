@@ -1,0 +1,90 @@
+//! The wall clock (`CLOCK_REALTIME`, the clock kernel software stamps and
+//! STAMP's timestamps are in) read through the monotonic one.
+//!
+//! Linux keeps `CLOCK_REALTIME` as `CLOCK_MONOTONIC` plus an offset that
+//! only a step of the clock changes (NTP's slewing moves both alike). So a
+//! loop that already reads the monotonic clock gets the wall time of the
+//! same instant by adding the offset: no second clock read per point, and
+//! no chance of being preempted between two reads that should be one
+//! instant (which made a split disagree with its RTT by the preemption).
+//! The offset is read again every so often, outside the timed part, so a
+//! step is followed within that many packets.
+
+use crate::sys::timestamping::realtime_ns;
+use std::time::Instant;
+
+/// Tries at reading the two clocks together; the closest pair is kept.
+const TRIES: usize = 3;
+
+/// A monotonic instant and the wall time at it.
+#[derive(Debug, Clone, Copy)]
+pub struct WallClock {
+    at: Instant,
+    real_ns: u64,
+}
+
+impl WallClock {
+    /// Reads both clocks, each pair between two monotonic reads, and keeps
+    /// the pair read closest together (a preempted pair is far apart).
+    pub fn sync() -> Self {
+        let mut best = None;
+        for _ in 0..TRIES {
+            let before = Instant::now();
+            let real_ns = realtime_ns();
+            let after = Instant::now();
+            let span = after - before;
+            if best.is_none_or(|(s, _)| span < s) {
+                best = Some((
+                    span,
+                    Self {
+                        at: before + span / 2,
+                        real_ns,
+                    },
+                ));
+            }
+        }
+        best.map_or_else(
+            || Self {
+                at: Instant::now(),
+                real_ns: realtime_ns(),
+            },
+            |(_, w)| w,
+        )
+    }
+
+    /// The wall time at `t`, ns since the Unix epoch.
+    #[inline]
+    pub fn at(&self, t: Instant) -> u64 {
+        if t >= self.at {
+            self.real_ns + (t - self.at).as_nanos() as u64
+        } else {
+            self.real_ns - (self.at - t).as_nanos() as u64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_wall_time_of_an_instant_is_the_wall_clock_read_then() {
+        let w = WallClock::sync();
+        let mono = Instant::now();
+        let real = realtime_ns();
+        // Read back to back: the same instant within a few µs (a loaded
+        // machine may preempt between the two reads; retry once).
+        let off = w.at(mono).abs_diff(real);
+        let off = if off < 50_000 {
+            off
+        } else {
+            let (m, r) = (Instant::now(), realtime_ns());
+            w.at(m).abs_diff(r)
+        };
+        assert!(off < 50_000, "{off} ns apart");
+        let later = mono + Duration::from_millis(3);
+        assert_eq!(w.at(later) - w.at(mono), 3_000_000);
+        assert_eq!(w.at(mono) - w.at(mono - Duration::from_micros(7)), 7_000);
+    }
+}

@@ -1,0 +1,482 @@
+//! Parsing and printing of times: `1ms`, `250us`, `250µs`, `1.5s`, `2min`,
+//! `1h`; of rates (`100/s`, `31.1k`) and counts (`264,000`, `1 packet`),
+//! with the serde helpers that put them in JSON. The leaf every other
+//! Synapse crate uses: the engine and the statistics for their messages,
+//! the app for its options and reports.
+
+use std::time::Duration;
+
+/// What a bare number (no unit) means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefaultUnit {
+    /// Bare numbers are milliseconds.
+    Millis,
+    /// Bare numbers are seconds.
+    Seconds,
+    /// A unit is required.
+    None,
+}
+
+/// The units a duration may carry, as every message lists them.
+pub const TIME_UNITS: &str = "ns, us, µs, ms, s, min, h";
+
+/// Seconds per unit, for every unit a duration may carry.
+fn time_unit(unit: &str) -> Option<f64> {
+    Some(match unit {
+        "ns" => 1e-9,
+        "us" | "µs" | "μs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "min" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    })
+}
+
+/// `text` split into its number and its unit (either may be empty).
+fn number_and_unit(text: &str) -> (&str, &str) {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    (num, unit.trim())
+}
+
+/// Parses a non-negative duration: a number and one of [`TIME_UNITS`]
+/// (`250us`, `1.5s`, `2min`, `1h`); a bare number as `default` says. Every
+/// message names the units it takes.
+pub fn parse_duration(text: &str, default: DefaultUnit) -> Result<Duration, String> {
+    let (num, unit) = number_and_unit(text);
+    let bare = match default {
+        DefaultUnit::Millis => "a bare number is milliseconds",
+        DefaultUnit::Seconds => "a bare number is seconds",
+        DefaultUnit::None => "a unit is required",
+    };
+    let Ok(value) = num.parse::<f64>() else {
+        return Err(format!(
+            "'{text}' is not a duration: a number and one of {TIME_UNITS} (e.g. 250us, 2min); {bare}"
+        ));
+    };
+    let scale = match (unit, default) {
+        ("", DefaultUnit::Millis) => 1e-3,
+        ("", DefaultUnit::Seconds) => 1.0,
+        ("", DefaultUnit::None) => {
+            return Err(format!("'{text}' needs a unit: 10ms, 100us, 1s"));
+        }
+        ("m", _) => return Err(format!("'{text}' is ambiguous: write {num}min or {num}ms")),
+        (unit, _) => time_unit(unit)
+            .ok_or_else(|| format!("'{text}': unknown unit '{unit}' (use {TIME_UNITS})"))?,
+    };
+    Duration::try_from_secs_f64(value * scale).map_err(|_| format!("'{text}' is too long"))
+}
+
+/// A duration within `lo..=hi`; out of range, the message gives the range
+/// in units the command line takes (`10us to 1h`).
+pub fn duration_within(
+    text: &str,
+    default: DefaultUnit,
+    lo: Duration,
+    hi: Option<Duration>,
+) -> Result<Duration, String> {
+    let d = parse_duration(text, default)?;
+    let range = match hi {
+        Some(hi) => format!("{} to {}", duration_text(lo), duration_text(hi)),
+        None => format!("at least {}", duration_text(lo)),
+    };
+    if d < lo || hi.is_some_and(|hi| d > hi) {
+        return Err(format!("'{text}' is out of range: {range}"));
+    }
+    Ok(d)
+}
+
+/// The largest count accepted anywhere: what a TOML integer can hold, so
+/// every value can be saved in a profile.
+pub const MAX_COUNT: u64 = i64::MAX as u64;
+
+/// A count of packets (or anything): `0..=MAX_COUNT`.
+pub fn count(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n <= MAX_COUNT => Ok(n),
+        Ok(n) => Err(format!("{n} is larger than {MAX_COUNT}")),
+        Err(_) => Err(format!("'{s}' is not a count")),
+    }
+}
+
+/// A percentage: `10`, `12.5` or `12.5%`.
+pub fn percent(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if p >= 0.0 && p.is_finite() => Ok(p),
+        _ => Err(format!("'{s}' is not a percentage (e.g. 10 or 12.5)")),
+    }
+}
+
+/// A duration whose bare numbers are seconds (`30`, `30s`, `2min`).
+pub fn seconds(s: &str) -> Result<Duration, String> {
+    parse_duration(s, DefaultUnit::Seconds)
+}
+
+/// A duration whose bare numbers are milliseconds (`1`, `250us`, `1ms`).
+pub fn millis(s: &str) -> Result<Duration, String> {
+    parse_duration(s, DefaultUnit::Millis)
+}
+
+/// A reply timeout: milliseconds when bare, 1 ms to 60 s.
+pub fn timeout(s: &str) -> Result<Duration, String> {
+    let hi = Duration::from_secs(60);
+    duration_within(s, DefaultUnit::Millis, Duration::from_millis(1), Some(hi))
+}
+
+/// Shortest paced interval: 100 000 requests a second.
+pub const MIN_INTERVAL: Duration = Duration::from_micros(10);
+/// Longest paced interval.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// A paced interval: a unit is required (`10ms`, `100us`, `1s`), 10 µs to
+/// 1 hour.
+pub fn interval(s: &str) -> Result<Duration, String> {
+    duration_within(s, DefaultUnit::None, MIN_INTERVAL, Some(MAX_INTERVAL))
+}
+
+/// Per-unit spellings of a rate, and the seconds each unit holds.
+const RATE_UNITS: [(&str, u64); 3] = [("/s", 1), ("/min", 60), ("/h", 3600)];
+
+/// A rate as the command line takes it: `100000/s`, `30/min`, `1/h`.
+fn rate_text(per_hour: u64) -> String {
+    // Every count per hour is whole per hour, so one unit always fits.
+    let (unit, secs) = RATE_UNITS
+        .iter()
+        .find(|(_, secs)| per_hour.is_multiple_of(3600 / secs))
+        .unwrap_or(&("/h", 3600));
+    format!("{}{unit}", per_hour / (3600 / secs))
+}
+
+/// A paced rate, in requests per second: `100`, `100/s`, `30/min`, `1/h`;
+/// from one an hour to 100000 a second (the range of `--interval`).
+pub fn rate(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, secs) = RATE_UNITS
+        .iter()
+        .find_map(|(unit, secs)| t.strip_suffix(unit).map(|n| (n.trim(), *secs)))
+        .unwrap_or((t, 1));
+    let max_per_hour = 3600 * 1_000_000_000 / MIN_INTERVAL.as_nanos() as u64;
+    let min_per_hour = 3600 / MAX_INTERVAL.as_secs();
+    let Ok(value) = num.parse::<f64>() else {
+        return Err(format!(
+            "'{s}' is not a rate: requests per second, or per unit (e.g. 100, 100/s, 30/min, 1/h)"
+        ));
+    };
+    // Compared per hour, where both ends are whole numbers.
+    let per_hour = value * (3600 / secs) as f64;
+    if !(min_per_hour as f64..=max_per_hour as f64).contains(&per_hour) {
+        return Err(format!(
+            "'{s}' is out of range: {} to {}",
+            rate_text(min_per_hour),
+            rate_text(max_per_hour)
+        ));
+    }
+    Ok(per_hour / 3600.0)
+}
+
+/// JSON: an optional duration as nanoseconds (null when absent).
+pub fn serde_opt_ns<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_u64(d.as_nanos() as u64),
+        None => s.serialize_none(),
+    }
+}
+
+/// JSON: an optional duration as seconds (null when absent).
+pub fn serde_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+/// JSON: a duration as milliseconds, an integer when it is a whole number.
+pub fn serde_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    if d.subsec_nanos().is_multiple_of(1_000_000) {
+        s.serialize_u64(d.as_millis() as u64)
+    } else {
+        s.serialize_f64(d.as_secs_f64() * 1e3)
+    }
+}
+
+/// JSON: a duration as nanoseconds.
+pub fn serde_ns<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_nanos() as u64)
+}
+
+/// JSON: a value as its display text.
+pub fn serde_display<T: std::fmt::Display, S: serde::Serializer>(
+    v: &T,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
+/// JSON: an optional value as its display text (null when absent).
+pub fn serde_opt_display<T: std::fmt::Display, S: serde::Serializer>(
+    v: &Option<T>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.collect_str(v),
+        None => s.serialize_none(),
+    }
+}
+
+/// A duration as the command line takes it, in the largest unit that
+/// keeps it whole: `1h`, `2min`, `1s`, `250ms`, `500us`, `800ns`.
+pub fn duration_text(d: Duration) -> String {
+    const UNITS: [(u128, &str); 6] = [
+        (3_600_000_000_000, "h"),
+        (60_000_000_000, "min"),
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+        (1, "ns"),
+    ];
+    let n = d.as_nanos();
+    let (size, unit) = UNITS
+        .iter()
+        .find(|(size, _)| n > 0 && n.is_multiple_of(*size))
+        .unwrap_or(&(1, "ns"));
+    format!("{}{unit}", n / size)
+}
+
+/// JSON: a list of values as their display texts.
+pub fn serde_display_all<T: std::fmt::Display, S: serde::Serializer>(
+    v: &[T],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(ToString::to_string))
+}
+
+/// A nanosecond figure with a unit that suits its size: `850 ns`,
+/// `22.8 µs`, `1.25 ms`, `2.00 s`.
+pub fn format_ns(ns: f64) -> String {
+    if ns < 1_000.0 {
+        format!("{ns:.0} ns")
+    } else if ns < 1_000_000.0 {
+        format!("{:.1} µs", ns / 1e3)
+    } else if ns < 1_000_000_000.0 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.2} s", ns / 1e9)
+    }
+}
+
+/// A figure of either sign with `decimals` places: `+1.50`, `−7.07` (the
+/// minus sign of the times beside it, `−3.2 µs`), and no sign at all when
+/// it rounds to zero: `0.00`, never `-0.00` or `+0.00`.
+pub fn signed(v: f64, decimals: usize) -> String {
+    let text = format!("{:.decimals$}", v.abs());
+    if text.chars().all(|c| c == '0' || c == '.') {
+        text
+    } else if v < 0.0 {
+        format!("−{text}")
+    } else {
+        format!("+{text}")
+    }
+}
+
+/// A time of either sign: `+1.2 µs`, `−3.2 µs`, and `0 ns` with no sign.
+pub fn signed_ns(ns: f64) -> String {
+    let text = format_ns(ns.abs());
+    if text.starts_with("0 ") {
+        text
+    } else if ns < 0.0 {
+        format!("−{text}")
+    } else {
+        format!("+{text}")
+    }
+}
+
+/// A duration the user chose, as plainly as it can be written: `1 ms`,
+/// `250 µs`, `1.5 s` (no padding zeros).
+pub fn format_ns_plain(ns: u64) -> String {
+    let (scale, unit) = match ns {
+        0..1_000 => (1.0, "ns"),
+        1_000..1_000_000 => (1e3, "µs"),
+        1_000_000..1_000_000_000 => (1e6, "ms"),
+        _ => (1e9, "s"),
+    };
+    let v = ns as f64 / scale;
+    let text = format!("{v:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} {unit}")
+}
+
+/// A rate in packets per second, abbreviated: `950`, `31.1k`, `1.20M`.
+pub fn format_rate(pps: f64) -> String {
+    if pps < 1_000.0 {
+        format!("{pps:.0}")
+    } else if pps < 1_000_000.0 {
+        format!("{:.1}k", pps / 1e3)
+    } else {
+        format!("{:.2}M", pps / 1e6)
+    }
+}
+
+/// An integer with thousands separators: `264,000`.
+pub fn group_thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A count that fits a narrow column: grouped up to 99,999, then `227.0k`,
+/// `123.46M`, `9.88G`.
+pub fn compact_count(n: u64) -> String {
+    match n {
+        0..100_000 => group_thousands(n),
+        100_000..100_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        100_000_000..1_000_000_000 => format!("{:.2}M", n as f64 / 1e6),
+        _ => format!("{:.2}G", n as f64 / 1e9),
+    }
+}
+
+/// A count and its noun, grouped and pluralised: `1 packet`, `1,020 packets`.
+pub fn count_of(n: u64, noun: &str) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{} {noun}{s}", group_thousands(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units_and_bare_numbers() {
+        let (ms, secs) = (DefaultUnit::Millis, DefaultUnit::Seconds);
+        for (text, unit, want) in [
+            ("1ms", ms, Duration::from_millis(1)),
+            ("250us", ms, Duration::from_micros(250)),
+            ("250µs", ms, Duration::from_micros(250)),
+            ("1.5", ms, Duration::from_micros(1500)),
+            ("800ns", ms, Duration::from_nanos(800)),
+            ("2", secs, Duration::from_secs(2)),
+            ("1 min", secs, Duration::from_secs(60)),
+            ("1 s", ms, Duration::from_secs(1)),
+            ("1h", secs, Duration::from_secs(3600)),
+        ] {
+            assert_eq!(parse_duration(text, unit), Ok(want), "{text}");
+        }
+    }
+
+    #[test]
+    fn rejects_garbage_with_a_reason_that_lists_every_unit() {
+        for (text, default, want) in [
+            ("fast", DefaultUnit::Millis, "not a duration"),
+            (
+                "3 fortnights",
+                DefaultUnit::Millis,
+                "unknown unit 'fortnights'",
+            ),
+            ("-1ms", DefaultUnit::Millis, "not a duration"),
+            ("5", DefaultUnit::None, "'5' needs a unit"),
+            ("2m", DefaultUnit::Seconds, "ambiguous: write 2min or 2ms"),
+        ] {
+            let e = parse_duration(text, default).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+            if !e.contains("ambiguous") && !e.contains("needs a unit") {
+                assert!(e.contains(TIME_UNITS), "{text}: {e}");
+            }
+        }
+    }
+
+    /// Issue 36: every unit a message lists is taken (`1h` was listed by
+    /// the range and refused by the parser; `min` taken and not listed).
+    #[test]
+    fn every_listed_unit_is_taken_and_ranges_print_as_written() {
+        for unit in TIME_UNITS
+            .split([',', '(', ')', ' '])
+            .filter(|u| !u.is_empty() && *u != "or")
+        {
+            assert!(
+                parse_duration(&format!("1{unit}"), DefaultUnit::None).is_ok(),
+                "{unit}"
+            );
+        }
+        assert_eq!(interval("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(
+            interval("61min").unwrap_err(),
+            "'61min' is out of range: 10us to 1h"
+        );
+        assert_eq!(
+            interval("5us").unwrap_err(),
+            "'5us' is out of range: 10us to 1h"
+        );
+        assert_eq!(
+            timeout("0").unwrap_err(),
+            "'0' is out of range: 1ms to 1min"
+        );
+        assert_eq!(timeout("60s"), Ok(Duration::from_secs(60)));
+        for (d, text) in [(3600, "1h"), (120, "2min"), (90, "90s")] {
+            assert_eq!(duration_text(Duration::from_secs(d)), text);
+        }
+        assert_eq!(duration_text(Duration::from_micros(10)), "10us");
+        assert_eq!(duration_text(Duration::ZERO), "0ns");
+    }
+
+    #[test]
+    fn rates_take_a_unit_and_keep_their_whole_range() {
+        assert_eq!(rate("100000"), Ok(100_000.0), "the top of the range");
+        assert_eq!(rate("100000/s"), Ok(100_000.0));
+        assert_eq!(rate("30/min"), Ok(0.5));
+        assert_eq!(rate("1/h"), Ok(1.0 / 3600.0));
+        for bad in ["100001", "0", "0.5/h"] {
+            assert_eq!(
+                rate(bad).unwrap_err(),
+                format!("'{bad}' is out of range: 1/h to 100000/s")
+            );
+        }
+        assert!(
+            rate("fast")
+                .unwrap_err()
+                .contains("e.g. 100, 100/s, 30/min, 1/h")
+        );
+    }
+
+    #[test]
+    fn formats_with_fitting_units() {
+        let cases: [(String, &str); 25] = [
+            (format_ns(850.0), "850 ns"),
+            (format_ns(22_800.0), "22.8 µs"),
+            (format_ns(1_250_000.0), "1.25 ms"),
+            (format_ns(2e9), "2.00 s"),
+            (format_rate(31_100.0), "31.1k"),
+            (format_ns_plain(1_000_000), "1 ms"),
+            (format_ns_plain(250_000), "250 µs"),
+            (format_ns_plain(1_500_000_000), "1.5 s"),
+            (format_ns_plain(800), "800 ns"),
+            (group_thousands(264_000), "264,000"),
+            (group_thousands(7), "7"),
+            (group_thousands(1_000_000), "1,000,000"),
+            (count_of(1, "packet"), "1 packet"),
+            (count_of(1_020, "packet"), "1,020 packets"),
+            (count_of(0, "byte"), "0 bytes"),
+            (compact_count(99_999), "99,999"),
+            (compact_count(227_000), "227.0k"),
+            (compact_count(123_456_789), "123.46M"),
+            (signed(-7.071, 2), "−7.07"),
+            (signed(-0.001, 2), "0.00"),
+            (signed(0.0, 0), "0"),
+            (signed(1.5, 1), "+1.5"),
+            (signed_ns(-3_200.0), "−3.2 µs"),
+            (signed_ns(-0.3), "0 ns"),
+            (signed_ns(101.0), "+101 ns"),
+        ];
+        for (got, want) in cases {
+            assert_eq!(got, want);
+        }
+    }
+}

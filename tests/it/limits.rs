@@ -1,0 +1,188 @@
+//! The reflector's limits, through the real binary: `--max-pps` and
+//! `--burst` per source address, `--max-sessions`, every refusal counted by
+//! reason, and defaults that leave a busy-poll ping-pong alone.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use crate::common::{json_of, start_server, synapse};
+use std::net::UdpSocket;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Sends `n` datagrams back to back from `socket`, then collects the
+/// replies until 300 ms of silence. Returns (replies, seconds the sending
+/// took).
+fn flood(socket: &UdpSocket, port: u16, n: usize) -> (usize, f64) {
+    socket
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let start = Instant::now();
+    for i in 0..n {
+        socket
+            .send_to(&(i as u64).to_be_bytes(), ("127.0.0.1", port))
+            .unwrap();
+    }
+    let took = start.elapsed().as_secs_f64();
+    let mut buf = [0u8; 64];
+    let mut replies = 0;
+    while socket.recv_from(&mut buf).is_ok() {
+        replies += 1;
+    }
+    (replies, took)
+}
+
+/// The count before `suffix` in `out` (`… 90 rate)` → 90).
+fn count_before(out: &str, suffix: &str) -> u64 {
+    out.split(suffix)
+        .next()
+        .and_then(|s| s.rsplit([' ', '(']).next())
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no count before {suffix:?} in: {out}"))
+}
+
+/// A source sending faster than `--max-pps` gets its burst, then the
+/// rate; everything else is refused as "rate", in the totals and in its
+/// session's line, and answered + refused is what was sent.
+#[test]
+fn a_source_over_its_rate_gets_its_burst_then_its_rate() {
+    let (server, port) = start_server(&["--max-pps", "100", "--burst", "10"]);
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (replies, took) = flood(&socket, port, 100);
+    let most = 10 + (took * 100.0).ceil() as usize + 1;
+    assert!(
+        (10..=most).contains(&replies),
+        "{replies} replies to 100 sent in {took:.4} s (burst 10, 100/s)"
+    );
+    let (out, code) = server.interrupt_and_collect();
+    assert_eq!(code, Some(0));
+    let refused = count_before(&out, " rate)");
+    assert_eq!(refused as usize + replies, 100, "{out}");
+    assert!(
+        out.contains(&format!("refused: {refused} rate")) && out.contains("session ended"),
+        "the session's own line counts them: {out}"
+    );
+}
+
+/// Ports do not multiply a source's share: two sockets of one address
+/// draw on one bucket.
+#[test]
+fn a_source_is_its_address_whichever_its_port() {
+    let (server, port) = start_server(&["--max-pps", "10", "--burst", "5"]);
+    let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (from_a, _) = flood(&a, port, 5);
+    let (from_b, _) = flood(&b, port, 5);
+    assert_eq!(from_a, 5, "the burst");
+    // 300 ms of waiting for a's replies refilled about 3 of b's.
+    assert!(from_b <= 4, "b got {from_b}: a fresh bucket per port");
+    let (out, _) = server.interrupt_and_collect();
+    assert!(out.contains("totals: 2 sessions"), "{out}");
+}
+
+/// `--max-sessions`: a new session beyond the cap is refused (and counted)
+/// while the first goes on being answered.
+#[test]
+fn sessions_beyond_the_cap_are_refused() {
+    let (server, port) = start_server(&["--max-sessions", "1", "--session-idle", "5s"]);
+    let first = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let second = UdpSocket::bind("127.0.0.1:0").unwrap();
+    assert_eq!(flood(&first, port, 3).0, 3);
+    assert_eq!(flood(&second, port, 2).0, 0, "the second is over the cap");
+    assert_eq!(flood(&first, port, 1).0, 1, "the first goes on");
+    let (out, code) = server.interrupt_and_collect();
+    assert_eq!(code, Some(0));
+    assert!(out.contains("refused: 2 sessions"), "{out}");
+    assert!(out.contains("totals: 1 session, 4 packets"), "{out}");
+}
+
+/// The banner says the limits in force, and bad values are usage errors.
+#[test]
+fn the_banner_states_the_limits_and_bad_values_are_refused() {
+    let (_server, _, banner) = common::start_server_with_banner(&["--max-total-pps", "0"]);
+    assert!(
+        banner.contains("Limits: 250000/s per source (burst 256), unlimited in all, 4096 sessions"),
+        "{banner}"
+    );
+    for bad in [
+        &["--max-pps", "-1"][..],
+        &["--burst", "0"],
+        &["--max-sessions", "0"],
+    ] {
+        let out = synapse()
+            .args(["server", "--no-ui"])
+            .args(bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    }
+}
+
+/// The defaults must not disturb the fastest client there is: a busy-poll
+/// ping-pong on loopback loses nothing and nothing is refused.
+#[test]
+fn the_default_limits_leave_a_busy_poll_ping_pong_alone() {
+    let (server, port) = start_server(&["--busy-poll"]);
+    let out = synapse()
+        .args(["client", &format!("127.0.0.1:{port}"), "--busy-poll"])
+        .args(["--json", "--packets", "20000", "--timeout", "200ms"])
+        .output()
+        .unwrap();
+    let report = common::success_json(&out);
+    assert_eq!(report["packets"]["lost"], 0, "{report}");
+    let (out, _) = server.interrupt_and_collect();
+    assert!(!out.contains("refused"), "{out}");
+}
+
+/// From real, distinct addresses (two sources in one network namespace,
+/// the reflector in another): each address has a bucket of its own, so
+/// both get their whole share at once.
+#[test]
+fn each_address_has_its_own_rate_between_network_namespaces() {
+    use crate::common::netns::{self, A_ADDR, B_ADDR, Namespaces};
+    if let Some(why) = netns::unavailable() {
+        println!("SKIPPED each_address_has_its_own_rate_between_network_namespaces: {why}");
+        return;
+    }
+    // Paced at 2,000/s with a 100 ms timeout: a starved machine turns a
+    // reply late, and the count below is exact.
+    let _one = common::one_at_a_time();
+    let ns = Namespaces::new();
+    let server = ns.two_sources_and_a_server(&["--max-pps", "200", "--burst", "20"]);
+    // Each sends 2,000/s for 2 s, ten times its share, both at once.
+    let clients: Vec<_> = [A_ADDR, "10.231.0.3"]
+        .into_iter()
+        .map(|from| {
+            ns.synapse_in(&ns.a)
+                .args(["client", &format!("{B_ADDR}:7007"), "--bind", from])
+                .args(["--rate", "2000", "--duration", "2", "--warmup", "0"])
+                .args(["--json", "--timeout", "100ms"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let sent: Vec<(u64, u64)> = clients
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            let report = json_of(&out.stdout);
+            let packets = &report["packets"];
+            let received = packets["received"].as_u64().unwrap();
+            // 20 + 200/s × 2 s = 420 its own; a shared bucket gives ~210.
+            assert!(
+                (340..=470).contains(&received),
+                "{received} answered: {report}"
+            );
+            (packets["sent"].as_u64().unwrap(), received)
+        })
+        .collect();
+    let (out, code) = server.interrupt_and_collect();
+    assert_eq!(code, Some(0));
+    // Every datagram is either answered or refused as "rate".
+    let offered: u64 = sent.iter().map(|(s, _)| s).sum();
+    let answered: u64 = sent.iter().map(|(_, r)| r).sum();
+    assert_eq!(count_before(&out, " rate)") + answered, offered, "{out}");
+}

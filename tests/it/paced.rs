@@ -1,0 +1,444 @@
+//! Paced mode through the real binary: requests on a schedule, jitter from
+//! a peer with a known delay pattern, a reflector stopped mid-run, loss by
+//! direction between two network namespaces, the per-packet log, profiles
+//! and bad input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common::netns::{self, B_ADDR, Namespaces};
+use crate::common::*;
+use serde_json::Value;
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+fn run(args: &[&str]) -> Output {
+    synapse().args(args).output().unwrap()
+}
+
+fn u(j: &Value, path: &[&str]) -> u64 {
+    let mut v = j;
+    for p in path {
+        v = &v[p];
+    }
+    v.as_u64()
+        .unwrap_or_else(|| panic!("{} missing: {j}", path.join(".")))
+}
+
+/// Runs with bad arguments: exit 2 and one line naming the problem.
+fn rejects(args: &[&str], needle: &str) {
+    let out = run(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected '{needle}' in {err}"
+    );
+}
+
+#[test]
+fn an_interval_of_1ms_for_3s_sends_3000() {
+    let _one = one_at_a_time();
+    let j = success_json(&run(&[
+        "--interval",
+        "1ms",
+        "--duration",
+        "3s",
+        "--json",
+        "--threshold",
+        "1s",
+    ]));
+    let sent = u(&j, &["packets", "sent"]);
+    assert!((2_970..=3_030).contains(&sent), "sent {sent}: {j}");
+    assert_eq!(
+        sent + u(&j, &["schedule", "misses"]),
+        3_000,
+        "every slot sent or missed"
+    );
+    assert_eq!(u(&j, &["schedule", "interval_ns"]), 1_000_000);
+    assert_eq!(j["schedule"]["pattern"], "periodic");
+    assert_eq!(j["config"]["pattern"], "periodic");
+    assert_eq!(u(&j, &["config", "interval_ns"]), 1_000_000);
+    assert!(
+        (j["duration_s"].as_f64().unwrap() - 3.0).abs() < 0.01,
+        "{j}"
+    );
+    // Latency from the schedule includes the send error, so it is never
+    // below latency from the send.
+    assert!(u(&j, &["rtt_from_schedule_ns", "p50"]) >= u(&j, &["rtt_ns", "p50"]));
+    for key in ["error_p50_ns", "error_p99_ns", "error_max_ns"] {
+        assert!(j["schedule"][key].is_u64(), "{key}: {j}");
+    }
+    for key in ["ipdv_p50", "ipdv_p99", "ipdv_mean", "rfc3550"] {
+        assert!(j["jitter_ns"][key].is_number(), "{key}: {j}");
+    }
+}
+
+#[test]
+fn ping_pong_stays_the_default_and_says_so() {
+    let _one = one_at_a_time();
+    let j = success_json(&run(&["--packets", "50", "--json"]));
+    assert_eq!(j["config"]["pattern"], "ping-pong");
+    assert!(j["config"]["interval_ns"].is_null());
+    assert!(j["schedule"].is_null());
+    assert!(j["rtt_from_schedule_ns"].is_null());
+    let out = run(&["--packets", "50", "--no-ui"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Mode:     ping-pong"), "{text}");
+    let out = run(&["--packets", "50", "--no-ui", "--interval", "2ms"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Mode:     paced, periodic every 2.00 ms"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Schedule (periodic, every 2.00 ms):"),
+        "{text}"
+    );
+}
+
+/// Even requests answered at once, odd ones 1 ms later: every pair of
+/// consecutive replies differs by 1 ms, so |IPDV| is 1 ms and the signed
+/// IPDV averages out. The mean and the RFC 3550 estimator are recomputed
+/// from the per-packet log's RTTs and must match to the nanosecond.
+#[test]
+fn ipdv_of_a_known_delay_pattern_is_exact() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("ipdv.csv");
+    let peer = ScriptedPeer::start(|seq| {
+        if seq % 2 == 1 {
+            Answer::Later(Duration::from_millis(1))
+        } else {
+            Answer::Echo
+        }
+    });
+    let j = success_json(&run(&[
+        "client",
+        &peer.addr(),
+        "--interval",
+        "5ms",
+        "--packets",
+        "400",
+        "--warmup",
+        "0",
+        "--timestamps",
+        "user",
+        // Spinning, so no wake-up latency blurs the peer's pattern.
+        "--busy-poll",
+        "--json",
+        "--threshold",
+        "1s",
+        "--log",
+        log.to_str().unwrap(),
+    ]));
+    assert_eq!(u(&j, &["packets", "received"]), 400, "{j}");
+    let jit = &j["jitter_ns"];
+    // The log's rows are in sequence order; jitter is over arrival order,
+    // which differs when a stalled host lets a reply overtake another: the
+    // rows are put in the order of their receive times (T4_SW, exact to
+    // the nanosecond as seconds and nanoseconds).
+    let text = std::fs::read_to_string(&log).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|c| *c == name).unwrap();
+    let (at, t4) = (col("RTT"), col("T4_SW"));
+    let mut rows: Vec<((u64, u64), f64)> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let (s, ns) = f[t4].split_once('.').unwrap();
+            (
+                (s.parse().unwrap(), ns.parse().unwrap()),
+                f[at].parse().unwrap(),
+            )
+        })
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    let rtts: Vec<f64> = rows.into_iter().map(|r| r.1).collect();
+    let mut estimator = 0.0;
+    for w in rtts.windows(2) {
+        estimator += ((w[1] - w[0]).abs() - estimator) / 16.0;
+    }
+    let mean = (rtts[rtts.len() - 1] - rtts[0]) / (rtts.len() - 1) as f64;
+    assert!(
+        (jit["rfc3550"].as_f64().unwrap() - estimator).abs() < 1e-3,
+        "{estimator}: {jit}"
+    );
+    assert!(
+        (jit["ipdv_mean"].as_f64().unwrap() - mean).abs() < 1e-3,
+        "{mean}: {jit}"
+    );
+    let p50 = u(&j, &["jitter_ns", "ipdv_p50"]);
+    assert!(
+        (970_000..=1_080_000).contains(&p50),
+        "|IPDV| p50 {p50}: {jit}"
+    );
+    assert!(mean.abs() < 20_000.0, "up and down cancel: {jit}");
+    // A smoothing of the last ~16 differences: near 1 ms unless the
+    // machine stalled in them.
+    assert!(estimator >= 900_000.0, "{jit}");
+}
+
+/// A reflector stopped for 2 s: paced requests keep leaving, so the stall
+/// is in many samples, counted from their scheduled times (ping-pong would
+/// show one long sample), and with a short timeout they are late or lost.
+#[test]
+fn a_stopped_reflector_shows_in_latency_from_the_schedule() {
+    let _one = one_at_a_time();
+    let measure = |args: &[&str]| {
+        let (server, port) = start_server(&[]);
+        let child = synapse()
+            .args(["client", &format!("127.0.0.1:{port}"), "--json"])
+            .args(["--duration", "5", "--warmup", "10", "--threshold", "10s"])
+            .args(["--max-loss", "100", "--max-outage", "10s"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1_500));
+        unsafe_free_kill(server.guard.0.id(), "STOP");
+        std::thread::sleep(Duration::from_secs(2));
+        unsafe_free_kill(server.guard.0.id(), "CONT");
+        json_of(&child.wait_with_output().unwrap().stdout)
+    };
+    let long = measure(&["--interval", "10ms", "--timeout", "3s"]);
+    assert_eq!(u(&long, &["packets", "lost"]), 0, "{long}");
+    let max = u(&long, &["rtt_from_schedule_ns", "max"]);
+    assert!((1_800_000_000..2_600_000_000).contains(&max), "{long}");
+    // About 200 of 500 requests waited out part of the stall.
+    let p90 = u(&long, &["rtt_from_schedule_ns", "p90"]);
+    assert!(p90 > 500_000_000, "the stall is in many samples: {long}");
+    let ping_pong = measure(&["--timeout", "3s"]);
+    let p90 = u(&ping_pong, &["rtt_ns", "p90"]);
+    assert!(
+        p90 < 50_000_000,
+        "ping-pong hides it in one sample: {ping_pong}"
+    );
+    let short = measure(&["--interval", "10ms"]);
+    let missing = u(&short, &["packets", "lost"]) + u(&short, &["packets", "late"]);
+    assert!(
+        (170..=230).contains(&missing),
+        "{missing} late or lost: {short}"
+    );
+    let longest = short["outages"]["longest_ms"].as_f64().unwrap();
+    assert!((1_800.0..2_600.0).contains(&longest), "{short}");
+}
+
+#[test]
+fn poisson_gaps_have_the_mean_and_are_not_periodic() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("p.csv");
+    let j = success_json(&run(&[
+        "--interval",
+        "2ms",
+        "--poisson",
+        "--duration",
+        "3",
+        "--json",
+        "--threshold",
+        "1s",
+        "--log",
+        log.to_str().unwrap(),
+    ]));
+    assert_eq!(j["config"]["pattern"], "poisson");
+    let slots = u(&j, &["packets", "sent"]) + u(&j, &["schedule", "misses"]);
+    assert!((1_350..=1_650).contains(&slots), "{slots} slots: {j}");
+    // The scheduled times: exponential gaps have a standard deviation equal
+    // to their mean; periodic ones have none.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let at = header.iter().position(|c| *c == "SCHED").unwrap();
+    let sched: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').nth(at)?.parse().ok())
+        .collect();
+    let gaps: Vec<f64> = sched.windows(2).map(|w| w[1] - w[0]).collect();
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
+    assert!((0.0018..0.0022).contains(&mean), "mean gap {mean}");
+    assert!((0.8..1.2).contains(&(sd / mean)), "sd/mean {}", sd / mean);
+}
+
+/// The per-packet log of a paced STAMP run: each row's scheduled time, one
+/// interval apart, and the reflector's own number for it.
+#[test]
+fn the_log_has_scheduled_times_and_the_reflectors_numbers() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("s.csv");
+    success_json(&run(&[
+        "--interval",
+        "1ms",
+        "--packets",
+        "300",
+        "--warmup",
+        "5",
+        "--stamp",
+        "--json",
+        "--threshold",
+        "1s",
+        "--log",
+        log.to_str().unwrap(),
+    ]));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|c| *c == name).unwrap();
+    let (seq, status, sched, rseq) = (
+        col("SEQ"),
+        col("STATUS"),
+        col("SCHED"),
+        col("REFLECTOR_SEQ"),
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 300);
+    let mut last: Option<f64> = None;
+    for r in &rows {
+        assert_eq!(r[status], "ok", "{r:?}");
+        // A stateful reflector numbers what reached it: all of them.
+        assert_eq!(r[rseq], r[seq], "{r:?}");
+        // Whole intervals apart (more than one where a slot was missed).
+        let t: f64 = r[sched].parse().unwrap();
+        if let Some(prev) = last {
+            let slots = (t - prev) * 1e3;
+            assert!(
+                slots.round() >= 1.0 && (slots - slots.round()).abs() < 1e-3,
+                "{slots}: {r:?}"
+            );
+        }
+        last = Some(t);
+        // Each left after its slot, never before it (the wall clock and the
+        // schedule's monotonic clock are paired at the start), and within
+        // a few ms even when this machine stalls.
+        let t1: f64 = r[col("T1_SW")].parse().unwrap();
+        assert!(
+            (-2e-6..5e-3).contains(&(t1 - t)),
+            "sent {} s after its slot: {r:?}",
+            t1 - t
+        );
+    }
+}
+
+#[test]
+fn profiles_keep_the_schedule() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    let c = config.to_str().unwrap();
+    let (_server, port) = start_server(&[]);
+    let addr = format!("127.0.0.1:{port}");
+    let args = ["client", &addr, "--packets", "100", "--json", "--config", c];
+    let saved = run(&[
+        &args[..],
+        &["--rate", "500", "--poisson", "--save-profile", "p"],
+    ]
+    .concat());
+    success_json(&saved);
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("rate = \"500\""), "{text}");
+    assert!(text.contains("poisson = true"), "{text}");
+    let again = success_json(&run(&[&args[..], &["--profile", "p"]].concat()));
+    assert_eq!(again["config"]["pattern"], "poisson");
+    assert_eq!(u(&again, &["config", "interval_ns"]), 2_000_000);
+    // The command line still wins: an interval replaces the profile's rate.
+    let over = success_json(&run(
+        &[&args[..], &["--profile", "p", "--interval", "1ms"]].concat()
+    ));
+    assert_eq!(u(&over, &["config", "interval_ns"]), 1_000_000);
+}
+
+#[test]
+fn ctrl_c_keeps_what_a_paced_run_measured() {
+    let _one = one_at_a_time();
+    let child = synapse()
+        .args(["--interval", "1ms", "--duration", "30", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1_500));
+    unsafe_free_kill(child.id(), "INT");
+    let j = json_of(&child.wait_with_output().unwrap().stdout);
+    assert_eq!(j["interrupted"], true);
+    let sent = u(&j, &["packets", "sent"]);
+    assert!(sent > 500, "{j}");
+    assert_eq!(
+        sent,
+        u(&j, &["packets", "received"]) + u(&j, &["packets", "lost"])
+    );
+}
+
+#[test]
+fn bad_pacing_is_one_line_exit_2() {
+    let _one = one_at_a_time();
+    rejects(&["--poisson"], "--poisson draws gaps around a mean");
+    rejects(&["--interval", "5"], "'5' needs a unit");
+    rejects(&["--interval", "1us"], "out of range: 10us to 1h");
+    rejects(&["--interval", "1ms", "--rate", "5"], "cannot be used with");
+    rejects(&["--rate", "0"], "out of range: 1/h to 100000/s");
+    rejects(
+        &["--interval", "100us", "--timeout", "60s"],
+        "keeps up to 600002 requests in flight",
+    );
+}
+
+/// Two hosts, iptables dropping every 20th datagram on the client's way
+/// out and then on the reflector's: each counted in its direction.
+#[test]
+fn loss_is_counted_in_the_direction_it_happened() {
+    let _one = one_at_a_time();
+    if let Some(why) = netns::unavailable() {
+        println!("SKIPPED loss_is_counted_in_the_direction_it_happened: {why}");
+        return;
+    }
+    let ns = Namespaces::new();
+    let _server = ns.server_in_b();
+    let measure = || {
+        let out = ns
+            .synapse_in(&ns.a)
+            .args(["client", &format!("{B_ADDR}:8862"), "--stamp", "--json"])
+            .args(["--interval", "1ms", "--packets", "2000", "--warmup", "10"])
+            .args(["--timestamps", "user", "--max-loss", "100"])
+            .output()
+            .unwrap();
+        json_of(&out.stdout)
+    };
+    let drop_every_20th = |chain_port: &'static str| {
+        vec![
+            "-A",
+            "OUTPUT",
+            "-p",
+            "udp",
+            chain_port,
+            "8862",
+            "-m",
+            "statistic",
+            "--mode",
+            "nth",
+            "--every",
+            "20",
+            "--packet",
+            "0",
+            "-j",
+            "DROP",
+        ]
+    };
+    ns.iptables(&ns.a, &drop_every_20th("--dport"));
+    let out = measure();
+    let d = &out["loss_direction"];
+    let lost = u(&out, &["packets", "lost"]);
+    assert!((95..=106).contains(&lost), "{out}");
+    assert_eq!(d["reflector"], "stateful", "{out}");
+    assert!(u(&out, &["loss_direction", "forward"]) >= lost - 1, "{d}");
+    assert_eq!(u(&out, &["loss_direction", "backward"]), 0, "{d}");
+    ns.iptables(&ns.a, &["-F", "OUTPUT"]);
+    ns.iptables(&ns.b, &drop_every_20th("--sport"));
+    let back = measure();
+    let d = &back["loss_direction"];
+    let lost = u(&back, &["packets", "lost"]);
+    assert!((95..=106).contains(&lost), "{back}");
+    assert!(u(&back, &["loss_direction", "backward"]) >= lost - 1, "{d}");
+    assert_eq!(u(&back, &["loss_direction", "forward"]), 0, "{d}");
+}
