@@ -1,24 +1,23 @@
 //! Example outputs in README.md and `docs/*.md` against the program: a
-//! fenced block right after a marker
+//! fenced block right after a line
 //!
 //! ```text
 //! <!-- example: synapse server --no-ui --bind 127.0.0.1:{port}
-//!      given: synapse --no-ui --packets 500 --hdr-log a.hlog
 //!      until: Ready to echo
 //!      then: synapse client 127.0.0.1:{port} --no-ui -->
 //! ```
 //!
-//! is what the command prints (run in a scratch directory, after the
-//! `given` commands; a server is stopped with SIGINT once a line holds the
-//! `until` text and the `then` commands have run, and a second after, so
-//! their sessions end; `{port}` and `{port2}` are free ports on loopback,
-//! so an example that shows a service's port binds none a user might be
-//! running). Figures differ from run to run, so lines are compared
-//! with every number, time unit, sign, bar and run of blanks masked, and
-//! the block's lines must appear in the output in its order (an `…` line,
-//! or any line the block leaves out, stands for lines not shown). A `json`
-//! block is compared by its keys: each object holds the keys the program's
-//! does, no fewer, and no more unless it says `…`.
+//! is what the command prints on stdout, run in a scratch directory. A
+//! server is stopped with SIGINT once a line holds the `until` text and the
+//! `then` commands have run (and a second and a half more, so their
+//! sessions end); `{port}` and `{port2}` are free ports on loopback, so an
+//! example that shows a service's port binds none a user might be running.
+//! Figures differ from run to run, so lines are compared with every number,
+//! time unit, sign, bar and run of blanks masked, and the block's lines
+//! must appear in the output in its order (an `…` line, or any line the
+//! block leaves out, stands for lines not shown). A `json` block is
+//! compared by its keys: each object holds the keys the program's does, no
+//! fewer, and no more unless it says `…`.
 //!
 //! `UPDATE_DOCS=1 cargo test --test docs examples` writes each block anew
 //! from the run, keeping the lines it shows.
@@ -26,6 +25,7 @@
 use std::io::BufRead;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// One marked example: where, what to run, and the block.
 #[derive(Debug)]
@@ -33,7 +33,6 @@ struct Example {
     file: String,
     line: usize,
     run: Vec<String>,
-    given: Vec<Vec<String>>,
     until: Option<String>,
     then: Vec<Vec<String>>,
     json: bool,
@@ -46,38 +45,40 @@ fn words(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_string).collect()
 }
 
-/// The marked examples of one document.
+/// The marked examples of one document: a marker opens a line (one quoted
+/// in the text is not one).
 fn examples(file: &str, text: &str) -> Vec<Example> {
+    const MARK: &str = "\n<!-- example:";
     let mut found = Vec::new();
     let mut at = 0;
-    while let Some(start) = text[at..].find("<!-- example:") {
-        let start = at + start;
-        let end = start
-            + text[start..]
-                .find("-->")
-                .expect("an unclosed example marker");
-        let marker = &text[start + "<!-- example:".len()..end];
-        let mut lines = marker.lines();
+    while let Some(start) = text[at..].find(MARK) {
+        let start = at + start + 1;
+        let place = format!("{file}:{}", text[..start].lines().count() + 1);
+        let end = start + text[start..].find("-->").expect(&place);
+        let mut lines = text[start + MARK.len() - 1..end].lines();
         let run = words(lines.next().unwrap_or_default());
-        let (mut given, mut until, mut then) = (Vec::new(), None, Vec::new());
+        let (mut until, mut then) = (None, Vec::new());
         for l in lines.map(str::trim) {
-            if let Some(g) = l.strip_prefix("given:") {
-                given.push(words(g));
-            } else if let Some(u) = l.strip_prefix("until:") {
+            if let Some(u) = l.strip_prefix("until:") {
                 until = Some(u.trim().to_string());
             } else if let Some(t) = l.strip_prefix("then:") {
                 then.push(words(t));
+            } else {
+                panic!("{place}: {l:?} is neither `until:` nor `then:`");
             }
         }
-        let after = end + 3;
-        let fence = after + text[after..].find("```").expect("a block after the marker");
+        // The fence must follow the marker at once.
+        let fence = end + 3 + 1;
+        assert!(
+            text[fence..].starts_with("```"),
+            "{place}: no block after the marker"
+        );
         let body_at = fence + text[fence..].find('\n').unwrap() + 1;
-        let body_end = body_at + text[body_at..].find("```").unwrap();
+        let body_end = body_at + text[body_at..].find("```").expect(&place);
         found.push(Example {
             file: file.to_string(),
             line: text[..start].lines().count() + 1,
             run,
-            given,
             until,
             then,
             json: text[fence..body_at].trim() == "```json",
@@ -113,10 +114,6 @@ fn run(dir: &Path, ex: &Example) -> String {
             .map(|a| a.replace("{port}", &ports[0]).replace("{port2}", &ports[1]))
             .collect()
     };
-    for g in &ex.given {
-        let out = command(dir, &fill(g)).output().unwrap();
-        assert!(out.status.success(), "{g:?}: {}", String::from_utf8_lossy(&out.stderr));
-    }
     let mut cmd = command(dir, &fill(&ex.run));
     let Some(until) = ex.until.as_deref() else {
         let out = cmd.output().unwrap();
@@ -127,31 +124,34 @@ fn run(dir: &Path, ex: &Example) -> String {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let pid = child.id().to_string();
+    let signal = |sig: &str| {
+        let _ = Command::new("kill").args([sig, &pid]).status();
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        stdout
+            .lines()
+            .map_while(Result::ok)
+            .try_for_each(|l| tx.send(l))
+    });
+    // Bounded waits: a server that hangs fails the test instead of hanging it.
+    let wait = Duration::from_secs(10);
     let mut text = String::new();
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        text.push_str(&line);
-        text.push('\n');
+    while let Ok(line) = rx.recv_timeout(wait) {
+        text += &(line.clone() + "\n");
         if line.contains(until) {
-            break;
+            for t in &ex.then {
+                command(dir, &fill(t)).output().unwrap();
+            }
+            // Their sessions end after a second of silence; then SIGINT: a
+            // server prints its totals and exits.
+            std::thread::sleep(Duration::from_millis(1_500));
+            signal("-INT");
         }
     }
-    for t in &ex.then {
-        command(dir, &fill(t)).output().unwrap();
-    }
-    if !ex.then.is_empty() {
-        // Their sessions end after a second of silence.
-        std::thread::sleep(std::time::Duration::from_millis(1_500));
-    }
-    // SIGINT: a server prints its totals and exits.
-    let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-    for line in lines {
-        text.push_str(&line.unwrap());
-        text.push('\n');
-    }
+    signal("-KILL");
     let _ = child.wait();
     text
 }
@@ -339,6 +339,7 @@ fn example_outputs_in_the_docs_are_what_the_program_prints() {
             .display()
             .to_string();
         let found = examples(&name, &text);
+        count += found.len();
         // Rewritten from the last block back, so earlier offsets hold.
         for ex in found.iter().rev() {
             let needs_root = ex.run.iter().any(|w| w == "--user");
@@ -349,7 +350,6 @@ fn example_outputs_in_the_docs_are_what_the_program_prints() {
                 );
                 continue;
             }
-            count += 1;
             let dir = tempfile::tempdir().unwrap();
             let printed = run(dir.path(), ex);
             let place = format!("{}:{} ({})", ex.file, ex.line, ex.run.join(" "));
