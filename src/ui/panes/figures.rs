@@ -350,16 +350,22 @@ fn paced_rows(p: &Parts) -> Vec<Row> {
         ),
         (vec![p.rate()], "  "),
     ];
-    rows.push(match &s.jitter_ns {
-        Some(j) => (
-            vec![
-                labelled(t, "|IPDV|", Span::raw(format_ns(j.ipdv_p50 as f64))),
-                named(t, "p99", Span::raw(format_ns(j.ipdv_p99 as f64))),
-            ],
-            "  ",
-        ),
-        None => (vec![labelled(t, "|IPDV|", dash())], "  "),
-    });
+    rows.push(
+        match s
+            .jitter_ns
+            .as_ref()
+            .and_then(|j| Some((j.ipdv_p50?, j.ipdv_p99?)))
+        {
+            Some((p50, p99)) => (
+                vec![
+                    labelled(t, "|IPDV|", Span::raw(format_ns(p50 as f64))),
+                    named(t, "p99", Span::raw(format_ns(p99 as f64))),
+                ],
+                "  ",
+            ),
+            None => (vec![labelled(t, "|IPDV|", dash())], "  "),
+        },
+    );
     rows.push(match &s.schedule {
         Some(sch) => (
             vec![
@@ -375,15 +381,20 @@ fn paced_rows(p: &Parts) -> Vec<Row> {
         None => (vec![labelled(t, "Sched", dash())], "  "),
     });
     if let Some(w) = &s.one_way_ns {
-        // Delays only when the clocks agree; else how far apart they read
-        // (a negative "delay" is their offset, not a delay).
-        let text = if w.trusted {
-            format!("→{} ←{}", delay(w.forward.p50), delay(w.backward.p50))
-        } else {
-            format!(
-                "? clocks {} apart",
-                synapse_units::signed_ns(w.clock_offset_ns as f64)
-            )
+        // Delays only when the clocks' error is small against them; else
+        // how far apart the clocks read (a negative "delay" is their
+        // offset, not a delay).
+        let best = w.best();
+        let text = match &best.clocks {
+            _ if best.forward.trusted && best.backward.trusted => {
+                format!("→{} ←{}", delay(best.forward.p50), delay(best.backward.p50))
+            }
+            Some(o) => format!(
+                "? clocks {}±{}",
+                synapse_units::signed_ns(o.offset_ns as f64),
+                format_ns(o.bound_ns as f64)
+            ),
+            None => "? clocks unknown".to_string(),
         };
         rows.push((vec![labelled(t, "1-way", Span::raw(text))], "  "));
     }
