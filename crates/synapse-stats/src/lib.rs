@@ -32,7 +32,9 @@ pub use clock_offset::{DriftFigures, OffsetFigures, StepFigures};
 pub use cos::{CosFigures, CosStats, Dscp, Ecn, Marks};
 pub use direction::{DirectionStats, LossDirection};
 pub use jitter::{Jitter, JitterFigures};
-pub use live::{BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, WINDOW, WindowPoint};
+pub use live::{
+    BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, RecentHistogram, WINDOW, WindowPoint,
+};
 pub use one_way::{ClockErrors, CutPointFigures, DelayFigures, OneWay, OneWayFigures, TRUST_RATIO};
 pub use order::ReplyOrder;
 pub use outages::{Outage, OutageDetector, Outages};

@@ -32,7 +32,6 @@ use super::SplitMix;
 use super::intervals::{Interval, RTT, UNANSWERED};
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use synapse_units::format_ns;
 
 /// A figure compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -559,13 +558,11 @@ fn within_run(
     )
 }
 
-/// A time of either sign: `−2.0 µs`.
+/// A time of either sign: `−2.0 µs`, `3.1 µs` (no plus: a bound, not a
+/// change).
 fn signed_ns(v: f64) -> String {
-    if v < 0.0 {
-        format!("−{}", format_ns(-v))
-    } else {
-        format_ns(v)
-    }
+    let text = synapse_units::signed_ns(v);
+    text.strip_prefix('+').map_or(text.clone(), str::to_string)
 }
 
 /// `12.0 µs`, or `0.50 points` for the loss.
@@ -581,7 +578,11 @@ fn interval_text(c: &FigureComparison) -> Option<String> {
     let (lo, hi) = c.ci_low.zip(c.ci_high)?;
     let pct = (CONFIDENCE * 100.0).round();
     Some(if c.figure == Figure::Loss {
-        format!("{pct} % CI {lo:.2} to {hi:.2} points")
+        let bound = |v: f64| {
+            let text = synapse_units::signed(v, 2);
+            text.strip_prefix('+').map_or(text.clone(), str::to_string)
+        };
+        format!("{pct} % CI {} to {} points", bound(lo), bound(hi))
     } else {
         format!("{pct} % CI {} to {}", signed_ns(lo), signed_ns(hi))
     })

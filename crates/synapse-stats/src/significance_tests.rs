@@ -2,6 +2,7 @@ use super::*;
 use crate::intervals::{IntervalRecorder, empty_histogram};
 use crate::{Record, RecordKind};
 use std::time::Duration;
+use synapse_units::format_ns;
 
 /// A reproducible stream of numbers in [0, 1).
 struct Uniform(SplitMix);
