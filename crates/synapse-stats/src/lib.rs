@@ -19,6 +19,7 @@ mod rtt_figures;
 mod schedule;
 mod segment;
 pub mod significance;
+pub mod slices;
 mod summary;
 pub mod tcp;
 pub mod tcp_legs;
@@ -39,7 +40,7 @@ pub use segment::{SEGMENTS, Segment, SegmentSet, Split};
 pub use rtt_figures::RttFigures;
 pub use summary::{Distribution, DistributionBucket, Summary};
 pub use tcp::{TcpFigures, TcpLive, TcpLiveView, TcpStats};
-pub use threshold::{RttMetric, Threshold};
+pub use threshold::{Judged, RttMetric, Threshold};
 
 use hdrhistogram::Histogram;
 
