@@ -310,9 +310,10 @@ fn ctrl_c_keeps_what_was_measured() {
     let mut stdout = String::new();
     std::io::Read::read_to_string(guard.0.stdout.as_mut().unwrap(), &mut stdout).unwrap();
     let status = guard.0.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(status.code(), Some(130), "interrupted is never a pass");
     let j = json_of(stdout.as_bytes());
     assert_eq!(j["interrupted"], true);
+    assert_eq!(j["outcome"], "interrupted");
     let sent = j["packets"]["sent"].as_u64().unwrap();
     assert!(sent > 0 && sent < 100_000_000);
     assert_eq!(
