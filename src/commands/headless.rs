@@ -59,10 +59,17 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     if let Some(why) = &outcome.placement.refused {
         console::warning(why);
     }
-    let mut report = Report::new(plan, finish.server, finish.local, &outcome, slices);
+    let calibration = crate::calibrate::kept_for_this_host();
+    let mut report = Report::new(
+        plan,
+        finish.server,
+        finish.local,
+        &outcome,
+        slices,
+        calibration.as_ref(),
+    );
     report.log = finish.log.as_ref().map(LogSummary::of);
     report.hdr_log = hdr_log;
-    report.compare_with_floor(crate::calibrate::kept_for_this_host().as_ref());
     Ok(report)
 }
 

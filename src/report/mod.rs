@@ -172,23 +172,31 @@ impl LogSummary {
 }
 
 impl Report {
-    /// Builds the report of a finished client run.
+    /// Builds the report of a finished client run; `calibration`: this
+    /// host's, when one is kept (its floor, and the spread between runs a
+    /// regression test starts from).
     pub fn new(
         plan: &ClientPlan,
         server: SocketAddr,
         local: SocketAddr,
         outcome: &ClientOutcome,
         slices: Vec<Slice>,
+        calibration: Option<&synapse_engine::floor::Calibration>,
     ) -> Self {
         let summary = Summary::from_stats(&outcome.stats, outcome.measured);
-        let baseline = regression::judge(plan, &summary, &slices);
+        let spread = calibration
+            .and_then(|c| c.run_to_run.as_ref())
+            .map_or_else(synapse_stats::significance::Spread::assumed, |r| {
+                r.spread.clone()
+            });
+        let baseline = regression::judge(plan, &summary, &slices, spread);
         let extension_warnings = extensions_text::warnings(
             &summary,
             outcome.extensions.as_ref(),
             synapse_engine::stamp::ErrorEstimate::of_this_host().synchronized,
             synapse_engine::socket::is_this_host(server.ip()),
         );
-        Self {
+        let mut report = Self {
             verdict: Verdict::judge(
                 &outcome.stats,
                 &summary,
@@ -216,7 +224,9 @@ impl Report {
             inconclusive_fails: plan.profile.fail_on_inconclusive,
             tcp: outcome.tcp.clone(),
             slices,
-        }
+        };
+        report.compare_with_floor(calibration);
+        report
     }
 
     /// The slices as intervals (series `rtt` and `unanswered`, the latter
@@ -295,7 +305,7 @@ pub fn signal_name(signal: i32) -> String {
 impl Report {
     /// Puts the p50 against this host's floor, from a calibration (no
     /// replies, no p50: nothing to compare).
-    pub fn compare_with_floor(&mut self, c: Option<&synapse_engine::floor::Calibration>) {
+    fn compare_with_floor(&mut self, c: Option<&synapse_engine::floor::Calibration>) {
         let kind = self.floor_kind();
         self.floor = c
             .zip(self.summary.rtt_ns.as_ref())

@@ -10,12 +10,17 @@ use crate::config::baseline_runs;
 use crate::config::{BaselineComparison, RegressionRule};
 use crate::plan::ClientPlan;
 use synapse_stats::Summary;
-use synapse_stats::significance::{Options, Run, Verdict, compare};
+use synapse_stats::significance::{Options, Run, Spread, Verdict, compare};
 use synapse_stats::slices::Slice;
 
 /// The run against the profile's baseline, judged when the run asked to
 /// be; `None` without a baseline or without replies.
-pub fn judge(plan: &ClientPlan, summary: &Summary, slices: &[Slice]) -> Option<BaselineComparison> {
+pub fn judge(
+    plan: &ClientPlan,
+    summary: &Summary,
+    slices: &[Slice],
+    spread: Spread,
+) -> Option<BaselineComparison> {
     let mut c = plan.profile.baseline.as_ref()?.compare(summary, None)?;
     if !plan.profile.fail_on_regression {
         return Some(c);
@@ -36,7 +41,7 @@ pub fn judge(plan: &ClientPlan, summary: &Summary, slices: &[Slice]) -> Option<B
             let this = Run::from_slices("this run", slices);
             let opts = Options {
                 min_effect_percent: min,
-                spread: crate::calibrate::spread_for_this_host(),
+                spread,
             };
             let test = compare(&a, &[this], &opts);
             c.verdict = Some(test.verdict);

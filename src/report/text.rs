@@ -222,12 +222,7 @@ fn write_verdict(out: &mut impl Write, report: &Report, paint: &Paint) -> io::Re
             super::verdict::Held::No => paint.red("✗"),
             super::verdict::Held::Inconclusive => paint.cyan("?"),
         };
-        let why = match c.metric.as_str() {
-            "loss" => "  (lost + late, of sent; --max-loss)",
-            "outage" => "  (the longest; --max-outage)",
-            _ => "",
-        };
-        writeln!(out, "  {mark} {}{why}", c.describe())?;
+        writeln!(out, "  {mark} {}{}", c.describe(), why(&c.metric))?;
     }
     let line = closing_line(report);
     let line = match report.outcome() {
@@ -236,6 +231,15 @@ fn write_verdict(out: &mut impl Write, report: &Report, paint: &Paint) -> io::Re
         _ => paint.red(&line),
     };
     writeln!(out, "{line}")
+}
+
+/// What a criterion counts, where its name does not say.
+fn why(metric: &str) -> &'static str {
+    match metric {
+        "loss" => "  (lost + late, of sent; --max-loss)",
+        "outage" => "  (the longest; --max-outage)",
+        _ => "",
+    }
 }
 
 /// The last line of the report.
@@ -258,7 +262,10 @@ fn closing_line(report: &Report) -> String {
         ),
         Outcome::Fail if s.packets.received == 0 => "✗ FAIL: no replies were received".into(),
         Outcome::Fail => {
-            let failed: Vec<String> = v.failed().map(super::Criterion::describe).collect();
+            let failed: Vec<String> = v
+                .failed()
+                .map(|c| format!("{}{}", c.describe(), why(&c.metric)))
+                .collect();
             format!("✗ FAIL: {}", failed.join("; "))
         }
         Outcome::Inconclusive => {
@@ -677,6 +684,7 @@ mod tests {
             "192.0.2.1:40000".parse().unwrap(),
             &outcome,
             Vec::new(),
+            None,
         )
     }
 

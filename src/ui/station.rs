@@ -617,6 +617,7 @@ impl Station {
                 t.local.unwrap_or(fallback),
                 &outcome,
                 slices,
+                crate::calibrate::kept_for_this_host().as_ref(),
             );
             report.log = self.client_plan.log.as_ref().map(|path| LogSummary {
                 path: path.display().to_string(),
@@ -624,7 +625,6 @@ impl Station {
                 dropped: t.log_dropped,
                 error: t.log_error.clone(),
             });
-            report.compare_with_floor(crate::calibrate::kept_for_this_host().as_ref());
             report.hdr_log = hdr_log;
             report.signal = signal;
             report

@@ -159,9 +159,9 @@ fn text_report_has_the_seed_sections_and_passes() {
         "Packets:  2000 sent, 0 lost (0.00%)",
         "0 late, 0 duplicate, 0 reordered, 0 stray",
         "Duration:",
-        "Latency Statistics (round-trip time):",
+        "Latency Statistics (round-trip time, over 2,000 replies):",
         "P99.99:",
-        "Latency Distribution (packet count by range):",
+        "Latency Distribution (packet count by range, edges at the percentiles):",
         "✓ PASS: Mean latency",
         "(loopback)",
         "(auto; --cpu to choose)",
@@ -248,7 +248,11 @@ fn failing_verdict_exits_3_and_says_fail() {
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("✗ FAIL: Mean latency"), "{text}");
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with("✗ FAIL: mean ") && last.ends_with(", above 1 ns"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -375,9 +375,7 @@ fn loss_and_percentiles_decide_the_verdict() {
     assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains(
-            "✗ FAIL: 5.00 % of requests got no timely reply, above the 1 % limit (--max-loss)"
-        ),
+        text.contains("✗ FAIL: loss 5.00 %, above 1 %  (lost + late, of sent; --max-loss)"),
         "{text}"
     );
     assert_eq!(run(&["--no-ui", "--max-loss", "10"]).status.code(), Some(0));
