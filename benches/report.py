@@ -862,6 +862,34 @@ else:
     p(f"A/A: {C.missing('aa')}.")
     p()
 
+# 19. fleet agent ------------------------------------------------------------------------
+p("## 19. One agent of a fleet: `--fanout 20 --paths 8`")
+p()
+p("`benches/agent_fanout.sh`: one `synapse agent` with its peers from a peers file, `--fanout 20`")
+p("(20 peers), `--paths 8` (each peer from 8 source ports in turn: 8 prober threads), labels on its")
+p("series (`--series-label rack`), 10 probes/s a peer (200 probes/s, 25/s a path), against a C epoll")
+p("echo on 20 ports; beside it, alternating, the bare C prober (`benches/prober_c`, Synapse's kernel")
+p("stamps) sending the same 200 probes/s from one socket. CPU is the whole process's (every thread),")
+p("RSS at the end of each round.")
+p()
+FA = "agent_fanout"
+fa = run(FA)
+def render_row(r, name):
+    v = r.get("agent", 2)
+    label = "`/metrics` text render (median of 20 scrapes)"
+    if v is None:
+        return (label, None, None, r.missing("agent"), name)
+    return (label, num(v / 1000, " ms", 2), "target: 50 ms", rfmt(ratio(v, 50_000), 2) + " of target", name)
+table([
+    one_row("CPU, `synapse agent --fanout 20 --paths 8` (% of a core)", FA, "agent", "c", "C prober, same probes", pct),
+    one_row("RSS", FA, "agent", "c", "C prober", lambda v: num(v / 1024, " MiB", 1), i=1),
+    render_row(fa, FA),
+])
+series = fa.get("agent", 3)
+p("Reading: " + (f"the agent costs {says(r50(FA, 'agent', 'c'), digits=2)} the C prober's CPU doing the same "
+  f"probes; its `/metrics` holds {series:,.0f} series for 20 peers." if series else f"{fa.missing('agent')}."))
+p()
+
 # not measured ---------------------------------------------------------------------------
 p("## What is not measured here")
 p()

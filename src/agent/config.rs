@@ -6,14 +6,16 @@
 //! start and again on SIGHUP: an error names file, line and key.
 
 use super::spread::{check_rate, phase_of};
-use crate::cli::agent::{DEFAULT_INTERVAL, agent_schema, peer_schema, split_peer};
+use crate::cli::agent::{
+    DEFAULT_INTERVAL, agent_schema, peer_schema, split_name_port, split_peer, split_source_labels,
+};
 use crate::cli::{AgentOptions, PeerOptions, settings_schema};
 use crate::config::layering::layer;
 use crate::config::settings::TableReader;
 use crate::config::{self, ConfigError, ConfigFile, Loc, Settings};
 use crate::error::AppError;
 use crate::plan::DEFAULT_PORT;
-use crate::plan::agent::{AgentConfig, PeerConfig};
+use crate::plan::agent::{AgentConfig, Chosen, DiscoveryPlan, Labels, PeerConfig};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use synapse_engine::reflector_admission::{Admission, AllowList};
@@ -33,36 +35,138 @@ pub struct Sources {
 }
 
 /// One peer's settings before layering, and where they were written.
-struct PeerEntry {
-    name: String,
+#[derive(Debug, Clone)]
+pub struct PeerEntry {
+    /// The `peer` label.
+    pub name: String,
     settings: Settings,
     /// The file, dotted key and place of its table (`None`: the command
-    /// line).
+    /// line, or discovery).
     origin: Option<(PathBuf, String, Loc)>,
+    /// Its labels: its table's `label` key, or what discovery read.
+    pub labels: Labels,
+    /// How it came to be probed.
+    chosen: Chosen,
+}
+
+impl PeerEntry {
+    /// A peer found by DNS: its name, `IP:PORT`, and its labels.
+    pub fn discovered(name: &str, address: &str, labels: Labels) -> Self {
+        Self {
+            name: name.to_string(),
+            settings: Settings::of(&[("address", address)]),
+            origin: None,
+            labels,
+            chosen: Chosen::Fanout,
+        }
+    }
+
+    /// The same entry, marked as chosen `how`.
+    pub fn chosen(self, how: Chosen) -> Self {
+        Self {
+            chosen: how,
+            ..self
+        }
+    }
+}
+
+/// Makes peers of entries: each layered over its profile and the agent's
+/// own options, its address resolved and its phase spread. Kept by the
+/// agent to make discovered peers as the named ones are made.
+#[derive(Debug, Clone)]
+pub struct PeerMaker {
+    source: String,
+    inherited: Settings,
+    profiles: ConfigFile,
+}
+
+/// What the agent runs on: the configuration, and how to make more peers.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// Its configuration, with the named peers only.
+    pub cfg: AgentConfig,
+    /// How discovered peers are made.
+    pub maker: PeerMaker,
 }
 
 /// Reads everything and resolves it: what the agent runs on.
-pub fn load(src: &Sources) -> Result<AgentConfig, AppError> {
+pub fn load(src: &Sources) -> Result<Loaded, AppError> {
     let file = read_file(src.config.as_ref())?;
     let schema = agent_schema();
     let layered = layer(&schema, &src.typed, None, &file.agent);
     let opts: AgentOptions = layered.parse(&schema).map_err(AppError::Usage)?;
     let mut entries = file.peers;
-    if let Some(path) = &opts.peers_file {
-        entries.extend(read_peers_file(path)?);
-    }
     entries.extend(opts.peer.iter().map(|spec| {
         let (name, addr) = split_peer(spec);
         PeerEntry {
             name: name.to_string(),
             settings: Settings::of(&[("address", addr)]),
             origin: None,
+            labels: Labels::new(),
+            chosen: Chosen::Named,
         }
     }));
     let name = opts.name.clone().unwrap_or_else(host_name);
-    let peers = resolve_peers(&name, &layered.chosen, entries, &file.profiles)?;
+    let maker = PeerMaker {
+        source: name.clone(),
+        inherited: inherited_settings(&layered.chosen, &peer_schema()),
+        profiles: file.profiles,
+    };
+    let peers = resolve_peers(&maker, entries)?;
     check_rate(&peers, opts.max_pps)?;
-    finish(name, opts, peers)
+    Ok(Loaded {
+        cfg: finish(name, opts, peers)?,
+        maker,
+    })
+}
+
+/// The discovery options, parsed.
+fn discovery_plan(opts: &AgentOptions) -> Result<DiscoveryPlan, AppError> {
+    let rules = opts
+        .label_from_name
+        .iter()
+        .map(|r| crate::cli::agent::name_rule(r).map_err(AppError::Usage))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(DiscoveryPlan {
+        peers_file: opts.peers_file.clone(),
+        dns: opts
+            .peers_dns
+            .iter()
+            .map(|s| {
+                let (target, labels) = split_source_labels(s);
+                let (n, p) = split_name_port(target);
+                let port = p.and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_PORT);
+                Ok((n.to_string(), port, labels_of(&labels)?))
+            })
+            .collect::<Result<_, String>>()
+            .map_err(AppError::Usage)?,
+        srv: opts
+            .peers_srv
+            .iter()
+            .map(|s| {
+                let (n, labels) = split_source_labels(s);
+                Ok((n.to_string(), labels_of(&labels)?))
+            })
+            .collect::<Result<_, String>>()
+            .map_err(AppError::Usage)?,
+        every: opts.discover_every,
+        fanout: opts.fanout.map(|n| n as usize),
+        tier_label: opts.tier_label.clone(),
+        name_rules: rules,
+    })
+}
+
+/// `KEY=VALUE` texts as labels (already checked by their parser); an
+/// empty value sets none.
+fn labels_of<S: AsRef<str>>(texts: &[S]) -> Result<Labels, String> {
+    let mut out = Labels::new();
+    for t in texts {
+        let (k, v) = crate::cli::agent::label_pair(t.as_ref())?;
+        if !v.is_empty() {
+            out.insert(k, v);
+        }
+    }
+    Ok(out)
 }
 
 fn finish(
@@ -70,6 +174,12 @@ fn finish(
     opts: AgentOptions,
     peers: Vec<PeerConfig>,
 ) -> Result<AgentConfig, AppError> {
+    let discovery = discovery_plan(&opts)?;
+    let mut labels = super::labels::from_name(&name, &discovery.name_rules);
+    labels.extend(labels_of(&opts.label).map_err(AppError::Usage)?);
+    let mut series_labels = opts.series_label.clone();
+    series_labels.sort();
+    series_labels.dedup();
     let reflect = match opts.reflect.as_str() {
         "none" => None,
         text => Some(resolve(text, DEFAULT_PORT)?),
@@ -113,6 +223,10 @@ fn finish(
         timestamps: opts.clock.timestamps,
         thread: opts.thread,
         peers,
+        labels,
+        series_labels,
+        paths: usize::from(opts.paths),
+        discovery,
     })
 }
 
@@ -163,7 +277,7 @@ fn read_file(explicit: Option<&PathBuf>) -> Result<FileParts, AppError> {
 }
 
 /// A `peers_file`: `[peers.NAME]` tables and nothing else.
-fn read_peers_file(path: &Path) -> Result<Vec<PeerEntry>, AppError> {
+pub fn read_peers_file(path: &Path) -> Result<Vec<PeerEntry>, AppError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::io(path, &e))?;
     let doc = parse_toml(path, &text)?;
     let mut peers = Vec::new();
@@ -215,39 +329,75 @@ fn read_peer_tables(
         let span = all.key(name).and_then(toml_edit::Key::span);
         let at = Loc::of(text, span);
         crate::cli::agent::label_value(name).map_err(|m| ConfigError::at(path, at, &key, m))?;
+        let settings = reader.read(t, &key, &[])?;
+        let values = settings
+            .get("label")
+            .map(|s| s.values.clone())
+            .unwrap_or_default();
+        let labels = labels_of(&values).map_err(|m| {
+            let loc = settings.get("label").map_or(at, |s| s.loc);
+            ConfigError::at(path, loc, &format!("{key}.label"), m)
+        })?;
         out.push(PeerEntry {
             name: name.to_string(),
-            settings: reader.read(t, &key, &[])?,
+            settings,
             origin: Some((path.to_path_buf(), key, at)),
+            labels,
+            chosen: Chosen::Named,
         });
     }
     Ok(out)
 }
 
-/// Layers every peer over its profile and the agent's options, resolves
-/// its address and spreads its phase; refuses duplicates and a mix of IP
-/// families (all probes leave from one socket).
-fn resolve_peers(
-    source: &str,
-    agent_chosen: &Settings,
-    entries: Vec<PeerEntry>,
-    profiles: &ConfigFile,
-) -> Result<Vec<PeerConfig>, AppError> {
-    let schema = peer_schema();
-    let inherited = inherited_settings(agent_chosen, &schema);
+/// Makes every named peer; refuses duplicates and a mix of IP families
+/// (all probes leave from one socket).
+fn resolve_peers(maker: &PeerMaker, entries: Vec<PeerEntry>) -> Result<Vec<PeerConfig>, AppError> {
     let mut names = BTreeSet::new();
     let mut peers: Vec<PeerConfig> = Vec::new();
     for e in entries {
-        let fail = |key: &str, msg: String| -> AppError { located(&e, key, msg) };
         if !names.insert(e.name.clone()) {
-            return Err(fail("", format!("peer '{}' is named twice", e.name)));
+            return Err(located(&e, "", format!("peer '{}' is named twice", e.name)));
         }
+        let fail = |key: &str, msg: String| -> AppError { located(&e, key, msg) };
+        let p = maker.make(e.clone())?;
+        if let Some(other) = peers
+            .iter()
+            .find(|o| o.addr == p.addr && o.transport == p.transport)
+        {
+            let shown = match p.transport {
+                Transport::Tcp => format!("tcp://{}", p.addr),
+                Transport::Udp => p.addr.to_string(),
+            };
+            let msg = format!("{shown} is peer '{}' already", other.name);
+            return Err(fail("address", msg));
+        }
+        if let Some(first) = peers
+            .first()
+            .filter(|f| f.addr.is_ipv4() != p.addr.is_ipv4())
+        {
+            let msg = format!(
+                "{}: all peers must be of one IP family, as '{}' ({})",
+                p.addr, first.name, first.addr
+            );
+            return Err(fail("address", msg));
+        }
+        peers.push(p);
+    }
+    Ok(peers)
+}
+
+impl PeerMaker {
+    /// One peer: layered over its profile and the agent's options, its
+    /// address resolved, its phase spread by the host pair.
+    pub fn make(&self, e: PeerEntry) -> Result<PeerConfig, AppError> {
+        let schema = peer_schema();
+        let fail = |key: &str, msg: String| -> AppError { located(&e, key, msg) };
         let profile = match e.settings.text("profile") {
-            Some(p) => Some(profile_settings(profiles, p).map_err(|m| fail("profile", m))?),
+            Some(p) => Some(profile_settings(&self.profiles, p).map_err(|m| fail("profile", m))?),
             None => None,
         };
         let named = profile.as_ref().map(|s| (e.name.as_str(), s));
-        let l = layer(&schema, &e.settings, named, &inherited);
+        let l = layer(&schema, &e.settings, named, &self.inherited);
         let p: PeerOptions = l.parse(&schema).map_err(|m| fail("", m))?;
         let text = p.address.clone().ok_or_else(|| {
             fail(
@@ -270,30 +420,19 @@ fn resolve_peers(
             Ok(key) => key,
             Err(e) => return Err(fail("hmac_key_file", e.to_string())),
         };
-        if let Some(other) = peers
-            .iter()
-            .find(|o| o.addr == addr && o.transport == transport)
-        {
-            let shown = match transport {
-                Transport::Tcp => format!("tcp://{addr}"),
-                Transport::Udp => addr.to_string(),
-            };
-            let msg = format!("{shown} is peer '{}' already", other.name);
-            return Err(fail("address", msg));
-        }
-        if let Some(first) = peers.first().filter(|f| f.addr.is_ipv4() != addr.is_ipv4()) {
-            let msg = format!(
-                "{addr}: all peers must be of one IP family, as '{}' ({})",
-                first.name, first.addr
-            );
-            return Err(fail("address", msg));
+        let format = p.packet.stamp_format.stamp_format;
+        if format != stamp::TimeFormat::Ntp && !p.packet.stamp {
+            return Err(fail(
+                "stamp_format",
+                format!("'{format}' is STAMP's: set stamp = true"),
+            ));
         }
         let schedule = p.pace.schedule().unwrap_or(Schedule {
             pattern: Pattern::Periodic,
             interval: DEFAULT_INTERVAL,
         });
-        peers.push(PeerConfig {
-            phase: phase_of(source, &e.name, schedule.interval),
+        Ok(PeerConfig {
+            phase: phase_of(&self.source, &e.name, schedule.interval),
             name: e.name,
             address: text,
             addr,
@@ -304,10 +443,12 @@ fn resolve_peers(
             key,
             marks: p.packet.marks(),
             tlvs: p.packet.tlvs(),
+            stamp_format: p.packet.stamp_format.stamp_format,
             transport,
-        });
+            labels: e.labels,
+            chosen: e.chosen,
+        })
     }
-    Ok(peers)
 }
 
 /// Why a TCP peer cannot have its options: it speaks plain echo, with
@@ -335,6 +476,10 @@ fn inherited_settings(agent_chosen: &Settings, peer: &clap::Command) -> Settings
     let mut out = Settings::default();
     for arg in config::settings::options(peer) {
         let id = arg.get_id().as_str();
+        // The agent's `label` is its own, not its peers'.
+        if id == "label" {
+            continue;
+        }
         if let Some(s) = agent_chosen.get(id) {
             out.set(id, s.values.clone());
         }
@@ -413,10 +558,13 @@ mod tests {
             typed: Settings::of(cli),
             config: Some(path),
         };
-        load(&src).map_err(|e| {
-            e.to_string()
-                .replace(&dir.path().display().to_string(), "DIR")
-        })
+        load(&src)
+            .and_then(super::super::with_first_round)
+            .map(|(cfg, _)| cfg)
+            .map_err(|e| {
+                e.to_string()
+                    .replace(&dir.path().display().to_string(), "DIR")
+            })
     }
 
     const MAIN: &str = r#"
@@ -469,8 +617,9 @@ profile = "lab"
                 ("beta", "127.0.0.2:862".into(), 20_000_000, 8, true),
                 // The profile's server, interval and size.
                 ("lab", "127.0.0.3:9000".into(), 5_000_000, 64, false),
-                ("gamma", "127.0.0.4:7".into(), 500_000_000, 8, false),
                 ("delta", "127.0.0.5:8080".into(), 20_000_000, 8, false),
+                // The peers file's: discovered, after the named ones.
+                ("gamma", "127.0.0.4:7".into(), 500_000_000, 8, false),
             ]
         );
         assert!(cfg.peers.iter().all(|p| p.phase < p.schedule.interval));
@@ -617,7 +766,8 @@ mod example {
             typed: Settings::default(),
             config: Some(path),
         })
-        .unwrap();
+        .unwrap()
+        .cfg;
         assert_eq!(cfg.peers.len(), 1);
         assert!(cfg.peers[0].stamp);
         let agent = &text[text.find("\n[agent]").unwrap()..text.find("\n[agent.peers.").unwrap()];

@@ -4,7 +4,7 @@
 //! terminal hung up, so it ends the agent (left running, it would probe
 //! on unseen); `r` reloads the configuration instead.
 
-use super::table::{PeerRow, TableView, render};
+use super::table::{PeerRow, Scroll, TableView, render, scrolled};
 use super::{Agent, POLL, Signals};
 use crate::error::AppError;
 use crate::ui::theme::Theme;
@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 /// Redraws per second: the figures move no faster.
 const FRAME: Duration = Duration::from_millis(250);
 
-/// What the table shows now.
-pub fn view(agent: &Agent) -> TableView {
+/// What the table shows now, from row `offset`.
+pub fn view(agent: &Agent, offset: usize) -> TableView {
     let c = &agent.cfg;
     TableView {
         source: c.name.clone(),
@@ -30,16 +30,21 @@ pub fn view(agent: &Agent) -> TableView {
             .peers
             .iter()
             .zip(&agent.windows)
-            .map(|(p, w)| PeerRow {
+            .zip(&agent.paths)
+            .map(|((p, w), paths)| PeerRow {
                 name: p.name.clone(),
                 address: p.address.clone(),
                 protocol: p.protocol(),
                 figures: w.live(),
                 history: w.history.iter().copied().collect(),
+                worst_path: (paths.last.len() > 1)
+                    .then(|| super::paths::spread(&paths.last))
+                    .and_then(|s| Some((s.worst_port?, s.worst_loss_percent))),
             })
             .collect(),
         overflow: agent.overflow,
         reload_errors: agent.reload_errors,
+        offset,
     }
 }
 
@@ -48,6 +53,7 @@ pub fn view(agent: &Agent) -> TableView {
 enum Key {
     Quit,
     Reload,
+    Scroll(Scroll),
     Other,
 }
 
@@ -60,6 +66,12 @@ fn key_of(ev: &Event) -> Key {
         KeyCode::Char('q') | KeyCode::Esc => Key::Quit,
         KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Key::Quit,
         KeyCode::Char('r') => Key::Reload,
+        KeyCode::Up => Key::Scroll(Scroll::Up),
+        KeyCode::Down => Key::Scroll(Scroll::Down),
+        KeyCode::PageUp => Key::Scroll(Scroll::PageUp),
+        KeyCode::PageDown => Key::Scroll(Scroll::PageDown),
+        KeyCode::Home => Key::Scroll(Scroll::Home),
+        KeyCode::End => Key::Scroll(Scroll::End),
         _ => Key::Other,
     }
 }
@@ -95,6 +107,8 @@ pub fn run(agent: &mut Agent, signals: &Signals) -> Result<(), AppError> {
     let outcome = (|| -> Result<(), AppError> {
         let mut next_frame = Instant::now();
         let stdin_tty = std::io::stdin().is_terminal();
+        // The first row shown, and how many fit at the last frame.
+        let (mut offset, mut shown) = (0usize, 0usize);
         // SIGHUP is a hangup here, not a reload.
         while !signals.stop.is_raised() && !signals.reload.load(Ordering::Relaxed) {
             if let Some(why) = agent.step() {
@@ -102,10 +116,11 @@ pub fn run(agent: &mut Agent, signals: &Signals) -> Result<(), AppError> {
             }
             let _ = agent.turn_if_due(Instant::now());
             if Instant::now() >= next_frame {
-                let v = view(agent);
+                let v = view(agent, offset);
                 terminal
-                    .draw(|f| render(&v, f.area(), f.buffer_mut(), theme))
+                    .draw(|f| shown = render(&v, f.area(), f.buffer_mut(), theme))
                     .map_err(|e| AppError::Runtime(anyhow::Error::new(e)))?;
+                offset = offset.min(v.rows.len().saturating_sub(shown));
                 next_frame = Instant::now() + FRAME;
             }
             match wait_for_keys(stdin_tty)? {
@@ -120,6 +135,11 @@ pub fn run(agent: &mut Agent, signals: &Signals) -> Result<(), AppError> {
                                 // the next frame is drawn whole.
                                 agent.reload();
                                 terminal.clear()?;
+                                next_frame = Instant::now();
+                            }
+                            Key::Scroll(how) => {
+                                let total = agent.cfg.peers.len();
+                                offset = scrolled(offset, how, shown, total);
                                 next_frame = Instant::now();
                             }
                             Key::Other => {}

@@ -33,20 +33,11 @@ pub fn native_config() -> NativeHistogramConfig {
         .max_zero_threshold(1e-6)
 }
 
-fn histogram() -> Histogram {
+pub(super) fn histogram() -> Histogram {
     Histogram::new_classic_and_native(CLASSIC_BUCKETS, native_config())
 }
 
-/// `source`, `peer` and `transport` (`udp`, `tcp`).
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct Pair {
-    /// This agent.
-    pub source: String,
-    /// The peer measured.
-    pub peer: String,
-    /// How: UDP datagrams, or request and response over TCP.
-    pub transport: &'static str,
-}
+pub use super::pair::Pair;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PairSegment {
@@ -54,6 +45,8 @@ struct PairSegment {
     peer: String,
     transport: &'static str,
     segment: &'static str,
+    #[prometheus(flatten)]
+    topo: Vec<(String, String)>,
 }
 
 /// A leg's marks: `leg` (`forward`, `backward`), `dscp` (0..=63) and
@@ -66,6 +59,8 @@ struct LegMarks {
     leg: &'static str,
     dscp: u8,
     ecn: &'static str,
+    #[prometheus(flatten)]
+    topo: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -74,6 +69,8 @@ struct Leg {
     peer: String,
     transport: &'static str,
     leg: &'static str,
+    #[prometheus(flatten)]
+    topo: Vec<(String, String)>,
 }
 
 const LEGS: [&str; 2] = ["forward", "backward"];
@@ -86,6 +83,10 @@ struct PeerInfo {
     address: String,
     protocol: &'static str,
     timestamps: String,
+    /// How it came to be probed: `named`, `tier`, `fanout`.
+    chosen: &'static str,
+    #[prometheus(flatten)]
+    topo: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -166,6 +167,8 @@ struct PeerSeries {
     previous_rtt_ns: Option<u64>,
     /// Class of service, when the peer's requests are marked.
     cos: Option<CosSeries>,
+    /// STAMP: the tightest exchange since the clocks' offset was set.
+    offset: super::clock_metrics::OffsetWindow,
     order: ReplyOrder,
 }
 
@@ -173,6 +176,14 @@ struct PeerSeries {
 #[derive(Debug)]
 pub struct Metrics {
     source: String,
+    /// Discovery's, the subset's, the paths' and the reflector's sources.
+    pub fleet: super::fleet_metrics::FleetMetrics,
+    /// STAMP peers' one-way delays and the clocks at both ends.
+    clock: super::clock_metrics::ClockMetrics,
+    /// This host's labels, and the keys of them (and of the peers') that
+    /// series carry.
+    own_labels: super::labels::Labels,
+    series_labels: Vec<String>,
     families: Families,
     peers: Vec<PeerSeries>,
     /// Strays from addresses that are no peer's.
@@ -228,6 +239,7 @@ impl Metrics {
                 peer: UNKNOWN_PEER.into(),
                 // Strays reach the prober, which speaks UDP.
                 transport: "udp",
+                topo: Vec::new(),
             })
             .clone();
         let reflected = ["echo", "stamp"].map(|protocol| {
@@ -251,6 +263,10 @@ impl Metrics {
         });
         Self {
             source: source.into(),
+            fleet: super::fleet_metrics::FleetMetrics::new(registry, source),
+            clock: super::clock_metrics::ClockMetrics::new(registry),
+            own_labels: super::labels::Labels::new(),
+            series_labels: Vec::new(),
             families: f,
             peers: Vec::new(),
             unknown_stray,
@@ -259,6 +275,13 @@ impl Metrics {
             refused,
             refused_seen: [[0; REASONS]; 2],
         }
+    }
+
+    /// Puts `allowed` of this host's and each peer's labels on the series
+    /// of peers set from now on.
+    pub fn set_topology(&mut self, own: &super::labels::Labels, allowed: &[String]) {
+        self.own_labels = own.clone();
+        self.series_labels = allowed.to_vec();
     }
 
     /// Replaces the peers (at start and on reload): a peer that is gone
@@ -277,9 +300,11 @@ impl Metrics {
         let mut old: Vec<PeerSeries> = std::mem::take(&mut self.peers);
         for (i, p) in peers.iter().enumerate() {
             let info = self.info_of(p, &timestamps(i));
-            let kept = old
-                .iter()
-                .position(|s| s.labels.peer == p.name && s.labels.transport == p.transport.name());
+            let kept = old.iter().position(|s| {
+                s.labels.peer == p.name
+                    && s.labels.transport == p.transport.name()
+                    && s.labels.topo == info.topo
+            });
             let mut series = match kept {
                 Some(i) => old.swap_remove(i),
                 None => self.series_of(info.clone()),
@@ -307,6 +332,8 @@ impl Metrics {
             address: p.address.clone(),
             protocol: p.protocol(),
             timestamps: timestamps.into(),
+            chosen: p.chosen.name(),
+            topo: super::labels::series_pairs(&self.series_labels, &self.own_labels, &p.labels),
         }
     }
 
@@ -316,6 +343,7 @@ impl Metrics {
             source: self.source.clone(),
             peer: info.peer.clone(),
             transport: info.transport,
+            topo: info.topo.clone(),
         };
         let counter = |fam: &Family<Pair, Counter>| fam.get_or_create(&labels).clone();
         PeerSeries {
@@ -331,6 +359,7 @@ impl Metrics {
             misses: counter(&f.misses),
             previous_rtt_ns: None,
             cos: None,
+            offset: Default::default(),
             order: ReplyOrder::default(),
             info,
             labels,
@@ -343,6 +372,7 @@ impl Metrics {
             peer: l.peer.clone(),
             transport: l.transport,
             leg: LEGS[i],
+            topo: l.topo.clone(),
         };
         let f = &self.families;
         CosSeries {
@@ -364,6 +394,7 @@ impl Metrics {
                 peer: l.peer.clone(),
                 transport: l.transport,
                 leg,
+                topo: l.topo.clone(),
             };
             f.cos_remarked.remove(&at);
             f.cos_ce.remove(&at);
@@ -375,6 +406,7 @@ impl Metrics {
                     leg,
                     dscp: tos >> 2,
                     ecn: synapse_stats::Ecn::from_bits(tos).name(),
+                    topo: l.topo.clone(),
                 };
                 f.cos_sent.remove(&m);
                 f.cos_received.remove(&m);
@@ -404,10 +436,20 @@ impl Metrics {
                 peer: l.peer.clone(),
                 transport: l.transport,
                 segment: seg.key(),
+                topo: l.topo.clone(),
             });
         }
         f.info.remove(&s.info);
         self.forget_cos(l);
+        self.clock.forget(l);
+        self.fleet.forget(l);
+    }
+
+    /// Peer `peer`'s paths over the last window (worst and spread).
+    pub fn path_spread(&self, peer: usize, s: &super::paths::PathSpread) {
+        if let Some(p) = self.peers.get(peer) {
+            self.fleet.paths(&p.labels, s);
+        }
     }
 
     /// Adds one record about peer `peer` (an index into the peers set
@@ -439,6 +481,9 @@ impl Metrics {
                 }
                 if let Some(c) = &mut s.cos {
                     record_cos(&self.families, &s.labels, c, &r.marks);
+                }
+                if r.far.application().is_some() {
+                    self.clock.record(&s.labels, &mut s.offset, &r.far);
                 }
             }
             RecordKind::Lost => {
@@ -507,6 +552,7 @@ fn record_cos(f: &Families, l: &Pair, c: &mut CosSeries, m: &synapse_stats::Mark
                         leg: LEGS[i],
                         dscp: tos >> 2,
                         ecn: Ecn::from_bits(tos).name(),
+                        topo: l.topo.clone(),
                     })
                     .clone()
                 })
@@ -538,6 +584,7 @@ fn segment_series<'s>(fam: &SegHist, s: &'s mut PeerSeries, seg: Segment) -> &'s
             peer: s.labels.peer.clone(),
             transport: s.labels.transport,
             segment: seg.key(),
+            topo: s.labels.topo.clone(),
         })
         .clone()
     })
@@ -669,7 +716,10 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
+            stamp_format: Default::default(),
             transport: synapse_engine::Transport::Udp,
+            labels: Default::default(),
+            chosen: Default::default(),
         }
     }
 
@@ -808,7 +858,7 @@ mod tests {
             "{t}"
         );
         assert!(!t.contains(r#"peer="c""#), "{t}");
-        assert!(t.contains(r#"synapse_peer_info{source="a",peer="d",transport="udp",address="d.example:8080",protocol="stamp",timestamps="software"} 1"#), "{t}");
+        assert!(t.contains(r#"synapse_peer_info{source="a",peer="d",transport="udp",address="d.example:8080",protocol="stamp",timestamps="software",chosen="named"} 1"#), "{t}");
         assert!(
             !t.contains(r#"timestamps="user""#),
             "the old info series is gone: {t}"
@@ -833,8 +883,8 @@ mod tests {
             r#"synapse_rtt_seconds_count{source="a",peer="db",transport="tcp"} 1"#,
             r#"synapse_probes_lost_total{source="a",peer="db",transport="tcp"} 1"#,
             r#"synapse_rtt_segment_seconds_count{source="a",peer="db",transport="tcp",segment="send_path"} 1"#,
-            r#"synapse_peer_info{source="a",peer="db",transport="tcp",address="tcp://db.example:5432",protocol="echo",timestamps="software"} 1"#,
-            r#"synapse_peer_info{source="a",peer="b",transport="udp",address="b.example:8080",protocol="echo",timestamps="user"} 1"#,
+            r#"synapse_peer_info{source="a",peer="db",transport="tcp",address="tcp://db.example:5432",protocol="echo",timestamps="software",chosen="named"} 1"#,
+            r#"synapse_peer_info{source="a",peer="b",transport="udp",address="b.example:8080",protocol="echo",timestamps="user",chosen="named"} 1"#,
         ] {
             assert!(t.contains(want), "{want} in {t}");
         }

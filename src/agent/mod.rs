@@ -2,8 +2,15 @@
 //!
 //! - [`config`]: the `[agent]` table, the peers and their profiles, layered
 //!   and resolved; read again on SIGHUP.
+//! - [`discovery`]: peers from a peers file, DNS and SRV, asked again while
+//!   running; [`subset`]: which of them this host probes (tier, fanout);
+//!   [`labels`]: their topology labels.
 //! - [`spread`]: each host pair's phase, and the `max_pps` budget.
-//! - [`metrics`]: the Prometheus families and what each record adds.
+//! - [`paths`]: each peer's paths (`--paths`); [`inbound`]: who probes
+//!   this host.
+//! - [`metrics`]: the Prometheus families and what each record adds;
+//!   [`fleet_metrics`]: discovery's, the paths' and the reflector's
+//!   sources, set once a window.
 //! - [`http`]: `/metrics`, with content negotiation.
 //! - [`window`]: each peer's recent figures for the table and `--json`.
 //! - [`report`], [`table`], [`live`]: the headless lines, the live table,
@@ -13,22 +20,32 @@
 //! is a front end over it, as the live display and the headless reports
 //! are over the client and server sessions.
 
+pub mod clock_metrics;
 pub mod config;
+pub mod discovery;
+pub mod fleet_metrics;
 pub mod http;
+pub mod inbound;
+pub mod labels;
 pub mod live;
 pub mod metrics;
+pub mod pair;
+pub mod paths;
 pub mod report;
 pub mod spread;
+pub mod subset;
 pub mod table;
 pub mod window;
 
 use crate::cli::AgentArgs;
 use crate::console;
 use crate::error::{AppError, exit};
-use crate::plan::agent::AgentConfig;
+use crate::plan::agent::{AgentConfig, PeerConfig};
 use crate::session::{AgentSession, Side};
-use config::Sources;
+use config::{Loaded, Sources};
+use discovery::{Discoverer, Discovery, Round, SourceStatus};
 use metrics::Metrics;
+use paths::PeerPaths;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -43,12 +60,29 @@ pub const POLL: Duration = Duration::from_millis(50);
 #[derive(Debug)]
 pub struct Agent {
     sources: Sources,
-    /// The configuration in force (the last good one).
+    /// The configuration in force (the last good one); its peers are the
+    /// named ones and the discovered ones chosen.
     pub cfg: AgentConfig,
+    /// The peers named by `--peer` and `[agent.peers]`.
+    named: Vec<PeerConfig>,
+    /// The discovered peers chosen in the last round.
+    discovered: Vec<PeerConfig>,
+    discoverer: Option<Discoverer>,
+    /// Each discovery source's state after the last round.
+    pub discovery: Vec<SourceStatus>,
+    /// Hosts discovered in the last round (this one excepted).
+    pub discovered_hosts: usize,
     session: AgentSession,
     metrics: Metrics,
     /// Each peer's recent figures, in `cfg.peers` order.
     pub windows: Vec<PeerWindow>,
+    /// Each peer's paths, in `cfg.peers` order.
+    pub paths: Vec<PeerPaths>,
+    /// Each path's source port.
+    pub path_ports: Vec<u16>,
+    inbound: inbound::Inbound,
+    /// Sources that probed this host over the last window.
+    pub probed_by: usize,
     /// Where `/metrics` is served.
     pub metrics_addr: std::net::SocketAddr,
     _server: http::MetricsServer,
@@ -100,9 +134,13 @@ pub fn run(args: AgentArgs, matches: &clap::ArgMatches) -> Result<i32, AppError>
         typed: crate::config::Settings::from_matches(sub, &schema),
         config: args.config.clone(),
     };
-    let cfg = config::load(&sources)?;
+    let loaded = config::load(&sources)?;
     if args.check {
+        let (cfg, first) = with_first_round(loaded)?;
         print!("{}", report::check_text(&cfg));
+        if let Some((_, round)) = first {
+            print!("{}", report::discovery_text(&round));
+        }
         return Ok(exit::PASS);
     }
     let signals = Signals::install()?;
@@ -120,7 +158,7 @@ pub fn run(args: AgentArgs, matches: &clap::ArgMatches) -> Result<i32, AppError>
             )
         })
         .transpose()?;
-    let mut agent = Agent::start(sources, cfg, &signals.stop)?;
+    let mut agent = Agent::start(sources, loaded, &signals.stop)?;
     if let Some(tap) = tap {
         agent.log_intervals(tap);
     }
@@ -140,10 +178,13 @@ pub fn run(args: AgentArgs, matches: &clap::ArgMatches) -> Result<i32, AppError>
 }
 
 impl Agent {
-    /// Starts the session and the metrics server for `cfg`.
-    pub fn start(sources: Sources, cfg: AgentConfig, stop: &StopFlag) -> Result<Self, AppError> {
+    /// Starts discovery's first round, the session and the metrics server.
+    pub fn start(sources: Sources, loaded: Loaded, stop: &StopFlag) -> Result<Self, AppError> {
+        let named = loaded.cfg.peers.clone();
+        let (cfg, first) = with_first_round(loaded)?;
         let mut registry = Registry::default();
         let mut metrics = Metrics::new(&mut registry, &cfg.name);
+        metrics.set_topology(&cfg.labels, &cfg.series_labels);
         let registry = Arc::new(registry);
         // Listening first: a taken port fails before anything is sent.
         let server = http::serve(Arc::clone(&registry), cfg.metrics_listen).map_err(|e| {
@@ -166,12 +207,34 @@ impl Agent {
         }
         let timestamps = stamping_label(session.stamping().or_else(|| session.stamping_of(0)));
         metrics.set_peers_stamped(&cfg.peers, |i| stamping_label(session.stamping_of(i)));
+        metrics.fleet.chosen(&chosen_counts(&cfg.peers));
+        let (discoverer, discovery, discovered, hosts) = match first {
+            Some((d, round)) => {
+                metrics.fleet.discovery(&round.sources);
+                (
+                    Some(Discoverer::start(d)?),
+                    round.sources,
+                    round.peers,
+                    round.hosts,
+                )
+            }
+            None => (None, Vec::new(), Vec::new(), 0),
+        };
         Ok(Self {
             windows: vec![PeerWindow::default(); cfg.peers.len()],
+            paths: vec![PeerPaths::default(); cfg.peers.len()],
+            path_ports: session.path_ports(),
+            inbound: inbound::Inbound::default(),
+            probed_by: 0,
             next_turn: Instant::now() + cfg.report_every,
             metrics_addr: server.addr,
             _server: server,
             sources,
+            named,
+            discovered,
+            discoverer,
+            discovery,
+            discovered_hosts: hosts,
             cfg,
             answers: session.answers(),
             session,
@@ -188,28 +251,65 @@ impl Agent {
         self.hdr = Some(tap);
     }
 
-    /// Reads what the measurement threads produced since the last call.
+    /// Reads what the measurement threads produced since the last call,
+    /// and discovery's last round if one ended.
     pub fn poll(&mut self) {
-        let (metrics, windows) = (&mut self.metrics, &mut self.windows);
+        let (metrics, windows, paths) = (&mut self.metrics, &mut self.windows, &mut self.paths);
         let (hdr, cfg) = (&mut self.hdr, &self.cfg);
         let now = hdr.as_ref().map(|t| t.base().elapsed());
-        self.session.drain(|peer, r| {
+        self.session.drain(|peer, path, r| {
             let i = peer.unwrap_or(usize::MAX);
             metrics.record(i, r);
             if let Some(w) = windows.get_mut(i) {
                 w.record(r);
+            }
+            if let Some(p) = paths.get_mut(i) {
+                p.record(path, r);
             }
             if let (Some(tap), Some(now), Some(p)) = (hdr.as_mut(), now, cfg.peers.get(i)) {
                 let prefix = format!("{}/", crate::hdr_log::tag_safe(&p.name));
                 tap.add_record_at(now, r, cfg.timeout, &prefix);
             }
         });
-        self.session.drain_reflector(|side, ev| {
-            if let ReflectorEvent::Totals(t, _) = ev {
+        let inbound = &mut self.inbound;
+        self.session.drain_reflector(|side, ev| match ev {
+            ReflectorEvent::Totals(t, now_ns) => {
                 metrics.reflected(side == Side::Stamp, &t);
+                inbound.at(now_ns);
             }
+            ReflectorEvent::Active(s) | ReflectorEvent::Ended(s) => inbound.saw(&s),
         });
         self.overflow = self.session.ring_overflow();
+        if let Some(round) = self.discoverer.as_ref().and_then(Discoverer::latest) {
+            self.apply_round(round);
+        }
+    }
+
+    /// A discovery round's outcome: its failures reported, and the peers
+    /// replaced if the chosen ones changed.
+    fn apply_round(&mut self, round: Round) {
+        self.metrics.fleet.discovery(&round.sources);
+        for e in &round.errors {
+            console::warning(&format!("discovery: {e}"));
+        }
+        self.discovery = round.sources;
+        self.discovered_hosts = round.hosts;
+        if same_peers(&self.discovered, &round.peers) {
+            return;
+        }
+        let (before, after) = (names(&self.discovered), names(&round.peers));
+        let gone = before.iter().filter(|n| !after.contains(n)).count();
+        let new = after.iter().filter(|n| !before.contains(n)).count();
+        self.discovered = round.peers;
+        let mut cfg = self.cfg.clone();
+        cfg.peers = merge(&self.named, &self.discovered, &cfg);
+        if self.adopt(cfg).is_ok() {
+            console::note(&format!(
+                "discovery: {} found, {} probed ({new} new, {gone} gone)",
+                synapse_units::count_of(round.hosts as u64, "host"),
+                synapse_units::count_of(self.cfg.peers.len() as u64, "peer"),
+            ));
+        }
     }
 
     /// When a window has ended: each peer's figures over it.
@@ -218,15 +318,33 @@ impl Agent {
             return None;
         }
         self.next_turn = now + self.cfg.report_every;
+        let ports = &self.path_ports;
+        for (p, (paths, peer)) in self.paths.iter_mut().zip(&self.cfg.peers).enumerate() {
+            let figures = paths.turn(ports);
+            if self.cfg.paths > 1 && peer.transport == synapse_engine::Transport::Udp {
+                self.metrics.path_spread(p, &paths::spread(figures));
+            }
+        }
+        self.probed_by = self
+            .inbound
+            .sources(self.cfg.report_every.as_nanos() as u64);
+        self.metrics.fleet.probed_by(self.probed_by);
         Some(self.windows.iter_mut().map(PeerWindow::turn).collect())
     }
 
     /// Reads the configuration again: a good one replaces the running
-    /// one (the peers' prober is restarted), a bad one is reported and the
-    /// last good one keeps running.
+    /// one (the peers' prober is restarted, discovery asks every source
+    /// again), a bad one is reported and the last good one keeps running.
     pub fn reload(&mut self) {
-        let cfg = match config::load(&self.sources) {
-            Ok(cfg) => cfg,
+        let loaded = match config::load(&self.sources).and_then(|l| {
+            // A peers file that does not parse refuses the reload, as the
+            // main file does; DNS is asked on discovery's own thread.
+            if let Some(p) = &l.cfg.discovery.peers_file {
+                config::read_peers_file(p)?;
+            }
+            Ok(l)
+        }) {
+            Ok(l) => l,
             Err(e) => {
                 self.reload_errors += 1;
                 console::error(&format!(
@@ -242,50 +360,86 @@ impl Agent {
                 c.metrics_listen,
                 c.name.clone(),
                 c.admission.clone(),
+                c.labels.clone(),
+                c.series_labels.clone(),
             )
         };
-        if fixed(&cfg) != fixed(&self.cfg) {
+        if fixed(&loaded.cfg) != fixed(&self.cfg) {
             console::warning(
-                "reload: name, reflect, stamp_port, allow and metrics_listen take effect on restart",
+                "reload: name, label, series_label, reflect, stamp_port, allow and metrics_listen take effect on restart",
             );
         }
-        self.poll();
+        self.named = loaded.cfg.peers.clone();
+        self.restart_discovery(&loaded);
+        let mut cfg = loaded.cfg;
+        cfg.peers = merge(&self.named, &self.discovered, &cfg);
+        if self.adopt(cfg).is_ok() {
+            console::note(&format!(
+                "reloaded: {}",
+                synapse_units::count_of(self.cfg.peers.len() as u64, "peer")
+            ));
+        }
+    }
+
+    /// Hands a reloaded configuration's discovery to its thread (which
+    /// keeps each unchanged source's last good answer and asks again at
+    /// once), or starts or stops the thread.
+    fn restart_discovery(&mut self, loaded: &Loaded) {
+        let c = &loaded.cfg;
+        if !c.discovery.any() {
+            self.discoverer = None;
+            self.discovered.clear();
+            return;
+        }
+        let me = discovery::me_of(&c.name, &c.labels, &c.discovery, c.reflect);
+        let d = Discovery::new(c.discovery.clone(), me, loaded.maker.clone(), &c.peers);
+        match &self.discoverer {
+            Some(running) => running.replace(d),
+            None => match Discoverer::start(d) {
+                Ok(started) => {
+                    started.now();
+                    self.discoverer = Some(started);
+                }
+                Err(e) => console::error(&format!("reload: {e}")),
+            },
+        }
+    }
+
+    /// Runs `cfg`'s peers from now on: the probers restarted, a peer that
+    /// stays keeps its window, paths and series, a new one starts empty.
+    fn adopt(&mut self, cfg: AgentConfig) -> Result<(), ()> {
+        self.poll_records();
         if let Err(e) = self.session.restart_prober(&cfg) {
             self.reload_errors += 1;
             console::error(&format!(
-                "reload: cannot start the prober ({e}); the last good configuration runs on"
+                "cannot start the prober ({e}); the last good peers run on"
             ));
             if let Err(e) = self.session.restart_prober(&self.cfg) {
-                console::error(&format!("and the last good one cannot start again: {e}"));
+                console::error(&format!("and the last good ones cannot start again: {e}"));
             }
-            return;
+            return Err(());
         }
         let s = &self.session;
         self.timestamps = stamping_label(s.stamping().or_else(|| s.stamping_of(0)));
+        self.path_ports = s.path_ports();
         let session = &self.session;
         self.metrics
             .set_peers_stamped(&cfg.peers, |i| stamping_label(session.stamping_of(i)));
-        // A peer that stays keeps its window; a new one starts empty.
-        let mut old: Vec<(String, PeerWindow)> = self
-            .cfg
-            .peers
-            .iter()
-            .map(|p| p.name.clone())
-            .zip(std::mem::take(&mut self.windows))
-            .collect();
-        self.windows = cfg
-            .peers
-            .iter()
-            .map(|p| match old.iter().position(|(n, _)| *n == p.name) {
-                Some(i) => old.swap_remove(i).1,
-                None => PeerWindow::default(),
-            })
-            .collect();
-        console::note(&format!(
-            "reloaded: {}",
-            synapse_units::count_of(cfg.peers.len() as u64, "peer")
-        ));
+        self.metrics.fleet.chosen(&chosen_counts(&cfg.peers));
+        let order = |c: &AgentConfig| c.peers.iter().map(|p| p.name.clone()).collect::<Vec<_>>();
+        let (old, new) = (order(&self.cfg), order(&cfg));
+        self.windows = carry(&old, std::mem::take(&mut self.windows), &new);
+        self.paths = carry(&old, std::mem::take(&mut self.paths), &new);
         self.cfg = cfg;
+        Ok(())
+    }
+
+    /// Reads the measurement threads' records (before a restart drops
+    /// them), without looking at discovery.
+    fn poll_records(&mut self) {
+        let discoverer = self.discoverer.take();
+        self.poll();
+        self.discoverer = discoverer;
     }
 
     /// One turn of any front end's loop: read the threads. Why the agent
@@ -304,7 +458,7 @@ impl Agent {
             hdr,
             ..
         } = self;
-        let outcome = session.finish(|peer, r| metrics.record(peer.unwrap_or(usize::MAX), r));
+        let outcome = session.finish(|peer, _, r| metrics.record(peer.unwrap_or(usize::MAX), r));
         let log = hdr.and_then(|t| t.finish().0);
         if let Some(h) = &log {
             console::note(&format!(
@@ -324,4 +478,108 @@ impl Agent {
 /// The `timestamps` label: the clock that stamps the probes.
 fn stamping_label(s: Option<&synapse_engine::StampingInfo>) -> String {
     s.map_or_else(|| "none".into(), |st| st.source.name().to_string())
+}
+
+/// Loads discovery's first round into `loaded`'s configuration: its
+/// peers are then the named ones and the discovered ones chosen. A peers
+/// file that does not parse is an error here; a DNS failure is reported
+/// and the agent starts with what it has.
+pub(crate) fn with_first_round(
+    loaded: Loaded,
+) -> Result<(AgentConfig, Option<(Discovery, Round)>), AppError> {
+    let Loaded { mut cfg, maker } = loaded;
+    if !cfg.discovery.any() {
+        return Ok((cfg, None));
+    }
+    let me = discovery::me_of(&cfg.name, &cfg.labels, &cfg.discovery, cfg.reflect);
+    let mut d = Discovery::new(cfg.discovery.clone(), me, maker, &cfg.peers);
+    let resolver = discovery::dns::Resolver::system().ok();
+    let Some(round) = d.round(resolver.as_ref(), false, true)? else {
+        return Ok((cfg, None));
+    };
+    for e in &round.errors {
+        console::warning(&format!("discovery: {e}"));
+    }
+    cfg.peers = merge(&cfg.peers, &round.peers, &cfg);
+    Ok((cfg, Some((d, round))))
+}
+
+/// The named peers, then the discovered ones that fit: of the named
+/// peers' IP family (one socket per path), within `max_pps`.
+fn merge(named: &[PeerConfig], discovered: &[PeerConfig], cfg: &AgentConfig) -> Vec<PeerConfig> {
+    let family = named
+        .first()
+        .map(|p| p.addr.is_ipv4())
+        .or(cfg.bind.map(|b| b.is_ipv4()))
+        .or(discovered.first().map(|p| p.addr.is_ipv4()));
+    let mut out = named.to_vec();
+    let mut pps = spread::total_pps(named);
+    let (mut other_family, mut over) = (0, 0);
+    for p in discovered {
+        let rate = 1.0 / p.schedule.interval.as_secs_f64();
+        if family.is_some_and(|v4| v4 != p.addr.is_ipv4()) {
+            other_family += 1;
+        } else if pps + rate > cfg.max_pps * (1.0 + 1e-9) {
+            over += 1;
+        } else {
+            pps += rate;
+            out.push(p.clone());
+        }
+    }
+    if other_family > 0 {
+        console::warning(&format!(
+            "discovery: {} of the other IP family left out (all probes leave from one socket)",
+            synapse_units::count_of(other_family, "peer")
+        ));
+    }
+    if over > 0 {
+        console::warning(&format!(
+            "discovery: {} left out, over max_pps {:.0}",
+            synapse_units::count_of(over, "peer"),
+            cfg.max_pps
+        ));
+    }
+    out
+}
+
+/// Whether two sets of discovered peers would be probed alike.
+fn same_peers(a: &[PeerConfig], b: &[PeerConfig]) -> bool {
+    let key = |p: &PeerConfig| {
+        (
+            p.name.clone(),
+            p.addr,
+            p.transport,
+            p.schedule.interval,
+            p.size,
+            p.stamp,
+            p.labels.clone(),
+            p.chosen,
+        )
+    };
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| key(x) == key(y))
+}
+
+fn names(peers: &[PeerConfig]) -> Vec<&str> {
+    peers.iter().map(|p| p.name.as_str()).collect()
+}
+
+/// How many peers were chosen each way.
+fn chosen_counts(peers: &[PeerConfig]) -> Vec<(crate::plan::agent::Chosen, usize)> {
+    use crate::plan::agent::Chosen;
+    [Chosen::Named, Chosen::Tier, Chosen::Fanout]
+        .into_iter()
+        .map(|c| (c, peers.iter().filter(|p| p.chosen == c).count()))
+        .collect()
+}
+
+/// Per-peer state in `new`'s order: a name in `old` keeps its own, a new
+/// one starts from the default.
+fn carry<T: Default>(old: &[String], state: Vec<T>, new: &[String]) -> Vec<T> {
+    let mut old: Vec<(&String, T)> = old.iter().zip(state).collect();
+    new.iter()
+        .map(|n| match old.iter().position(|(o, _)| *o == n) {
+            Some(i) => old.swap_remove(i).1,
+            None => T::default(),
+        })
+        .collect()
 }

@@ -42,9 +42,11 @@ pub fn check_rate(peers: &[PeerConfig], max_pps: f64) -> Result<(), AppError> {
     let total = total_pps(peers);
     if total > max_pps * (1.0 + 1e-9) {
         return Err(AppError::Usage(format!(
-            "{} would send {total:.0} probes/s, over max_pps {max_pps:.0} \
+            "{} would send {} probes/s, over max_pps {} \
              (lengthen the intervals, or raise --max-pps)",
-            synapse_units::count_of(peers.len() as u64, "peer")
+            synapse_units::count_of(peers.len() as u64, "peer"),
+            synapse_units::group_thousands(total.round() as u64),
+            synapse_units::group_thousands(max_pps.round() as u64)
         )));
     }
     Ok(())
@@ -72,7 +74,10 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
+            stamp_format: Default::default(),
             transport: synapse_engine::Transport::Udp,
+            labels: Default::default(),
+            chosen: Default::default(),
         }
     }
 
@@ -119,7 +124,7 @@ mod tests {
         let err = check_rate(&peers, 9_999.0).unwrap_err().to_string();
         assert_eq!(
             err,
-            "100 peers would send 10000 probes/s, over max_pps 9999 (lengthen the intervals, or raise --max-pps)"
+            "100 peers would send 10,000 probes/s, over max_pps 9,999 (lengthen the intervals, or raise --max-pps)"
         );
     }
 }

@@ -10,7 +10,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget};
 use synapse_stats::Segment;
-use synapse_units::{count_of, format_ns};
+use synapse_units::{count_of, format_ns, group_thousands};
 
 /// What one row shows.
 #[derive(Debug, Clone)]
@@ -25,6 +25,8 @@ pub struct PeerRow {
     pub figures: Figures,
     /// Past windows' medians, oldest first.
     pub history: Vec<Option<u64>>,
+    /// With `--paths`: the last window's worst path, its port and loss.
+    pub worst_path: Option<(u16, Option<f64>)>,
 }
 
 /// Everything the table shows.
@@ -46,6 +48,42 @@ pub struct TableView {
     pub overflow: u64,
     /// Reloads refused since start.
     pub reload_errors: u64,
+    /// The first row shown (the table scrolls when the peers outnumber
+    /// its rows).
+    pub offset: usize,
+}
+
+/// How the table is scrolled: a key's move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scroll {
+    /// One row up (↑).
+    Up,
+    /// One row down (↓).
+    Down,
+    /// A page up (PgUp).
+    PageUp,
+    /// A page down (PgDn).
+    PageDown,
+    /// To the first row (Home).
+    Home,
+    /// To the last page (End).
+    End,
+}
+
+/// The first row shown after `how`, with `shown` rows on screen out of
+/// `total`: never past the last page.
+pub fn scrolled(offset: usize, how: Scroll, shown: usize, total: usize) -> usize {
+    let last = total.saturating_sub(shown.max(1));
+    let page = shown.max(1);
+    let to = match how {
+        Scroll::Up => offset.saturating_sub(1),
+        Scroll::Down => offset + 1,
+        Scroll::PageUp => offset.saturating_sub(page),
+        Scroll::PageDown => offset + page,
+        Scroll::Home => 0,
+        Scroll::End => last,
+    };
+    to.min(last)
 }
 
 const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -161,6 +199,7 @@ fn columns(view: &TableView, theme: Theme) -> Vec<Column> {
         )
         .drop_rank(3),
         Column::new(SPLIT_HEADER, cells(&|r| Span::raw(split(&r.figures)))).drop_rank(2),
+        Column::new(WORST_PATH, cells(&|r| worst_path_cell(r, theme))).drop_rank(3),
         Column::new(HISTORY, Vec::new())
             .drop_rank(4)
             .min_width(HISTORY_MIN)
@@ -168,12 +207,35 @@ fn columns(view: &TableView, theme: Theme) -> Vec<Column> {
     ]
 }
 
+/// The paths column's header (shown with `--paths`).
+const WORST_PATH: &str = "worst path";
+
+/// `:40002 25.0 %`: the last window's lossiest (else slowest) path.
+fn worst_path_cell(r: &PeerRow, theme: Theme) -> Span<'static> {
+    match r.worst_path {
+        None => Span::raw("—"),
+        Some((port, loss)) => {
+            let style = if loss.unwrap_or(0.0) > 0.0 {
+                theme.warn()
+            } else {
+                theme.dim()
+            };
+            let loss = loss.map_or_else(|| "—".into(), |l| format!("{l:.1} %"));
+            Span::styled(format!(":{port} {loss}"), style)
+        }
+    }
+}
+
 /// The split column's header: [`SPLIT`]'s short names.
 const SPLIT_HEADER: &str = "send / net / dwell / recv";
 
 /// The columns that fit `width`, the history drawn to its width.
 fn fitted(view: &TableView, width: u16, theme: Theme) -> Fitted {
-    let mut f = fit(columns(view, theme), width);
+    let mut all = columns(view, theme);
+    if view.rows.iter().all(|r| r.worst_path.is_none()) {
+        all.retain(|c| c.header != WORST_PATH);
+    }
+    let mut f = fit(all, width);
     if let Some(w) = f.width_of(HISTORY)
         && let Some(c) = f.columns.iter_mut().find(|c| c.header == HISTORY)
     {
@@ -230,13 +292,31 @@ fn header_lines(view: &TableView, width: u16, theme: Theme) -> Vec<Line<'static>
     lines
 }
 
-/// Draws the whole view into `area` of `buf`.
-pub fn render(view: &TableView, area: Rect, buf: &mut Buffer, theme: Theme) {
-    let fitted = fitted(view, area.width, theme);
+/// Draws the whole view into `area` of `buf`: the rows from
+/// `view.offset` that fit (the offset kept within the last page). Returns
+/// how many rows were shown, for the next scroll.
+pub fn render(view: &TableView, area: Rect, buf: &mut Buffer, theme: Theme) -> usize {
+    let mut fitted = fitted(view, area.width, theme);
     let head_lines = header_lines(view, area.width, theme);
-    let foot_lines = wrap_parts(&footer(view, &fitted.hidden, theme), "   ", area.width);
+    // The footer's line count does not depend on which rows are shown.
+    let probe = footer(view, &fitted.hidden, (0, 0), theme);
+    let foot_height = wrap_parts(&probe, "   ", area.width).len() as u16;
+    let head_height = head_lines.len() as u16;
+    // The body: a top border and the column headers, then the rows.
+    let room = area
+        .height
+        .saturating_sub(head_height + foot_height + 2)
+        .max(1);
+    let total = view.rows.len();
+    let shown = usize::from(room).min(total);
+    let offset = view.offset.min(total.saturating_sub(shown));
+    for c in &mut fitted.columns {
+        c.cells = c.cells.drain(..).skip(offset).take(shown).collect();
+    }
+    let foot = footer(view, &fitted.hidden, (offset, shown), theme);
+    let foot_lines = wrap_parts(&foot, "   ", area.width);
     let [head, body, foot] = Layout::vertical([
-        Constraint::Length(head_lines.len() as u16),
+        Constraint::Length(head_height),
         Constraint::Min(3),
         Constraint::Length(foot_lines.len() as u16),
     ])
@@ -247,15 +327,32 @@ pub fn render(view: &TableView, area: Rect, buf: &mut Buffer, theme: Theme) {
         .block(Block::default().borders(Borders::TOP))
         .render(body, buf);
     Paragraph::new(foot_lines).render(foot, buf);
+    shown
 }
 
-/// The keys, what went wrong, and which columns a wider terminal shows,
-/// as parts to wrap.
-fn footer(view: &TableView, hidden: &[&str], theme: Theme) -> Vec<Line<'static>> {
+/// The keys, which rows are shown when not all are, what went wrong, and
+/// which columns a wider terminal shows, as parts to wrap. `(offset,
+/// shown)`: the rows on screen.
+fn footer(
+    view: &TableView,
+    hidden: &[&str],
+    (offset, shown): (usize, usize),
+    theme: Theme,
+) -> Vec<Line<'static>> {
     let key = |k: &'static str, what: &'static str| {
         Line::from(vec![Span::styled(k, theme.key()), Span::raw(what)])
     };
     let mut parts = vec![key("q", " quit"), key("r", " reload the configuration")];
+    let total = view.rows.len();
+    if shown < total {
+        parts.push(key("↑↓ PgUp PgDn Home End", " scroll"));
+        parts.push(Line::raw(format!(
+            "rows {}–{} of {}",
+            group_thousands(offset as u64 + 1),
+            group_thousands((offset + shown) as u64),
+            group_thousands(total as u64)
+        )));
+    }
     if view.overflow > 0 || view.reload_errors > 0 {
         parts.push(Line::styled(
             format!(
@@ -317,6 +414,7 @@ mod tests {
                     protocol: "stamp",
                     figures: good,
                     history: vec![Some(20_000), Some(22_000), None, Some(30_000)],
+                    worst_path: None,
                 },
                 PeerRow {
                     name: "gamma".into(),
@@ -324,10 +422,12 @@ mod tests {
                     protocol: "echo",
                     figures: dead,
                     history: vec![None, None],
+                    worst_path: None,
                 },
             ],
             overflow: 0,
             reload_errors: 1,
+            offset: 0,
         }
     }
 
@@ -406,6 +506,78 @@ mod tests {
                 _ => assert!(hidden.is_empty(), "{width}: {hidden:?}"),
             }
         }
+    }
+
+    /// A thousand peers in 36 rows: the table shows a page, says which,
+    /// and scrolls by row, page and to either end.
+    #[test]
+    fn a_thousand_peers_scroll_and_say_which_rows_are_shown() {
+        let mut v = view();
+        let row = v.rows[0].clone();
+        v.rows = (0..1_000)
+            .map(|i| PeerRow {
+                name: format!("h{i}"),
+                ..row.clone()
+            })
+            .collect();
+        let area = Rect::new(0, 0, 120, 36);
+        let screen = |v: &TableView| {
+            let mut buf = Buffer::empty(area);
+            let shown = render(v, area, &mut buf, Theme::new(false));
+            (shown, text(&buf))
+        };
+        let (shown, first) = screen(&v);
+        assert!(shown > 20 && shown < 36, "{shown}");
+        let says = format!("rows 1–{shown} of 1,000");
+        assert!(first.contains(&says), "{says} in\n{first}");
+        assert!(first.contains("↑↓ PgUp PgDn Home End scroll"), "{first}");
+        assert!(
+            first.contains("h0 ") && !first.contains(&format!("h{shown} ")),
+            "{first}"
+        );
+        let total = v.rows.len();
+        assert_eq!(scrolled(0, Scroll::Down, shown, total), 1);
+        assert_eq!(scrolled(0, Scroll::Up, shown, total), 0);
+        assert_eq!(scrolled(0, Scroll::PageDown, shown, total), shown);
+        assert_eq!(scrolled(shown, Scroll::PageUp, shown, total), 0);
+        assert_eq!(scrolled(5, Scroll::Home, shown, total), 0);
+        let last = scrolled(0, Scroll::End, shown, total);
+        assert_eq!(last, 1_000 - shown);
+        assert_eq!(
+            scrolled(last, Scroll::Down, shown, total),
+            last,
+            "not past the end"
+        );
+        assert_eq!(scrolled(last, Scroll::PageDown, shown, total), last);
+        v.offset = last;
+        let (_, end) = screen(&v);
+        let says = format!("rows {}–1,000 of 1,000", group_thousands(last as u64 + 1));
+        assert!(end.contains(&says), "{says} in\n{end}");
+        assert!(end.contains("h999 ") && !end.contains("h0 "), "{end}");
+        // An offset past the end (peers gone since) shows the last page.
+        v.offset = 5_000;
+        assert!(screen(&v).1.contains("h999 "));
+        // Few peers: no scrolling said.
+        assert!(!screen(&view()).1.contains("rows "));
+    }
+
+    #[test]
+    fn the_worst_path_column_shows_with_paths_only() {
+        let mut v = view();
+        let heads = |v: &TableView| -> Vec<&'static str> {
+            fitted(v, 200, Theme::new(false))
+                .columns
+                .iter()
+                .map(|c| c.header)
+                .collect()
+        };
+        assert!(!heads(&v).contains(&WORST_PATH));
+        v.rows[0].worst_path = Some((40_002, Some(25.0)));
+        assert!(heads(&v).contains(&WORST_PATH));
+        let area = Rect::new(0, 0, 200, 8);
+        let mut buf = Buffer::empty(area);
+        render(&v, area, &mut buf, Theme::new(false));
+        assert!(text(&buf).contains(":40002 25.0 %"), "{}", text(&buf));
     }
 
     #[test]

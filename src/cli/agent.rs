@@ -47,9 +47,14 @@ pub struct AgentArgs {
 #[derive(Debug, Args, Clone)]
 pub struct AgentOptions {
     /// This host's name in the metrics' `source` label [default: the host
-    /// name].
+    /// name]. With discovery, the name the others discover it by.
     #[arg(long, value_name = "NAME", value_parser = label_value)]
     pub name: Option<String>,
+
+    /// A label of this host (rack, zone…), KEY=VALUE; in a peer's table, of
+    /// that peer. Repeat for several.
+    #[arg(long, value_name = "KEY=VALUE", action = ArgAction::Append, value_parser = label_text)]
+    pub label: Vec<String>,
 
     /// Also answer the peers' probes: plain echo on ADDR (UDP, and TCP on
     /// --tcp-port), STAMP on --stamp-port of the same address; `none`
@@ -82,10 +87,57 @@ pub struct AgentOptions {
     #[arg(long, value_name = "NAME=[tcp://]HOST[:PORT]", action = ArgAction::Append, value_parser = peer_text)]
     pub peer: Vec<String>,
 
-    /// A second TOML file of `[peers.NAME]` tables, for tooling to render
-    /// (Kubernetes, Consul templates); read again on SIGHUP.
+    /// A second TOML file of `[peers.NAME]` tables (each may have `label =
+    /// ["rack=r1"]`), for tooling to render (Kubernetes, Consul templates);
+    /// read again when it changes, and on SIGHUP.
     #[arg(long, value_name = "PATH")]
     pub peers_file: Option<PathBuf>,
+
+    /// Discover peers from DNS: every A and AAAA address of NAME, probed
+    /// on PORT (default 8080), asked again every --discover-every; the
+    /// labels after it go to every host it names. Repeat for several.
+    #[arg(long, value_name = "NAME[:PORT][,KEY=VALUE]", action = ArgAction::Append, value_parser = dns_name_port)]
+    pub peers_dns: Vec<String>,
+
+    /// Discover peers from DNS SRV records (a Kubernetes headless Service's
+    /// _PORT._udp.SERVICE…): each target and port a peer, named by its
+    /// target; the labels after it go to every host it names. Repeat for
+    /// several.
+    #[arg(long, value_name = "NAME[,KEY=VALUE]", action = ArgAction::Append, value_parser = dns_name)]
+    pub peers_srv: Vec<String>,
+
+    /// How often --peers-dns and --peers-srv are asked again (the peers file
+    /// is looked at every second). A failed answer keeps the last good one.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = discover_every)]
+    pub discover_every: Duration,
+
+    /// Probe N discovered peers beyond this host's tier, chosen by
+    /// rendezvous hashing on (this host, peer): stable, every host probed
+    /// by about N others [default: every discovered peer].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub fanout: Option<u32>,
+
+    /// A label (rack, zone…) whose value, shared with this host, makes a
+    /// discovered peer always probed, whatever --fanout says.
+    #[arg(long, value_name = "KEY", value_parser = label_key)]
+    pub tier_label: Option<String>,
+
+    /// Read a label off every discovered host's name, this host's too:
+    /// rack=2 makes h7.r3.fleet.test's rack r3. Repeat for several.
+    #[arg(long, value_name = "KEY=FIELD", action = ArgAction::Append, value_parser = name_rule_text)]
+    pub label_from_name: Vec<String>,
+
+    /// Put these labels on every peer's series, as source_KEY and peer_KEY
+    /// (the allowed set; others are not exported). Comma-separated or
+    /// repeated.
+    #[arg(long, value_name = "KEY", action = ArgAction::Append, value_delimiter = ',', value_parser = label_key)]
+    pub series_label: Vec<String>,
+
+    /// Probe every UDP peer from K source ports in turn (K flows, so K
+    /// ECMP paths); per-path loss and RTT are kept, the worst path and the
+    /// spread exported.
+    #[arg(long, value_name = "K", default_value = "1", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub paths: u16,
 
     /// Local address the probes leave from [default: any].
     #[arg(long, value_name = "ADDR", value_parser = address_text)]
@@ -131,6 +183,10 @@ pub struct PeerOptions {
     /// this peer reuses.
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
+
+    /// The peer's labels, KEY=VALUE (`label = ["rack=r1", "zone=z1"]`).
+    #[arg(long, value_name = "KEY=VALUE", action = ArgAction::Append, value_parser = label_text)]
+    pub label: Vec<String>,
 
     #[command(flatten)]
     pub pace: PaceArgs,
@@ -196,6 +252,127 @@ fn peer_text(s: &str) -> Result<String, String> {
 /// Splits a checked `--peer` value into its name and address.
 pub fn split_peer(s: &str) -> (&str, &str) {
     s.split_once('=').unwrap_or((s, ""))
+}
+
+/// A label key Prometheus accepts, short, and not one the agent's series
+/// use already once prefixed.
+pub fn label_key(k: &str) -> Result<String, String> {
+    let ok_start = k.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+    let ok_rest = k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !(ok_start && ok_rest) || k.is_empty() || k.len() > 64 {
+        return Err(format!(
+            "'{k}' is not a label name (a letter or _, then letters, digits, _; at most 64)"
+        ));
+    }
+    if k.starts_with("__") {
+        return Err(format!("'{k}': names starting with __ are Prometheus' own"));
+    }
+    Ok(k.to_string())
+}
+
+/// `KEY=VALUE`.
+pub fn label_pair(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not KEY=VALUE"))?;
+    // Empty: no label (a downward-API or environment variable left empty).
+    let v = if v.is_empty() {
+        String::new()
+    } else {
+        label_value(v)?
+    };
+    Ok((label_key(k)?, v))
+}
+
+/// `KEY=FIELD`: the label's value is the name's FIELDth dot-separated part
+/// (from 1).
+pub fn name_rule(s: &str) -> Result<(String, usize), String> {
+    let (k, f) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not KEY=FIELD (rack=2: the name's second part)"))?;
+    let field = f
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| (1..=32).contains(&n))
+        .ok_or_else(|| format!("'{f}' is not a field number from 1 to 32"))?;
+    Ok((label_key(k)?, field))
+}
+
+/// `KEY=VALUE`, checked.
+fn label_text(s: &str) -> Result<String, String> {
+    label_pair(s).map(|_| s.to_string())
+}
+
+/// `KEY=FIELD`, checked.
+fn name_rule_text(s: &str) -> Result<String, String> {
+    name_rule(s).map(|_| s.to_string())
+}
+
+/// `NAME[,KEY=VALUE…]`.
+fn dns_name(s: &str) -> Result<String, String> {
+    let (name, labels) = split_source_labels(s);
+    for l in labels {
+        label_pair(l)?;
+    }
+    dns_name_only(name)
+}
+
+/// A discovery source and the labels it gives every host it names:
+/// `_synapse._udp.z1.fleet.test,zone=z1`.
+pub fn split_source_labels(s: &str) -> (&str, Vec<&str>) {
+    let mut parts = s.split(',');
+    let first = parts.next().unwrap_or("");
+    (first, parts.collect())
+}
+
+/// A DNS name: dot-separated labels of 1 to 63 letters, digits, `-`, `_`.
+fn dns_name_only(s: &str) -> Result<String, String> {
+    let name = s.trim_end_matches('.');
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|l| {
+            (1..=63).contains(&l.len())
+                && l.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        });
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!("'{s}' is not a DNS name"))
+    }
+}
+
+/// `NAME[:PORT][,KEY=VALUE…]`.
+fn dns_name_port(s: &str) -> Result<String, String> {
+    let (target, labels) = split_source_labels(s);
+    for l in labels {
+        label_pair(l)?;
+    }
+    let (name, port) = split_name_port(target);
+    dns_name_only(name)?;
+    if let Some(p) = port {
+        p.parse::<u16>()
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| format!("'{p}' is not a port (1 to 65535)"))?;
+    }
+    Ok(s.to_string())
+}
+
+/// A checked `NAME[:PORT]`'s parts.
+pub fn split_name_port(s: &str) -> (&str, Option<&str>) {
+    match s.rsplit_once(':') {
+        Some((n, p)) => (n, Some(p)),
+        None => (s, None),
+    }
+}
+
+fn discover_every(s: &str) -> Result<Duration, String> {
+    let d = seconds(s)?;
+    if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
+        return Err(format!("'{s}': from 1s to 1 day"));
+    }
+    Ok(d)
 }
 
 fn report_every(s: &str) -> Result<Duration, String> {
@@ -277,6 +454,7 @@ mod tests {
             [
                 "address",
                 "profile",
+                "label",
                 "interval",
                 "rate",
                 "poisson",
@@ -286,7 +464,8 @@ mod tests {
                 "dscp",
                 "ecn",
                 "tlv",
-                "hmac_key_file"
+                "hmac_key_file",
+                "stamp_format"
             ]
         );
     }

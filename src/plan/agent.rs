@@ -2,11 +2,81 @@
 //! command line and the configuration file by [`crate::agent`]'s loader.
 //! The agent session starts from it; the agent front end reports on it.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 use synapse_engine::reflector_admission::Admission;
 use synapse_engine::stamp_key::StampKey;
 use synapse_engine::{ReflectorStamping, Schedule, TimestampMode};
+
+/// A host's topology labels (rack, zone, role…), by key.
+pub type Labels = BTreeMap<String, String>;
+
+/// How a peer came to be probed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Chosen {
+    /// Named by `--peer` or an `[agent.peers.NAME]` table: always probed.
+    #[default]
+    Named,
+    /// Discovered, and in this host's tier (its rack): always probed.
+    Tier,
+    /// Discovered, and in this host's fanout.
+    Fanout,
+}
+
+impl Chosen {
+    /// As the table and `--check` say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Chosen::Named => "named",
+            Chosen::Tier => "tier",
+            Chosen::Fanout => "fanout",
+        }
+    }
+}
+
+/// Where peers are discovered while the agent runs, and which of them it
+/// probes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiscoveryPlan {
+    /// `--peers-file`: `[peers.NAME]` tables, re-read when changed.
+    pub peers_file: Option<PathBuf>,
+    /// `--peers-dns NAME[:PORT][,KEY=VALUE…]`: every A/AAAA address of
+    /// NAME, with the labels given.
+    pub dns: Vec<(String, u16, Labels)>,
+    /// `--peers-srv NAME[,KEY=VALUE…]`: every SRV record of NAME, with the
+    /// labels given.
+    pub srv: Vec<(String, Labels)>,
+    /// `--discover-every`.
+    pub every: Duration,
+    /// `--fanout`: discovered peers beyond the tier (`None`: all).
+    pub fanout: Option<usize>,
+    /// `--tier-label`: the label whose value, shared with this host, makes
+    /// a discovered peer always probed.
+    pub tier_label: Option<String>,
+    /// `--label-from-name KEY=FIELD`: labels read off host names.
+    pub name_rules: Vec<(String, usize)>,
+}
+
+impl AgentConfig {
+    /// The discovery sources, as the banner says them.
+    pub fn discovery_sources(&self) -> String {
+        let d = &self.discovery;
+        let mut parts: Vec<String> = Vec::new();
+        parts.extend(d.peers_file.iter().map(|p| format!("file {}", p.display())));
+        parts.extend(d.dns.iter().map(|(n, p, _)| format!("dns {n}:{p}")));
+        parts.extend(d.srv.iter().map(|(n, _)| format!("srv {n}")));
+        parts.join(", ")
+    }
+}
+
+impl DiscoveryPlan {
+    /// Whether any source is set.
+    pub fn any(&self) -> bool {
+        self.peers_file.is_some() || !self.dns.is_empty() || !self.srv.is_empty()
+    }
+}
 
 /// One peer, resolved.
 #[derive(Debug, Clone)]
@@ -34,9 +104,15 @@ pub struct PeerConfig {
     pub marks: Option<u8>,
     /// STAMP: the RFC 8972 TLVs asked for.
     pub tlvs: synapse_engine::protocol::tlv::StampTlvs,
+    /// STAMP: the format of the T1 its requests carry.
+    pub stamp_format: synapse_engine::stamp::TimeFormat,
     /// UDP datagrams (the prober), or request and response over TCP (a
     /// connection and a thread of its own).
     pub transport: synapse_engine::Transport,
+    /// Its topology labels (from discovery, or its table's `label`).
+    pub labels: Labels,
+    /// How it came to be probed.
+    pub chosen: Chosen,
 }
 
 impl PeerConfig {
@@ -82,4 +158,12 @@ pub struct AgentConfig {
     pub thread: crate::cli::ThreadArgs,
     /// The peers, in the order they were given.
     pub peers: Vec<PeerConfig>,
+    /// This host's labels (`--label`, and those its name gives).
+    pub labels: Labels,
+    /// `--series-label`: the label keys put on every peer's series.
+    pub series_labels: Vec<String>,
+    /// `--paths`: source ports each UDP peer is probed from, in turn.
+    pub paths: usize,
+    /// Where more peers are discovered.
+    pub discovery: DiscoveryPlan,
 }

@@ -8,6 +8,7 @@ pub mod compare_text;
 mod extensions_text;
 mod floor;
 mod json;
+mod one_way_text;
 pub mod percentiles;
 mod progress;
 mod regression;
@@ -193,7 +194,6 @@ impl Report {
         let extension_warnings = extensions_text::warnings(
             &summary,
             outcome.extensions.as_ref(),
-            synapse_engine::stamp::ErrorEstimate::of_this_host().synchronized,
             synapse_engine::socket::is_this_host(server.ip()),
         );
         let mut report = Self {

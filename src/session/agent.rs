@@ -42,12 +42,20 @@ fn tick_for(peers: &[ProbeConfig]) -> Duration {
     MAX_TICK.min(Duration::from_nanos(tightest / 10))
 }
 
+/// Records each path's prober can queue, at the least.
+const MIN_PATH_RING: usize = 1 << 12;
+
 /// A running agent's measurement side.
 #[derive(Debug)]
 pub struct AgentSession {
     reflector: Option<ServerSession>,
-    prober: Option<ProberRun>,
-    /// The prober's peers: each one's index in the configuration.
+    /// One prober per path (`--paths`): each its own socket, so its own
+    /// source port and flow, probing every UDP peer in turn with the others.
+    probers: Vec<ProberRun>,
+    /// Each path's source port, kept across restarts so a path stays the
+    /// same flow (and the same ECMP path) for as long as the agent runs.
+    ports: Vec<u16>,
+    /// The probers' peers: each one's index in the configuration.
     udp_peers: Vec<usize>,
     tcp: TcpPeers,
 }
@@ -67,7 +75,8 @@ impl AgentSession {
         };
         let mut s = Self {
             reflector,
-            prober: None,
+            probers: Vec::new(),
+            ports: Vec::new(),
             udp_peers: Vec::new(),
             tcp: TcpPeers::default(),
         };
@@ -75,14 +84,11 @@ impl AgentSession {
         Ok(s)
     }
 
-    /// Replaces the prober and the TCP clients with those for `cfg`'s
+    /// Replaces the probers and the TCP clients with those for `cfg`'s
     /// peers (records not drained yet are dropped). On failure there are
     /// none, and the error says why.
     pub fn restart_prober(&mut self, cfg: &AgentConfig) -> Result<(), AppError> {
-        if let Some(mut old) = self.prober.take() {
-            old.stop();
-            old.join()?;
-        }
+        self.stop_probers()?;
         self.tcp.stop(|_, _| {})?;
         self.tcp = TcpPeers::start(cfg, WARMUP)?;
         self.udp_peers = (0..cfg.peers.len())
@@ -92,27 +98,68 @@ impl AgentSession {
             return Ok(());
         }
         let thread = cfg.thread.placement(Role::Client)?;
-        let peers: Vec<ProbeConfig> = self
-            .udp_peers
-            .iter()
-            .map(|&i| probe_of(&cfg.peers[i]))
-            .collect();
-        let prober = ProberConfig {
-            bind: cfg.bind,
-            tick: tick_for(&peers),
-            peers,
-            timeout: cfg.timeout,
-            thread,
-            timestamps: cfg.timestamps,
-            ring_capacity: PROBER_RING,
-        };
-        self.prober = Some(start_prober(prober, StopFlag::new())?);
+        let paths = cfg.paths.max(1);
+        for path in 0..paths {
+            let peers: Vec<ProbeConfig> = self
+                .udp_peers
+                .iter()
+                .map(|&i| probe_on_path(&cfg.peers[i], path, paths))
+                .collect();
+            let port = self.ports.get(path).copied().unwrap_or(0);
+            let bind = match (cfg.bind, paths) {
+                (b, 1) => b,
+                (Some(b), _) => Some(std::net::SocketAddr::new(b.ip(), port)),
+                (None, _) => Some(std::net::SocketAddr::new(
+                    synapse_engine::socket::wildcard_for(peers[0].addr).ip(),
+                    port,
+                )),
+            };
+            let prober = ProberConfig {
+                bind,
+                tick: tick_for(&peers),
+                peers,
+                timeout: cfg.timeout,
+                thread,
+                timestamps: cfg.timestamps,
+                ring_capacity: (PROBER_RING / paths).max(MIN_PATH_RING),
+            };
+            // The port kept from before may have been taken meanwhile: a
+            // new one then (that path's flow changes).
+            let run = match start_prober(prober.clone(), StopFlag::new()) {
+                Err(_) if port != 0 => {
+                    let bind = prober.bind.map(|b| std::net::SocketAddr::new(b.ip(), 0));
+                    start_prober(ProberConfig { bind, ..prober }, StopFlag::new())?
+                }
+                started => started?,
+            };
+            match self.ports.get_mut(path) {
+                Some(p) => *p = run.local.port(),
+                None => self.ports.push(run.local.port()),
+            }
+            self.probers.push(run);
+        }
         Ok(())
+    }
+
+    /// Stops every prober and waits for it.
+    fn stop_probers(&mut self) -> Result<(), AppError> {
+        for p in &self.probers {
+            p.stop();
+        }
+        for mut p in self.probers.drain(..) {
+            p.join()?;
+        }
+        Ok(())
+    }
+
+    /// Each path's source port (empty: no UDP peer).
+    pub fn path_ports(&self) -> Vec<u16> {
+        self.probers.iter().map(|p| p.local.port()).collect()
     }
 
     /// How the UDP probes are stamped (`None`: no prober).
     pub fn stamping(&self) -> Option<&StampingInfo> {
-        self.prober.as_ref().map(|p| &p.stamping)
+        self.probers.first().map(|p| &p.stamping)
     }
 
     /// How peer `index`'s probes are stamped: its TCP client's way, or
@@ -153,17 +200,18 @@ impl AgentSession {
     }
 
     /// Hands every prober record since the last call to `each`, with its
-    /// peer's index (`None`: a datagram from no peer).
-    pub fn drain(&mut self, mut each: impl FnMut(Option<usize>, &Record)) {
-        if let Some(p) = self.prober.as_mut() {
+    /// peer's index (`None`: a datagram from no peer) and its path (0 for
+    /// a TCP peer).
+    pub fn drain(&mut self, mut each: impl FnMut(Option<usize>, usize, &Record)) {
+        for (path, p) in self.probers.iter_mut().enumerate() {
             while let Ok(r) = p.records.pop() {
                 let peer = (r.peer != NO_PEER)
                     .then(|| self.udp_peers.get(r.peer as usize).copied())
                     .flatten();
-                each(peer, &r.record);
+                each(peer, path, &r.record);
             }
         }
-        self.tcp.drain(each);
+        self.tcp.drain(|peer, r| each(peer, 0, r));
     }
 
     /// Hands the reflectors' events since the last call to `each`.
@@ -175,17 +223,21 @@ impl AgentSession {
 
     /// Records the exporter missed (its ring was full).
     pub fn ring_overflow(&self) -> u64 {
-        self.prober.as_ref().map_or(0, ProberRun::ring_overflow) + self.tcp.ring_overflow()
+        self.probers
+            .iter()
+            .map(ProberRun::ring_overflow)
+            .sum::<u64>()
+            + self.tcp.ring_overflow()
     }
 
     /// Why the agent cannot go on: a measurement thread ended by itself.
     pub fn failure(&mut self) -> Option<String> {
-        if let Some(p) = self.prober.as_mut().filter(|p| p.is_finished()) {
-            let why = match p.join() {
+        if let Some(i) = self.probers.iter().position(ProberRun::is_finished) {
+            let why = match self.probers[i].join() {
                 Err(e) => e.to_string(),
                 Ok(_) => "the prober stopped".into(),
             };
-            self.prober = None;
+            self.probers.remove(i);
             return Some(why);
         }
         if let Some(why) = self.tcp.failure() {
@@ -200,15 +252,21 @@ impl AgentSession {
     /// Stops everything; `each` gets the last records. Where the prober ran.
     pub fn finish(
         mut self,
-        each: impl FnMut(Option<usize>, &Record),
+        each: impl FnMut(Option<usize>, usize, &Record),
     ) -> Option<Result<Placement, EngineError>> {
-        let placed = self.prober.as_mut().map(|p| {
+        for p in &self.probers {
             p.stop();
-            p.join()
-        });
+        }
+        let mut placed = None;
+        for p in &mut self.probers {
+            let joined = p.join();
+            if placed.as_ref().is_none_or(Result::is_ok) {
+                placed = Some(joined);
+            }
+        }
         let mut each = each;
         self.drain(&mut each);
-        let tcp = self.tcp.stop(&mut each);
+        let tcp = self.tcp.stop(|peer, r| each(peer, 0, r));
         if let Some(r) = self.reflector.take() {
             r.finish(|_, _| {});
         }
@@ -220,12 +278,18 @@ impl AgentSession {
     }
 }
 
-/// The engine's request for one peer: probed until stopped.
-fn probe_of(p: &PeerConfig) -> ProbeConfig {
+/// The engine's request for one peer on path `path` of `paths`: every
+/// `paths`th slot of the peer's schedule, so the paths take turns and the
+/// peer's rate is what it was asked to be.
+fn probe_on_path(p: &PeerConfig, path: usize, paths: usize) -> ProbeConfig {
+    let interval = p.schedule.interval;
     ProbeConfig {
         addr: p.addr,
-        schedule: p.schedule,
-        phase: p.phase,
+        schedule: synapse_engine::Schedule {
+            interval: interval * paths as u32,
+            ..p.schedule
+        },
+        phase: p.phase + interval * path as u32,
         warmup: WARMUP,
         budget: Budget::Unbounded,
         size: p.size,
@@ -234,6 +298,7 @@ fn probe_of(p: &PeerConfig) -> ProbeConfig {
         key: p.key.clone(),
         marks: p.marks,
         tlvs: p.tlvs,
+        stamp_format: p.stamp_format,
     }
 }
 
@@ -260,6 +325,7 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         hdr: crate::cli::HdrLogArgs::default(),
         admission: cfg.admission.clone(),
         stamp_key: None,
+        stamp_format: synapse_engine::stamp::TimeFormat::Ntp,
         user: None,
         tcp_port: cfg.tcp_port,
         tcp_required: cfg.tcp_required,
@@ -291,6 +357,7 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
+            stamp_format: synapse_engine::stamp::TimeFormat::Ntp,
         }
     }
 

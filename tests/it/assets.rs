@@ -41,10 +41,51 @@ fn the_prometheus_config_passes_promtool() {
 fn the_rules_pass_promtool_and_their_unit_tests() {
     let test = "the_rules_pass_promtool_and_their_unit_tests";
     promtool(
-        &["check", "rules", "synapse.rules.yml", "synapse.alerts.yml"],
+        &[
+            "check",
+            "rules",
+            "synapse.rules.yml",
+            "synapse.alerts.yml",
+            "synapse.fleet.rules.yml",
+        ],
         test,
     );
     promtool(&["test", "rules", "synapse.rules.test.yml"], test);
+    promtool(&["test", "rules", "synapse.fleet.rules.test.yml"], test);
+}
+
+/// The topology heatmap: a rack × rack matrix of the rolled-up rules,
+/// each cell coloured by its value.
+#[test]
+fn the_dashboard_has_a_rack_by_rack_heatmap() {
+    let text = std::fs::read_to_string(assets().join("grafana/synapse-dashboard.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let panels = v["panels"].as_array().unwrap();
+    let topo: Vec<&serde_json::Value> = panels
+        .iter()
+        .filter(|p| {
+            p["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Topology"))
+        })
+        .collect();
+    assert_eq!(topo.len(), 2, "RTT and loss");
+    for p in topo {
+        let matrix = &p["transformations"][0];
+        assert_eq!(matrix["id"], "groupingToMatrix");
+        assert_eq!(matrix["options"]["rowField"], "source_rack");
+        assert_eq!(matrix["options"]["columnField"], "peer_rack");
+        assert_eq!(
+            p["fieldConfig"]["defaults"]["custom"]["cellOptions"]["type"],
+            "color-background"
+        );
+        assert!(
+            p["targets"][0]["expr"]
+                .as_str()
+                .unwrap()
+                .starts_with("rack_pair:")
+        );
+    }
 }
 
 #[test]
@@ -59,6 +100,9 @@ fn the_dashboard_is_json_about_the_agents_metrics() {
         "synapse_rtt_seconds",
         "synapse_rtt_segment_seconds",
         "synapse_probes_lost_total",
+        "rack_pair:synapse_rtt_seconds:p50_5m",
+        "synapse_path_loss_worst_ratio",
+        "synapse_probed_by_sources",
     ] {
         assert!(
             text.contains(metric),
@@ -139,4 +183,95 @@ fn the_server_unit_runs_unprivileged() {
         assert!(text.lines().any(|l| l == line), "{line}");
     }
     assert!(!text.contains("User=root"));
+}
+
+/// The Kubernetes manifests (every resource the kustomization lists) pass
+/// the Kubernetes schemas, strictly (no unknown field); the DaemonSet
+/// discovers through the headless Service's SRV name and takes its labels
+/// from the downward API.
+#[test]
+fn the_kubernetes_manifests_pass_the_schemas() {
+    let test = "the_kubernetes_manifests_pass_the_schemas";
+    let Some(bin) = tool("kubernetes-validate", test) else {
+        return;
+    };
+    let dir = assets().join("kubernetes");
+    let kustomization = std::fs::read_to_string(dir.join("kustomization.yaml")).unwrap();
+    let resources: Vec<&str> = kustomization
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .filter(|l| l.ends_with(".yaml"))
+        .collect();
+    assert_eq!(
+        resources,
+        ["namespace.yaml", "service.yaml", "daemonset.yaml"]
+    );
+    for r in &resources {
+        let out = Command::new(&bin)
+            .args(["--strict"])
+            .arg(dir.join(r))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && said.contains("passed"),
+            "{r}: {said}"
+        );
+    }
+    let service = std::fs::read_to_string(dir.join("service.yaml")).unwrap();
+    let ds = std::fs::read_to_string(dir.join("daemonset.yaml")).unwrap();
+    assert!(service.contains("clusterIP: None"), "headless");
+    assert!(service.contains("name: synapse\n      protocol: UDP"));
+    for want in [
+        "--peers-srv=_synapse._udp.synapse-agent.$(POD_NAMESPACE).svc.cluster.local",
+        "--name=$(POD_NAME).synapse-agent.$(POD_NAMESPACE).svc.cluster.local",
+        "subdomain: synapse-agent",
+        "fieldPath: spec.nodeName",
+        "--fanout=20",
+        "--paths=8",
+    ] {
+        assert!(ds.contains(want), "the DaemonSet: {want}");
+    }
+}
+
+/// The fleet drop-in, over the agent's unit, passes `systemd-analyze
+/// verify` and replaces its command line with discovery's.
+#[test]
+fn the_fleet_drop_in_passes_systemd_analyze_verify() {
+    let Some(bin) = tool(
+        "systemd-analyze",
+        "the_fleet_drop_in_passes_systemd_analyze_verify",
+    ) else {
+        return;
+    };
+    let synapse_bin = assert_cmd::cargo::cargo_bin!("synapse");
+    let dir = tempfile::tempdir().unwrap();
+    let here = |text: String| text.replace("/usr/local/bin/synapse", synapse_bin.to_str().unwrap());
+    let unit = std::fs::read_to_string(assets().join("systemd/synapse-agent.service")).unwrap();
+    std::fs::write(dir.path().join("synapse-agent.service"), here(unit)).unwrap();
+    let drop_in =
+        std::fs::read_to_string(assets().join("systemd/synapse-agent.service.d/fleet.conf"))
+            .unwrap();
+    for want in [
+        "ExecStart=\n",
+        "--peers-srv ${SYNAPSE_SRV}",
+        "--fanout 20",
+        "--paths 8",
+    ] {
+        assert!(drop_in.contains(want), "{want}");
+    }
+    let d = dir.path().join("synapse-agent.service.d");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(d.join("fleet.conf"), here(drop_in)).unwrap();
+    let out = Command::new(&bin)
+        // By name, from the unit path: a unit given by its path is read
+        // without its drop-ins.
+        .args(["verify", "--man=no", "synapse-agent.service"])
+        .env("SYSTEMD_UNIT_PATH", format!("{}:", dir.path().display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("fleet.conf"), "the drop-in warned: {err}");
 }

@@ -13,10 +13,12 @@
 mod common;
 
 mod agent;
+mod agent_fleet;
 mod architecture;
 mod assets;
 mod calibrate;
 mod cli;
+mod clocks_netns;
 mod compare;
 mod cos_netns;
 mod edges;

@@ -1,7 +1,7 @@
 //! The agent: two agents probing each other across an impaired leg,
 //! scraped by a real Prometheus. The delay and the loss netem was told
 //! must show in PromQL with the right magnitude, and the agents' lost
-//! counters must add up to netem's drops.
+//! counters must add up to every probe datagram the kernel dropped.
 
 use super::outputs::Scenario;
 use super::sheet::{Interval, Sheet, Unit, ms};
@@ -33,8 +33,8 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
          STAMP, B plain echo); a real Prometheus in A scrapes both every second. UDP \
          leaving A goes through `netem delay 30ms loss 10%`, so both pairs see 30 ms \
          more round trip and 10 % loss (A's requests, A's answers to B). Queries over \
-         the last 15 s of the impairment; then the loss is lifted and every probe \
-         settled.",
+         the last 15 s of the impairment; then the loss is lifted, every probe \
+         settled, and the agents stopped.",
     );
     let got = by_source(s, "p50");
     for source in ["a", "b"] {
@@ -84,11 +84,40 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
             lost.get(*src).copied().unwrap_or(f64::NAN) - late.get(*src).copied().unwrap_or(0.0)
         })
         .sum();
-    let drops = s.qdisc("settled", 'a', "20:").drops as i64;
+    let (kernel, how) = kernel_drops(s);
     sheet.exact(
         "lost (not late), both agents, in Prometheus",
-        drops,
+        kernel,
         counted as i64,
-        "netem's drops, the whole run",
+        &how,
     );
+}
+
+/// Every probe datagram the kernel dropped, the whole run (read once the
+/// agents are stopped), and how it adds up. netem drops a GSO packet (the
+/// echo reflector's answer to requests that queued up together) as one, so
+/// what it dropped in datagrams is what the filter's action passed to it
+/// (each segment a datagram) less what it sent on; the other place a probe
+/// can be dropped is a UDP socket's receive queue (`InErrors`, which counts
+/// `RcvbufErrors`).
+fn kernel_drops(s: &Scenario) -> (i64, String) {
+    let netem = s.qdisc("quiet", 'a', "20:");
+    let passed = s.filter_passed("quiet", 'a');
+    let dropped = passed as i64 - netem.packets as i64;
+    let in_errors = |host| {
+        s.snmp("quiet", host)
+            .get("Udp.InErrors")
+            .copied()
+            .unwrap_or(0)
+    };
+    let (a, b) = (in_errors('a'), in_errors('b'));
+    let mut how = format!(
+        "the datagrams netem dropped, {passed} passed to it − {} sent on ({} drops: a GSO \
+         packet is one), + `Udp.InErrors` A {a}, B {b}",
+        netem.packets, netem.drops
+    );
+    if netem.qlen > 0 {
+        how.push_str(&format!("; netem still held {}", netem.qlen));
+    }
+    (dropped + a + b, how)
 }

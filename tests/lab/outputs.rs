@@ -130,7 +130,24 @@ impl Scenario {
         Qdisc {
             packets: q["packets"].as_u64().unwrap(),
             drops: q["drops"].as_u64().unwrap(),
+            qlen: q["qlen"].as_u64().unwrap(),
         }
+    }
+
+    /// The packets the actions of one device's filters passed, from
+    /// `tc -s -j filter show` (`filter-SNAP-HOST.json`). An action counts a
+    /// GSO packet's segments, each a datagram; netem counts it as one.
+    pub fn filter_passed(&self, snap: &str, host: char) -> u64 {
+        let text = self.read(&format!("filter-{snap}-{host}.json"));
+        let filters: Value = serde_json::from_str(&text).unwrap();
+        filters
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["options"]["actions"].as_array())
+            .flatten()
+            .map(|a| a["stats"]["packets"].as_u64().unwrap())
+            .sum()
     }
 
     /// /proc/net/snmp and /proc/net/snmp6 of one host, as `Udp.InErrors`,
@@ -184,8 +201,12 @@ impl Scenario {
 /// A qdisc's counters.
 #[derive(Debug, Clone, Copy)]
 pub struct Qdisc {
+    /// Packets sent on (a GSO packet's segments each count).
     pub packets: u64,
+    /// Packets dropped (a GSO packet counts once).
     pub drops: u64,
+    /// Packets queued at the snapshot.
+    pub qlen: u64,
 }
 
 fn csv_rows(text: &str) -> Vec<HashMap<String, String>> {

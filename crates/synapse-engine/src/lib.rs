@@ -45,6 +45,7 @@
 
 mod affinity;
 mod client;
+pub mod clock_state;
 mod error;
 pub mod floor;
 pub mod peer_address;

@@ -4,23 +4,30 @@
 # are probing (their warm-up probe, which no counter counts, is long
 # answered), drops 10 % of it; scrapes (TCP) pass beside netem. The loss is
 # then lifted and, once every probe in flight is settled, the agents' lost
-# counters are compared with what netem dropped.
+# counters are compared with what netem dropped, in datagrams: netem counts
+# a drop per packet, and the agent's echo reflector answers requests that
+# queued up together in one GSO packet of several datagrams. The filter's
+# action counts datagrams (a GSO packet's segments); once the agents are
+# stopped and netem's queue is empty, what it passed to netem less what
+# netem sent on is what netem dropped.
 pair
 tc -n "$NS_A" qdisc add dev va root handle 1: prio bands 2 \
   priomap 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
 tc -n "$NS_A" qdisc add dev va parent 1:2 handle 20: netem delay 30ms
 tc -n "$NS_A" filter add dev va parent 1: protocol ip prio 1 u32 \
-  match ip protocol 17 0xff flowid 1:2
+  match ip protocol 17 0xff flowid 1:2 action pass
 told netem_fwd_udp "delay 30ms loss 10%"
 told mu_ns 30000000
 told loss 0.10
 ip netns exec "$NS_B" "$SYNAPSE" agent --no-ui --name b --reflect "$B_ADDR:8080" \
   --stamp-port 8862 --peer "a=$A_ADDR:8080" --interval 10ms --timeout 1s \
   --metrics-listen 127.0.0.1:9862 >"$OUT/agent-b.txt" 2>"$OUT/agent-b.err" &
+AGENT_B=$!
 LAB_PIDS+=($!)
 ip netns exec "$NS_A" "$SYNAPSE" agent --no-ui --name a --reflect "$A_ADDR:8080" \
   --stamp-port 8862 --peer "b=$B_ADDR:8862" --stamp --interval 10ms --timeout 1s \
   --metrics-listen 127.0.0.1:9862 >"$OUT/agent-a.txt" 2>"$OUT/agent-a.err" &
+AGENT_A=$!
 LAB_PIDS+=($!)
 # B's metrics reach A's Prometheus through a forwarded port in B.
 prom="$(mktemp -d)"
@@ -87,3 +94,9 @@ q sent_total "sum by (source) (synapse_probes_sent_total)"
 q late_total "sum by (source) (synapse_probes_late_total)"
 ip netns exec "$NS_A" curl -sf 127.0.0.1:9862/metrics >"$OUT/metrics-a.txt"
 ip netns exec "$NS_B" curl -sf 127.0.0.1:9862/metrics >"$OUT/metrics-b.txt"
+kill -INT "$AGENT_A" "$AGENT_B"
+wait "$AGENT_A" "$AGENT_B" || true
+# Nothing else is UDP: netem's queue empties within its delay.
+sleep 1
+snapshot quiet
+tc -n "$NS_A" -s -j filter show dev va parent 1: >"$OUT/filter-quiet-a.json"
