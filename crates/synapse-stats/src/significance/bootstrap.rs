@@ -92,10 +92,10 @@ fn politis_white(x: &[f64]) -> Option<f64> {
         }
     };
     let (mut g, mut spectral) = (0.0, r[0]);
-    for k in 1..=big_m {
+    for (k, &rk) in r.iter().enumerate().take(big_m + 1).skip(1) {
         let w = flat_top(k as f64 / big_m as f64);
-        g += 2.0 * w * k as f64 * r[k];
-        spectral += 2.0 * w * r[k];
+        g += 2.0 * w * k as f64 * rk;
+        spectral += 2.0 * w * rk;
     }
     let d = 4.0 / 3.0 * spectral * spectral;
     (d > 0.0).then(|| (2.0 * g * g / d).cbrt() * (n as f64).cbrt())

@@ -113,7 +113,11 @@ fn one_run_a_side_calls_a_shift_far_beyond_any_run_to_run_spread() {
     // 1 ms on a 15 µs median: far beyond the assumed spread.
     let a = Run::from_slices("a", &synthetic(1, 15_000.0, 1.0, 3_000, false));
     let b = Run::from_slices("b", &synthetic(2, 1_015_000.0, 1.0, 3_000, false));
-    let c = compare(&[a.clone()], &[b.clone()], &Options::with_min_effect(None));
+    let c = compare(
+        std::slice::from_ref(&a),
+        std::slice::from_ref(&b),
+        &Options::with_min_effect(None),
+    );
     let p50 = fig(&c, Figure::P50);
     assert_eq!(p50.verdict, Verdict::Regression, "{p50:?}");
     assert_eq!(c.verdict, Verdict::Regression);
@@ -131,7 +135,11 @@ fn one_run_a_side_is_inconclusive_within_the_assumed_spread() {
     let a = run("a", 1, 60_000.0, 1.0);
     let b = run("b", 2, 60_000.0, 1.01);
     for m in [None, Some(5.0), Some(50.0)] {
-        let c = compare(&[a.clone()], &[b.clone()], &Options::with_min_effect(m));
+        let c = compare(
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&b),
+            &Options::with_min_effect(m),
+        );
         assert_eq!(c.verdict, Verdict::Inconclusive, "--min-effect {m:?}");
         let p50 = fig(&c, Figure::P50);
         // It says how large a change it could have shown: more than the
@@ -307,7 +315,11 @@ fn the_block_bootstrap_covers_a_known_shift_of_autocorrelated_samples() {
 fn loss_is_compared_in_points() {
     let clean = run("c", 4, 60_000.0, 1.0);
     let lossy = Run::from_slices("l", &synthetic(3, 60_000.0, 1.0, 4_000, true));
-    let c = compare(&[clean.clone()], &[lossy], &Options::with_min_effect(None));
+    let c = compare(
+        std::slice::from_ref(&clean),
+        &[lossy],
+        &Options::with_min_effect(None),
+    );
     let loss = fig(&c, Figure::Loss);
     assert_eq!(loss.unit, "percent");
     assert!((loss.difference.unwrap() - 2.0).abs() < 1e-9, "{loss:?}");
@@ -315,8 +327,8 @@ fn loss_is_compared_in_points() {
     assert_eq!(loss.difference_percent, None, "points, not percent of A");
     // Nothing lost either side: no difference, and not a regression.
     let c = compare(
-        &[clean.clone()],
-        &[clean],
+        std::slice::from_ref(&clean),
+        std::slice::from_ref(&clean),
         &Options::with_min_effect(Some(10.0)),
     );
     let loss = fig(&c, Figure::Loss);
