@@ -1,96 +1,103 @@
 #!/usr/bin/env bash
-# Two questions of `synapse compare` (issue 28), from one series of runs:
+# How often `synapse compare` cries wolf (issue 34): A/A comparisons of
+# separate runs of one configuration (`synapse --no-ui`, its in-process
+# reflector on loopback, PACKETS round trips each), where nothing differs
+# between the sides, so every *regression* is a false alarm.
 #
-# 1. How often it cries wolf: PAIRS pairs of separate runs of the same
-#    configuration (A/A: `synapse --no-ui` on loopback, its in-process
-#    reflector), each pair compared one run a side; and PAIRS comparisons
-#    of three runs a side, each of six distinct runs drawn (seeded) from
-#    the pool of 2 × PAIRS. A false alarm is a comparison where any of the
-#    six figures is called significant; a false verdict is exit 3. One run
-#    a side also counts the pairs whose within-run interval excludes zero
-#    (what the interval alone would have called).
-# 2. What `--hdr-log` costs the hot path: each pair is followed by one run
-#    without it, so runs with and without alternate; their p50 and p99.
+# - one run a side: PAIRS pairs of consecutive runs, each run in one pair;
+# - three runs a side: PAIRS comparisons of six runs each, no run in two;
+# each with and without `--min-effect 10`, and each judged twice: with the
+# assumed run-to-run spread (no calibration) and with this host's, measured
+# by `synapse calibrate` at the start. For every mode: the share called a
+# regression with its 95 % Clopper-Pearson interval (the aim: the upper end
+# at most 5 %), and the shares inconclusive and no regression beside it.
 #
-# Usage: benches/compare_aa.sh [PAIRS] [SECONDS]
+# Runs alone on the machine, under the lock:
+#   flock /tmp/synapse-cargo.lock benches/compare_aa.sh [PAIRS] [PACKETS]
 set -euo pipefail
-pairs=${1:-40}; secs=${2:-2}
+pairs=${1:-200}; packets=${2:-10000}
 cd "$(dirname "$0")/.."
 bin=$(readlink -f "${SYNAPSE_BIN:-target/release/synapse}")
 dir=$(mktemp -d); trap 'rm -rf "$dir"' EXIT
-# 20 intervals a run or more: the block bootstrap needs 8.
-interval="$((secs * 50))ms"
+empty="$dir/no-state"; host="$dir/state"; mkdir -p "$empty" "$host"
 
-# One run; its JSON report in $dir/NAME.json, its interval log in
-# $dir/NAME.hlog when asked.
+echo "calibrating this host (its run-to-run spread) …"
+XDG_STATE_HOME="$host" "$bin" calibrate > "$dir/calibrate.txt" 2>/dev/null
+grep -E "runs differ by|UDP RTT, blocking, two" "$dir/calibrate.txt" | sed 's/^/  /'
+
+# One run's JSON report (with its slices) in $dir/NAME.json.
 measure() {
-  local name=$1 log=()
-  [ "${2:-}" = hdr ] && log=(--hdr-log "$dir/$name.hlog" --hdr-interval "$interval")
-  # A FAIL verdict (exit 1) still wrote its report; no report is an error.
-  "$bin" --no-ui --json --duration "${secs}s" --threshold 1s "${log[@]}" > "$dir/$name.json" ||
-    [ -s "$dir/$name.json" ]
+  XDG_STATE_HOME="$empty" "$bin" --no-ui --json --packets "$packets" --threshold 1s \
+    > "$dir/$1.json" 2>/dev/null || [ -s "$dir/$1.json" ]
 }
-p50() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["rtt_ns"]; print(r["p50"], r["p99"])' "$1"; }
 
-# Whether a comparison's JSON called anything significant; its exit status.
-verdict() {
-  local rc=0
-  "$bin" compare --json "$@" > "$dir/cmp.json" || rc=$?
-  [ "$rc" -le 3 ] || { echo "compare failed (exit $rc)" >&2; exit 1; }
-  python3 - "$dir/cmp.json" "$rc" << 'EOF'
-import json, sys
-c = json.load(open(sys.argv[1]))["comparisons"][0]
-hits = [f["figure"] for f in c["figures"] if f["significant"]]
-beyond = [f["figure"] for f in c["figures"] if f["excludes_zero"]]
-print(1 if hits else 0, 1 if sys.argv[2] == "3" else 0, 1 if beyond else 0,
-      ",".join(hits) or "-", ",".join(beyond) or "-")
+total=$((8 * pairs))
+echo "A/A: $pairs pairs one run a side and $pairs comparisons three a side: $total runs of $packets round trips"
+for i in $(seq 1 "$total"); do
+  measure "r$i"
+  [ $((i % 100)) -eq 0 ] && echo "  $i of $total runs"
+done
+python3 - "$dir/r"{1..8}.json << 'EOF' | sed 's/^/  /'
+import json, sys, statistics as st
+p50 = [json.load(open(f))["rtt_ns"]["p50"] for f in sys.argv[1:]]
+print(f"first runs' p50: {', '.join(f'{v/1000:.1f} µs' for v in p50)}")
 EOF
+
+# The verdict of one comparison: regression, no regression or inconclusive.
+verdict() {
+  local state=$1; shift
+  local rc=0
+  XDG_STATE_HOME="$state" "$bin" compare --json "$@" > "$dir/cmp.json" || rc=$?
+  [ "$rc" -le 4 ] || { echo "compare failed (exit $rc)" >&2; exit 1; }
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"].replace(" ", "_"))' "$dir/cmp.json"
 }
 
-echo "A/A: $pairs pairs of ${secs} s runs (intervals of $interval), plus one run without --hdr-log after each pair"
-printf "%-5s %-12s %-28s %-7s %12s %12s %12s\n" pair significant "interval excludes 0" "exit 3" \
-  "a p50" "b p50" "no-log p50"
-alarms=0; beyond=0; exits=0; exits_effect=0; with=(); without=(); with99=(); without99=()
+declare -A count
+tally() { count["$1 $2"]=$(( ${count["$1 $2"]:-0} + 1 )); }
 for i in $(seq 1 "$pairs"); do
-  measure "a$i" hdr; measure "b$i" hdr; measure "n$i"
-  read -r sig ex out what whence < <(verdict "$dir/a$i.hlog" "$dir/b$i.hlog")
-  read -r _ ex5 _ _ _ < <(verdict "$dir/a$i.hlog" "$dir/b$i.hlog" --min-effect 5)
-  alarms=$((alarms + sig)); exits=$((exits + ex)); exits_effect=$((exits_effect + ex5))
-  beyond=$((beyond + out))
-  read -r a50 a99 < <(p50 "$dir/a$i.json"); read -r b50 b99 < <(p50 "$dir/b$i.json")
-  read -r n50 n99 < <(p50 "$dir/n$i.json")
-  with+=("$a50" "$b50"); with99+=("$a99" "$b99"); without+=("$n50"); without99+=("$n99")
-  printf "%-5s %-12s %-28s %-7s %9.1f µs %9.1f µs %9.1f µs\n" "$i" "$what" "$whence" "$ex" \
-    "$(bc -l <<< "$a50/1000")" "$(bc -l <<< "$b50/1000")" "$(bc -l <<< "$n50/1000")"
+  a="$dir/r$((2 * i - 1)).json"; b="$dir/r$((2 * i)).json"
+  base=$((2 * pairs + 6 * (i - 1)))
+  three=("$dir/r$((base + 1)).json" "$dir/r$((base + 2)).json" "$dir/r$((base + 3)).json" --
+         "$dir/r$((base + 4)).json" "$dir/r$((base + 5)).json" "$dir/r$((base + 6)).json")
+  for state in assumed host; do
+    s=$empty; [ "$state" = host ] && s=$host
+    tally "one,$state,none" "$(verdict "$s" "$a" "$b")"
+    tally "one,$state,10" "$(verdict "$s" "$a" "$b" --min-effect 10)"
+    tally "three,$state,none" "$(verdict "$s" "${three[@]}")"
+    tally "three,$state,10" "$(verdict "$s" "${three[@]}" --min-effect 10)"
+  done
+  [ $((i % 25)) -eq 0 ] && echo "  $i of $pairs comparisons"
 done
 
-# Three a side: six distinct runs of the pool per comparison, drawn with a
-# fixed seed. Runs recur across comparisons, so the comparisons are not
-# independent of each other; each is a valid A/A comparison.
-groups=0; galarms=0
-while read -r a1 a2 a3 b1 b2 b3; do
-  read -r sig _ _ what _ < <(verdict "$dir/$a1.hlog" "$dir/$a2.hlog" "$dir/$a3.hlog" \
-    -- "$dir/$b1.hlog" "$dir/$b2.hlog" "$dir/$b3.hlog")
-  echo "three a side, $a1 $a2 $a3 -- $b1 $b2 $b3: significant: $what"
-  groups=$((groups + 1)); galarms=$((galarms + sig))
-done < <(python3 -c '
-import random, sys
-n = int(sys.argv[1]); pool = [f"{s}{i}" for s in "ab" for i in range(1, n + 1)]
-r = random.Random(28)
-for _ in range(n):
-    print(*r.sample(pool, 6))' "$pairs")
-
-median() { printf "%s\n" "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-echo "one run a side: $alarms of $pairs pairs called a significant difference ($beyond had an interval excluding 0); exit 3: $exits without --min-effect, $exits_effect with --min-effect 5"
-echo "three a side: $galarms of $groups comparisons called a significant difference"
-m_w=$(median "${with[@]}"); m_n=$(median "${without[@]}")
-m_w99=$(median "${with99[@]}"); m_n99=$(median "${without99[@]}")
-echo "p50 with --hdr-log $m_w ns, without $m_n ns (ratio $(bc -l <<< "scale=3; $m_w/$m_n"))"
-# Machine-readable (benches/run-all.sh):
-#   result aa1 ALARMS PAIRS EXIT3 EXIT3_MIN_EFFECT_5 EXCLUDES_ZERO
-#   result aa3 ALARMS GROUPS
-#   result hdr|nohdr P50_NS P99_NS RUNS
-echo "result aa1 $alarms $pairs $exits $exits_effect $beyond"
-echo "result aa3 $galarms $groups"
-echo "result hdr $m_w $m_w99 ${#with[@]}"
-echo "result nohdr $m_n $m_n99 ${#without[@]}"
+# Machine-readable (benches/run-all.sh, benches/report.py):
+#   result aa SIDE SPREAD MIN_EFFECT N REGRESSION INCONCLUSIVE NO_REGRESSION CP_LOW CP_HIGH
+for side in one three; do
+  for state in assumed host; do
+    for m in none 10; do
+      k="$side,$state,$m"
+      r=${count["$k regression"]:-0}; inc=${count["$k inconclusive"]:-0}; ok=${count["$k no_regression"]:-0}
+      python3 - "$side" "$state" "$m" "$pairs" "$r" "$inc" "$ok" << 'EOF'
+import sys
+side, state, m, n, r, inc, ok = sys.argv[1:4] + [int(x) for x in sys.argv[4:]]
+def cdf(k, n, p):  # P(X <= k), X ~ Binomial(n, p)
+    from math import comb
+    return sum(comb(n, i) * p**i * (1 - p)**(n - i) for i in range(k + 1))
+def bisect(f):
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) else (lo, mid)
+    return (lo + hi) / 2
+# Clopper-Pearson, two-sided 95 %.
+low = 0.0 if r == 0 else bisect(lambda p: 1 - cdf(r - 1, n, p) < 0.025)
+high = 1.0 if r == n else bisect(lambda p: cdf(r, n, p) > 0.025)
+label = {"one": "one run a side", "three": "three runs a side"}[side]
+spread = {"assumed": "assumed spread", "host": "this host's spread"}[state]
+margin = "no --min-effect" if m == "none" else f"--min-effect {m}"
+aim = "met" if high <= 0.05 else "not met"
+print(f"{label}, {spread}, {margin}: regression {r} of {n} ({100*r/n:.1f} %, 95 % CI {100*low:.1f}-{100*high:.1f} %: aim ≤ 5 % {aim}); inconclusive {inc}, no regression {ok}")
+print(f"result aa {side} {state} {m} {n} {r} {inc} {ok} {low:.4f} {high:.4f}")
+EOF
+    done
+  done
+done

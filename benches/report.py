@@ -4,11 +4,15 @@
     report.py LOG_DIR COMMIT MODE MINUTES
 
 Every figure comes from a `result` line a script printed in this run; each
-ratio is against a reference measured in the same script's run. A question
+ratio is against a reference measured in the same script's run, with its 95 %
+bootstrap interval over the paired rounds where there are three or more; a
+ratio whose interval spans its target is "not resolved", neither met nor not
+met. A question
 whose script did not run, or printed no result for a row, says so in the
 row ("not run: <reason>").
 """
 import os
+import random
 import statistics
 import sys
 
@@ -65,6 +69,13 @@ class Run:
             return None
         return statistics.median(vals) if vals else None
 
+    def values(self, key, i=0):
+        """The i-th value of every line of a result: one per round."""
+        try:
+            return [float(r[i]) for r in self.results.get(key, []) if len(r) > i]
+        except ValueError:
+            return []
+
     def missing(self, key):
         if self.why:
             return self.why
@@ -98,10 +109,54 @@ def num(v, unit="", digits=1):
     return f"{v:,.{digits}f}{unit}"
 
 
+class Ratio(float):
+    """A ratio of medians, with its 95 % bootstrap interval over the rounds (`ci`, or None)."""
+
+    def __new__(cls, value, ci=None):
+        r = super().__new__(cls, value)
+        r.ci = ci
+        return r
+
+
 def ratio(a, b, digits=3):
     if a is None or b is None or b == 0:
         return None
     return a / b
+
+
+def ratio_ci(a, b, resamples=2000):
+    """95 % percentile-bootstrap interval of median(a) / median(b) over the rounds: paired rounds
+    (the same index, measured alternately) are resampled together, so what one round's
+    conditions did to both stays together; unpaired lists are resampled each on its own.
+    None below 3 rounds a side (no interval to speak of). Seeded: the same logs, the same file."""
+    if len(a) < 3 or len(b) < 3 or min(b) <= 0:
+        return None
+    rng = random.Random(34)
+    paired = len(a) == len(b)
+    ratios = []
+    for _ in range(resamples):
+        if paired:
+            idx = [rng.randrange(len(a)) for _ in a]
+            ra, rb = [a[j] for j in idx], [b[j] for j in idx]
+        else:
+            ra = [rng.choice(a) for _ in a]
+            rb = [rng.choice(b) for _ in b]
+        ratios.append(statistics.median(ra) / statistics.median(rb))
+    ratios.sort()
+    return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
+
+
+def rci(name, key, ref_key, ref_name=None, i=0):
+    """The ratio of medians of two results, with its interval over the rounds."""
+    r = ratio(run(name).get(key, i), run(ref_name or name).get(ref_key, i))
+    if r is None:
+        return None
+    return Ratio(r, ratio_ci(run(name).values(key, i), run(ref_name or name).values(ref_key, i)))
+
+
+def cifmt(r, digits=3):
+    ci = getattr(r, "ci", None)
+    return f" [{ci[0]:.{digits}f}-{ci[1]:.{digits}f}]" if ci else ""
 
 
 def rfmt(r, digits=3):
@@ -149,8 +204,9 @@ def pair_row(label, name, key, ref_key, ref_label, ref_name=None, fmt=ns):
         return (label, f"{fmt(p50)} / {fmt(p99)}", ref_label, b.missing(ref_key), name)
     if key == ref_key and name == ref_name:
         return (label, f"{fmt(p50)} / {fmt(p99)}", "(the reference)", "1 / 1", name)
+    q50, q99 = rci(name, key, ref_key, ref_name, 0), rci(name, key, ref_key, ref_name, 1)
     return (label, f"{fmt(p50)} / {fmt(p99)}", f"{ref_label}: {fmt(r50)} / {fmt(r99)}",
-            f"**{rfmt(ratio(p50, r50))}** / {rfmt(ratio(p99, r99))}", name)
+            f"**{rfmt(q50)}**{cifmt(q50)} / {rfmt(q99)}{cifmt(q99)}", name)
 
 
 def one_row(label, name, key, ref_key, ref_label, fmt, i=0, ref_name=None, digits=3, ref_i=None):
@@ -164,11 +220,12 @@ def one_row(label, name, key, ref_key, ref_label, fmt, i=0, ref_name=None, digit
         return (label, fmt(v), "(the reference)", "1", name)
     if r is None:
         return (label, fmt(v), ref_label, b.missing(ref_key), name)
-    return (label, fmt(v), f"{ref_label}: {fmt(r)}", f"**{rfmt(ratio(v, r), digits)}**", name)
+    q = rci(name, key, ref_key, ref_name, i) if ref_i in (None, i) else ratio(v, r)
+    return (label, fmt(v), f"{ref_label}: {fmt(r)}", f"**{rfmt(q, digits)}**{cifmt(q, digits)}", name)
 
 
 def r50(name, key, ref_key, ref_name=None, i=0):
-    return ratio(run(name).get(key, i), run(ref_name or name).get(ref_key, i))
+    return rci(name, key, ref_key, ref_name, i)
 
 
 def below_one(ratios, lead=False):
@@ -185,9 +242,17 @@ def says(r, target=None, digits=3, at_least=False):
     if r is None:
         return "(not measured)"
     s = f"{r:.{digits}f} ×"
+    ci = getattr(r, "ci", None)
+    if ci:
+        s += f" (95 % over the rounds {ci[0]:.{digits}f}-{ci[1]:.{digits}f})"
     if target is not None:
         ok = r >= target if at_least else r <= target
-        s += f" (target {'≥' if at_least else '≤'} {target}: {'met' if ok else 'not met'})"
+        # An interval that spans the target has not shown which side the ratio is on.
+        if ci and ci[0] <= target <= ci[1]:
+            state = "not resolved"
+        else:
+            state = "met" if ok else "not met"
+        s += f" (target {'≥' if at_least else '≤'} {target}: {state})"
     return s
 
 
@@ -768,48 +833,34 @@ p(f"Reading: the busy clients' p50 with {int(ik[5:]):,} idle connections against
   "connections; the idle ones cost their entries and a once-a-second look for stalled writers.")
 p()
 
-# 18. compare: A/A and --hdr-log -------------------------------------------------------------
-p("## 18. `synapse compare` on A/A pairs, and what `--hdr-log` costs")
+# 18. compare: A/A false alarms -------------------------------------------------------------
+p("## 18. `synapse compare` on A/A comparisons: how often it cries wolf")
 p()
-p("`benches/compare_aa.sh`: pairs of separate runs of one configuration (`synapse --no-ui`, its")
-p("in-process reflector on loopback, each run with `--hdr-log`), each pair compared one run a side")
-p("(`compare A B`); then as many comparisons three runs a side (`compare A1 A2 A3 -- B1 B2 B3`), each")
-p("of six distinct runs drawn (seeded) from the same pool, so they are not independent of each other.")
-p("Nothing differs between the sides: every \"significant\" is a false alarm. The six figures'")
-p("intervals are simultaneous at 95 %. After each pair, one run without `--hdr-log`: runs with and")
-p("without it alternate through the whole script.")
+p("`benches/compare_aa.sh`: separate runs of one configuration (`synapse --no-ui`, its in-process")
+p("reflector on loopback), compared one run a side (`compare A B`, each run in one pair) and three")
+p("runs a side (`compare A1 A2 A3 -- B1 B2 B3`, no run in two comparisons), each with and without")
+p("`--min-effect 10`, each judged with the assumed run-to-run spread and with this host's from")
+p("`synapse calibrate`. Nothing differs between the sides: every *regression* is a false alarm. The")
+p("interval is Clopper-Pearson's, 95 %; the aim is its upper end at most 5 %.")
 p()
 C = run("compare_aa")
-aa1, aa3 = C.results.get("aa1"), C.results.get("aa3")
-if aa1 and len(aa1[0]) >= 5:
-    alarms, pairs, ex3, ex3e, beyond = (int(v) for v in aa1[0][:5])
-    p("| comparison | called significant | exit 3 (regression) | target | commit | command |")
-    p("|---|---|---|---|---|---|")
-    met = "met" if alarms <= 0.05 * pairs else "not met"
-    p(f"| one run a side, {pairs} pairs | **{alarms} of {pairs}** (the within-run interval alone "
-      f"excluded 0 in {beyond}) | {ex3} without `--min-effect`, {ex3e} with `--min-effect 5` | "
-      f"≤ 5 %: {met} | {commit} | {code(C.cmd)} |")
-    if aa3:
-        ga, gn = int(aa3[0][0]), int(aa3[0][1])
-        met = "met" if ga <= 0.05 * gn else "not met"
-        p(f"| three runs a side, {gn} comparisons | **{ga} of {gn}** ({100 * ga / gn:.0f} %) | – | "
-          f"≤ 5 %: {met} | {commit} | {code(C.cmd)} |")
-    p()
-    p(f"Why one run a side calls nothing by itself: two runs of one configuration differ by more than")
-    p(f"either run's own noise (here the within-run interval excluded zero in {beyond} of {pairs} A/A")
-    p("pairs: a run's p50 lands on one of a few levels, by where its threads were placed), so")
-    p("`compare` reports that interval but calls a difference significant only beyond `--min-effect`;")
-    p("several runs a side measure the run-to-run part.")
+rows = C.results.get("aa") or []
+if rows:
+    p("| comparison | spread between runs | margin | regression (false alarm) | 95 % interval | aim ≤ 5 % | inconclusive | no regression | commit | command |")
+    p("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        side, state, m, n, reg, inc, ok, low, high = r[:9]
+        n, reg, inc, ok, low, high = int(n), int(reg), int(inc), int(ok), float(low), float(high)
+        side = {"one": "one run a side", "three": "three runs a side"}.get(side, side)
+        state = {"assumed": "assumed", "host": "this host's (calibrate)"}.get(state, state)
+        margin = "none" if m == "none" else f"`--min-effect {m}`"
+        aim = "met" if high <= 0.05 else "**not met**"
+        p(f"| {side} | {state} | {margin} | **{reg} of {n}** | {100 * low:.1f}-{100 * high:.1f} % | "
+          f"{aim} | {inc} | {ok} | {commit} | {code(C.cmd)} |")
     p()
 else:
-    p(f"A/A: {C.missing('aa1')}.")
+    p(f"A/A: {C.missing('aa')}.")
     p()
-table([pair_row("p50 / p99 with `--hdr-log`", "compare_aa", "hdr", "nohdr", "without")],
-      reference="reference: without `--hdr-log`")
-p(f"Reading: with `--hdr-log` the p50 is {says(r50('compare_aa', 'hdr', 'nohdr'), 1.03)} the p50 without "
-  "(the log is written off the measurement thread, from the ring), each the median over every run of "
-  "its kind.")
-p()
 
 # 19. fleet agent ------------------------------------------------------------------------
 p("## 19. One agent of a fleet: `--fanout 20 --paths 8`")

@@ -10,12 +10,23 @@ pub mod exit {
     pub const RUNTIME: i32 = 1;
     /// Bad flags, bad configuration, or a peer that cannot be reached.
     pub const USAGE: i32 = 2;
-    /// The measurement completed and the verdict failed.
+    /// The measurement completed and the verdict failed (a regression, a
+    /// threshold not met).
     pub const FAIL: i32 = 3;
-    /// Interrupted before it was complete: a run stopped before its first
-    /// measured request, `synapse calibrate` stopped by Ctrl-C (what it
-    /// measured is printed), or a second Ctrl-C anywhere.
+    /// A comparison could show neither a regression nor its absence
+    /// (`--fail-on-inconclusive` makes it 3).
+    pub const INCONCLUSIVE: i32 = 4;
+    /// Interrupted before it was complete (a run stopped before its budget,
+    /// `synapse calibrate` stopped by Ctrl-C: what it measured is printed,
+    /// or a second Ctrl-C anywhere): SIGINT's 130; other signals give
+    /// 128 + their number ([`interrupted_by`]).
     pub const INTERRUPTED: i32 = 130;
+
+    /// The status of a run a signal ended early: 128 + its number (130
+    /// SIGINT, 143 SIGTERM, 129 SIGHUP).
+    pub fn interrupted_by(signal: i32) -> i32 {
+        128 + signal
+    }
 }
 
 /// Anything that stops Synapse before it can report.

@@ -4,6 +4,8 @@
 use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches};
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use synapse::cli::{Cli, Command};
 use synapse::commands::headless;
 use synapse::commands::{interfaces, profiles};
@@ -93,15 +95,22 @@ where
 
 /// Ctrl-C, SIGTERM and SIGHUP (a closed terminal, or a service manager's
 /// reload) raise the stop flag, so what was measured is reported and logs
-/// are flushed; a second signal exits at once.
-fn install_signal_handlers(stop: &StopFlag) -> Result<(), AppError> {
+/// are flushed; a second signal exits at once (128 + its number). Returns
+/// where the first signal's number is kept (0: none yet).
+fn install_signal_handlers(stop: &StopFlag) -> Result<Arc<AtomicUsize>, AppError> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::flag;
+    let which = Arc::new(AtomicUsize::new(0));
     for sig in [SIGINT, SIGTERM, SIGHUP] {
-        flag::register_conditional_shutdown(sig, exit::INTERRUPTED, stop.as_atomic().clone())?;
+        flag::register_conditional_shutdown(
+            sig,
+            exit::interrupted_by(sig),
+            stop.as_atomic().clone(),
+        )?;
+        flag::register_usize(sig, Arc::clone(&which), sig as usize)?;
         flag::register(sig, stop.as_atomic().clone())?;
     }
-    Ok(())
+    Ok(which)
 }
 
 /// Commands that measure nothing: they print and return.
@@ -145,7 +154,7 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
     }
     if let Some(Command::Calibrate(args)) = &cli.command {
         let stop = StopFlag::new();
-        install_signal_handlers(&stop)?;
+        let _ = install_signal_handlers(&stop)?;
         return synapse::calibrate::run(args, &stop);
     }
     let plan = plan(cli, matches)?;
@@ -165,14 +174,16 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
         _ => {}
     }
     let stop = StopFlag::new();
-    install_signal_handlers(&stop)?;
+    let signal = install_signal_handlers(&stop)?;
     match plan {
         Plan::Client(p) => {
-            let report = headless::run_client(&p, &stop)?;
+            let mut report = headless::run_client(&p, &stop)?;
             if report.log.as_ref().is_some_and(|l| l.reader_closed) {
                 // `--log - | head`: the reader had what it wanted.
                 return Ok(exit::PASS);
             }
+            let n = signal.load(Ordering::Relaxed);
+            report.signal = (report.interrupted && n > 0).then_some(n as i32);
             print_report(&report, p.output, log_on_stdout(p.log.as_deref()))?;
             let code = exit_code(&report);
             save_after_run(&p, Some(&report), code)
@@ -190,21 +201,14 @@ fn log_on_stdout(log: Option<&std::path::Path>) -> bool {
     log.is_some_and(|p| p.as_os_str() == synapse::packet_log::STDOUT)
 }
 
-/// 1 when the log could not be written (what was measured was reported),
-/// 130 when a stop came before anything was measured, else the verdict's:
-/// 0 PASS, 3 FAIL.
+/// The report's exit status (docs/reports.md): 0 PASS, 3 FAIL, 4
+/// INCONCLUSIVE, 128 + the signal INTERRUPTED, 1 a run whose log could not
+/// be written; that cause is said on stderr too, whatever stdout carries.
 fn exit_code(report: &Report) -> i32 {
-    if report.nothing_measured() {
-        exit::INTERRUPTED
-    } else if report.log.as_ref().is_some_and(|l| l.error.is_some())
-        || report.hdr_log.as_ref().is_some_and(|l| l.error.is_some())
-    {
-        exit::RUNTIME
-    } else if report.verdict.pass {
-        exit::PASS
-    } else {
-        exit::FAIL
+    if let Some(why) = report.run_failure() {
+        console::error(&format!("{why}: the run was ended there (exit 1)"));
     }
+    report.exit_status()
 }
 
 /// `--save-profile` / `--set-baseline`, once the report is out: a failure

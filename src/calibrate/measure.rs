@@ -1,17 +1,19 @@
 //! The figures `synapse calibrate` reports, measured one after another on
 //! the CPUs chosen, each in a thread of its own (pinning is per thread).
 
-use synapse_engine::floor::Figures;
 use synapse_engine::floor::{self, Effort, Figure, LoopbackFloor};
+use synapse_engine::floor::{Figures, RunToRun};
 use synapse_engine::{EngineError, StopFlag, TimestampMode};
 
 /// Medians and 99th percentiles.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Measured {
     /// Medians.
     pub p50: Figures,
     /// 99th percentiles.
     pub p99: Figures,
+    /// How separate runs differ here.
+    pub run_to_run: Option<RunToRun>,
     /// Stopped (Ctrl-C) before every figure was measured.
     pub interrupted: bool,
 }
@@ -28,6 +30,42 @@ impl Measured {
         *slot(&mut self.p50) = Some(f.p50_ns);
         *slot(&mut self.p99) = Some(f.p99_ns);
     }
+}
+
+/// Runs of one configuration (the blocking loopback ping-pong), each with a
+/// fresh client and reflector, as separate runs would: how far their
+/// figures spread is what one run a side of `synapse compare` cannot see.
+const SPREAD_RUNS: usize = 10;
+
+/// The spread between [`SPREAD_RUNS`] runs of 10,000 round trips (half as
+/// many runs of 3,000 when quick), `None` when stopped before three.
+fn run_to_run(
+    effort: Effort,
+    run: LoopbackFloor,
+    stop: &StopFlag,
+) -> Result<Option<RunToRun>, EngineError> {
+    let (runs, packets) = match effort {
+        Effort::Full => (SPREAD_RUNS, 10_000),
+        Effort::Quick => (SPREAD_RUNS / 2, 3_000),
+    };
+    let mut figures = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        if stop.is_raised() {
+            break;
+        }
+        figures.push(floor::udp_run_figures(LoopbackFloor { packets, ..run })?);
+    }
+    let at = crate::config::rfc3339_utc(std::time::SystemTime::now());
+    // Each run's own noise is left in the spread (a wider spread, on the
+    // safe side: the comparison adds the runs' own noise again).
+    Ok(
+        synapse_stats::significance::Spread::measured(&at, &figures, [0.0; 5]).map(|spread| {
+            RunToRun {
+                spread,
+                p50_ns: figures.iter().map(|f| f[0]).collect(),
+            }
+        }),
+    )
 }
 
 /// Runs `f` on a thread of its own (it pins itself).
@@ -103,6 +141,10 @@ pub fn measure(
     }
     let blocking = floor::udp_round_trip(udp(b, false, TimestampMode::User, 20_000))?;
     m.put(|f| &mut f.udp_blocking_rtt_ns, blocking);
+    if !next("run-to-run spread (separate loopback runs)") {
+        return m.cut();
+    }
+    m.run_to_run = run_to_run(effort, udp(b, false, TimestampMode::User, 0), stop)?;
     if !next("loopback TCP ping-pong, blocking") {
         return m.cut();
     }

@@ -54,6 +54,7 @@ pub fn run(args: &CalibrateArgs, stop: &StopFlag) -> Result<i32, AppError> {
         cpus: std::iter::once(a).chain(b).collect(),
         p50: measured.p50,
         p99: measured.p99,
+        run_to_run: measured.run_to_run.clone(),
     };
     let findings = audit::audit(&host, b.unwrap_or(a));
     // Part of a calibration must not replace a whole one.
@@ -125,6 +126,14 @@ fn keep(args: &CalibrateArgs, c: &Calibration) -> Option<std::path::PathBuf> {
             None
         }
     }
+}
+
+/// The run-to-run spread a comparison starts from: this host's, measured
+/// by `synapse calibrate`, else the assumed allowance.
+pub fn spread_for_this_host() -> synapse_stats::significance::Spread {
+    kept_for_this_host()
+        .and_then(|c| c.run_to_run)
+        .map_or_else(synapse_stats::significance::Spread::assumed, |r| r.spread)
 }
 
 /// The calibration kept for this host, if any (a note says why one that

@@ -31,6 +31,23 @@ const ROWS: [(Get, &str); 11] = [
     ),
 ];
 
+/// How far separate runs spread: what `synapse compare` allows one run a
+/// side, as a factor a run's figure may move by (1 σ).
+fn write_spread(out: &mut impl Write, r: &synapse_engine::floor::RunToRun) -> io::Result<()> {
+    let sd = &r.spread.log_sd;
+    let p50s: Vec<String> = r.p50_ns.iter().map(|&v| format_ns(v)).collect();
+    writeln!(
+        out,
+        "  {:<32} p50 ×{:.2}, p99 ×{:.2}, p99.9 ×{:.2} (1 σ, {} runs: p50 {})",
+        "runs differ by",
+        sd[0].exp(),
+        sd[2].exp(),
+        sd[3].exp(),
+        r.p50_ns.len(),
+        p50s.join(", ")
+    )
+}
+
 /// How the calibration ended.
 #[derive(Debug, Clone, Copy)]
 pub struct Outcome<'a> {
@@ -67,6 +84,9 @@ pub fn write(
             cell(&c.p50),
             cell(&c.p99)
         )?;
+    }
+    if let Some(r) = &c.run_to_run {
+        write_spread(out, r)?;
     }
     if outcome.interrupted {
         writeln!(

@@ -4,18 +4,23 @@ use super::percent;
 use clap::Args;
 use std::path::PathBuf;
 
-/// The smallest worsening called a regression: `synapse compare` and the
-/// client's `--fail-on-regression` share it.
+/// The margin of a comparison and what an inconclusive one does:
+/// `synapse compare` and the client's `--fail-on-regression` share them.
 #[derive(Debug, Args, Clone, Copy, Default)]
 pub struct EffectArgs {
-    /// Call a regression only when a figure got worse by more than this
-    /// percentage of the baseline's (A's), as well as significantly. With
-    /// one run a side it is what a regression needs: one run cannot show
-    /// run-to-run variation. Against a baseline without interval logs (set
-    /// before Synapse kept them), `--fail-on-regression` falls back to the
-    /// old rule: p50 or p99 worse by more than this.
+    /// The change that matters, in percent of A's figure (the baseline's):
+    /// a regression is a change whose whole interval lies beyond it, no
+    /// regression one whose whole interval lies within ±it (without it, no
+    /// regression is never claimed). Against a baseline without interval
+    /// logs (set before Synapse kept them), `--fail-on-regression` falls
+    /// back to the old rule: p50 or p99 worse by more than this.
     #[arg(long, value_name = "PERCENT", value_parser = percent)]
     pub min_effect: Option<f64>,
+
+    /// Treat an inconclusive comparison (neither a regression nor its
+    /// absence shown) as a failure: exit 3 instead of 4.
+    #[arg(long)]
+    pub fail_on_inconclusive: bool,
 }
 
 /// `synapse compare`.
@@ -54,13 +59,14 @@ pub struct CompareArgs {
 
 const COMPARE_AFTER_HELP: &str = "\
 For p50, p90, p99, p99.9, the mean and the loss: B − A with a 95 % confidence
-interval (simultaneous over the six figures), and a sentence. Several runs a
-side: Student t over the runs' figures, which holds run-to-run variation. One
-run a side: a block bootstrap over the two runs' intervals, which holds only
-the noise within them, so nothing is called significant, nor a regression,
-without --min-effect. Exit status: 0 no
-regression, 3 a regression (significant, worse, and beyond --min-effect), 2 bad
-input. See docs/compare.md.";
+interval (simultaneous over the six figures) and a verdict: regression (the
+interval beyond --min-effect, or beyond zero), no regression (the interval
+within ±--min-effect; never without it) or inconclusive. The interval holds
+each run's own noise (a block bootstrap over its slices of consecutive
+requests) and the variation between runs: from the runs themselves when a side
+has several, else this host's (synapse calibrate) or an assumed allowance.
+Exit status: 0 no regression, 3 regression, 4 inconclusive (3 with
+--fail-on-inconclusive), 2 bad input. See docs/compare.md.";
 
 /// `synapse plot`.
 #[derive(Debug, Args)]

@@ -293,16 +293,18 @@ pub struct ClientArgs {
 
     /// After the run, add it to the profile's baseline runs (at most 20,
     /// the oldest dropped) and show its figures as the baseline's. With two
-    /// runs or more, --fail-on-regression sees the run-to-run variation and
-    /// needs no --min-effect.
+    /// runs or more, --fail-on-regression measures the variation between
+    /// runs instead of only assuming it.
     #[arg(long, conflicts_with = "set_baseline")]
     pub add_to_baseline: bool,
 
-    /// FAIL (exit 3) when this run is significantly worse than the
-    /// profile's baseline, by the test of `synapse compare` against the
-    /// baseline's stored runs (and beyond --min-effect). A baseline without
-    /// stored runs is judged by the old rule instead (p50 or p99 worse by
-    /// more than --min-effect), and the report says so.
+    /// Judge this run against the profile's baseline by the test of
+    /// `synapse compare` (its stored runs against this run): FAIL (exit 3)
+    /// on a regression, INCONCLUSIVE (exit 4, or 3 with
+    /// --fail-on-inconclusive) when neither a regression nor its absence
+    /// can be shown. A baseline without stored runs is judged by the old
+    /// rule instead (p50 or p99 worse by more than --min-effect), and the
+    /// report says so.
     #[arg(long)]
     pub fail_on_regression: bool,
 

@@ -1,15 +1,16 @@
 //! `synapse compare`: did it get slower? B against A for p50, p90, p99,
-//! p99.9, the mean and the loss, each with a confidence interval and a
-//! plain sentence; text or JSON; exit 3 on a regression. The method is in
-//! [`synapse_stats::significance`] and docs/compare.md.
+//! p99.9, the mean and the loss, each with a confidence interval and one of
+//! three verdicts; text or JSON; exit 0 no regression, 3 regression, 4
+//! inconclusive. The method is in [`synapse_stats::significance`] and
+//! docs/compare.md; the words in [`crate::report::compare_text`].
 
 use crate::cli::compare::CompareArgs;
 use crate::error::{AppError, exit};
+use crate::report::compare_text;
 use crate::report::runs::{self, Input};
 use serde::Serialize;
 use std::io::Write;
-use synapse_stats::significance::{Comparison, FigureComparison, compare};
-use synapse_units::format_ns;
+use synapse_stats::significance::{Comparison, Options, Verdict, compare};
 
 /// One comparison: which runs, and what came of them.
 #[derive(Debug, Serialize)]
@@ -18,6 +19,19 @@ struct Pair<'a> {
     b: Vec<&'a str>,
     #[serde(flatten)]
     comparison: Comparison,
+    /// What the intervals rest on, in a sentence.
+    method: String,
+}
+
+/// The exit status of a verdict: 0 no regression, 3 a regression, 4 (or
+/// 3, when inconclusive counts as failure) inconclusive.
+pub fn exit_status(v: Verdict, inconclusive_fails: bool) -> i32 {
+    match v {
+        Verdict::NoRegression => exit::PASS,
+        Verdict::Regression => exit::FAIL,
+        Verdict::Inconclusive if inconclusive_fails => exit::FAIL,
+        Verdict::Inconclusive => exit::INCONCLUSIVE,
+    }
 }
 
 /// Runs `synapse compare`; the exit status.
@@ -47,23 +61,29 @@ pub fn run(args: &CompareArgs, out: &mut impl Write) -> Result<i32, AppError> {
     } else {
         vec![(a.iter().collect(), b.iter().collect())]
     };
+    let opts = Options {
+        min_effect_percent: args.effect.min_effect,
+        spread: crate::calibrate::spread_for_this_host(),
+    };
     let pairs: Vec<Pair> = sides
         .into_iter()
         .map(|(a, b)| {
             let ra: Vec<_> = a.iter().map(|i| i.run.clone()).collect();
             let rb: Vec<_> = b.iter().map(|i| i.run.clone()).collect();
+            let comparison = compare(&ra, &rb, &opts);
             Pair {
                 a: a.iter().map(|i| i.label.as_str()).collect(),
                 b: b.iter().map(|i| i.label.as_str()).collect(),
-                comparison: compare(&ra, &rb, args.effect.min_effect),
+                method: compare_text::method(&comparison),
+                comparison,
             }
         })
         .collect();
-    let regression = pairs.iter().any(|p| p.comparison.regression);
+    let verdict = Verdict::all(pairs.iter().map(|p| p.comparison.verdict));
     if args.json {
         serde_json::to_writer(
             &mut *out,
-            &serde_json::json!({"comparisons": pairs, "regression": regression}),
+            &serde_json::json!({"comparisons": pairs, "verdict": verdict}),
         )
         .map_err(std::io::Error::from)?;
         writeln!(out)?;
@@ -73,80 +93,23 @@ pub fn run(args: &CompareArgs, out: &mut impl Write) -> Result<i32, AppError> {
         }
         for p in &pairs {
             writeln!(out)?;
-            write_pair(out, p)?;
+            let c = &p.comparison;
+            writeln!(
+                out,
+                "{} against {} ({} against {}):",
+                p.b.join(" "),
+                p.a.join(" "),
+                synapse_units::count_of(c.runs_b as u64, "run"),
+                synapse_units::count_of(c.runs_a as u64, "run"),
+            )?;
+            compare_text::write_comparison(out, c)?;
+        }
+        if verdict == Verdict::Inconclusive && args.effect.fail_on_inconclusive {
+            writeln!(
+                out,
+                "\nInconclusive counts as a failure here (--fail-on-inconclusive): exit 3"
+            )?;
         }
     }
-    Ok(if regression { exit::FAIL } else { exit::PASS })
-}
-
-fn cell(c: &FigureComparison, v: Option<f64>, signed: bool) -> String {
-    match v {
-        None => "—".into(),
-        Some(v) if c.unit == "percent" => {
-            if signed {
-                format!("{} pt", synapse_units::signed(v, 2))
-            } else {
-                format!("{v:.2} %")
-            }
-        }
-        Some(v) if signed => synapse_units::signed_ns(v),
-        Some(v) => format_ns(v),
-    }
-}
-
-fn write_pair(out: &mut impl Write, p: &Pair) -> std::io::Result<()> {
-    let c = &p.comparison;
-    writeln!(
-        out,
-        "{} against {} ({} against {}):",
-        p.b.join(" "),
-        p.a.join(" "),
-        synapse_units::count_of(c.runs_b as u64, "run"),
-        synapse_units::count_of(c.runs_a as u64, "run"),
-    )?;
-    writeln!(
-        out,
-        "  {:<7}{:>12}{:>12}{:>12}  95 % CI (simultaneous)",
-        "", "A", "B", "B − A"
-    )?;
-    for f in &c.figures {
-        let ci = match (f.ci_low, f.ci_high) {
-            (Some(lo), Some(hi)) => {
-                format!("{} to {}", cell(f, Some(lo), true), cell(f, Some(hi), true))
-            }
-            _ => "—".into(),
-        };
-        let mark = match (f.regression, f.significant, f.excludes_zero) {
-            (true, ..) => "  ✗ regression",
-            (false, true, _) => "  significant",
-            (false, false, true) => "  (beyond these runs' own noise only)",
-            _ => "",
-        };
-        writeln!(
-            out,
-            "  {:<7}{:>12}{:>12}{:>12}  {ci}{mark}",
-            f.figure.name(),
-            cell(f, f.a, false),
-            cell(f, f.b, false),
-            cell(f, f.difference, true)
-        )?;
-    }
-    for f in &c.figures {
-        writeln!(out, "  {}", f.sentence)?;
-    }
-    writeln!(out, "  Method: {}", c.note)?;
-    if let Some(m) = c.min_effect_percent {
-        writeln!(out, "  --min-effect: {m} % of A")?;
-    }
-    let worse: Vec<&str> = c
-        .figures
-        .iter()
-        .filter(|f| f.regression)
-        .map(|f| f.figure.name())
-        .collect();
-    if worse.is_empty() {
-        writeln!(out, "  Verdict: no regression")
-    } else {
-        writeln!(out, "  Verdict: ✗ REGRESSION in {}", worse.join(", "))
-    }
+    Ok(exit_status(verdict, args.effect.fail_on_inconclusive))
 }

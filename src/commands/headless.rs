@@ -21,9 +21,10 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     let mut tap = crate::session::IntervalTap::open(
         plan.hdr.hdr_log.as_deref(),
         plan.hdr.hdr_interval,
-        plan.profile.needs_intervals(),
+        false,
         "synapse client",
-    )?;
+    )?
+    .with_slices();
     let mut session = ClientSession::start(plan, None, plan.log_opening, stop.clone())?;
     tap.start_run(plan.run.clock.timeout_ms);
     let mut progress = Progress::new(plan.packets, plan.run.duration);
@@ -52,15 +53,23 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
             "[Incomplete: {overflow} records did not fit the ring and are not in this log]"
         ));
     }
-    let (hdr_log, intervals) = tap.finish();
+    let slices = tap.slices();
+    let (hdr_log, _) = tap.finish();
     let outcome = finish.outcome?;
     if let Some(why) = &outcome.placement.refused {
         console::warning(why);
     }
-    let mut report = Report::new(plan, finish.server, finish.local, &outcome, intervals);
+    let calibration = crate::calibrate::kept_for_this_host();
+    let mut report = Report::new(
+        plan,
+        finish.server,
+        finish.local,
+        &outcome,
+        slices,
+        calibration.as_ref(),
+    );
     report.log = finish.log.as_ref().map(LogSummary::of);
     report.hdr_log = hdr_log;
-    report.compare_with_floor(crate::calibrate::kept_for_this_host().as_ref());
     Ok(report)
 }
 

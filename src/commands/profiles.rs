@@ -99,8 +99,13 @@ pub fn after_run(plan: &ClientPlan, report: &Report) -> Result<Vec<String>, Conf
             Some(b) => {
                 store::save_baseline(path, name, &b)?;
                 let replace = !plan.profile.add_to_baseline;
-                let runs =
-                    baseline_runs::save(path, name, &report.intervals, SystemTime::now(), replace)?;
+                let runs = baseline_runs::save(
+                    path,
+                    name,
+                    &report.slices_as_intervals(),
+                    SystemTime::now(),
+                    replace,
+                )?;
                 done.push(format!(
                     "baseline of profile '{name}' {}: {} ({} kept in {})",
                     if replace { "set" } else { "run added" },

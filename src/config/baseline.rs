@@ -44,8 +44,11 @@ pub struct BaselineComparison {
     pub rule: Option<RegressionRule>,
     /// Why that rule, and what it can say, in a sentence.
     pub rule_note: Option<String>,
-    /// The significance test's figures, when it judged the run.
+    /// The test's figures, when it judged the run.
     pub test: Option<synapse_stats::significance::Comparison>,
+    /// What the rule found: `regression`, `no regression` or
+    /// `inconclusive` (`null`: not judged).
+    pub verdict: Option<synapse_stats::significance::Verdict>,
     /// The run regressed, by that rule.
     pub regressed: bool,
 }
@@ -141,6 +144,7 @@ impl Baseline {
             rule: None,
             rule_note: None,
             test: None,
+            verdict: None,
             regressed: limit_percent.is_some_and(|l| c.p50 > l || c.p99 > l),
         })
     }

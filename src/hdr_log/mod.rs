@@ -15,8 +15,8 @@ mod read;
 
 pub use read::{LoggedRun, read, read_text};
 
-use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -309,6 +309,27 @@ fn strip_divisor_line(buf: &mut Vec<u8>, from: usize) {
             .map_or(buf.len(), |p| from + p + 1);
         buf.drain(from..end);
     }
+}
+
+/// One histogram in HdrHistogram's compressed V2 encoding, base64: what an
+/// interval log's line carries, for a JSON report's slices.
+pub fn encode_histogram(h: &hdrhistogram::Histogram<u64>) -> String {
+    use base64::Engine;
+    let mut raw = Vec::new();
+    // Serializing into a Vec cannot fail for a valid histogram.
+    let _ = V2DeflateSerializer::new().serialize(h, &mut raw);
+    base64::engine::general_purpose::STANDARD.encode(raw)
+}
+
+/// The histogram of [`encode_histogram`]'s text.
+pub fn decode_histogram(text: &str) -> Result<hdrhistogram::Histogram<u64>, String> {
+    use base64::Engine;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("bad base64: {e}"))?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut raw.as_slice())
+        .map_err(|e| format!("not a histogram: {e:?}"))
 }
 
 /// A name as a tag: HdrHistogram tags hold no `,`, space or line break.

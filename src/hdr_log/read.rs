@@ -94,8 +94,14 @@ pub fn read_text(bytes: &[u8]) -> Result<LoggedRun, String> {
                     .map_err(|e| format!("entry {}: not a histogram: {e:?}", n + 1))?;
                 let tag = h.tag().map_or_else(String::new, |t| t.as_str().to_string());
                 let (start_ns, length_ns) = (rel.as_nanos() as u64, h.duration().as_nanos() as u64);
+                // Series of one interval share its times; a tag seen again
+                // at the same (millisecond) times starts the next interval.
                 match intervals.last_mut() {
-                    Some(last) if last.start_ns == start_ns && last.length_ns == length_ns => {
+                    Some(last)
+                        if last.start_ns == start_ns
+                            && last.length_ns == length_ns
+                            && last.get(&tag).is_none() =>
+                    {
                         last.series.push((tag, hist));
                     }
                     _ => intervals.push(Interval {

@@ -54,6 +54,8 @@ pub struct ProfileUse {
     pub fail_on_regression: bool,
     /// `--min-effect PERCENT`.
     pub min_effect: Option<f64>,
+    /// `--fail-on-inconclusive`.
+    pub fail_on_inconclusive: bool,
     /// Things the user should be told before the run (which profile was
     /// matched, which options the command line overrode).
     pub notes: Vec<String>,
@@ -61,14 +63,6 @@ pub struct ProfileUse {
     pub settings: Settings,
     /// `[defaults]` from the file, for runs planned later (role switches).
     pub defaults: Settings,
-}
-
-impl ProfileUse {
-    /// The run's intervals are wanted: to keep as a baseline's run, or for
-    /// the regression test.
-    pub fn needs_intervals(&self) -> bool {
-        self.set_baseline || (self.fail_on_regression && self.baseline.is_some())
-    }
 }
 
 impl ClientPlan {

@@ -161,6 +161,7 @@ pub(super) fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Resul
         add_to_baseline: args.add_to_baseline,
         fail_on_regression: args.fail_on_regression,
         min_effect: args.effect.min_effect,
+        fail_on_inconclusive: args.effect.fail_on_inconclusive,
         notes,
         settings,
         defaults: cfg.defaults.clone(),
@@ -179,27 +180,20 @@ fn old_fail_on_regression(fail_on_regression: bool, addr: &str) -> Result<(), Ap
     Ok(())
 }
 
-/// `--fail-on-regression` against a baseline of at most one stored run
-/// cannot call a regression without `--min-effect`: refused, rather than a
-/// verdict that passes on what it did not check.
+/// `--fail-on-regression` against a baseline without stored runs can only
+/// use the old rule on its stored p50 and p99, which needs `--min-effect`:
+/// refused, rather than a verdict that passes on what it did not check. (A
+/// baseline of one stored run is judged by the test, which answers
+/// inconclusive where one run a side cannot tell.)
 fn regression_needs(
     config: &std::path::Path,
     name: &str,
     min_effect: Option<f64>,
 ) -> Result<(), AppError> {
-    if min_effect.is_some() {
+    if min_effect.is_some() || crate::config::baseline_runs::count(config, name) > 0 {
         return Ok(());
     }
-    let why = match crate::config::baseline_runs::count(config, name) {
-        0 => {
-            "has no interval logs (it was set before Synapse kept them), so only the old rule on its stored p50 and p99 can judge it, and that rule needs --min-effect PERCENT (or set the baseline again)"
-        }
-        1 => {
-            "holds one run: one run a side cannot separate a difference from run-to-run variation, so a regression needs --min-effect PERCENT (or more runs in the baseline: --add-to-baseline)"
-        }
-        _ => return Ok(()),
-    };
     Err(AppError::Usage(format!(
-        "--fail-on-regression: the baseline of profile '{name}' {why}"
+        "--fail-on-regression: the baseline of profile '{name}' has no interval logs (it was set before Synapse kept them), so only the old rule on its stored p50 and p99 can judge it, and that rule needs --min-effect PERCENT (or set the baseline again)"
     )))
 }

@@ -11,6 +11,17 @@ struct JsonReport<'a> {
     synapse_version: &'static str,
     #[serde(flatten)]
     summary: &'a Summary,
+    /// Each percentile with its sample count, what lies beyond it, whether
+    /// it is resolved and its interval within the run.
+    percentiles: &'a [super::percentiles::Percentile],
+    /// How requests without a timely reply enter the figures (RFC 6703 §4).
+    unanswered_treatment: &'static str,
+    /// `pass`, `fail`, `inconclusive`, `interrupted` or `run failed`, and
+    /// the exit status it gives.
+    outcome: super::Outcome,
+    exit_status: i32,
+    /// The signal that stopped the run (`SIGINT`), or `null`.
+    interrupted_by: Option<String>,
     verdict: &'a Verdict,
     config: serde_json::Value,
     baseline: Option<&'a BaselineComparison>,
@@ -26,7 +37,13 @@ struct JsonReport<'a> {
     tcp: Option<&'a synapse_stats::TcpFigures>,
     stamp_extensions: Option<Extensions<'a>>,
     interrupted: bool,
+    /// The run's slices of consecutive requests, so that `synapse compare`
+    /// can resample this report for its own noise.
+    slices: Option<super::slices_json::SlicesJson>,
 }
+
+/// What `unanswered_treatment` says.
+pub const UNANSWERED: &str = "left out of rtt_ns and percentiles (their delay is undefined); counted as at least the timeout in the percentiles and maximum a threshold judges (verdict.criteria)";
 
 /// JSON `stamp_extensions`: what the TLVs said, and the warnings.
 #[derive(Serialize)]
@@ -41,6 +58,11 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
     let doc = JsonReport {
         synapse_version: env!("CARGO_PKG_VERSION"),
         summary: &report.summary,
+        percentiles: &report.percentiles,
+        unanswered_treatment: UNANSWERED,
+        outcome: report.outcome(),
+        exit_status: report.exit_status(),
+        interrupted_by: report.signal.map(super::signal_name),
         verdict: &report.verdict,
         config: report.config.to_json(),
         baseline: report.baseline.as_ref(),
@@ -55,6 +77,8 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
             warnings: &report.extension_warnings,
         }),
         interrupted: report.interrupted,
+        slices: (!report.slices.is_empty())
+            .then(|| super::slices_json::SlicesJson::of(&report.slices)),
     };
     serde_json::to_writer(&mut *out, &doc)?;
     writeln!(out)

@@ -4,22 +4,25 @@
 //! and [`runs`], the same runs read back for `compare` and `plot`.
 
 mod breakdown;
+pub mod compare_text;
 mod extensions_text;
 mod floor;
 mod jitter_text;
 mod json;
 mod one_way_text;
+pub mod percentiles;
 mod progress;
 mod regression;
 pub mod runs;
 pub mod server_text;
+pub mod slices_json;
 mod tcp_text;
 mod text;
 mod timing_text;
 pub mod verdict;
 
 pub use breakdown::{BreakdownReport, PointSource, point_sources};
-pub use floor::{FloorComparison, RunMode};
+pub use floor::{FloorComparison, FloorKind, Placement, RunMode};
 pub use json::write_json;
 pub use progress::Progress;
 pub use text::write_text;
@@ -33,6 +36,7 @@ use std::net::SocketAddr;
 use synapse_engine::ClientOutcome;
 use synapse_stats::Summary;
 use synapse_stats::intervals::Interval;
+use synapse_stats::slices::Slice;
 
 /// The settings a run actually used, after every default was applied. The
 /// JSON `config` holds every run option (from its one declaration,
@@ -56,6 +60,9 @@ pub struct EffectiveConfig {
     pub size: usize,
     /// CPU the measurement thread ran on.
     pub cpu: usize,
+    /// The in-process reflector's CPU (`null`: the reflector is another
+    /// process or host).
+    pub reflector_cpu: Option<usize>,
     /// The CPU was chosen automatically.
     pub cpu_auto: bool,
     /// Busy-polling was on.
@@ -101,17 +108,24 @@ impl EffectiveConfig {
 /// Everything a headless report prints.
 #[derive(Debug, Clone)]
 pub struct Report {
-    /// The run's intervals, when a baseline or the regression test needs
-    /// them (else none).
-    pub intervals: Vec<Interval>,
+    /// The run's slices of consecutive requests: what its within-run
+    /// intervals resample, what a baseline keeps, what the JSON carries.
+    pub slices: Vec<Slice>,
     /// The numbers.
     pub summary: Summary,
-    /// PASS/FAIL.
+    /// The percentiles, each with what it rests on.
+    pub percentiles: Vec<percentiles::Percentile>,
+    /// PASS, FAIL or INCONCLUSIVE, criterion by criterion.
     pub verdict: Verdict,
     /// The settings.
     pub config: EffectiveConfig,
     /// Stopped early by Ctrl-C or a signal.
     pub interrupted: bool,
+    /// The signal that stopped it, when one did.
+    pub signal: Option<i32>,
+    /// An inconclusive comparison counts as a failure
+    /// (`--fail-on-inconclusive`).
+    pub inconclusive_fails: bool,
     /// The run against the profile's baseline.
     pub baseline: Option<BaselineComparison>,
     /// Where the round trip's time went (kernel stamps or STAMP only).
@@ -180,22 +194,30 @@ impl Report {
         self.interrupted && self.summary.packets.sent == 0
     }
 
-    /// Builds the report of a finished client run.
+    /// Builds the report of a finished client run; `calibration`: this
+    /// host's, when one is kept (its floor, and the spread between runs a
+    /// regression test starts from).
     pub fn new(
         plan: &ClientPlan,
         server: SocketAddr,
         local: SocketAddr,
         outcome: &ClientOutcome,
-        intervals: Vec<Interval>,
+        slices: Vec<Slice>,
+        calibration: Option<&synapse_engine::floor::Calibration>,
     ) -> Self {
         let summary = Summary::from_stats(&outcome.stats, outcome.measured);
-        let baseline = regression::judge(plan, &summary, &intervals);
+        let spread = calibration
+            .and_then(|c| c.run_to_run.as_ref())
+            .map_or_else(synapse_stats::significance::Spread::assumed, |r| {
+                r.spread.clone()
+            });
+        let baseline = regression::judge(plan, &summary, &slices, spread);
         let extension_warnings = extensions_text::warnings(
             &summary,
             outcome.extensions.as_ref(),
             synapse_engine::socket::is_this_host(server.ip()),
         );
-        Self {
+        let mut report = Self {
             verdict: Verdict::judge(
                 &outcome.stats,
                 &summary,
@@ -203,10 +225,12 @@ impl Report {
                 verdict::Limits {
                     loss_percent: plan.run.max_loss,
                     outage: plan.run.max_outage,
+                    timeout: plan.run.clock.timeout_ms,
                 },
                 baseline.as_ref(),
             ),
             baseline,
+            percentiles: percentiles::of(&summary, &slices),
             summary,
             breakdown: BreakdownReport::from_outcome(outcome),
             log: None,
@@ -217,27 +241,110 @@ impl Report {
             extensions: outcome.extensions.clone(),
             config: EffectiveConfig::new(plan, server, local, outcome),
             interrupted: outcome.interrupted,
+            signal: None,
+            inconclusive_fails: plan.profile.fail_on_inconclusive,
             tcp: outcome.tcp.clone(),
-            intervals,
+            slices,
+        };
+        report.compare_with_floor(calibration);
+        report
+    }
+
+    /// The slices as intervals (series `rtt` and `unanswered`, the latter
+    /// at the run's timeout), for a baseline's interval log.
+    pub fn slices_as_intervals(&self) -> Vec<Interval> {
+        let timeout = self.config.options.clock.timeout_ms.as_nanos() as u64;
+        self.slices.iter().map(|s| s.to_interval(timeout)).collect()
+    }
+
+    /// Why the run failed to complete, if it did: a log that could not be
+    /// written.
+    pub fn run_failure(&self) -> Option<&str> {
+        let log = self.log.as_ref().and_then(|l| l.error.as_deref());
+        log.or_else(|| self.hdr_log.as_ref().and_then(|h| h.error.as_deref()))
+    }
+
+    /// What the run came to, all told.
+    pub fn outcome(&self) -> Outcome {
+        if self.run_failure().is_some() {
+            Outcome::RunFailed
+        } else if self.interrupted {
+            Outcome::Interrupted
+        } else if self.verdict.failed().next().is_some() || self.summary.packets.received == 0 {
+            Outcome::Fail
+        } else if self.verdict.inconclusive {
+            Outcome::Inconclusive
+        } else {
+            Outcome::Pass
         }
+    }
+
+    /// The exit status: 0 PASS, 3 FAIL, 4 INCONCLUSIVE (3 with
+    /// `--fail-on-inconclusive`), 128 + the signal INTERRUPTED (130 without
+    /// one known), 1 a run that failed.
+    pub fn exit_status(&self) -> i32 {
+        use crate::error::exit;
+        match self.outcome() {
+            Outcome::Pass => exit::PASS,
+            Outcome::Fail => exit::FAIL,
+            Outcome::Inconclusive if self.inconclusive_fails => exit::FAIL,
+            Outcome::Inconclusive => exit::INCONCLUSIVE,
+            Outcome::Interrupted => self.signal.map_or(exit::INTERRUPTED, exit::interrupted_by),
+            Outcome::RunFailed => exit::RUNTIME,
+        }
+    }
+}
+
+/// What a run came to: the report's last line and its exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Complete, and every criterion held.
+    Pass,
+    /// Complete, and a criterion did not hold.
+    Fail,
+    /// Complete, nothing failed, but a comparison could show neither a
+    /// regression nor its absence.
+    Inconclusive,
+    /// Stopped by a signal before its budget: not judged.
+    Interrupted,
+    /// A log could not be written, so the run was ended: not judged.
+    #[serde(rename = "run failed")]
+    RunFailed,
+}
+
+/// A signal's name: `SIGINT`.
+pub fn signal_name(signal: i32) -> String {
+    match signal {
+        1 => "SIGHUP".into(),
+        2 => "SIGINT".into(),
+        15 => "SIGTERM".into(),
+        n => format!("signal {n}"),
     }
 }
 
 impl Report {
     /// Puts the p50 against this host's floor, from a calibration (no
     /// replies, no p50: nothing to compare).
-    pub fn compare_with_floor(&mut self, c: Option<&synapse_engine::floor::Calibration>) {
-        let remote = !synapse_engine::socket::is_this_host(self.config.server.ip());
+    fn compare_with_floor(&mut self, c: Option<&synapse_engine::floor::Calibration>) {
+        let kind = self.floor_kind();
         self.floor = c
             .zip(self.summary.rtt_ns.as_ref())
-            .and_then(|(c, rtt)| FloorComparison::of(c, rtt.p50, self.run_mode(), remote));
+            .and_then(|(c, rtt)| FloorComparison::of(c, rtt.p50, kind));
     }
 
     /// Which floor this run is held against.
-    fn run_mode(&self) -> RunMode {
-        let o = &self.config.options;
+    fn floor_kind(&self) -> FloorKind {
+        let c = &self.config;
+        let o = &c.options;
         let tcp = o.transport == synapse_engine::Transport::Tcp;
-        RunMode::of(tcp, self.config.busy_poll, o.connect_each)
+        FloorKind::of(
+            RunMode::of(tcp, c.busy_poll, o.connect_each),
+            c.interval_ns.is_some(),
+            c.cpu,
+            c.reflector_cpu,
+            !synapse_engine::socket::is_this_host(c.server.ip()),
+        )
     }
 }
 
@@ -256,6 +363,7 @@ impl EffectiveConfig {
             packets: plan.packets,
             size: plan.wire_size(),
             cpu: p.cpu,
+            reflector_cpu: (plan.target == Target::Loopback).then_some(plan.reflector_thread.cpu),
             cpu_auto: p.cpu_auto,
             busy_poll: plan.thread.busy_poll,
             timestamps: o.stamping.source.name(),

@@ -119,10 +119,27 @@ fn json_report(label: &str, bytes: &[u8]) -> Result<Input, AppError> {
     .iter()
     .filter_map(|&(q, k)| Some((q, get(k)?)))
     .collect();
+    // A report with its slices is resampled like an interval log.
+    let (run, what) = match j.get("slices").filter(|v| !v.is_null()) {
+        Some(v) => {
+            let slices = super::slices_json::read(v).map_err(|e| bad(&e))?;
+            let n = slices.len() as u64;
+            (
+                Run::from_slices(label, &slices),
+                format!("JSON report: {sent} sent, {}", count_of(n, "slice")),
+            )
+        }
+        None => (
+            Run::from_figures(label, figures, sent, lost + late),
+            format!(
+                "JSON report: {sent} sent, figures only (no slices: its own noise is not known)"
+            ),
+        ),
+    };
     Ok(Input {
         label: label.into(),
-        what: format!("JSON report: {} sent, figures only", sent),
-        run: Run::from_figures(label, figures, sent, lost + late),
+        what,
+        run,
         log: None,
         percentiles,
     })

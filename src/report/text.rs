@@ -1,7 +1,8 @@
 //! The text report a headless run prints: its set-up, packets and loss,
 //! the RTT figures and their distribution, and the PASS/FAIL verdict.
 
-use super::{BreakdownReport, Criterion, LogSummary, Report};
+use super::percentiles::Percentile;
+use super::{BreakdownReport, LogSummary, Outcome, Report};
 use std::io::{self, Write};
 use synapse_stats::{DistributionBucket, RttFigures, Summary};
 use synapse_units::{count_of, format_ns, format_ns_plain, format_rate, group_thousands};
@@ -51,7 +52,7 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
             group_thousands(n)
         )?;
     }
-    write_latency(out, s)?;
+    write_latency(out, s, &report.percentiles)?;
     if let Some(f) = &report.floor {
         writeln!(out, "Floor:   {}", f.sentence())?;
     }
@@ -228,78 +229,87 @@ fn write_packets(out: &mut impl Write, s: &Summary, interrupted: bool) -> io::Re
     writeln!(out)
 }
 
-/// Every criterion, then the closing PASS or FAIL line: the seed's line
-/// when the mean threshold was all there was to judge, else the criteria
-/// that failed, and only those.
+/// Every criterion, then the closing line: PASS (the seed's line when the
+/// mean threshold was all there was to judge), FAIL with the criteria that
+/// failed, INCONCLUSIVE, INTERRUPTED or RUN FAILED.
 fn write_verdict(out: &mut impl Write, report: &Report, paint: &Paint) -> io::Result<()> {
-    let s = &report.summary;
     let v = &report.verdict;
     writeln!(out, "Verdict:")?;
     for c in &v.criteria {
-        let mark = if c.held {
-            paint.green("✓")
-        } else {
-            paint.red("✗")
+        let mark = match c.outcome {
+            super::verdict::Held::Yes => paint.green("✓"),
+            super::verdict::Held::No => paint.red("✗"),
+            super::verdict::Held::Inconclusive => paint.cyan("?"),
         };
-        let why = match c.metric.as_str() {
-            "loss" => "  (lost + late, of sent; --max-loss)",
-            "outage" => "  (the longest; --max-outage)",
-            _ => "",
-        };
-        writeln!(out, "  {mark} {}{why}", c.describe())?;
+        writeln!(out, "  {mark} {}{}", c.describe(), why(&c.metric))?;
     }
-    let line = if s.packets.received == 0 {
-        paint.red("✗ FAIL: no replies were received")
-    } else if v.pass {
-        let means: Vec<_> = v.criteria.iter().filter(|c| c.metric == "mean").collect();
-        match (means.as_slice(), s.rtt_ns.as_ref()) {
-            ([c], Some(r)) => paint.green(&format!(
-                "✓ PASS: Mean latency ({:.3}ms) is below {} threshold",
-                r.mean / 1e6,
-                format_ns_plain(c.limit as u64).replace(' ', "")
-            )),
-            _ => paint.green("✓ PASS: every criterion held"),
-        }
-    } else {
-        let failed: Vec<String> = v.failed().map(failure).collect();
-        paint.red(&format!("✗ FAIL: {}", failed.join("; ")))
+    let line = closing_line(report);
+    let line = match report.outcome() {
+        Outcome::Pass => paint.green(&line),
+        Outcome::Inconclusive => paint.cyan(&line),
+        _ => paint.red(&line),
     };
     writeln!(out, "{line}")
 }
 
-/// What a failed criterion says on the FAIL line.
-fn failure(c: &Criterion) -> String {
-    let value = c.value.unwrap_or(0.0);
-    match c.metric.as_str() {
-        "mean" if c.value.is_some() => format!(
-            "Mean latency ({:.3}ms) is not below {} threshold",
-            value / 1e6,
-            format_ns_plain(c.limit as u64).replace(' ', "")
+/// What a criterion counts, where its name does not say.
+fn why(metric: &str) -> &'static str {
+    match metric {
+        "loss" => "  (lost + late, of sent; --max-loss)",
+        "outage" => "  (the longest; --max-outage)",
+        _ => "",
+    }
+}
+
+/// The last line of the report.
+fn closing_line(report: &Report) -> String {
+    let s = &report.summary;
+    let v = &report.verdict;
+    match report.outcome() {
+        Outcome::RunFailed => format!(
+            "✗ RUN FAILED: {}; the figures above are what was measured before it",
+            report.run_failure().unwrap_or("a log could not be written")
         ),
-        "loss" => format!(
-            "{value:.2} % of requests got no timely reply, above the {} % limit (--max-loss)",
-            c.limit
+        Outcome::Interrupted => format!(
+            "■ INTERRUPTED{} after {:.2} s ({} sent): not judged; the criteria above are what was measured before the stop",
+            report
+                .signal
+                .map(|n| format!(" by {}", super::signal_name(n)))
+                .unwrap_or_default(),
+            s.duration_s,
+            group_thousands(s.packets.sent)
         ),
-        "outage" => format!(
-            "replies stopped for {}, longer than the {} limit (--max-outage)",
-            format_ns(value),
-            format_ns_plain(c.limit as u64)
-        ),
-        m if m.ends_with(" significant regression") => format!(
-            "{} is significantly worse than the baseline's runs: {} %, beyond --min-effect {} %",
-            m.trim_end_matches(" significant regression"),
-            synapse_units::signed(value, 1),
-            c.limit
-        ),
-        "unchecked regression" => {
-            "--fail-on-regression could not check this run against the baseline (see above)".into()
+        Outcome::Fail if s.packets.received == 0 => "✗ FAIL: no replies were received".into(),
+        Outcome::Fail => {
+            let failed: Vec<String> = v
+                .failed()
+                .map(|c| format!("{}{}", c.describe(), why(&c.metric)))
+                .collect();
+            format!("✗ FAIL: {}", failed.join("; "))
         }
-        m if m.ends_with(" regression") => format!(
-            "{} is {value:.1} % worse than the baseline (limit {} %)",
-            m.trim_end_matches(" regression"),
-            c.limit
-        ),
-        _ => c.describe(),
+        Outcome::Inconclusive => {
+            let open: Vec<String> = v.unsettled().map(|c| c.metric.clone()).collect();
+            let exit = if report.inconclusive_fails {
+                "counted as a failure (--fail-on-inconclusive)"
+            } else {
+                "exit 4"
+            };
+            format!(
+                "? INCONCLUSIVE: neither a regression nor its absence shown for {}; {exit}",
+                open.join(", ")
+            )
+        }
+        Outcome::Pass => {
+            let means: Vec<_> = v.criteria.iter().filter(|c| c.metric == "mean").collect();
+            match (means.as_slice(), s.rtt_ns.as_ref(), v.criteria.len()) {
+                ([c], Some(r), 3) => format!(
+                    "✓ PASS: Mean latency ({:.3}ms) is below {} threshold",
+                    r.mean / 1e6,
+                    format_ns_plain(c.limit as u64).replace(' ', "")
+                ),
+                _ => "✓ PASS: every criterion held".into(),
+            }
+        }
     }
 }
 
@@ -357,17 +367,15 @@ fn write_rule(out: &mut impl Write, b: &crate::config::BaselineComparison) -> io
     let Some(rule) = b.rule else {
         return Ok(());
     };
-    let verdict = if b.regressed {
-        "regressed"
-    } else {
-        "no regression"
-    };
     match (rule, &b.test, b.limit_percent) {
         (RegressionRule::Significance, Some(test), _) => {
-            writeln!(out, "  --fail-on-regression (significance test): {verdict}")?;
-            for f in &test.figures {
-                writeln!(out, "    {}", f.sentence)?;
-            }
+            writeln!(
+                out,
+                "  --fail-on-regression, the test of synapse compare against the baseline's {}: {}",
+                count_of(test.runs_a as u64, "stored run"),
+                test.verdict.words()
+            )?;
+            return super::compare_text::write_comparison(out, test);
         }
         (RegressionRule::FixedPercent, _, Some(limit)) => {
             let v = if b.regressed { "regressed" } else { "within" };
@@ -498,39 +506,23 @@ fn write_nic_clock(out: &mut impl Write, b: &BreakdownReport) -> io::Result<()> 
     Ok(())
 }
 
-fn write_latency(out: &mut impl Write, s: &Summary) -> io::Result<()> {
-    writeln!(out, "Latency Statistics (round-trip time):")?;
+fn write_latency(out: &mut impl Write, s: &Summary, percentiles: &[Percentile]) -> io::Result<()> {
+    writeln!(
+        out,
+        "Latency Statistics (round-trip time, over {} {}):",
+        group_thousands(s.packets.received),
+        if s.packets.received == 1 {
+            "reply"
+        } else {
+            "replies"
+        }
+    )?;
     type Figure = fn(&RttFigures) -> f64;
-    let rows: [(&str, Figure, &str); 9] = [
+    let rows: [(&str, Figure, &str); 4] = [
         ("Mean", |r| r.mean, "Average latency"),
         ("StdDev", |r| r.stddev, "Spread around the mean"),
         ("Min", |r| r.min as f64, "Fastest packet"),
         ("Max", |r| r.max as f64, "Slowest packet"),
-        (
-            "P50",
-            |r| r.p50 as f64,
-            "50% of packets are faster than this (median)",
-        ),
-        (
-            "P90",
-            |r| r.p90 as f64,
-            "90% of packets are faster than this",
-        ),
-        (
-            "P99",
-            |r| r.p99 as f64,
-            "99% of packets are faster than this",
-        ),
-        (
-            "P99.9",
-            |r| r.p999 as f64,
-            "99.9% of packets are faster than this",
-        ),
-        (
-            "P99.99",
-            |r| r.p9999 as f64,
-            "99.99% of packets are faster than this",
-        ),
     ];
     for (name, figure, note) in rows {
         let shown = s
@@ -539,10 +531,60 @@ fn write_latency(out: &mut impl Write, s: &Summary) -> io::Result<()> {
             .map_or_else(|| "—".to_string(), |r| format_ns(figure(r)));
         writeln!(out, "  {:<8} {shown:>10}  ← {note}", format!("{name}:"))?;
     }
+    for p in percentiles {
+        writeln!(out, "{}", percentile_line(p))?;
+    }
     if s.rtt_ns.is_none() {
         writeln!(out, "  (no replies, so no round-trip figures)")?;
+        return Ok(());
+    }
+    if percentiles.iter().any(|p| p.ci_low_ns.is_some()) {
+        writeln!(
+            out,
+            "  [brackets: 95 % within this run, a block bootstrap over its slices; runs differ by more]"
+        )?;
+    }
+    let unanswered = s.packets.lost + s.packets.late;
+    if unanswered > 0 {
+        writeln!(
+            out,
+            "  {} without a timely reply are not in these figures (their delay is undefined, RFC 6703 §4); the thresholds count them as ≥ the timeout",
+            count_of(unanswered, "request")
+        )?;
     }
     Ok(())
+}
+
+/// `  P99:       45.3 µs  [41.0–52.0 µs]  ← 99% of packets …`, or the
+/// same marked not resolved.
+fn percentile_line(p: &Percentile) -> String {
+    let label = format!("P{}:", &p.name[1..]);
+    let note = match p.name {
+        "p50" => "50% of packets are faster than this (median)".to_string(),
+        n => format!("{}% of packets are faster than this", &n[1..]),
+    };
+    let value = format_ns(p.ns as f64);
+    if !p.resolved {
+        return format!(
+            "  {label:<8} {value:>10}  not resolved: {} beyond it of {} (p{} needs {}+)",
+            p.beyond,
+            group_thousands(p.samples),
+            &p.name[1..],
+            group_thousands(min_samples(p.quantile))
+        );
+    }
+    match (p.ci_low_ns, p.ci_high_ns) {
+        (Some(lo), Some(hi)) => {
+            let ci = format!("[{}–{}]", format_ns(lo), format_ns(hi));
+            format!("  {label:<8} {value:>10}  {ci:<21} ← {note}")
+        }
+        _ => format!("  {label:<8} {value:>10}  ← {note}"),
+    }
+}
+
+/// Replies needed for quantile `q` to have 10 beyond it.
+fn min_samples(q: f64) -> u64 {
+    (synapse_stats::significance::BEYOND as f64 / (1.0 - q)).round() as u64
 }
 
 /// `0-20 µs`, `1.5-2.0 ms`, `>10 ms`: both ends in the unit of the upper one.
@@ -568,7 +610,10 @@ fn range_label(b: &DistributionBucket) -> String {
 }
 
 fn write_distribution(out: &mut impl Write, s: &Summary, paint: &Paint) -> io::Result<()> {
-    writeln!(out, "Latency Distribution (packet count by range):")?;
+    writeln!(
+        out,
+        "Latency Distribution (packet count by range, edges at the percentiles):"
+    )?;
     let buckets = &s.distribution.buckets;
     let total: u64 = buckets.iter().map(|b| b.count).sum();
     let Some(largest) = buckets.iter().map(|b| b.count).max().filter(|&m| m > 0) else {
@@ -583,10 +628,9 @@ fn write_distribution(out: &mut impl Write, s: &Summary, paint: &Paint) -> io::R
             (_, n) => "█".repeat(n),
         };
         let bar = format!("{bar:<BAR_WIDTH$}");
-        let bar = match (b.high_ns, share) {
-            (None, _) => paint.red(&bar),
-            (_, s) if s > 50.0 => paint.green(&bar),
-            (_, s) if s > 10.0 => paint.cyan(&bar),
+        let bar = match share {
+            s if s > 50.0 => paint.green(&bar),
+            s if s > 10.0 => paint.cyan(&bar),
             _ => bar,
         };
         let pct = if share < 0.1 && b.count > 0 {
@@ -594,15 +638,14 @@ fn write_distribution(out: &mut impl Write, s: &Summary, paint: &Paint) -> io::R
         } else {
             format!("{share:.1}%")
         };
-        let max_note = if b.high_ns.is_none() {
-            let max = s.rtt_ns.as_ref().map_or(0, |r| r.max);
-            format!(" ← MAX: {}", format_ns(max as f64))
-        } else {
+        let marks = if b.marks.is_empty() {
             String::new()
+        } else {
+            format!(" ← {}", b.marks.join(", "))
         };
         writeln!(
             out,
-            "  {:>14}:  {bar} {pct:>6} ({:>17}){max_note}",
+            "  {:>14}:  {bar} {pct:>6} ({:>17}){marks}",
             range_label(b),
             count_of(b.count, "packet")
         )?;
@@ -694,6 +737,7 @@ mod tests {
             "192.0.2.1:40000".parse().unwrap(),
             &outcome,
             Vec::new(),
+            None,
         )
     }
 
@@ -710,6 +754,7 @@ mod tests {
             low_ns: low,
             high_ns: high,
             count: 1,
+            marks: Vec::new(),
         };
         assert_eq!(range_label(&b(0, Some(20_000))), "0-20 µs");
         assert_eq!(range_label(&b(1_500_000, Some(2_000_000))), "1.5-2 ms");

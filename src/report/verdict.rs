@@ -1,11 +1,15 @@
-//! PASS or FAIL: every criterion a run is judged by, with its limit, the
-//! value measured and whether it held. A criterion that could not be
-//! checked (no replies, so no RTT) does not hold: a verdict never passes
-//! what it did not check.
+//! PASS, FAIL or INCONCLUSIVE: every criterion a run is judged by, with its
+//! limit, the value measured and what came of it. A criterion that could
+//! not be checked (no replies, so no RTT) does not hold: a verdict never
+//! passes what it did not check. Requests without a timely reply count as
+//! at least the timeout in the percentiles a threshold judges (RFC 6703
+//! §4). Whether the run itself completed (a signal, a log that could not
+//! be written) is the report's [`super::Outcome`], over this.
 
 use crate::config::{BaselineComparison, RegressionRule};
 use serde::Serialize;
 use std::time::Duration;
+use synapse_stats::significance::{BEYOND, Verdict as Change};
 use synapse_stats::{Stats, Summary, Threshold};
 use synapse_units::{format_ns, format_ns_plain};
 
@@ -16,6 +20,9 @@ pub struct Limits {
     pub loss_percent: f64,
     /// The longest outage.
     pub outage: Duration,
+    /// How long a request waits for its reply: what an unanswered one
+    /// counts as in the percentiles a threshold judges.
+    pub timeout: Duration,
 }
 
 impl Limits {
@@ -25,42 +32,79 @@ impl Limits {
         Self {
             loss_percent: 100.0,
             outage: Duration::MAX,
+            timeout: Duration::from_millis(100),
         }
     }
+}
+
+/// What came of a criterion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Held {
+    /// It held.
+    Yes,
+    /// It did not.
+    No,
+    /// A comparison that could show neither (`--fail-on-regression`).
+    Inconclusive,
 }
 
 /// One criterion of the verdict.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Criterion {
-    /// What was judged: `mean`, `p99`, `loss`, `p50 regression`, …
+    /// What was judged: `mean`, `p99`, `loss`, `p50 against the baseline`, …
     pub metric: String,
     /// Its limit.
     pub limit: f64,
     /// What was measured; `None` when nothing could be.
     pub value: Option<f64>,
+    /// `value` is a lower bound: the percentile fell among requests without
+    /// a timely reply, each counted as the timeout.
+    pub at_least: bool,
     /// `ns` or `percent`.
     pub unit: &'static str,
     /// Whether it held.
     pub held: bool,
+    /// It held, failed, or (a comparison) was inconclusive.
+    pub outcome: Held,
+    /// Requests the figure rests on (a percentile or the maximum: replies
+    /// and requests without a timely reply; the mean: replies).
+    pub samples: Option<u64>,
+    /// A percentile: samples beyond it; fewer than 10 and it is not
+    /// resolved (p99.99 of 2,000 is the maximum).
+    pub beyond: Option<u64>,
+    /// For a comparison: its sentence (the change, its interval, what it
+    /// could have shown).
+    pub detail: Option<String>,
 }
 
 impl Criterion {
-    /// `p99 61.2 µs < 500 µs`, `loss 0.20 % ≤ 1 %`, with what was measured.
+    fn plain(metric: &str, limit: f64, value: Option<f64>, unit: &'static str, held: bool) -> Self {
+        Self {
+            metric: metric.into(),
+            limit,
+            value,
+            at_least: false,
+            unit,
+            held,
+            outcome: if held { Held::Yes } else { Held::No },
+            samples: None,
+            beyond: None,
+            detail: None,
+        }
+    }
+
+    /// A percentile with too few samples beyond it to be more than the
+    /// largest few.
+    pub fn unresolved(&self) -> bool {
+        self.beyond.is_some_and(|b| b < BEYOND)
+    }
+
+    /// One style for every criterion, held or not: `p99 61.2 µs, below
+    /// 500 µs`, `max 82.6 µs, above 1 µs`, `loss 0.20 %, within 1 %`.
     pub fn describe(&self) -> String {
-        if let Some(fig) = self.metric.strip_suffix(" significant regression") {
-            let change = self.value.map_or_else(
-                || "—".to_string(),
-                |v| format!("{} %", synapse_units::signed(v, 2)),
-            );
-            let what = if self.held {
-                "no significant regression"
-            } else {
-                "a significant regression"
-            };
-            return format!(
-                "{fig} against the baseline {change}: {what} beyond {} % (--min-effect)",
-                self.limit
-            );
+        if let Some(detail) = &self.detail {
+            return detail.clone();
         }
         if self.metric == "unchecked regression" {
             return "regression against the baseline: not checked".into();
@@ -73,28 +117,45 @@ impl Criterion {
             "ns" => format_ns_plain(self.limit as u64),
             _ => format!("{} %", self.limit),
         };
-        let shown = self
-            .value
-            .map_or_else(|| "— (no replies)".to_string(), value);
-        let op = if self.unit == "ns" && self.metric != "outage" {
-            "<"
-        } else {
-            "≤"
+        let Some(v) = self.value else {
+            return format!("{} — (no replies), so not below {limit}", self.metric);
         };
-        format!("{} {shown} {op} {limit}", self.metric)
+        let strict = self.unit == "ns" && self.metric != "outage";
+        let shown = if self.at_least {
+            format!("≥ {} (no timely reply)", value(v))
+        } else {
+            value(v)
+        };
+        let relation = match (strict, self.held) {
+            (true, true) => "below",
+            (false, true) => "within",
+            (_, false) if v > self.limit || self.at_least => "above",
+            (_, false) => "at the limit, not below",
+        };
+        let mut s = format!("{} {shown}, {relation} {limit}", self.metric);
+        if self.unresolved() {
+            s.push_str(&format!(
+                " (not resolved: {} beyond it of {})",
+                self.beyond.unwrap_or(0),
+                self.samples.unwrap_or(0)
+            ));
+        }
+        s
     }
 }
 
-/// Pass or fail, and why.
+/// Pass, fail or inconclusive, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
     /// Every criterion held.
     pub pass: bool,
-    /// Each criterion with its limit, its value and whether it held.
+    /// No criterion failed, but a comparison was inconclusive.
+    pub inconclusive: bool,
+    /// Each criterion with its limit, its value and what came of it.
     pub criteria: Vec<Criterion>,
     /// The mean's threshold held (and replies came back).
     pub mean_ok: bool,
-    /// p50 or p99 regressed past `--fail-on-regression`.
+    /// The baseline comparison found a regression.
     pub regressed: bool,
 }
 
@@ -109,38 +170,39 @@ impl Verdict {
         limits: Limits,
         baseline: Option<&BaselineComparison>,
     ) -> Self {
-        let max_loss = limits.loss_percent;
+        let timeout_ns = limits.timeout.as_nanos() as u64;
         let mut criteria: Vec<Criterion> = thresholds
             .iter()
             .map(|t| {
-                let value = t.metric.of(stats);
+                let j = t.metric.judged(stats, timeout_ns);
                 let limit = t.limit.as_nanos() as f64;
+                let held = j.value.is_some_and(|v| v < limit && !j.at_least);
                 Criterion {
-                    metric: t.metric.to_string(),
-                    limit,
-                    value,
-                    unit: "ns",
-                    held: value.is_some_and(|v| v < limit),
+                    at_least: j.at_least,
+                    samples: Some(j.samples),
+                    beyond: j.beyond,
+                    ..Criterion::plain(&t.metric.to_string(), limit, j.value, "ns", held)
                 }
             })
             .collect();
+        let sent = summary.packets.sent;
         let loss = summary.packets.unanswered_percent();
-        criteria.push(Criterion {
-            metric: "loss".into(),
-            limit: max_loss,
-            value: (summary.packets.sent > 0).then_some(loss),
-            unit: "percent",
-            held: summary.packets.sent > 0 && loss <= max_loss,
-        });
+        criteria.push(Criterion::plain(
+            "loss",
+            limits.loss_percent,
+            (sent > 0).then_some(loss),
+            "percent",
+            sent > 0 && loss <= limits.loss_percent,
+        ));
         let longest = summary.outages.longest_ms * 1e6;
         let max_outage = limits.outage.as_nanos() as f64;
-        criteria.push(Criterion {
-            metric: "outage".into(),
-            limit: max_outage,
-            value: (summary.packets.sent > 0).then_some(longest),
-            unit: "ns",
-            held: summary.packets.sent > 0 && longest <= max_outage,
-        });
+        criteria.push(Criterion::plain(
+            "outage",
+            max_outage,
+            (sent > 0).then_some(longest),
+            "ns",
+            sent > 0 && longest <= max_outage,
+        ));
         if let Some(b) = baseline {
             criteria.extend(regression_criteria(b));
         }
@@ -149,20 +211,26 @@ impl Verdict {
             .filter(|c| c.metric == "mean")
             .all(|c| c.held)
             && summary.packets.received > 0;
-        let regressed = criteria
-            .iter()
-            .any(|c| c.metric.ends_with("regression") && !c.held);
+        let failed = criteria.iter().any(|c| c.outcome == Held::No);
         Self {
-            pass: criteria.iter().all(|c| c.held),
+            pass: !failed && criteria.iter().all(|c| c.outcome == Held::Yes),
+            inconclusive: !failed && criteria.iter().any(|c| c.outcome == Held::Inconclusive),
+            regressed: baseline.is_some_and(|b| b.regressed),
             criteria,
             mean_ok,
-            regressed,
         }
     }
 
     /// The criteria that did not hold.
     pub fn failed(&self) -> impl Iterator<Item = &Criterion> {
-        self.criteria.iter().filter(|c| !c.held)
+        self.criteria.iter().filter(|c| c.outcome == Held::No)
+    }
+
+    /// The criteria a comparison could not settle.
+    pub fn unsettled(&self) -> impl Iterator<Item = &Criterion> {
+        self.criteria
+            .iter()
+            .filter(|c| c.outcome == Held::Inconclusive)
     }
 }
 
@@ -172,146 +240,53 @@ fn regression_criteria(b: &BaselineComparison) -> Vec<Criterion> {
         (Some(RegressionRule::Significance), Some(test), _) => test
             .figures
             .iter()
-            .map(|f| Criterion {
-                metric: format!("{} significant regression", f.figure.name()),
-                limit: b.min_effect_percent.unwrap_or(0.0),
-                value: f.difference_percent,
-                unit: "percent",
-                held: !f.regression,
+            .map(|f| {
+                let outcome = match f.verdict {
+                    Change::Regression => Held::No,
+                    Change::NoRegression => Held::Yes,
+                    Change::Inconclusive => Held::Inconclusive,
+                };
+                Criterion {
+                    outcome,
+                    detail: Some(format!(
+                        "{} against the baseline",
+                        super::compare_text::figure_sentence(f)
+                    )),
+                    ..Criterion::plain(
+                        &format!("{} against the baseline", f.figure.name()),
+                        b.min_effect_percent.unwrap_or(0.0),
+                        f.difference_percent.or(f.difference),
+                        "percent",
+                        outcome == Held::Yes,
+                    )
+                }
             })
             .collect(),
         (Some(RegressionRule::FixedPercent), _, Some(limit)) => {
             [("p50", b.change_percent.p50), ("p99", b.change_percent.p99)]
                 .into_iter()
-                .map(|(name, change)| Criterion {
-                    metric: format!("{name} regression"),
-                    limit,
-                    value: Some(change),
-                    unit: "percent",
-                    held: change <= limit,
+                .map(|(name, change)| {
+                    Criterion::plain(
+                        &format!("{name} change against the baseline"),
+                        limit,
+                        Some(change),
+                        "percent",
+                        change <= limit,
+                    )
                 })
                 .collect()
         }
-        (Some(_), _, _) => vec![Criterion {
-            metric: "unchecked regression".into(),
-            limit: 0.0,
-            value: None,
-            unit: "percent",
-            held: false,
-        }],
+        (Some(_), _, _) => vec![Criterion::plain(
+            "unchecked regression",
+            0.0,
+            None,
+            "percent",
+            false,
+        )],
         (None, _, _) => Vec::new(),
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use synapse_stats::{Record, RecordKind};
-
-    /// 100 replies of `rtt`, one of `slow`, then `lost` lost and `late` late.
-    fn run(rtt: u64, slow: u64, lost: u64, late: u64) -> (Stats, Summary) {
-        let mut stats = Stats::new();
-        let mut seq = 0;
-        for r in std::iter::repeat_n(rtt, 100).chain([slow]) {
-            stats.record(&Record::sample(seq, 0, r, false));
-            seq += 1;
-        }
-        for _ in 0..lost + late {
-            stats.record(&Record::event(RecordKind::Lost, seq, 0, false));
-            seq += 1;
-        }
-        for s in 0..late {
-            stats.record(&Record::event(
-                RecordKind::Late { reordered: false },
-                101 + s,
-                0,
-                false,
-            ));
-        }
-        let summary = Summary::from_stats(&stats, Duration::from_secs(1));
-        (stats, summary)
-    }
-
-    fn t(s: &str) -> Threshold {
-        s.parse().unwrap()
-    }
-
-    #[test]
-    fn loss_counts_lost_and_late_of_sent() {
-        let (stats, s) = run(50_000, 90_000, 1, 1);
-        assert_eq!(s.packets.sent, 103);
-        let limits = |loss_percent| Limits {
-            loss_percent,
-            ..Limits::none()
-        };
-        let v = Verdict::judge(&stats, &s, &[t("1ms")], limits(1.0), None);
-        assert!(!v.pass, "2 of 103 unanswered is above 1 %");
-        let failed: Vec<_> = v.failed().map(|c| c.metric.as_str()).collect();
-        assert_eq!(failed, ["loss"]);
-        assert!(v.mean_ok);
-        assert!(Verdict::judge(&stats, &s, &[t("1ms")], limits(2.0), None).pass);
-    }
-
-    #[test]
-    fn a_percentile_threshold_fails_on_its_own_figure() {
-        let (stats, s) = run(50_000, 900_000, 0, 0);
-        let v = Verdict::judge(
-            &stats,
-            &s,
-            &[t("1ms"), t("max=500us")],
-            Limits::none(),
-            None,
-        );
-        assert!(!v.pass);
-        let failed: Vec<_> = v.failed().map(Criterion::describe).collect();
-        assert_eq!(failed.len(), 1);
-        assert!(failed[0].starts_with("max 900."), "{failed:?}");
-        assert!(failed[0].ends_with("µs < 500 µs"), "{failed:?}");
-        assert!(Verdict::judge(&stats, &s, &[t("p99=100us")], Limits::none(), None).pass);
-    }
-
-    #[test]
-    fn an_outage_longer_than_the_limit_fails_a_run_of_little_loss() {
-        let (mut stats, _) = run(50_000, 60_000, 0, 0);
-        stats.record(&Record::outage(101, 19, 0, 2_000_000_000));
-        let s = Summary::from_stats(&stats, Duration::from_secs(4));
-        let limits = Limits {
-            loss_percent: 100.0,
-            outage: Duration::from_secs(1),
-        };
-        let v = Verdict::judge(&stats, &s, &[t("1ms")], limits, None);
-        let failed: Vec<_> = v.failed().map(Criterion::describe).collect();
-        assert_eq!(failed, ["outage 2.00 s ≤ 1 s"]);
-    }
-
-    #[test]
-    fn no_replies_holds_no_rtt_criterion() {
-        let mut stats = Stats::new();
-        stats.record(&Record::event(RecordKind::Lost, 0, 0, false));
-        let s = Summary::from_stats(&stats, Duration::from_secs(1));
-        let v = Verdict::judge(&stats, &s, &[t("1ms")], Limits::none(), None);
-        assert!(!v.pass, "a verdict never passes what it did not check");
-        let mean = &v.criteria[0];
-        assert_eq!((mean.value, mean.held), (None, false));
-        assert_eq!(mean.describe(), "mean — (no replies) < 1 ms");
-    }
-
-    #[test]
-    fn a_significance_criterion_says_what_it_tested() {
-        let c = |held, value| Criterion {
-            metric: "p99.9 significant regression".into(),
-            limit: 50.0,
-            value,
-            unit: "percent",
-            held,
-        };
-        assert_eq!(
-            c(true, Some(1036.16)).describe(),
-            "p99.9 against the baseline +1036.16 %: no significant regression beyond 50 % (--min-effect)"
-        );
-        assert_eq!(
-            c(false, None).describe(),
-            "p99.9 against the baseline —: a significant regression beyond 50 % (--min-effect)"
-        );
-    }
-}
+#[path = "verdict_tests.rs"]
+mod tests;

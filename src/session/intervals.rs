@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 use synapse_stats::Record;
 use synapse_stats::intervals::{Interval, IntervalRecorder, coarsen};
+use synapse_stats::slices::{Slice, SliceRecorder};
 
 /// Intervals kept in memory at most: past this, neighbours merge (the
 /// interval doubles), so a run of any length fits.
@@ -29,6 +30,8 @@ pub struct IntervalTap {
     /// The latest time recorded, after the log's base.
     last_ns: u64,
     timeout_ns: u64,
+    /// The run cut into slices of consecutive requests, when kept.
+    slices: Option<SliceRecorder>,
 }
 
 impl IntervalTap {
@@ -63,6 +66,30 @@ impl IntervalTap {
             offset_ns: 0,
             last_ns: 0,
             timeout_ns: 0,
+            slices: None,
+        }
+    }
+
+    /// Also cuts the run into slices of consecutive requests (what a
+    /// report's within-run intervals and a baseline keep).
+    #[must_use]
+    pub fn with_slices(mut self) -> Self {
+        self.slices = Some(SliceRecorder::new());
+        self
+    }
+
+    /// The slices so far (none unless [`IntervalTap::with_slices`]).
+    pub fn slices(&self) -> Vec<Slice> {
+        self.slices
+            .as_ref()
+            .map(SliceRecorder::snapshot)
+            .unwrap_or_default()
+    }
+
+    /// Forgets the slices so far (a cleared session starts afresh).
+    pub fn clear_slices(&mut self) {
+        if let Some(s) = &mut self.slices {
+            *s = SliceRecorder::new();
         }
     }
 
@@ -75,7 +102,7 @@ impl IntervalTap {
 
     /// Whether there is anything to do (a log, or intervals to keep).
     pub fn is_active(&self) -> bool {
-        self.writer.is_some() || self.keep
+        self.writer.is_some() || self.keep || self.slices.is_some()
     }
 
     /// A run starts now; its lost requests waited `timeout`.
@@ -88,6 +115,9 @@ impl IntervalTap {
     pub fn record(&mut self, r: &Record) {
         if !self.is_active() {
             return;
+        }
+        if let Some(s) = &mut self.slices {
+            s.record(r);
         }
         let t = self.offset_ns + r.at_ns;
         self.last_ns = self.last_ns.max(t);
@@ -176,7 +206,8 @@ impl IntervalTap {
     }
 
     /// Ends the log (its writer flushes whole lines); returns what it
-    /// holds and the intervals kept.
+    /// holds and the intervals kept. (The slices: [`IntervalTap::slices`]
+    /// before.)
     pub fn finish(mut self) -> (Option<HdrLogOutcome>, Vec<Interval>) {
         self.end_run();
         let log = self.writer.take().map(HdrLogWriter::finish);

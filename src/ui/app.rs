@@ -34,7 +34,7 @@ pub struct ClientInfo {
     /// Spinning receive.
     pub busy_poll: bool,
     /// Which calibrated floor the run is held against.
-    pub floor_mode: crate::report::RunMode,
+    pub floor_kind: crate::report::FloorKind,
     /// Warm-up length.
     pub warmup: u64,
     /// Packet budget per run.

@@ -19,7 +19,12 @@ pub fn client_app() -> App {
         mode: "loopback",
         cpu: 1,
         busy_poll: false,
-        floor_mode: crate::report::RunMode::Blocking,
+        floor_kind: crate::report::FloorKind {
+            mode: crate::report::RunMode::Blocking,
+            paced: false,
+            placement: crate::report::Placement::CrossCpu,
+            remote_peer: false,
+        },
         warmup: 200,
         packets: Some(100_000),
         duration: None,
@@ -141,7 +146,7 @@ pub fn paced_client_app() -> App {
 pub fn tcp_client_app() -> App {
     let mut app = client_app();
     app.client.info.transport = synapse_engine::Transport::Tcp;
-    app.client.info.floor_mode = crate::report::RunMode::of(true, false, false);
+    app.client.info.floor_kind.mode = crate::report::RunMode::of(true, false, false);
     let stamping = StampingInfo {
         source: Source::Software,
         interface: Some("lo".into()),

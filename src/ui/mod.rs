@@ -82,8 +82,11 @@ pub fn run(start: Start) -> Result<Finale, AppError> {
         )
         .await;
         ratatui::restore();
-        let interrupted = matches!(outcome, Ok(Ended::Signal));
-        let finale = station.finish(&mut app, interrupted);
+        let signal = match outcome {
+            Ok(Ended::Signal(n)) => Some(n),
+            _ => None,
+        };
+        let finale = station.finish(&mut app, signal);
         outcome.map(|_| finale)
     })
 }
@@ -98,10 +101,19 @@ pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, rol
         },
         cpu: c.thread.cpu,
         busy_poll: c.thread.busy_poll,
-        floor_mode: crate::report::RunMode::of(
-            c.run.transport == synapse_engine::Transport::Tcp,
-            c.thread.busy_poll,
-            c.run.connect_each,
+        floor_kind: crate::report::FloorKind::of(
+            crate::report::RunMode::of(
+                c.run.transport == synapse_engine::Transport::Tcp,
+                c.thread.busy_poll,
+                c.run.connect_each,
+            ),
+            c.run.schedule().is_some(),
+            c.thread.cpu,
+            (c.target == Target::Loopback).then_some(c.reflector_thread.cpu),
+            match c.target {
+                Target::Loopback => false,
+                Target::Remote(a) => !synapse_engine::socket::is_this_host(a.ip()),
+            },
         ),
         warmup: c.run.warmup_packets(),
         packets: c.packets,
@@ -131,16 +143,16 @@ pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, rol
     app
 }
 
-/// Resolves when SIGTERM, SIGHUP or SIGINT arrives.
-fn quit_signal() -> Result<impl Future<Output = ()>, AppError> {
+/// Resolves to the signal's number when SIGTERM, SIGHUP or SIGINT arrives.
+fn quit_signal() -> Result<impl Future<Output = i32>, AppError> {
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     Ok(async move {
         tokio::select! {
-            _ = sigterm.recv() => {}
-            _ = sighup.recv() => {}
-            _ = sigint.recv() => {}
+            _ = sigterm.recv() => libc::SIGTERM,
+            _ = sighup.recv() => libc::SIGHUP,
+            _ = sigint.recv() => libc::SIGINT,
         }
     })
 }
@@ -150,8 +162,8 @@ fn quit_signal() -> Result<impl Future<Output = ()>, AppError> {
 pub enum Ended {
     /// The user quit.
     Quit,
-    /// A signal (SIGTERM, SIGHUP, SIGINT) ended it.
-    Signal,
+    /// A signal (SIGTERM, SIGHUP, SIGINT) ended it: its number.
+    Signal(i32),
     /// The event source ran dry.
     NoMoreEvents,
 }
@@ -163,7 +175,7 @@ pub enum Ended {
 pub async fn drive<B, E>(
     terminal: &mut Terminal<B>,
     mut events: E,
-    quit: impl Future<Output = ()>,
+    quit: impl Future<Output = i32>,
     station: &mut Station,
     app: &mut App,
 ) -> Result<Ended, AppError>
@@ -194,7 +206,7 @@ where
                 Some(Err(e)) => return Err(e.into()),
                 None => return Ok(Ended::NoMoreEvents),
             },
-            () = &mut quit => return Ok(Ended::Signal),
+            n = &mut quit => return Ok(Ended::Signal(n)),
         };
         if redraw {
             terminal

@@ -114,6 +114,7 @@ impl Station {
     pub fn new(client_plan: ClientPlan, server_plan: ServerPlan, started_as_server: bool) -> Self {
         let self_target = started_as_server || client_plan.target == Target::Loopback;
         let length = client_plan.hdr.hdr_interval;
+        let min_effect = client_plan.profile.min_effect;
         let now = Instant::now();
         Self {
             client_plan,
@@ -145,8 +146,10 @@ impl Station {
             failure: None,
             warnings: Vec::new(),
             hdr: None,
-            versus: super::versus::Versus::new(),
-            session: IntervalTap::in_memory(length).bounded(SESSION_INTERVALS),
+            versus: super::versus::Versus::new().with_min_effect(min_effect),
+            session: IntervalTap::in_memory(length)
+                .bounded(SESSION_INTERVALS)
+                .with_slices(),
         }
     }
 
@@ -419,8 +422,10 @@ impl Station {
         self.end_client(app, false);
         self.totals.stats.clear();
         self.totals.measured = Duration::ZERO;
-        self.versus = super::versus::Versus::new();
+        self.versus =
+            super::versus::Versus::new().with_min_effect(self.client_plan.profile.min_effect);
         self.session.cut();
+        self.session.clear_slices();
         self.served.base = self.served.last;
         app.clear();
         if restart && let Err((why, code)) = self.start_client(app) {
@@ -558,7 +563,7 @@ impl Station {
         let path = self.client_plan.profile.config_path.clone();
         let now = std::time::SystemTime::now();
         let saved = store::save_baseline(&path, name, &b)
-            .and_then(|()| baseline_runs::save(&path, name, self.session.kept(), now, true));
+            .and_then(|()| baseline_runs::save(&path, name, &self.session_intervals(), now, true));
         app.status = Some(match saved {
             Ok(_) => {
                 self.client_plan.profile.baseline = Some(b.clone());
@@ -572,17 +577,24 @@ impl Station {
         });
     }
 
-    /// Stops everything and returns what was measured; `interrupted`: a
-    /// signal ended the display.
-    pub fn finish(mut self, app: &mut App, interrupted: bool) -> Finale {
+    /// The session's slices as intervals, for a baseline's interval log.
+    fn session_intervals(&self) -> Vec<synapse_stats::intervals::Interval> {
+        let timeout = self.client_plan.run.clock.timeout_ms.as_nanos() as u64;
+        self.session
+            .slices()
+            .iter()
+            .map(|s| s.to_interval(timeout))
+            .collect()
+    }
+
+    /// Stops everything and returns what was measured; `signal`: the
+    /// signal that ended the display.
+    pub fn finish(mut self, app: &mut App, signal: Option<i32>) -> Finale {
+        let interrupted = signal.is_some();
         self.end_client(app, true);
         self.stop_reflector(app);
         let hdr_log = self.hdr.take().and_then(|t| t.finish().0);
-        let intervals = if self.client_plan.profile.needs_intervals() {
-            self.session.kept().to_vec()
-        } else {
-            Vec::new()
-        };
+        let slices = self.session.slices();
         let t = &self.totals;
         let report = (t.stats.counters().sent > 0).then(|| {
             let outcome = ClientOutcome {
@@ -611,7 +623,8 @@ impl Station {
                 t.target.unwrap_or(fallback),
                 t.local.unwrap_or(fallback),
                 &outcome,
-                intervals,
+                slices,
+                crate::calibrate::kept_for_this_host().as_ref(),
             );
             report.log = self.client_plan.log.as_ref().map(|path| LogSummary {
                 path: path.display().to_string(),
@@ -620,8 +633,8 @@ impl Station {
                 error: t.log_error.clone(),
                 reader_closed: false,
             });
-            report.compare_with_floor(crate::calibrate::kept_for_this_host().as_ref());
             report.hdr_log = hdr_log;
+            report.signal = signal;
             report
         });
         Finale {

@@ -278,12 +278,12 @@ fn the_floor_ratio_is_drawn_under_the_figures_when_it_fits() {
         crate::report::RunMode::BusyPoll,
         crate::report::RunMode::TcpBlocking,
     ] {
-        app.client.info.floor_mode = mode;
+        app.client.info.floor_kind.mode = mode;
         let rows = super::fixtures::rows(&frame(&app, 120, 36));
         assert!(!rows[14].contains("floor"), "{mode:?}: {}", rows[14]);
     }
     // Beside a baseline's change, only if both fit.
-    app.client.info.floor_mode = crate::report::RunMode::Blocking;
+    app.client.info.floor_kind.mode = crate::report::RunMode::Blocking;
     app.baseline = Some(half_p50_baseline(&app));
     let rows = super::fixtures::rows(&frame(&app, 120, 36));
     assert!(
@@ -354,7 +354,7 @@ fn the_real_loop_measures_stops_switches_and_quits_on_scripted_keys() {
             let ev = pressed.map_or(Event::FocusGained, key);
             Some((Ok(ev), None))
         });
-        let never = std::future::pending::<()>();
+        let never = std::future::pending::<i32>();
         runtime
             .block_on(drive(
                 &mut terminal,
@@ -382,12 +382,12 @@ fn the_real_loop_measures_stops_switches_and_quits_on_scripted_keys() {
         .block_on(drive(
             &mut terminal,
             quit,
-            std::future::pending::<()>(),
+            std::future::pending::<i32>(),
             &mut station,
             &mut app,
         ))
         .unwrap();
-    let finale = station.finish(&mut app, false);
+    let finale = station.finish(&mut app, None);
     let report = finale.report.expect("a report of what was measured");
     assert!(report.summary.packets.sent >= measured);
     let shown: Vec<String> = steps

@@ -1,16 +1,19 @@
 //! The `m` key: what was measured so far becomes a reference, and the
 //! figures pane shows the running comparison with it: p50 and p99 in
-//! percent of the reference, each marked `*` once the difference is
-//! beyond this run's own noise (the interval of `synapse compare`, one
-//! run a side: a block bootstrap over half-second intervals). Both sides
-//! come from one run, so run-to-run variation, which keeps `compare`
-//! from calling one run a side significant, is not in the way here. The bootstrap runs on the display's thread, so
-//! it is kept small: a minute a side at most, worked out every 2 s.
+//! percent of the reference and the verdict of `synapse compare`'s test
+//! (`regression`, `no regression` with `--min-effect`, or `inconclusive`),
+//! with only this run's own noise in the interval (a block bootstrap over
+//! half-second intervals): both sides come from one run, so the variation
+//! between runs is not in the way here. The bootstrap runs on the
+//! display's thread, so it is kept small: a minute a side at most, worked
+//! out every 2 s.
 
 use crate::session::IntervalTap;
 use std::time::{Duration, Instant};
 use synapse_stats::Record;
-use synapse_stats::significance::{Figure, MIN_INTERVALS, Run, compare};
+use synapse_stats::significance::{
+    Figure, MIN_SLICES as MIN_INTERVALS, Options, Run, Spread, SpreadSource, Verdict, compare,
+};
 
 /// The intervals compared.
 const INTERVAL: Duration = Duration::from_millis(500);
@@ -26,6 +29,8 @@ pub struct Versus {
     reference: Option<Run>,
     next: Option<Instant>,
     view: Option<(String, bool)>,
+    /// `--min-effect`, percent: the margin of both tests.
+    min_effect: Option<f64>,
 }
 
 impl Default for Versus {
@@ -42,7 +47,15 @@ impl Versus {
             reference: None,
             next: None,
             view: None,
+            min_effect: None,
         }
+    }
+
+    /// The same, with `--min-effect` as the margin.
+    #[must_use]
+    pub fn with_min_effect(mut self, min_effect: Option<f64>) -> Self {
+        self.min_effect = min_effect;
+        self
     }
 
     /// A run starts; its lost requests waited `timeout`.
@@ -78,7 +91,7 @@ impl Versus {
         self.next = None;
         self.view = Some((" vs mark: measuring… ".into(), false));
         format!(
-            "marked the last {secs:.0} s as the reference: the figures pane compares with it (* beyond this run's own noise)"
+            "marked the last {secs:.0} s as the reference: the figures pane compares with it (regression, no regression or inconclusive, within this run's own noise)"
         )
     }
 
@@ -99,9 +112,17 @@ impl Versus {
             return self.view.clone();
         }
         let current = Run::from_intervals("now", recent, "");
-        let c = compare(std::slice::from_ref(reference), &[current], None);
+        // Both sides are this run: no variation between runs to allow for.
+        let opts = Options {
+            min_effect_percent: self.min_effect,
+            spread: Spread {
+                source: SpreadSource::Assumed,
+                log_sd: [0.0; 5],
+                df: f64::INFINITY,
+            },
+        };
+        let c = compare(std::slice::from_ref(reference), &[current], &opts);
         let mut text = String::from(" vs mark");
-        let mut any = false;
         for f in c
             .figures
             .iter()
@@ -112,13 +133,17 @@ impl Versus {
             let Some(d) = f.difference_percent else {
                 continue;
             };
-            let star = if f.excludes_zero { "*" } else { "" };
-            any |= f.excludes_zero;
-            let d = synapse_units::signed(d, 0);
-            text.push_str(&format!(" {} {d}%{star}", f.figure.name()));
+            let sign = if d < 0.0 { "−" } else { "+" };
+            text.push_str(&format!(" {} {sign}{:.0}%", f.figure.name(), d.abs()));
         }
-        text.push(' ');
-        self.view = Some((text, any));
+        let verdict = Verdict::all(
+            c.figures
+                .iter()
+                .filter(|f| matches!(f.figure, Figure::P50 | Figure::P99))
+                .map(|f| f.verdict),
+        );
+        text.push_str(&format!(": {} ", verdict.words()));
+        self.view = Some((text, verdict == Verdict::Regression));
         self.view.clone()
     }
 }
@@ -136,7 +161,7 @@ mod tests {
     }
 
     #[test]
-    fn a_shift_after_the_mark_shows_as_significant_and_no_shift_does_not() {
+    fn a_shift_after_the_mark_is_a_regression_and_no_shift_is_not() {
         let mut v = Versus::new();
         v.start_run(Duration::from_millis(100));
         feed(&mut v, 0, 1_000, 50_000);
@@ -154,16 +179,35 @@ mod tests {
         feed(&mut v, 5_000, 1_000, 50_000);
         assert_eq!(v.update(t0), Some((" vs mark: measuring… ".into(), false)));
         feed(&mut v, 6_000, 4_000, 50_000);
-        let (text, significant) = v.update(t0 + EVERY).unwrap();
-        assert!(!significant, "{text}");
+        let (text, regression) = v.update(t0 + EVERY).unwrap();
+        assert!(!regression, "{text}");
         assert!(text.starts_with(" vs mark p50 "), "{text}");
+        assert!(
+            text.ends_with(": inconclusive "),
+            "no margin: never no regression: {text}"
+        );
         assert!(v.update(t0 + EVERY).is_none(), "not again before EVERY");
-        feed(&mut v, 10_000, 6_000, 80_000);
-        let (text, significant) = v.update(t0 + 2 * EVERY).unwrap();
-        assert!(significant, "{text}");
-        assert!(text.contains("p50 +") && text.contains('*'), "{text}");
+        // A minute at 80 µs: the whole window since the mark is slower.
+        feed(&mut v, 10_000, 61_000, 80_000);
+        let (text, regression) = v.update(t0 + 2 * EVERY).unwrap();
+        assert!(regression, "{text}");
+        assert!(
+            text.contains("p50 +") && text.ends_with(": regression "),
+            "{text}"
+        );
         // Two and a half minutes more: only the last minute is kept.
-        feed(&mut v, 16_000, 150_000, 80_000);
+        feed(&mut v, 71_000, 150_000, 80_000);
         assert_eq!(v.tap.kept().len(), WINDOW);
+    }
+
+    #[test]
+    fn with_a_margin_an_unchanged_run_shows_no_regression() {
+        let mut v = Versus::new().with_min_effect(Some(10.0));
+        v.start_run(Duration::from_millis(100));
+        feed(&mut v, 0, 10_000, 50_000);
+        v.mark();
+        feed(&mut v, 10_000, 10_000, 50_000);
+        let (text, regression) = v.update(Instant::now()).unwrap();
+        assert!(!regression && text.ends_with(": no regression "), "{text}");
     }
 }

@@ -181,9 +181,9 @@ fn text_report_has_the_seed_sections_and_passes() {
         "Packets:  2,000 sent, 0 lost (0.00%)",
         "0 late, 0 duplicate, 0 reordered, 0 stray",
         "Duration:",
-        "Latency Statistics (round-trip time):",
+        "Latency Statistics (round-trip time, over 2,000 replies):",
         "P99.99:",
-        "Latency Distribution (packet count by range):",
+        "Latency Distribution (packet count by range, edges at the percentiles):",
         "✓ PASS: Mean latency",
         "(loopback)",
         "(auto; --cpu to choose)",
@@ -270,7 +270,11 @@ fn failing_verdict_exits_3_and_says_fail() {
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("✗ FAIL: Mean latency"), "{text}");
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with("✗ FAIL: mean ") && last.ends_with(", above 1 ns"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -332,9 +336,10 @@ fn ctrl_c_keeps_what_was_measured() {
     let mut stdout = String::new();
     std::io::Read::read_to_string(guard.0.stdout.as_mut().unwrap(), &mut stdout).unwrap();
     let status = guard.0.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(status.code(), Some(130), "interrupted is never a pass");
     let j = json_of(stdout.as_bytes());
     assert_eq!(j["interrupted"], true);
+    assert_eq!(j["outcome"], "interrupted");
     let sent = j["packets"]["sent"].as_u64().unwrap();
     assert!(sent > 0 && sent < 100_000_000);
     assert_eq!(

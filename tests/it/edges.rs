@@ -375,9 +375,7 @@ fn loss_and_percentiles_decide_the_verdict() {
     assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains(
-            "✗ FAIL: 5.00 % of requests got no timely reply, above the 1 % limit (--max-loss)"
-        ),
+        text.contains("✗ FAIL: loss 5.00 %, above 1 %  (lost + late, of sent; --max-loss)"),
         "{text}"
     );
     assert_eq!(run(&["--no-ui", "--max-loss", "10"]).status.code(), Some(0));
@@ -404,7 +402,8 @@ fn loss_and_percentiles_decide_the_verdict() {
 }
 
 /// Item 10: SIGHUP is a stop, not a death: the report comes, marked
-/// interrupted; the server prints its totals.
+/// interrupted, never PASS, with 128 + SIGHUP's number; the server prints
+/// its totals.
 #[test]
 fn sighup_ends_a_headless_run_with_its_report() {
     let peer = ScriptedPeer::start(|_| Answer::Echo);
@@ -417,9 +416,13 @@ fn sighup_ends_a_headless_run_with_its_report() {
     std::thread::sleep(Duration::from_millis(800));
     unsafe_free_kill(child.id(), "HUP");
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
+    assert_eq!(out.status.code(), Some(129), "{:?}", out.status);
     let j = json_of(&out.stdout);
     assert_eq!(j["interrupted"], true);
+    assert_eq!(
+        (j["outcome"].as_str(), j["interrupted_by"].as_str()),
+        (Some("interrupted"), Some("SIGHUP"))
+    );
     assert!(counter(&j, "received") > 0);
 
     let (server, port) = start_server(&[]);

@@ -60,6 +60,17 @@ fn a_log_on_a_full_device_ends_the_run_with_exit_1() {
         ),
         "{report}"
     );
+    // The last line says the run failed, never PASS; stderr says why.
+    let last = report.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("✗ RUN FAILED: packet log /dev/full: No space left on device"),
+        "{report}"
+    );
+    assert!(!report.contains("PASS"), "{report}");
+    assert_eq!(
+        text(&out.stderr).trim_end(),
+        "synapse: error: packet log /dev/full: No space left on device (os error 28): the run was ended there (exit 1)"
+    );
 }
 
 /// A 1 MiB disk that fills mid-run: the file holds whole rows only, as

@@ -165,10 +165,13 @@ fn save_list_show_run_baseline_and_regression_round_trip() {
         "{report}"
     );
     assert!(
-        report.contains("Method: the baseline has no interval logs (it was set before Synapse kept them; set it again for the significance test): judged by the old rule instead"),
+        report.contains("Method: the baseline has no interval logs (it was set before Synapse kept them; set it again for the test of synapse compare): judged by the old rule instead"),
         "{report}"
     );
-    assert!(report.contains("✗ FAIL: p50 is "), "{report}");
+    assert!(
+        report.contains("✗ FAIL: p50 change against the baseline "),
+        "{report}"
+    );
     let out = env.run(&[
         "client",
         "--profile",

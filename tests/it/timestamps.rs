@@ -421,7 +421,7 @@ fn ctrl_c_keeps_every_logged_packet() {
     let mut guard = guard;
     let mut out = String::new();
     std::io::Read::read_to_string(guard.0.stdout.as_mut().unwrap(), &mut out).unwrap();
-    assert_eq!(guard.0.wait().unwrap().code(), Some(0));
+    assert_eq!(guard.0.wait().unwrap().code(), Some(130), "interrupted");
     let j = json_of(out.as_bytes());
     assert_eq!(j["interrupted"], true);
     let sent = j["packets"]["sent"].as_u64().unwrap();

@@ -226,8 +226,12 @@ fn sigterm_restores_the_terminal_too() {
     let tmux = Tmux::start("sigterm", &script);
     tmux.wait_for("the program to exit", |s| s.contains("EXIT="));
     let after = tmux.screen_and_scrollback();
-    assert!(after.contains("EXIT=0"), "{after}");
+    assert!(
+        after.contains("EXIT=143"),
+        "interrupted, never a pass: {after}"
+    );
     assert!(after.contains("Synapse Results"), "{after}");
+    assert!(after.contains("■ INTERRUPTED by SIGTERM after "), "{after}");
     assert!(!tmux.alternate_screen());
     let mode = tmux.wait_for("stty", |s| {
         s.lines().any(|l| l == "icanon" || l == "-icanon")

@@ -20,7 +20,7 @@
 //! residuals (Student's t); it is *resolved* only when that interval
 //! excludes zero.
 
-use super::significance::t_quantile;
+use super::significance::special::t_quantile;
 use serde::Serialize;
 
 /// The largest slew a clock is given: 500 ppm (`MAXFREQ`), ns per ns.

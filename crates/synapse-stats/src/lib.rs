@@ -21,6 +21,7 @@ mod schedule;
 mod segment;
 mod signed_histogram;
 pub mod significance;
+pub mod slices;
 mod split_mix;
 mod summary;
 pub mod tcp;
@@ -47,7 +48,7 @@ pub use split_mix::SplitMix;
 pub use rtt_figures::RttFigures;
 pub use summary::{Distribution, DistributionBucket, Summary};
 pub use tcp::{TcpFigures, TcpLive, TcpLiveView, TcpStats};
-pub use threshold::{RttMetric, Threshold};
+pub use threshold::{Judged, RttMetric, Threshold};
 
 use hdrhistogram::Histogram;
 

@@ -38,7 +38,8 @@ pub struct ScheduleFigures {
     pub pattern: Pattern,
     /// The (mean) interval, ns.
     pub interval_ns: u64,
-    /// Slots skipped because the sender could not make them.
+    /// Slots skipped because the sender could not make them (each one is
+    /// in `rtt_from_schedule_ns` with the lateness it had when skipped).
     pub misses: u64,
     /// Send time minus scheduled time, median, ns.
     pub error_p50_ns: u64,
@@ -56,7 +57,8 @@ pub struct ScheduleStats {
     misses: u64,
     /// Send-time error of every request sent (2 significant digits).
     error: Histogram<u64>,
-    /// RTT plus send-time error of every answered request.
+    /// RTT plus send-time error of every answered request, and the lateness
+    /// of every slot skipped (a lower bound on what it would have taken).
     from_schedule: Histogram<u64>,
 }
 
@@ -97,7 +99,10 @@ impl ScheduleStats {
                     .saturating_record(r.rtt_ns.saturating_add(r.send_lag_ns).max(1));
             }
             RecordKind::Lost => self.error.saturating_record(r.send_lag_ns),
-            RecordKind::Missed => self.misses += 1,
+            RecordKind::Missed => {
+                self.misses += 1;
+                self.from_schedule.saturating_record(r.send_lag_ns.max(1));
+            }
             _ => {}
         }
     }
@@ -144,7 +149,7 @@ mod tests {
             });
             s.record(&r);
         }
-        s.record(&Record::event(RecordKind::Missed, 100, 0, false));
+        s.record(&Record::event(RecordKind::Missed, 100, 0, false).with_send_lag(700_000));
         s.record(&Record::event(RecordKind::Lost, 101, 0, false).with_send_lag(3_000));
         let f = s.figures().unwrap();
         assert_eq!(f.misses, 1);
@@ -154,7 +159,29 @@ mod tests {
         );
         assert!(f.error_max_ns.abs_diff(400_000) < 4_000, "{f:?}");
         let late = s.from_schedule().unwrap();
-        assert!(late.max.abs_diff(450_000) < 500, "{late:?}");
+        // The skipped slot is in, with the lateness it had.
+        assert!(late.max.abs_diff(700_000) < 700, "{late:?}");
+        assert!(late.p99.abs_diff(450_000) < 500, "{late:?}");
         assert_eq!(late.min, 52_000);
+    }
+
+    #[test]
+    fn a_stall_shows_as_every_slot_it_swallowed() {
+        // A 50 ms stall at 1 ms: the slots due during it are skipped as the
+        // sender wakes, each as late as it was; the first sent is 50 ms late.
+        let mut s = ScheduleStats::new(Pattern::Periodic, 1_000_000);
+        for i in 0..950u64 {
+            s.record(&Record::sample(i, 0, 50_000, false));
+        }
+        for k in 0..49u64 {
+            let lag = 50_000_000 - k * 1_000_000;
+            s.record(&Record::event(RecordKind::Missed, 950 + k, 0, false).with_send_lag(lag));
+        }
+        s.record(&Record::sample(999, 0, 50_000, false).with_send_lag(1_000_000));
+        let f = s.from_schedule().unwrap();
+        assert_eq!(s.figures().unwrap().misses, 49);
+        // 999 entries: the stall is 5 % of them, so p99 sits inside it.
+        assert!(f.p99 > 30_000_000, "{f:?}");
+        assert!(f.max >= 49_000_000, "{f:?}");
     }
 }

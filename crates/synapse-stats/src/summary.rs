@@ -6,9 +6,8 @@ use super::{
 use serde::Serialize;
 use std::time::Duration;
 
-/// One bar of the distribution: `[low, high)` nanoseconds, or an open-ended
-/// outlier bucket when `high` is `None`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// One bar of the distribution: `[low, high)` nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DistributionBucket {
     /// Inclusive lower bound (ns).
     pub low_ns: u64,
@@ -16,10 +15,15 @@ pub struct DistributionBucket {
     pub high_ns: Option<u64>,
     /// Samples in the bucket.
     pub count: u64,
+    /// The percentiles that fall in it (`p50`, `p99`, `max`).
+    pub marks: Vec<&'static str>,
 }
 
-/// Linear buckets of a "nice" width covering the bulk of the samples, with
-/// everything past p99.9 gathered in a final outlier bucket.
+/// Where the samples are: buckets whose edges sit on round values at the
+/// measured percentiles (min, p10, p50, p90, p99, p99.9, max), so each holds
+/// a known share, with log-spaced edges added where a bucket would span
+/// more than a factor of 2.5: a tail that runs from 20 µs to 1 ms is cut
+/// into 20, 50, 100, 200, 500 µs instead of hiding in one bar.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Distribution {
     /// The buckets, lowest first.
@@ -62,7 +66,10 @@ pub struct Summary {
     pub distribution: Distribution,
 }
 
-const MAX_BUCKETS: u64 = 10;
+/// Buckets at most.
+const MAX_BUCKETS: usize = 12;
+/// A bucket wider than this factor is cut.
+const WIDEST: f64 = 2.5;
 
 impl Summary {
     /// Reduces statistics measured over `duration`.
@@ -92,17 +99,46 @@ impl Summary {
     }
 }
 
-/// The smallest of 1, 2, 5 × 10^k that is at least `x`.
-fn nice_ceil(x: u64) -> u64 {
-    let mut unit = 1u64;
-    loop {
-        for m in [1, 2, 5] {
-            if unit * m >= x {
-                return unit * m;
-            }
-        }
-        unit *= 10;
+/// Round values, ten a decade: 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k.
+const STEPS: [u64; 10] = [10, 12, 15, 20, 25, 30, 40, 50, 60, 80];
+
+/// The decade of `x`: the largest power of ten at most `x` (at least 1).
+fn decade(x: u64) -> u64 {
+    let mut p = 1u64;
+    while p.saturating_mul(10) <= x {
+        p *= 10;
     }
+    p
+}
+
+/// The largest round value at most `x` (at least 1).
+fn round_below(x: u64) -> u64 {
+    let p = decade(x);
+    STEPS
+        .iter()
+        .map(|&s| s * p / 10)
+        .filter(|&v| v >= 1 && v <= x.max(1))
+        .max()
+        .unwrap_or(p)
+}
+
+/// The smallest round value above `x`.
+fn round_above(x: u64) -> u64 {
+    let p = decade(x);
+    STEPS
+        .iter()
+        .map(|&s| s * p / 10)
+        .chain([10 * p])
+        .filter(|&v| v > x)
+        .min()
+        .unwrap_or(10 * p)
+}
+
+/// A round value near the geometric middle of `lo` and `hi`.
+fn round_between(lo: u64, hi: u64) -> Option<u64> {
+    let mid = ((lo as f64) * (hi as f64)).sqrt() as u64;
+    let v = round_below(mid);
+    (v > lo && v < hi).then_some(v)
 }
 
 impl Distribution {
@@ -111,34 +147,59 @@ impl Distribution {
         if h.is_empty() {
             return Self::default();
         }
-        let (lo, hi) = (h.min(), h.value_at_quantile(0.999));
-        let width = nice_ceil((hi - lo).div_ceil(MAX_BUCKETS - 2).max(1));
-        let start = lo / width * width;
-        let n = ((hi - start) / width + 1).min(MAX_BUCKETS);
-        let end = start + n * width;
-        let mut buckets: Vec<DistributionBucket> = (0..n)
-            .map(|i| DistributionBucket {
-                low_ns: start + i * width,
-                high_ns: Some(start + (i + 1) * width),
+        let marks: [(&'static str, u64); 7] = [
+            ("min", h.highest_equivalent(h.min())),
+            ("p10", h.value_at_quantile(0.1)),
+            ("p50", h.value_at_quantile(0.5)),
+            ("p90", h.value_at_quantile(0.9)),
+            ("p99", h.value_at_quantile(0.99)),
+            ("p99.9", h.value_at_quantile(0.999)),
+            ("max", h.max()),
+        ];
+        // Each percentile's bucket starts at the round value below it and
+        // ends at the one above: the bulk is drawn at its own scale.
+        let mut edges: Vec<u64> = marks[..6].iter().map(|&(_, v)| round_below(v)).collect();
+        edges.extend(marks[2..].iter().map(|&(_, v)| round_above(v)));
+        edges.sort_unstable();
+        edges.dedup();
+        // Cut the widest buckets until none spans more than WIDEST.
+        while edges.len() <= MAX_BUCKETS {
+            let widest = edges
+                .windows(2)
+                .enumerate()
+                .map(|(i, w)| (i, w[1] as f64 / w[0] as f64))
+                .filter(|&(_, r)| r > WIDEST)
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            let Some((i, _)) = widest else { break };
+            let Some(v) = round_between(edges[i], edges[i + 1]) else {
+                break;
+            };
+            edges.insert(i + 1, v);
+        }
+        let mut buckets: Vec<DistributionBucket> = edges
+            .windows(2)
+            .map(|w| DistributionBucket {
+                low_ns: w[0],
+                high_ns: Some(w[1]),
                 count: 0,
+                marks: Vec::new(),
             })
             .collect();
-        let mut outliers = 0;
+        let last = buckets.len() - 1;
+        let at = |v: u64| {
+            edges
+                .partition_point(|&e| e <= v)
+                .saturating_sub(1)
+                .min(last)
+        };
         for v in h.iter_recorded() {
             let value = h.highest_equivalent(v.value_iterated_to()).min(h.max());
-            let count = v.count_at_value();
-            if value >= end {
-                outliers += count;
-            } else {
-                buckets[((value - start) / width) as usize].count += count;
-            }
+            let i = at(value);
+            buckets[i].count += v.count_at_value();
         }
-        if outliers > 0 {
-            buckets.push(DistributionBucket {
-                low_ns: end,
-                high_ns: None,
-                count: outliers,
-            });
+        for (name, v) in marks {
+            let i = at(v.min(h.max()));
+            buckets[i].marks.push(name);
         }
         Self { buckets }
     }
@@ -158,12 +219,16 @@ mod tests {
     }
 
     #[test]
-    fn nice_ceil_picks_one_two_five() {
-        assert_eq!(nice_ceil(1), 1);
-        assert_eq!(nice_ceil(3), 5);
-        assert_eq!(nice_ceil(6), 10);
-        assert_eq!(nice_ceil(1_999), 2_000);
-        assert_eq!(nice_ceil(2_001), 5_000);
+    fn round_values_are_ten_a_decade() {
+        assert_eq!(round_below(1), 1);
+        assert_eq!(round_below(14_700), 12_000);
+        assert_eq!(round_below(15_000), 15_000);
+        assert_eq!(round_below(999), 800);
+        assert_eq!(round_below(1_060_000), 1_000_000);
+        assert_eq!(round_above(14_700), 15_000);
+        assert_eq!(round_above(15_000), 20_000);
+        assert_eq!(round_above(7), 8);
+        assert_eq!(round_between(20_000, 1_000_000), Some(120_000));
     }
 
     #[test]
@@ -188,19 +253,36 @@ mod tests {
     }
 
     #[test]
-    fn distribution_counts_every_sample_once_and_isolates_outliers() {
-        let mut rtts: Vec<u64> = (0..10_000).map(|i| 10_000 + (i % 50) * 1_000).collect();
-        rtts.extend([5_000_000; 5]);
+    fn distribution_counts_every_sample_once_and_shows_the_tail() {
+        // 98.9 % between 14 and 16 µs, a tail to 1 ms: not one bar.
+        let mut rtts: Vec<u64> = (0..9_890).map(|i| 14_000 + (i % 20) * 100).collect();
+        rtts.extend((0..110).map(|i| 20_000 + i * 9_000));
         let s = stats_of(&rtts);
         let d = Distribution::from_stats(&s);
         let total: u64 = d.buckets.iter().map(|b| b.count).sum();
         assert_eq!(total, rtts.len() as u64);
-        let last = d.buckets.last().unwrap();
-        assert_eq!(last.high_ns, None);
-        assert_eq!(last.count, 5);
-        assert!(d.buckets.len() <= MAX_BUCKETS as usize + 1);
+        assert!(d.buckets.len() <= MAX_BUCKETS, "{:?}", d.buckets);
         for w in d.buckets.windows(2) {
             assert_eq!(w[0].high_ns, Some(w[1].low_ns));
+            let ratio = w[0].high_ns.unwrap() as f64 / w[0].low_ns as f64;
+            assert!(
+                ratio <= WIDEST + 1e-9 || w[0].count == 0 || d.buckets.len() == MAX_BUCKETS,
+                "{w:?}"
+            );
         }
+        let tail: u64 = d
+            .buckets
+            .iter()
+            .filter(|b| b.low_ns >= 100_000)
+            .map(|b| b.count)
+            .sum();
+        assert!(
+            tail > 0 && d.buckets.iter().filter(|b| b.low_ns >= 20_000).count() >= 3,
+            "{:?}",
+            d.buckets
+        );
+        let with = |m| d.buckets.iter().position(|b| b.marks.contains(&m)).unwrap();
+        assert!(with("p50") <= with("p99") && with("p99") <= with("max"));
+        assert!(d.buckets.last().unwrap().marks.contains(&"max"));
     }
 }

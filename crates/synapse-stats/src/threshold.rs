@@ -18,8 +18,26 @@ pub enum RttMetric {
     Max,
 }
 
+/// A figure as a threshold judges it: requests without a timely reply
+/// count as "at least the timeout" (RFC 6703 §4: their delay is not a
+/// number, but it is no less than the wait), so a p99 threshold fails
+/// when more than 1 % of requests got no reply.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Judged {
+    /// The figure, ns; `None` without replies (the mean) or requests.
+    pub value: Option<f64>,
+    /// The value is only a lower bound: the percentile (or the maximum)
+    /// fell among requests without a timely reply, and is the timeout.
+    pub at_least: bool,
+    /// Requests the figure rests on: replies, plus the unanswered for a
+    /// percentile or the maximum.
+    pub samples: u64,
+    /// A percentile: samples beyond it.
+    pub beyond: Option<u64>,
+}
+
 impl RttMetric {
-    /// The figure in `stats`; `None` without replies.
+    /// The figure in `stats`, over replies only; `None` without replies.
     pub fn of(self, stats: &Stats) -> Option<f64> {
         let h = stats.histogram();
         (!h.is_empty()).then(|| match self {
@@ -28,6 +46,75 @@ impl RttMetric {
             RttMetric::Percentile(p) => h.value_at_quantile(p / 100.0) as f64,
         })
     }
+
+    /// The figure as a threshold judges it, each request without a timely
+    /// reply counted as `timeout_ns` or more. The mean stays the replies'
+    /// (an unanswered request has no delay to add).
+    pub fn judged(self, stats: &Stats, timeout_ns: u64) -> Judged {
+        let h = stats.histogram();
+        let c = stats.counters();
+        let (replies, unanswered) = (h.len(), c.lost + c.late);
+        let n = replies + unanswered;
+        match self {
+            RttMetric::Mean => Judged {
+                value: (replies > 0).then(|| h.mean()),
+                at_least: false,
+                samples: replies,
+                beyond: None,
+            },
+            RttMetric::Max if unanswered > 0 => Judged {
+                value: Some(timeout_ns as f64),
+                at_least: true,
+                samples: n,
+                beyond: None,
+            },
+            RttMetric::Max => Judged {
+                value: (replies > 0).then(|| h.max() as f64),
+                at_least: false,
+                samples: n,
+                beyond: None,
+            },
+            RttMetric::Percentile(p) => {
+                let rank = crate::significance::rank(n, p / 100.0);
+                let beyond = Some(n.saturating_sub(rank));
+                if n == 0 {
+                    return Judged {
+                        value: None,
+                        at_least: false,
+                        samples: 0,
+                        beyond,
+                    };
+                }
+                if rank > replies {
+                    return Judged {
+                        value: Some(timeout_ns as f64),
+                        at_least: true,
+                        samples: n,
+                        beyond,
+                    };
+                }
+                Judged {
+                    value: value_at_rank(h, rank).map(|v| v as f64),
+                    at_least: false,
+                    samples: n,
+                    beyond,
+                }
+            }
+        }
+    }
+}
+
+/// The value of the `rank`-th smallest sample (1-based): the highest value
+/// of its bucket, as `value_at_quantile` gives.
+fn value_at_rank(h: &hdrhistogram::Histogram<u64>, rank: u64) -> Option<u64> {
+    let mut seen = 0;
+    for v in h.iter_recorded() {
+        seen += v.count_at_value();
+        if seen >= rank {
+            return Some(h.highest_equivalent(v.value_iterated_to()));
+        }
+    }
+    None
 }
 
 impl fmt::Display for RttMetric {
@@ -87,6 +174,39 @@ impl std::str::FromStr for Threshold {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Record, RecordKind};
+
+    #[test]
+    fn unanswered_requests_count_as_at_least_the_timeout() {
+        let mut s = Stats::new();
+        for i in 0..985u64 {
+            s.record(&Record::sample(i, 0, 50_000 + i, false));
+        }
+        for i in 985..1_000 {
+            s.record(&Record::event(RecordKind::Lost, i, 0, false));
+        }
+        let p99 = RttMetric::Percentile(99.0).judged(&s, 100_000_000);
+        // 15 of 1,000 unanswered: the 990th request is one of them.
+        assert_eq!(
+            p99,
+            Judged {
+                value: Some(1e8),
+                at_least: true,
+                samples: 1_000,
+                beyond: Some(10)
+            }
+        );
+        let p90 = RttMetric::Percentile(90.0).judged(&s, 100_000_000);
+        assert!(!p90.at_least);
+        assert_eq!(
+            p90.value,
+            Some(s.histogram().highest_equivalent(50_899) as f64)
+        );
+        assert!(RttMetric::Max.judged(&s, 7).at_least);
+        let mean = RttMetric::Mean.judged(&s, 7);
+        assert_eq!((mean.at_least, mean.samples), (false, 985));
+        assert_eq!(RttMetric::Mean.judged(&Stats::new(), 7).value, None);
+    }
 
     fn t(s: &str) -> Threshold {
         s.parse().unwrap()

@@ -232,15 +232,16 @@ pub fn render_client(
     f.render_widget(Paragraph::new(lines).block(block), area);
 }
 
-/// ` 1.3× floor `: the p50 against this host's calibrated floor for the
-/// run's mode (`synapse calibrate`), when there is one.
+/// ` 1.3× floor `: the p50 against this host's calibrated floor of the
+/// run's kind (`synapse calibrate`), when there is one; ` below floor? `
+/// when the p50 is below what that floor allows.
 fn floor_title(s: &Summary, info: &ClientInfo, floor: Option<&Calibration>) -> Option<String> {
-    let remote = info
-        .target
-        .parse::<std::net::SocketAddr>()
-        .is_ok_and(|a| !synapse_engine::socket::is_this_host(a.ip()));
-    let c = FloorComparison::of(floor?, s.rtt_ns?.p50, info.floor_mode, remote)?;
-    Some(format!(" {:.1}× floor ", c.ratio))
+    let c = FloorComparison::of(floor?, s.rtt_ns?.p50, info.floor_kind)?;
+    Some(if c.below_floor {
+        " below floor: stale? ".into()
+    } else {
+        format!(" {:.1}× floor ", c.ratio)
+    })
 }
 
 /// `ping-pong`, `every 1.00 ms`, `poisson ~1.00 ms`.

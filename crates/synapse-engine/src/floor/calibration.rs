@@ -54,6 +54,22 @@ pub struct Calibration {
     pub p50: Figures,
     /// The 99th percentiles, ns.
     pub p99: Figures,
+    /// How much separate runs of the loopback ping-pong differ from each
+    /// other here (what one run a side of `synapse compare` cannot see),
+    /// and, from the same runs, the blocking floor's lower bound; `null` in
+    /// a calibration from before Synapse measured it.
+    #[serde(default)]
+    pub run_to_run: Option<RunToRun>,
+}
+
+/// Separate short runs of the blocking loopback ping-pong, each a fresh
+/// client and reflector: how far their figures spread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunToRun {
+    /// The spread of ln(figure) between runs, net of their own noise.
+    pub spread: synapse_stats::significance::Spread,
+    /// The runs' p50s, ns, in the order measured.
+    pub p50_ns: Vec<f64>,
 }
 
 impl Calibration {
@@ -70,6 +86,7 @@ impl Calibration {
             cpus: vec![0, 1],
             p50,
             p99: Figures::default(),
+            run_to_run: None,
         }
     }
 

@@ -9,10 +9,10 @@ mod cpu;
 mod tcp;
 mod udp;
 
-pub use calibration::{Calibration, Figures};
+pub use calibration::{Calibration, Figures, RunToRun};
 pub use cpu::{clock_read, context_switch, syscall, timer_overshoot};
 pub use tcp::tcp_round_trip;
-pub use udp::{LoopbackFloor, udp_round_trip};
+pub use udp::{LoopbackFloor, udp_round_trip, udp_run_figures};
 
 /// One figure: median and 99th percentile, ns.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]

@@ -26,6 +26,22 @@ pub struct LoopbackFloor {
 
 /// The round trip's median and 99th percentile, ns.
 pub fn udp_round_trip(f: LoopbackFloor) -> Result<Figure, EngineError> {
+    figure_of(&udp_run(f)?)
+}
+
+/// One run's figures as a comparison reads them: p50, p90, p99, p99.9 and
+/// the mean, ns (what `synapse calibrate` measures the spread between runs
+/// of).
+pub fn udp_run_figures(f: LoopbackFloor) -> Result<[f64; 5], EngineError> {
+    let outcome = udp_run(f)?;
+    figure_of(&outcome)?;
+    let h = outcome.stats.histogram();
+    let q = |q: f64| h.value_at_quantile(q) as f64;
+    Ok([q(0.5), q(0.9), q(0.99), q(0.999), h.mean()])
+}
+
+/// A fresh reflector and client, pinned, for `f.packets` round trips.
+fn udp_run(f: LoopbackFloor) -> Result<ClientOutcome, EngineError> {
     let placement = |cpu| placement(cpu, f.busy_poll);
     let reflector_stop = StopFlag::new();
     let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
@@ -42,7 +58,7 @@ pub fn udp_round_trip(f: LoopbackFloor) -> Result<Figure, EngineError> {
     let outcome = start_client(client_cfg, StopFlag::new()).and_then(|mut c| c.join());
     reflector.stop();
     let _ = reflector.join();
-    figure_of(&outcome?)
+    outcome
 }
 
 /// A pinned thread of the floor's (never real-time, never keeping the CPUs

@@ -326,7 +326,11 @@ impl<'a, S: Sink> Pacer<'a, S> {
         let result = if now - due > probe.cfg.schedule.tolerance_ns() {
             // Past half-way to the next slot: skipped, never made up for.
             let seq = probe.next_seq;
-            let r = Record::event(RecordKind::Missed, seq, now, probe.is_warmup(seq));
+            // Its lateness enters the latency from the schedule, as
+            // HdrHistogram's recordValueWithExpectedInterval does: a stall
+            // shows as every slot it swallowed, not as one long sample.
+            let r = Record::event(RecordKind::Missed, seq, now, probe.is_warmup(seq))
+                .with_send_lag(now - due);
             self.record(p, r);
             Ok(())
         } else {
