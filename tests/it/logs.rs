@@ -69,7 +69,7 @@ fn a_log_on_a_full_device_ends_the_run_with_exit_1() {
     assert!(!report.contains("PASS"), "{report}");
     assert_eq!(
         text(&out.stderr).trim_end(),
-        "synapse: error: packet log /dev/full: No space left on device (os error 28): the run was ended there (exit 1)"
+        "synapse: error: packet log /dev/full: No space left on device: the run was ended there (exit 1)"
     );
 }
 

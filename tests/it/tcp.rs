@@ -291,7 +291,14 @@ fn a_refused_connection_is_a_one_line_error() {
 #[test]
 fn without_a_server_it_measures_its_own_tcp_echo_on_loopback() {
     let out = synapse()
-        .args(["--tcp", "--packets", "300", "--json"])
+        .args([
+            "--tcp",
+            "--packets",
+            "300",
+            "--json",
+            "--tx-stamp-every",
+            "16",
+        ])
         .current_dir(common::scratch_dir())
         .output()
         .unwrap();

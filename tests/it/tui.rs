@@ -181,7 +181,7 @@ fn the_paced_live_display_shows_the_schedule_jitter_and_one_way_delay() {
     );
     let tmux = Tmux::start("paced", &script);
     let screen = tmux.wait_for("paced figures", |s| {
-        s.contains("RTT · every 1.00 ms") && s.contains("1-way   →") && s.contains("↳ →0 ←0")
+        s.contains("RTT · every 1.00 ms") && s.contains("1-way   →") && s.contains(" →0 ←0 ?0")
     });
     assert!(
         screen.contains("every 1.00 ms  CPU"),
