@@ -839,6 +839,84 @@ p("Reading: " + (f"the agent costs {says(r50(FA, 'agent', 'c'), digits=2)} the C
   f"probes; its `/metrics` holds {series:,.0f} series for 20 peers." if series else f"{fa.missing('agent')}."))
 p()
 
+# 20. instructions ------------------------------------------------------------------------
+p("## 20. The instrument's own cost in instructions")
+p()
+p("`benches/instructions.sh`: user-space instructions under `valgrind --tool=callgrind")
+p("--separate-threads=yes`, the release binary, blocking, the far side running natively; each")
+p("configuration run for two lengths and the difference divided by the round trips between them, so")
+p("start-up, warm-up and the report cancel (../shared/GUIDE.md §9). Client rows against the bare C")
+p("reflector (`benches/pingpong_c`, `BLOCK=1`); reflector rows driven by the bare C client. An")
+p("instruction count does not wobble: it resolves what §2's timings cannot. Busy-poll is not counted:")
+p("its empty spins would be, and a busy-poll round trip runs the same per-packet code as a blocking")
+p("one with a non-blocking receive in place of the blocking one.")
+p()
+IN = "instructions"
+def ins(v):
+    return "–" if v is None else f"{v:,.0f}"
+# (label, config, thread, reference config, reference thread, reference label)
+rows = [
+    ("bare C client, send/recv, no stamps", "c-plain", "all", None, None, None),
+    ("bare C client, RX software stamps read (`FLAGS=0x18`)", "c-rx", "all", None, None, None),
+    ("Synapse client, defaults: measurement thread", "syn-default", "t2", "c-rx", "all", "C, RX stamps"),
+    ("Synapse client, defaults: consumer (main) thread", "syn-default", "main", None, None, None),
+    ("Synapse client, `--timestamps user`: measurement thread", "syn-user", "t2", "c-plain", "all", "C, no stamps"),
+    ("Synapse client, `--timestamps user`: consumer (main) thread", "syn-user", "main", None, None, None),
+    ("Synapse client, `--interval 1ms` (paced): all threads", "syn-paced", "all", "c-rx", "all", "C, RX stamps"),
+    ("Synapse client, `--stamp` (against `synapse server`): all threads", "syn-stamp", "all", "c-rx", "all", "C, RX stamps"),
+    ("bare C TCP client", "c-tcp", "all", None, None, None),
+    ("Synapse client, `--tcp`: all threads", "syn-tcp", "all", "c-tcp", "all", "C TCP client"),
+    ("bare C reflector, per answer", "c-reflector", "all", None, None, None),
+    ("`synapse server`, per answer: all threads", "syn-server", "all", "c-reflector", "all", "C reflector"),
+    ("`synapse server`'s STAMP port, per answer: all threads", "syn-server-stamp", "all", "c-reflector", "all", "C reflector"),
+]
+ir = run(IN)
+def ins_get(config, thread):
+    for r in ir.results.get(config, []):
+        if r and r[0] == thread:
+            return float(r[1])
+    return None
+out_rows = []
+for label, c, t, rc, rt, rl in rows:
+    v = ins_get(c, t)
+    if v is None:
+        out_rows.append((label, None, None, ir.missing(c), IN))
+        continue
+    r = ins_get(rc, rt) if rc else None
+    if rc is None:
+        out_rows.append((label, ins(v), "", "", IN))
+    elif r is None:
+        out_rows.append((label, ins(v), rl, ir.missing(rc), IN))
+    else:
+        out_rows.append((label, ins(v), f"{rl}: {ins(r)}", f"**{rfmt(ratio(v, r), 2)}**", IN))
+table(out_rows, figure="instructions per round trip", reference="bare C, same run")
+targets = [
+    ("client defaults ≤ 1.3 × the C client with the same RX stamps", ratio(ins_get("syn-default", "t2"), ins_get("c-rx", "all")), 1.3),
+    ("client `--timestamps user` ≤ 1.3 × the C client without stamps", ratio(ins_get("syn-user", "t2"), ins_get("c-plain", "all")), 1.3),
+]
+srv = ins_get("syn-server", "all")
+p("Against issue 38's aims: " + "; ".join(f"{l}: {says(r, t, 2)}" for l, r, t in targets) +
+  (f"; `synapse server` ≤ 400 per answer: {srv:,.0f} ({'met' if srv <= 400 else 'not met'})." if srv else "."))
+p()
+prof = {}
+for line in (read(IN, "out") or "").splitlines():
+    parts = line.split(None, 4)
+    if len(parts) == 5 and parts[0] == "profile":
+        prof.setdefault((parts[1], parts[2]), []).append((float(parts[3]), parts[4]))
+for (c, t), fns in prof.items():
+    if c not in ("syn-default", "syn-server"):
+        continue
+    who = {"syn-default": "the client's", "syn-server": "the reflector's"}[c]
+    what = "measurement thread" if t != "main" else "main thread"
+    p(f"Where {who} {what} spends them (`{c}`, thread `{t}`; self instructions per round trip, "
+      "the costliest functions, `benches/callgrind_diff.py`):")
+    p()
+    p("| per round trip | function (source) |")
+    p("|---|---|")
+    for v, fn in fns:
+        p(f"| {v:,.1f} | `{fn}` |")
+    p()
+
 # not measured ---------------------------------------------------------------------------
 p("## What is not measured here")
 p()
