@@ -2,7 +2,8 @@
 """Where one round trip's instructions go: the per-function difference of
 two callgrind files of the same thread (a SHORT and a LONG run, from
 benches/instructions.sh with KEEP=DIR), divided by the round trips between
-them. Self cost per function, as callgrind_annotate reports it; start-up
+them. Self cost per function (with what was inlined into it), as
+callgrind_annotate reports it; start-up
 and the final report cancel.
 
     benches/callgrind_diff.py SHORT_FILE LONG_FILE ROUND_TRIPS [TOP]
@@ -25,11 +26,10 @@ def costs(path):
         if not m or "PROGRAM TOTALS" in m.group(2):
             continue
         name = re.sub(r" \[[^\]]*\]$", "", m.group(2))
-        # file:function, the file shortened to what names it
-        file, _, fn = name.partition(":")
-        file = re.sub(r"^.*/(src|sysdeps|nptl|socket|string|malloc|time)/", r"\1/", file)
-        key = f"{fn}  ({file})"
-        out[key] = out.get(key, 0) + int(m.group(1).replace(",", ""))
+        # Grouped by function: code inlined into it (from whatever file)
+        # counts as its own.
+        fn = name.partition(":")[2] or name
+        out[fn] = out.get(fn, 0) + int(m.group(1).replace(",", ""))
     return out
 
 

@@ -11,7 +11,10 @@
 # Everything runs blocking: in busy-poll the empty spins would be counted
 # too, and they are the loop waiting, not the instrument's work (a
 # busy-poll round trip runs the same per-packet code as a blocking one,
-# with a non-blocking receive in place of the blocking one).
+# with a non-blocking receive in place of the blocking one). The main
+# (consumer) thread's count varies between runs (it drains the ring in as
+# many wake-ups as the timing gives); a measurement thread's repeats to
+# within 0.2 %.
 #
 # Client side (against the bare C reflector, BLOCK=1):
 #   c-plain        bare C client, send/recv, no stamps
@@ -19,7 +22,9 @@
 #                  each reply's control data (recvmsg), error queue polled
 #   syn-default    `synapse client` defaults (kernel stamps)
 #   syn-user       `synapse client --timestamps user`
-#   syn-paced      `synapse client --interval 1ms` (the schedule)
+#   syn-paced      `synapse client --interval 1ms` (the schedule; not run by
+#                  default: its waiter wakes a varying number of times before
+#                  each slot under callgrind, so the difference is the waiting)
 #   c-tcp          bare C TCP client against the bare C TCP reflector
 #   syn-tcp        `synapse client --tcp` against the same
 #   syn-stamp      `synapse client --stamp`, against a native `synapse
@@ -29,6 +34,13 @@
 #   syn-server     `synapse server` defaults
 #   syn-server-stamp  `synapse server`'s STAMP port, driven by a native
 #                  `synapse client --stamp --timestamps user`
+#   syn-server-paced  `synapse server` defaults, driven by a native
+#                  `synapse client --interval 1ms --timestamps user`: under
+#                  callgrind the slowed reflector finds the bare C client's
+#                  next request already queued after each answer and takes
+#                  its batch path (`recvmmsg`/`sendmmsg` of one); a request
+#                  each millisecond finds it waiting in `recvfrom`, the path
+#                  a native reflector takes
 #
 #   benches/instructions.sh [SHORT LONG]   (default 10000 20000;
 #   CONFIGS="c-plain syn-default …"; KEEP=DIR keeps the LONG runs'
@@ -82,7 +94,7 @@ measure() { # CONFIG N
     c-tcp) far tcp; vg "$out" "$dir/tcp_client" "$port" "$n" 200 0 > /dev/null ;;
     syn-tcp) far tcp; syn_client "$out" "$n" --tcp ;;
     syn-stamp) far synapse; syn_client "$out" "$n" --stamp ;;
-    c-reflector | syn-server | syn-server-stamp) reflect "$c" "$n" "$out"; return ;;
+    c-reflector | syn-server*) reflect "$c" "$n" "$out"; return ;;
     *) echo "unknown config $c" >&2; exit 2 ;;
   esac
   stop far
@@ -109,6 +121,9 @@ sys.exit("the reflector never answered")
 PY
   if [ "$c" = syn-server-stamp ]; then
     "$bin" client "127.0.0.1:$((port + 1))" --no-ui --json --stamp --timestamps user \
+      --packets "$n" > /dev/null
+  elif [ "$c" = syn-server-paced ]; then
+    "$bin" client "127.0.0.1:$port" --no-ui --json --interval 1ms --timestamps user \
       --packets "$n" > /dev/null
   else
     BLOCK=1 "$dir/client" "$port" "$n" 200 0 > /dev/null
@@ -139,7 +154,7 @@ print("all", f"{total:.0f}")
 PY
 }
 
-read -r -a configs <<< "${CONFIGS:-c-plain c-rx syn-default syn-user syn-paced c-tcp syn-tcp syn-stamp c-reflector syn-server syn-server-stamp}"
+read -r -a configs <<< "${CONFIGS:-c-plain c-rx syn-default syn-user c-tcp syn-tcp syn-stamp c-reflector syn-server syn-server-paced syn-server-stamp}"
 for c in "${configs[@]}"; do
   measure "$c" "$short"
   measure "$c" "$long"
