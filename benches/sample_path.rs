@@ -92,12 +92,11 @@ fn stats_record(cpu: usize, shape: Shape) -> f64 {
     let mut s = Stats::shaped(shape);
     let start = Instant::now();
     for i in 0..N {
-        let far = FarSide::new(
-            30_000 + (i % 7) as i64,
-            40_000 - (i % 5) as i64,
-            i as u32,
-            true,
-        );
+        let (fwd, bwd) = (30_000 + (i % 7) as i64, 40_000 - (i % 5) as i64);
+        let far = FarSide::new(i as u32)
+            .with_application(Some(fwd + 5_000), Some(bwd + 5_000))
+            .with_kernel(Some(fwd), Some(bwd))
+            .with_errors(Some(1_000.0), Some(1_000.0));
         let r = Record::sample(i, i * 1_000, rtt(i), false)
             .with_send_lag(i % 3_000)
             .with_far(far);
@@ -146,7 +145,7 @@ fn main() {
     );
     let paced = Shape {
         schedule: Some((Pattern::Periodic, 1_000_000)),
-        one_way: Some((false, true)),
+        one_way: Some(false),
         ..Shape::default()
     };
     println!("\nStats::record on one thread, CPU {a}, ns per sample");

@@ -10,7 +10,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 use synapse_engine::stamp;
-use synapse_engine::stamp::{ErrorEstimate, Layout, NtpTime, Reflection, SenderPacket};
+use synapse_engine::stamp::{ErrorEstimate, Layout, Reflection, SenderPacket, WireTime};
 use synapse_engine::stamp_key::StampKey;
 use synapse_engine::{Role, choose_cpu, pin_thread};
 
@@ -24,8 +24,8 @@ fn reflector(at: Layout, key: Option<&StampKey>) -> f64 {
     for seq in 0..N {
         SenderPacket {
             seq,
-            timestamp: NtpTime::from_unix_ns(u64::from(seq)),
-            error: ErrorEstimate::LOCAL,
+            timestamp: WireTime::from_unix_ns(u64::from(seq)),
+            error: ErrorEstimate::UNSYNCHRONIZED,
             ssid: 0,
         }
         .encode_as(&mut buf, at);
@@ -38,12 +38,12 @@ fn reflector(at: Layout, key: Option<&StampKey>) -> f64 {
             assert!(k.verifies(black_box(&buf)));
         }
         let how = Reflection {
-            t2: NtpTime::from_unix_ns(1),
+            t2: WireTime::from_unix_ns(1),
             ttl: 64,
             seq: None,
-            error: ErrorEstimate::LOCAL,
+            error: ErrorEstimate::UNSYNCHRONIZED,
         };
-        stamp::reflect_in_place(&mut buf, at, how, || NtpTime::from_unix_ns(2)).unwrap();
+        stamp::reflect_in_place(&mut buf, at, how, || WireTime::from_unix_ns(2)).unwrap();
         if let Some(k) = key {
             k.sign(&mut buf);
             assert!(k.verifies(black_box(&buf)));

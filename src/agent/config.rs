@@ -420,6 +420,13 @@ impl PeerMaker {
             Ok(key) => key,
             Err(e) => return Err(fail("hmac_key_file", e.to_string())),
         };
+        let format = p.packet.stamp_format.stamp_format;
+        if format != stamp::TimeFormat::Ntp && !p.packet.stamp {
+            return Err(fail(
+                "stamp_format",
+                format!("'{format}' is STAMP's: set stamp = true"),
+            ));
+        }
         let schedule = p.pace.schedule().unwrap_or(Schedule {
             pattern: Pattern::Periodic,
             interval: DEFAULT_INTERVAL,
@@ -436,6 +443,7 @@ impl PeerMaker {
             key,
             marks: p.packet.marks(),
             tlvs: p.packet.tlvs(),
+            stamp_format: p.packet.stamp_format.stamp_format,
             transport,
             labels: e.labels,
             chosen: e.chosen,

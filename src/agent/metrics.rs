@@ -11,31 +11,14 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, NativeHistogramConfig};
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use synapse_engine::{ReflectorTotals, Refusals};
 use synapse_stats::{Record, RecordKind, ReplyOrder, Segment};
 
-/// The classic buckets' upper bounds, seconds: six per decade from 10 µs
-/// to 1 ms (where a host pair's RTT lives), three per decade elsewhere,
-/// 1 µs to 1 s. Each costs a line per series in every text scrape.
-pub const CLASSIC_BUCKETS: [f64; 25] = [
-    1e-6, 2e-6, 5e-6, 10e-6, 15e-6, 20e-6, 30e-6, 50e-6, 70e-6, 100e-6, 150e-6, 200e-6, 300e-6,
-    500e-6, 700e-6, 1e-3, 2e-3, 5e-3, 10e-3, 20e-3, 50e-3, 100e-3, 200e-3, 500e-3, 1.0,
-];
-
-/// Native resolution: schema 3, buckets 2^(1/8) ≈ 9 % wide; a 1 ns zero
-/// bucket (only an |IPDV| of 0 falls in it); at most 160 buckets a series.
-pub fn native_config() -> NativeHistogramConfig {
-    NativeHistogramConfig::with_schema(3)
-        .zero_threshold(1e-9)
-        .max_buckets(160)
-        .max_zero_threshold(1e-6)
-}
-
-fn histogram() -> Histogram {
-    Histogram::new_classic_and_native(CLASSIC_BUCKETS, native_config())
-}
+#[cfg(test)]
+use super::buckets::CLASSIC_BUCKETS;
+use super::buckets::histogram;
 
 pub use super::pair::Pair;
 
@@ -167,6 +150,8 @@ struct PeerSeries {
     previous_rtt_ns: Option<u64>,
     /// Class of service, when the peer's requests are marked.
     cos: Option<CosSeries>,
+    /// STAMP: the tightest exchange since the clocks' offset was set.
+    offset: super::clock_metrics::OffsetWindow,
     order: ReplyOrder,
 }
 
@@ -176,6 +161,8 @@ pub struct Metrics {
     source: String,
     /// Discovery's, the subset's, the paths' and the reflector's sources.
     pub fleet: super::fleet_metrics::FleetMetrics,
+    /// STAMP peers' one-way delays and the clocks at both ends.
+    clock: super::clock_metrics::ClockMetrics,
     /// This host's labels, and the keys of them (and of the peers') that
     /// series carry.
     own_labels: super::labels::Labels,
@@ -260,6 +247,7 @@ impl Metrics {
         Self {
             source: source.into(),
             fleet: super::fleet_metrics::FleetMetrics::new(registry, source),
+            clock: super::clock_metrics::ClockMetrics::new(registry),
             own_labels: super::labels::Labels::new(),
             series_labels: Vec::new(),
             families: f,
@@ -354,6 +342,7 @@ impl Metrics {
             misses: counter(&f.misses),
             previous_rtt_ns: None,
             cos: None,
+            offset: Default::default(),
             order: ReplyOrder::default(),
             info,
             labels,
@@ -435,6 +424,7 @@ impl Metrics {
         }
         f.info.remove(&s.info);
         self.forget_cos(l);
+        self.clock.forget(l);
         self.fleet.forget(l);
     }
 
@@ -474,6 +464,9 @@ impl Metrics {
                 }
                 if let Some(c) = &mut s.cos {
                     record_cos(&self.families, &s.labels, c, &r.marks);
+                }
+                if r.far.application().is_some() {
+                    self.clock.record(&s.labels, &mut s.offset, &r.far);
                 }
             }
             RecordKind::Lost => {
@@ -706,6 +699,7 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
+            stamp_format: Default::default(),
             transport: synapse_engine::Transport::Udp,
             labels: Default::default(),
             chosen: Default::default(),

@@ -20,6 +20,8 @@
 //! is a front end over it, as the live display and the headless reports
 //! are over the client and server sessions.
 
+pub mod buckets;
+pub mod clock_metrics;
 pub mod config;
 pub mod discovery;
 pub mod fleet_metrics;

@@ -295,6 +295,7 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
+            stamp_format: Default::default(),
             transport: synapse_engine::Transport::Udp,
             labels: Default::default(),
             chosen: Default::default(),

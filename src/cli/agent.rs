@@ -464,7 +464,8 @@ mod tests {
                 "dscp",
                 "ecn",
                 "tlv",
-                "hmac_key_file"
+                "hmac_key_file",
+                "stamp_format"
             ]
         );
     }

@@ -25,6 +25,7 @@ use synapse_engine::protocol::tlv::StampTlvs;
 use synapse_engine::reflector_admission::Cidr;
 use synapse_engine::reflector_limits::Limits;
 use synapse_engine::socket::address_text;
+use synapse_engine::stamp::TimeFormat;
 use synapse_engine::{ReflectorStamping, Schedule, TimestampMode, Transport};
 use synapse_stats::Threshold;
 use synapse_stats::{Dscp, Ecn, Pattern};
@@ -172,6 +173,9 @@ pub struct ServerArgs {
 
     #[command(flatten)]
     pub key: KeyArgs,
+
+    #[command(flatten)]
+    pub stamp_format: StampFormatArgs,
 
     /// Once the ports are bound, run as this user (and its group) for good:
     /// binding port 862 needs privilege, serving it does not. Needs root
@@ -369,8 +373,10 @@ pub struct RunArgs {
     #[serde(flatten)]
     pub clock: ClockArgs,
 
-    /// Kernel stamps in ping-pong: ask for TX stamps on one packet in N
-    /// (per send; RX stamps stay on every packet). The split comes from
+    /// Kernel stamps in ping-pong: ask for TX stamps on one packet in N on
+    /// average, each packet drawn at random (geometric gaps, RFC 3432 §3,
+    /// so no period in the traffic can line up with them; RX stamps stay
+    /// on every packet). The split and the kernel one-way delays come from
     /// those packets, every segment from the same ones; the others skip
     /// the stamping's cost. [default: 256; 1 with --log, which logs every
     /// packet's points; paced runs stamp every packet]
@@ -494,6 +500,10 @@ pub struct PacketArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub key: KeyArgs,
+
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub stamp_format: StampFormatArgs,
 }
 
 impl PacketArgs {
@@ -528,6 +538,20 @@ pub struct KeyArgs {
     /// answers authenticated requests only. Failures are counted.
     #[arg(long, value_name = "FILE")]
     pub hmac_key_file: Option<PathBuf>,
+}
+
+/// STAMP's timestamp format: `synapse client --stamp` and `synapse
+/// server` alike.
+#[derive(Debug, Args, Clone, Default, Serialize)]
+pub struct StampFormatArgs {
+    /// STAMP: write timestamps (T1 as a client; T2, T3 and Follow-Up as a
+    /// reflector) in NTP format, or PTPv2 truncated (32-bit seconds since
+    /// 1970, 32-bit nanoseconds; the clock's UTC, not TAI). The Z bit says
+    /// which; replies and requests are read by their own Z bit whatever
+    /// this says.
+    #[arg(long, value_name = "ntp|ptp", default_value = "ntp", value_parser = stamp_format)]
+    #[serde(serialize_with = "synapse_units::serde_display")]
+    pub stamp_format: TimeFormat,
 }
 
 /// How replies are timed: their deadline and the clock that stamps them.
@@ -750,6 +774,10 @@ fn table_schema(name: &'static str) -> clap::Command {
 /// The whole command line, for completions and the manual page.
 pub fn command() -> clap::Command {
     Cli::command()
+}
+
+fn stamp_format(s: &str) -> Result<TimeFormat, String> {
+    s.parse()
 }
 
 fn timestamp_mode(s: &str) -> Result<TimestampMode, String> {

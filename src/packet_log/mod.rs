@@ -24,7 +24,7 @@ use synapse_engine::Points;
 /// DSCP and ECN marks each leg arrived with; then TCP's: when the far kernel's ACK
 /// of the request came back and whether it rode on the reply, and (with
 /// `--connect-each`) when the connection was begun and when it was open.
-pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW,T1_WIRE";
+pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW,T1_WIRE,REFLECTOR_ERROR,CLIENT_ERROR";
 
 /// What the writer can put in a log: one CSV row per item.
 pub trait LogRow: Send + 'static {
@@ -438,6 +438,16 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
     // T1 hw on the system clock: T1_WIRE − T1_DRV is the send path to
     // the wire.
     stamp(out, p.t1_wire)?;
+    // Each end's STAMP error estimate: ns when synchronised (S=1).
+    for e in [p.reflector_error, p.client_error] {
+        match e {
+            Some(e) => match e.bound_ns() {
+                Some(ns) => write!(out, ",{}", ns.ceil() as u64)?,
+                None => write!(out, ",unsynchronised")?,
+            },
+            None => write!(out, ",")?,
+        }
+    }
     writeln!(out)
 }
 
@@ -474,10 +484,10 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2,,,,46,ce,,,,,"
+            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2,,,,46,ce,,,,,,,"
         );
         assert_eq!(
-            lines[1], "4,lost,,,,,,,,,,,,,,,,,,,,,,,,",
+            lines[1], "4,lost,,,,,,,,,,,,,,,,,,,,,,,,,,",
             "a lost packet has no RTT"
         );
         let columns = HEADER.split(',').count();
@@ -508,8 +518,8 @@ mod tests {
         assert_eq!(text.lines().next(), Some(HEADER));
         assert_eq!(text.lines().count(), 1001);
         assert!(
-            text.ends_with(",999,,,,,,,,,,,,\n"),
-            "RTT, then no SCHED, REFLECTOR_SEQ, T3_DRV, marks, TCP points nor T1_WIRE"
+            text.ends_with(",999,,,,,,,,,,,,,,\n"),
+            "RTT, then no SCHED, REFLECTOR_SEQ, T3_DRV, marks, TCP points, T1_WIRE nor errors"
         );
     }
 
@@ -531,7 +541,9 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             text,
-            format!("{HEADER}\n0,lost,,,,,,,,,,,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,,,,,,,,,,,\n")
+            format!(
+                "{HEADER}\n0,lost,,,,,,,,,,,,,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,,,,,,,,,,,,,\n"
+            )
         );
     }
 

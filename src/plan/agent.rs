@@ -104,6 +104,8 @@ pub struct PeerConfig {
     pub marks: Option<u8>,
     /// STAMP: the RFC 8972 TLVs asked for.
     pub tlvs: synapse_engine::protocol::tlv::StampTlvs,
+    /// STAMP: the format of the T1 its requests carry.
+    pub stamp_format: synapse_engine::stamp::TimeFormat,
     /// UDP datagrams (the prober), or request and response over TCP (a
     /// connection and a thread of its own).
     pub transport: synapse_engine::Transport,

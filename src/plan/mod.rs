@@ -19,6 +19,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 use synapse_engine::reflector_admission::{Admission, AllowList};
+use synapse_engine::stamp::TimeFormat;
 use synapse_engine::stamp_key::StampKey;
 use synapse_engine::{
     ClientConfig, EngineError, MAX_IN_FLIGHT, Protocol, ReflectorConfig, ReflectorStamping, Role,
@@ -138,6 +139,7 @@ impl ClientPlan {
             stamp: r.packet.stamp,
             ssid: r.packet.ssid.unwrap_or(0),
             stamp_key: self.stamp_key.clone(),
+            stamp_format: r.packet.stamp_format.stamp_format,
             marks: r.packet.marks(),
             tlvs: r.packet.tlvs(),
             tx_stamp_every: r.tx_stamp_every.unwrap_or(if self.log.is_some() {
@@ -209,6 +211,8 @@ pub struct ServerPlan {
     pub admission: Admission,
     /// The STAMP reflector's key: it answers authenticated requests only.
     pub stamp_key: Option<StampKey>,
+    /// The format of the STAMP reflector's timestamps.
+    pub stamp_format: TimeFormat,
     /// Who to become once the ports are bound.
     pub user: Option<String>,
     /// TCP echo: its port (`Some(0)`: the UDP echo port's number), or none.
@@ -549,6 +553,12 @@ fn client_plan(
     check_pacing(&run)?;
     check_transport(&run)?;
     let stamp_key = stamp_key_of(&run.packet.key, run.packet.stamp, "synapse client")?;
+    if run.packet.stamp_format.stamp_format != TimeFormat::Ntp && !run.packet.stamp {
+        return Err(AppError::Usage(format!(
+            "--stamp-format {} is STAMP's: add --stamp",
+            run.packet.stamp_format.stamp_format
+        )));
+    }
     let placement = |cpu, cpu_auto| run.thread.on(cpu, cpu_auto);
     Ok(ClientPlan {
         target,
@@ -646,6 +656,7 @@ fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
             limits: s.limits.limits(),
         },
         stamp_key,
+        stamp_format: s.stamp_format.stamp_format,
         user: s.user.clone(),
         tcp_port: match s.tcp_port {
             Some(0) => None,
@@ -688,6 +699,7 @@ impl ServerPlan {
                 Protocol::Stamp => self.stamp_key.clone(),
                 Protocol::Echo => None,
             },
+            stamp_format: self.stamp_format,
             ..ReflectorConfig::new(bind, protocol)
         }
     }
@@ -784,6 +796,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         // The in-process reflector of `synapse --stamp --hmac-key-file`
         // authenticates with the client's key.
         stamp_key: c.stamp_key.clone(),
+        stamp_format: c.run.packet.stamp_format.stamp_format,
         user: None,
         // A TCP client's own reflector answers TCP echo on its UDP port's
         // number (the kernel's choice on loopback).

@@ -2,6 +2,7 @@
 //! and p50/p99 per segment with the replies that lacked a stamp.
 
 use serde::Serialize;
+use synapse_engine::timestamping::phc_map::NicClockFigures;
 use synapse_engine::{ClientOutcome, StampingInfo, capabilities::Source};
 use synapse_stats::{Segment, SegmentFigures};
 
@@ -38,6 +39,9 @@ pub struct BreakdownReport {
     /// means add up to it (with sampling, next to every packet's mean it
     /// shows what being stamped cost).
     pub split_packets_rtt_mean_ns: Option<f64>,
+    /// Hardware stamps: how the NIC's clock was read against the system
+    /// clock (the reading's window, steps, stamps not placed).
+    pub nic_clock: Option<NicClockFigures>,
 }
 
 const USER: &str = "user space (CLOCK_REALTIME)";
@@ -124,6 +128,7 @@ impl BreakdownReport {
             stale_tx_stamps: outcome.stale_stamps,
             tx_stamp_every: info.tx_every,
             split_packets_rtt_mean_ns: b.rtt_mean_ns(),
+            nic_clock: outcome.nic_clock,
         })
     }
 }

@@ -10,16 +10,11 @@ use synapse_units::group_thousands;
 
 /// What the STAMP extensions say that the reader must know: one-way
 /// delays resting on a clock nobody synchronises.
-pub fn warnings(
-    summary: &Summary,
-    ext: Option<&TlvSummary>,
-    host_synced: bool,
-    same_clock: bool,
-) -> Vec<String> {
+pub fn warnings(summary: &Summary, ext: Option<&TlvSummary>, same_clock: bool) -> Vec<String> {
     let mut out = Vec::new();
-    if summary.one_way_ns.is_none() || same_clock {
+    let Some(one_way) = summary.one_way_ns.as_ref().filter(|_| !same_clock) else {
         return out;
-    }
+    };
     if let Some(clock) = ext.and_then(|e| e.timestamp_info.as_ref())
         && !clock.synchronised
     {
@@ -28,11 +23,12 @@ pub fn warnings(
             clock.t2_sync, clock.t3_sync
         ));
     }
-    if !host_synced {
-        out.push(
-            "one-way delays rest on this host's clock, which the kernel says is not synchronised"
-                .into(),
-        );
+    let unsynced = one_way.clock_errors.client_unsynchronized;
+    if unsynced > 0 {
+        out.push(format!(
+            "one-way delays rest on this host's clock, which the kernel said was not synchronised when {} of the requests left",
+            group_thousands(unsynced)
+        ));
     }
     out
 }

@@ -6,7 +6,9 @@
 mod breakdown;
 mod extensions_text;
 mod floor;
+mod jitter_text;
 mod json;
+mod one_way_text;
 mod progress;
 mod regression;
 pub mod runs;
@@ -171,7 +173,6 @@ impl Report {
         let extension_warnings = extensions_text::warnings(
             &summary,
             outcome.extensions.as_ref(),
-            synapse_engine::stamp::ErrorEstimate::of_this_host().synchronized,
             synapse_engine::socket::is_this_host(server.ip()),
         );
         Self {

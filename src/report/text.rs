@@ -423,8 +423,8 @@ fn write_breakdown(out: &mut impl Write, b: &BreakdownReport, replies: u64) -> i
     if b.tx_stamp_every > 1 {
         writeln!(
             out,
-            "  Sampled: TX stamps on 1 packet in {} (--tx-stamp-every); the split is theirs, \
-             the round-trip figures are every packet's",
+            "  Sampled: TX stamps on 1 packet in {} on average, drawn at random \
+             (--tx-stamp-every); the split is theirs, the round-trip figures are every packet's",
             b.tx_stamp_every
         )?;
         if let Some(mean) = b.split_packets_rtt_mean_ns {
@@ -441,6 +441,38 @@ fn write_breakdown(out: &mut impl Write, b: &BreakdownReport, replies: u64) -> i
             "  {} TX stamps arrived after their packet was settled (not used)",
             group_thousands(b.stale_tx_stamps)
         )?;
+    }
+    write_nic_clock(out, b)
+}
+
+/// How the NIC's clock was placed on the system clock, and what of the
+/// send path to the wire read below zero.
+fn write_nic_clock(out: &mut impl Write, b: &BreakdownReport) -> io::Result<()> {
+    if let Some(c) = &b.nic_clock {
+        writeln!(
+            out,
+            "  NIC clock on the system clock: {} ten times a second ({} readings), window {} \
+             (widest {}), rate {:+.3} ppm, {} steps absorbed, {} NIC stamps not placed",
+            c.method,
+            group_thousands(c.readings),
+            format_ns(c.window_ns as f64),
+            format_ns(c.window_max_ns as f64),
+            c.rate_ppm,
+            group_thousands(c.steps),
+            group_thousands(c.unplaced)
+        )?;
+    }
+    for s in &b.segments {
+        if let Some(z) = s.below_zero.filter(|z| z.readings > 0) {
+            writeln!(
+                out,
+                "  {}: {} readings below zero (down to −{}; the reading's error), kept: its \
+                 percentiles read them as 0, its mean as they are",
+                s.label.trim(),
+                group_thousands(z.readings),
+                format_ns(z.lowest_ns.unsigned_abs() as f64)
+            )?;
+        }
     }
     Ok(())
 }
@@ -632,6 +664,7 @@ mod tests {
                 ..StampingInfo::default()
             },
             tcp: None,
+            nic_clock: None,
         };
         let server = "192.0.2.10:8080".parse().unwrap();
         Report::new(

@@ -3,8 +3,9 @@
 //! one-way delays with the clocks they were read on, and loss by direction.
 
 use super::EffectiveConfig;
+use super::jitter_text::jitter_line;
 use std::io::{self, Write};
-use synapse_stats::{DelayFigures, JitterFigures, OneWayFigures, Summary};
+use synapse_stats::{JitterFigures, Summary};
 use synapse_units::{format_ns, group_thousands};
 
 /// `ping-pong (one request in flight)` or `paced, periodic, every 1 ms`.
@@ -36,12 +37,12 @@ pub fn mode_line(c: &EffectiveConfig) -> String {
 pub fn write_timing(out: &mut impl Write, s: &Summary) -> io::Result<()> {
     write_schedule(out, s)?;
     if let Some(j) = &s.jitter_ns {
-        writeln!(out, "Jitter of the RTT (consecutive replies):")?;
+        writeln!(out, "Jitter of the RTT:")?;
         writeln!(out, "  {}", jitter_line(j))?;
         writeln!(out)?;
     }
     if let Some(w) = &s.one_way_ns {
-        write_one_way(out, w)?;
+        super::one_way_text::write_one_way(out, w)?;
     }
     if let Some(d) = &s.loss_direction {
         writeln!(
@@ -70,17 +71,6 @@ pub fn write_timing(out: &mut impl Write, s: &Summary) -> io::Result<()> {
         writeln!(out)?;
     }
     Ok(())
-}
-
-fn jitter_line(j: &JitterFigures) -> String {
-    format!(
-        "|IPDV| P50 {}, P99 {}; mean IPDV {}{}; RFC 3550 jitter {}",
-        format_ns(j.ipdv_p50 as f64),
-        format_ns(j.ipdv_p99 as f64),
-        if j.ipdv_mean < 0.0 { "−" } else { "+" },
-        format_ns(j.ipdv_mean.abs()),
-        format_ns(j.rfc3550)
-    )
 }
 
 fn write_schedule(out: &mut impl Write, s: &Summary) -> io::Result<()> {
@@ -131,59 +121,6 @@ fn write_schedule(out: &mut impl Write, s: &Summary) -> io::Result<()> {
     writeln!(out)
 }
 
-/// One-way delays. Figures only when they can be taken as delays: with
-/// clocks that are not known to agree, T2 − T1 and T4 − T3 carry their
-/// offset (a negative "delay" of a second, say), so only the jitter
-/// (which the offset cancels out of) and the offset itself are shown;
-/// the clock readings stay in the JSON, marked untrusted. A trusted
-/// percentile below zero (within the offset's error) shows as `< 0`.
-fn write_one_way(out: &mut impl Write, w: &OneWayFigures) -> io::Result<()> {
-    let trust = match &w.untrusted_reason {
-        None => "trusted".to_string(),
-        Some(why) => format!("UNTRUSTED: {why}; delays not shown"),
-    };
-    writeln!(
-        out,
-        "One-way delay (STAMP: T2 − T1 out, T4 − T3 back; {trust}):"
-    )?;
-    let line = |d: &DelayFigures| {
-        let jitter = d
-            .jitter
-            .as_ref()
-            .map(|j| format!("jitter {}", jitter_line(j)));
-        let delays = w
-            .trusted
-            .then(|| format!("P50 {}, P99 {}", delay(d.p50), delay(d.p99)));
-        [delays, jitter]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
-    writeln!(out, "  Forward:   {}", line(&w.forward))?;
-    writeln!(out, "  Backward:  {}", line(&w.backward))?;
-    writeln!(
-        out,
-        "  Clocks:    reflector {} the client (fastest round trip), drifting {:+.2} ppm",
-        match w.clock_offset_ns {
-            0 => "level with".to_string(),
-            o if o > 0 => format!("{} ahead of", format_ns(o as f64)),
-            o => format!("{} behind", format_ns(o.unsigned_abs() as f64)),
-        },
-        w.clock_drift_ppm
-    )?;
-    writeln!(out)
-}
-
-/// A one-way delay: never a negative figure.
-fn delay(ns: i64) -> String {
-    if ns < 0 {
-        "< 0".to_string()
-    } else {
-        format_ns(ns as f64)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,12 +131,12 @@ mod tests {
         let mut stats = Stats::new();
         for seq in 0..10 {
             let r = Record::sample(seq, 0, 1_000, false);
-            let far = FarSide::new(500, 500, seq as u32, false);
+            let far = FarSide::new(seq as u32).with_application(Some(500), Some(500));
             stats.record(&if stamp { r.with_far(far) } else { r });
         }
         stats.record(&Record::event(RecordKind::Lost, 10, 0, false));
         let last = Record::sample(11, 0, 1_000, false);
-        let far = FarSide::new(500, 500, 10, false);
+        let far = FarSide::new(10).with_application(Some(500), Some(500));
         stats.record(&if stamp { last.with_far(far) } else { last });
         let mut out = Vec::new();
         write_timing(
@@ -208,33 +145,6 @@ mod tests {
         )
         .unwrap();
         String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn one_way_delays_are_figures_only_when_the_clocks_agree() {
-        let mut stats = Stats::new().with_one_way(false, false);
-        for seq in 0..10 {
-            // The reflector's clock a second behind: forward reads −1 s.
-            let far = FarSide::new(-1_000_000_000 + 400, 1_000_000_000 + 500, seq as u32, false);
-            stats.record(&Record::sample(seq, 0, 1_000, false).with_far(far));
-        }
-        let mut out = Vec::new();
-        write_timing(
-            &mut out,
-            &Summary::from_stats(&stats, Duration::from_secs(1)),
-        )
-        .unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(text.contains("UNTRUSTED: "), "{text}");
-        assert!(text.contains("delays not shown"), "{text}");
-        assert!(!text.contains("Forward:   P50"), "{text}");
-        assert!(!text.contains("Backward:  P50"), "{text}");
-        assert!(
-            text.contains("reflector 1.00 s behind the client"),
-            "{text}"
-        );
-        assert_eq!(delay(-5), "< 0");
-        assert_eq!(delay(1_500), format_ns(1_500.0));
     }
 
     #[test]

@@ -298,6 +298,7 @@ fn probe_on_path(p: &PeerConfig, path: usize, paths: usize) -> ProbeConfig {
         key: p.key.clone(),
         marks: p.marks,
         tlvs: p.tlvs,
+        stamp_format: p.stamp_format,
     }
 }
 
@@ -324,6 +325,7 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         hdr: crate::cli::HdrLogArgs::default(),
         admission: cfg.admission.clone(),
         stamp_key: None,
+        stamp_format: synapse_engine::stamp::TimeFormat::Ntp,
         user: None,
         tcp_port: cfg.tcp_port,
         tcp_required: cfg.tcp_required,
@@ -355,6 +357,7 @@ mod tests {
             key: None,
             marks: None,
             tlvs: Default::default(),
+            stamp_format: synapse_engine::stamp::TimeFormat::Ntp,
         }
     }
 

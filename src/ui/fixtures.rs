@@ -102,7 +102,7 @@ pub fn paced_client_app() -> App {
     app.client.live.use_shape(Shape {
         segments: SegmentSet::for_run(true, true, false),
         schedule: Some((pace.pattern, pace.interval_ns())),
-        one_way: Some((true, false)),
+        one_way: Some(true),
         cos: None,
     });
     let live = &mut app.client.live;
@@ -117,12 +117,10 @@ pub fn paced_client_app() -> App {
         }
         let rtt = 60_000 + (seq * 7919 % 40) * 1_000;
         let forward = 25_000 + (seq * 31 % 7) as i64 * 1_000;
-        let far = synapse_stats::FarSide::new(
-            forward,
-            rtt as i64 - forward - 3_000,
-            reflector_seq,
-            false,
-        );
+        let back = rtt as i64 - forward - 3_000;
+        let far = synapse_stats::FarSide::new(reflector_seq)
+            .with_application(Some(forward), Some(back))
+            .with_kernel(Some(forward - 2_000), Some(back - 2_000));
         reflector_seq += 1;
         let r = Record::sample(seq, seq * 1_000_000, rtt, false)
             .with_split(split_of(rtt))

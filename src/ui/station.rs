@@ -597,6 +597,7 @@ impl Station {
                 stamping: t.stamping.clone().unwrap_or_default(),
                 tcp: t.tcp.clone(),
                 extensions: t.extensions.clone(),
+                nic_clock: None,
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));
             let mut report = Report::new(

@@ -47,7 +47,10 @@ fn paced_stamp_against_stamp_suite_tells_stateless_from_stateful() {
     let j = paced_stamp_run(port);
     assert_eq!(j["packets"]["received"], 1000, "{j}");
     assert_eq!(j["loss_direction"]["reflector"], "stateless", "{j}");
-    assert!(j["one_way_ns"]["forward"]["p50"].is_i64(), "{j}");
+    assert!(
+        j["one_way_ns"]["application"]["forward"]["p50"].is_i64(),
+        "{j}"
+    );
     let (_stateful, port) = stamp_suite_reflector(&bin, &["--stateful-reflector"]);
     let j = paced_stamp_run(port);
     assert_eq!(j["packets"]["received"], 1000, "{j}");
@@ -185,4 +188,118 @@ fn the_authenticated_synapse_sender_is_answered_by_stamp_suite() {
     assert_eq!(j["packets"]["received"], 500, "{j}");
     assert_eq!(j["unauthenticated_replies"], 0, "{j}");
     assert_eq!(j["config"]["size"], 112, "{j}");
+}
+
+/// One host, one clock: every one-way figure Synapse calls trusted holds
+/// the truth (a delay between two points on one clock is never below
+/// zero, and the two legs between the kernel's cut points fit in the
+/// round trip), and the clocks' offset, whose truth is 0, is within its
+/// bound; no drift is claimed.
+fn check_one_clock(j: &serde_json::Value) {
+    let w = &j["one_way_ns"];
+    assert_eq!(w["same_clock"], true, "{w}");
+    let rtt_max = j["rtt_ns"]["max"].as_i64().unwrap();
+    let mut trusted = 0;
+    for cut in ["kernel", "application"] {
+        for leg in ["forward", "backward"] {
+            let d = &w[cut][leg];
+            assert!(d["samples"].as_u64().unwrap() > 0, "{cut} {leg}: {w}");
+            if d["trusted"] == true {
+                trusted += 1;
+                let (min, max) = (d["min"].as_i64().unwrap(), d["max"].as_i64().unwrap());
+                assert!(
+                    min >= 0 && max <= rtt_max,
+                    "{cut} {leg} out of [0, RTT]: {d}"
+                );
+            }
+        }
+        let o = &w[cut]["clocks"];
+        let (offset, bound) = (
+            o["offset_ns"].as_i64().unwrap(),
+            o["bound_ns"].as_i64().unwrap(),
+        );
+        assert!(
+            offset.abs() <= bound,
+            "{cut}: truth 0 outside {offset} ± {bound}"
+        );
+        assert_eq!(o["drift"]["resolved"], false, "{cut}: {o}");
+    }
+    assert_eq!(trusted, 4, "one clock: no clock error: {w}");
+}
+
+fn paced_stamp(port: u16, extra: &[&str]) -> serde_json::Value {
+    success_json(
+        &synapse()
+            .args(["client", &format!("127.0.0.1:{port}"), "--stamp", "--json"])
+            .args([
+                "--interval",
+                "1ms",
+                "--packets",
+                "2000",
+                "--threshold",
+                "1s",
+            ])
+            .args(extra)
+            .output()
+            .unwrap(),
+    )
+}
+
+/// stamp-suite's reflector writing PTP timestamps (its Z bit set): Synapse
+/// reads T2 and T3 by that bit, whichever format its own T1 is in.
+#[test]
+fn synapse_reads_the_ptp_timestamps_of_stamp_suites_reflector() {
+    let Some(bin) = tool("stamp-suite", "synapse_reads_the_ptp_timestamps") else {
+        return;
+    };
+    let (_reflector, port) = stamp_suite_reflector(&bin, &["-K", "PTP"]);
+    for ours in ["ntp", "ptp"] {
+        let j = paced_stamp(port, &["--stamp-format", ours]);
+        assert_eq!(j["packets"]["received"], 2000, "{j}");
+        check_one_clock(&j);
+    }
+}
+
+/// Synapse's reflector writing PTP timestamps, read by stamp-suite's
+/// sender by their Z bit (its one-way delays, on one host: above zero and
+/// within the round trip); and by Synapse's own sender.
+#[test]
+fn the_synapse_reflector_writes_ptp_timestamps_for_stamp_suite_and_itself() {
+    let Some(bin) = tool("stamp-suite", "the_synapse_reflector_writes_ptp") else {
+        return;
+    };
+    let server = ["--stamp-format", "ptp"];
+    let synced = synapse_engine::protocol::clock_state::ClockState::of_this_host().synchronized;
+    for theirs in ["PTP", "NTP"] {
+        let all = stamp_suite_against(&bin, &server, &["-K", theirs, "-c", "200"]);
+        assert_eq!(all["packets_received"], 200, "{all}");
+        let owd = &all["owd"];
+        let r = &owd["clock_quality"]["last_reflector"];
+        assert_eq!(r["format"], "PTP", "the Z bit: {owd}");
+        assert_eq!(r["synchronized"], synced, "the S bit: {owd}");
+        if !synced {
+            assert_eq!(
+                (r["scale"].as_u64(), r["multiplier"].as_u64()),
+                (Some(63), Some(255))
+            );
+        }
+        let rtt_max = all["measurements"]["reply_rtt"]["max_ms"].as_f64().unwrap();
+        for leg in ["forward", "reverse"] {
+            let (min, max) = (
+                owd[format!("{leg}_min_ms")].as_f64().unwrap(),
+                owd[format!("{leg}_max_ms")].as_f64().unwrap(),
+            );
+            assert!(min > 0.0 && max < rtt_max, "{theirs} {leg}: {owd}");
+        }
+    }
+    let (echo, stamp) = (free_udp_port(), free_udp_port());
+    let child = synapse()
+        .args(["server", "--no-ui", "--bind", &format!("127.0.0.1:{echo}")])
+        .args(["--stamp-port", &stamp.to_string()])
+        .args(server)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_server, _out, _) = wait_until_ready(child);
+    check_one_clock(&paced_stamp(stamp, &["--tlv", "follow-up"]));
 }

@@ -18,6 +18,7 @@ mod architecture;
 mod assets;
 mod calibrate;
 mod cli;
+mod clocks_netns;
 mod compare;
 mod cos_netns;
 mod edges;

@@ -69,9 +69,21 @@ fn an_interval_of_1ms_for_3s_sends_3000() {
     for key in ["error_p50_ns", "error_p99_ns", "error_max_ns"] {
         assert!(j["schedule"][key].is_u64(), "{key}: {j}");
     }
-    for key in ["ipdv_p50", "ipdv_p99", "ipdv_mean", "rfc3550"] {
+    for key in [
+        "ipdv_p50",
+        "ipdv_p99",
+        "ipdv_pairs",
+        "arrival_p50",
+        "arrival_p99",
+        "arrival_pairs",
+        "rfc3550",
+    ] {
         assert!(j["jitter_ns"][key].is_number(), "{key}: {j}");
     }
+    assert!(
+        j["jitter_ns"].get("ipdv_mean").is_none(),
+        "it telescopes: {j}"
+    );
 }
 
 #[test]
@@ -141,8 +153,8 @@ fn ipdv_of_a_known_delay_pattern_is_exact() {
     let text = std::fs::read_to_string(&log).unwrap();
     let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
     let col = |name: &str| header.iter().position(|c| *c == name).unwrap();
-    let (at, t4) = (col("RTT"), col("T4_SW"));
-    let mut rows: Vec<((u64, u64), f64)> = text
+    let (at, t4, seq) = (col("RTT"), col("T4_SW"), col("SEQ"));
+    let mut rows: Vec<((u64, u64), u64, f64)> = text
         .lines()
         .skip(1)
         .map(|l| {
@@ -150,31 +162,47 @@ fn ipdv_of_a_known_delay_pattern_is_exact() {
             let (s, ns) = f[t4].split_once('.').unwrap();
             (
                 (s.parse().unwrap(), ns.parse().unwrap()),
+                f[seq].parse().unwrap(),
                 f[at].parse().unwrap(),
             )
         })
         .collect();
+    // RFC 5481 §4.1: pairs of consecutive sequence numbers.
+    rows.sort_by_key(|r| r.1);
+    let mut ipdv: Vec<f64> = rows
+        .windows(2)
+        .filter(|w| w[1].1 == w[0].1 + 1)
+        .map(|w| (w[1].2 - w[0].2).abs())
+        .collect();
+    // RFC 3550: consecutive arrivals.
     rows.sort_by_key(|r| r.0);
-    let rtts: Vec<f64> = rows.into_iter().map(|r| r.1).collect();
+    let rtts: Vec<f64> = rows.into_iter().map(|r| r.2).collect();
     let mut estimator = 0.0;
     for w in rtts.windows(2) {
         estimator += ((w[1] - w[0]).abs() - estimator) / 16.0;
     }
-    let mean = (rtts[rtts.len() - 1] - rtts[0]) / (rtts.len() - 1) as f64;
     assert!(
         (jit["rfc3550"].as_f64().unwrap() - estimator).abs() < 1e-3,
         "{estimator}: {jit}"
     );
-    assert!(
-        (jit["ipdv_mean"].as_f64().unwrap() - mean).abs() < 1e-3,
-        "{mean}: {jit}"
+    assert_eq!(
+        u(&j, &["jitter_ns", "ipdv_pairs"]),
+        ipdv.len() as u64,
+        "{jit}"
     );
+    assert_eq!(u(&j, &["jitter_ns", "arrival_pairs"]), 399, "{jit}");
+    ipdv.sort_by(f64::total_cmp);
+    let median = ipdv[(ipdv.len() - 1) / 2];
     let p50 = u(&j, &["jitter_ns", "ipdv_p50"]);
+    // Two significant digits.
+    assert!(
+        (p50 as f64 - median).abs() <= median * 0.01 + 1.0,
+        "{median}: {jit}"
+    );
     assert!(
         (970_000..=1_080_000).contains(&p50),
         "|IPDV| p50 {p50}: {jit}"
     );
-    assert!(mean.abs() < 20_000.0, "up and down cancel: {jit}");
     // A smoothing of the last ~16 differences: near 1 ms unless the
     // machine stalled in them.
     assert!(estimator >= 900_000.0, "{jit}");

@@ -290,7 +290,7 @@ fn bad_configuration_is_exit_2_with_file_line_column_and_key() {
     assert_usage_error(
         &env.run(&["client", "--no-ui"]),
         &format!(
-            "{c}:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, duration, warmup, interval, rate, poisson, transport, connect_each, timeout_ms, timestamps, tx_stamp_every, update, size, stamp, ssid, dscp, ecn, tlv, hmac_key_file, cpu, busy_poll, rt, keep_awake, threshold, max_loss, max_outage, fps, baseline)"
+            "{c}:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, duration, warmup, interval, rate, poisson, transport, connect_each, timeout_ms, timestamps, tx_stamp_every, update, size, stamp, ssid, dscp, ecn, tlv, hmac_key_file, stamp_format, cpu, busy_poll, rt, keep_awake, threshold, max_loss, max_outage, fps, baseline)"
         ),
     );
     env.write("[defaults]\nsize = \"big\"\n");

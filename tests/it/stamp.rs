@@ -63,7 +63,7 @@ fn answers_stamp_session_senders_byte_for_byte() {
     let (mut server, _, port) = start(&[]);
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
     s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let synced = synapse_engine::stamp::ErrorEstimate::of_this_host().synchronized;
+    let synced = synapse_engine::protocol::clock_state::ClockState::of_this_host().synchronized;
     for (reflector_seq, seq) in [(0u32, 1u32), (1, 2), (2, 0xFFFF_FFFF)] {
         let t1 = ntp_now();
         let request = sender_packet(seq, t1);
@@ -82,6 +82,13 @@ fn answers_stamp_session_senders_byte_for_byte() {
         assert_eq!(r[12] & 0x80 != 0, synced, "S bit");
         assert_eq!(r[12] & 0x40, 0, "Z bit");
         assert_ne!(r[13], 0, "multiplier");
+        if !synced {
+            assert_eq!(
+                &r[12..14],
+                &[0x3f, 0xff],
+                "unsynchronised: the largest error"
+            );
+        }
         assert_eq!(&r[14..16], &[0, 0], "MBZ");
         assert_eq!(
             &r[24..28],

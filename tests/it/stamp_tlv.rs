@@ -184,7 +184,7 @@ fn every_tlv_comes_back_answered_from_the_synapse_reflector() {
         (d["forward_lost"].as_u64(), d["backward_lost"].as_u64()),
         (Some(0), Some(0))
     );
-    let synced = synapse_engine::stamp::ErrorEstimate::of_this_host().synchronized;
+    let synced = synapse_engine::protocol::clock_state::ClockState::of_this_host().synchronized;
     let clock = &e["timestamp_info"];
     assert_eq!(
         clock["t2_sync"],

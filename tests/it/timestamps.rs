@@ -10,7 +10,7 @@ use crate::common::netns::{B_ADDR, Namespaces};
 use crate::common::*;
 use std::process::{Command, Stdio};
 
-const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW,T1_WIRE";
+const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW,T1_WIRE,REFLECTOR_ERROR,CLIENT_ERROR";
 
 /// The server's `--log` header.
 const SERVER_HEADER: &str =
@@ -544,17 +544,19 @@ fn an_unwritable_server_log_is_refused_before_anything_binds() {
     assert!(out.stdout.is_empty(), "nothing was started");
 }
 
-/// Sampled TX stamps (the ping-pong default without --log): one packet in
-/// N asks for them; the split comes from exactly those, every segment from
-/// the same packets (none counted missing), and adds up to their own mean
-/// RTT; the report says how it was sampled.
+/// Sampled TX stamps (the ping-pong default without --log): each packet
+/// asks for them with chance 1/N (random, so the count is binomial: held
+/// within 6 standard deviations of n/N, and never 0); the split comes from
+/// exactly those, every segment from the same packets (none counted
+/// missing), and adds up to their own mean RTT; the report says how it was
+/// sampled.
 #[test]
 fn sampled_tx_stamps_split_only_their_own_packets() {
-    for (every, packets, expected) in [
-        (None, 2_560, 10),
-        (Some("64"), 640, 10),
-        (Some("1"), 200, 200),
-    ] {
+    for (every, packets) in [(None, 5_120), (Some("64"), 2_560), (Some("1"), 200)] {
+        let n = every.map_or(256, |n| n.parse::<u64>().unwrap());
+        let mean = packets as f64 / n as f64;
+        let spread = 6.0 * (mean * (1.0 - 1.0 / n as f64)).sqrt();
+        let (lo, hi) = ((mean - spread).max(1.0), mean + spread);
         let mut cmd = synapse();
         cmd.args([
             "--json",
@@ -570,14 +572,16 @@ fn sampled_tx_stamps_split_only_their_own_packets() {
         }
         let j = run_json(&mut cmd);
         let b = &j["breakdown"];
-        assert_eq!(
-            b["tx_stamp_every"],
-            every.map_or(256, |n| n.parse::<u64>().unwrap()),
-            "{b}"
+        assert_eq!(b["tx_stamp_every"], n, "{b}");
+        let segments = b["segments"].as_array().unwrap();
+        let taken = segments[0]["samples"].as_f64().unwrap();
+        assert!(
+            (lo..=hi).contains(&taken),
+            "{taken} stamped of {packets}, 1 in {n}: outside [{lo:.0}, {hi:.0}]"
         );
         let mut sum = 0.0;
-        for s in b["segments"].as_array().unwrap() {
-            assert_eq!(s["samples"], expected, "{s}");
+        for s in segments {
+            assert_eq!(s["samples"].as_f64(), Some(taken), "the same packets: {s}");
             assert_eq!(s["missing"], 0, "{s}");
             sum += s["mean_ns"].as_f64().unwrap();
         }

@@ -75,7 +75,7 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
         sheet,
         &what,
         &conv,
-        &j["one_way_ns"][impaired],
+        &j["one_way_ns"]["application"][impaired],
         (n, base.len()),
         (coupling, coupling, &["p99"]),
     );
@@ -93,7 +93,7 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
     // still hold it to the reference from both sides.
     let base = ok(&reference, &|r| one_way(r, other));
     let conv = Convolved::new(base.clone(), vec![0]);
-    let untouched = &j["one_way_ns"][other];
+    let untouched = &j["one_way_ns"]["application"][other];
     let what = format!("{other} one-way (not impaired)");
     let slack = if other == "backward" {
         RECEIVE_COUPLING_NS

@@ -108,6 +108,7 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
         );
     }
     super::hardware_wire::reflector(sheet, s, |when| setting(s, when));
+    super::hardware_wire::phc_step(sheet, s);
 }
 
 /// One run's stamps: every request a non-zero hardware TX stamp, no reply a

@@ -248,3 +248,60 @@ fn follow_ups(sheet: &mut Sheet, s: &Scenario, log: &[ServerRow]) {
         },
     );
 }
+
+/// The NIC's clock stepped +50 ms by phc_ctl mid-run: the servo finds the
+/// step, the rate it publishes is not the step's, and no NIC stamp is
+/// placed through the mapping from before it (each placed T1_WIRE within
+/// a millisecond of its driver stamp: the step would put it 50 ms off),
+/// while stamps are placed again after it.
+pub fn phc_step(sheet: &mut Sheet, s: &Scenario) {
+    sheet.expect("phcstep: exit status", 0, s.run_rc("phcstep").into());
+    let j = s.json("phcstep");
+    let c = &j["breakdown"]["nic_clock"];
+    let step = s.told_f64("phc_step_ns");
+    sheet.row(
+        "phcstep: the servo, after a step of the NIC's clock",
+        &format!(
+            "{} ms by phc_ctl; a step found, no rate from it",
+            step / 1e6
+        ),
+        "",
+        &format!(
+            "{}: {} steps, rate {} ppm, window {} ns (widest {}), {} stamps not placed",
+            c["method"],
+            c["steps"],
+            c["rate_ppm"],
+            c["window_ns"],
+            c["window_max_ns"],
+            c["unplaced"]
+        ),
+        "steps ≥ 1, |rate| < 100 ppm (the step over 100 ms would read 500,000)",
+        c["steps"].as_u64().unwrap_or(0) >= 1
+            && c["rate_ppm"].as_f64().is_some_and(|r| r.abs() < 100.0),
+    );
+    let rows = s.client_log("phcstep");
+    let to_wire: Vec<i64> = rows
+        .iter()
+        .filter_map(|r| Some(r.t1_wire? - r.t1_driver?))
+        .collect();
+    let worst = to_wire.iter().map(|v| v.abs()).max().unwrap_or(i64::MAX);
+    let stamped = rows.iter().filter(|r| r.t1_hw.is_some()).count();
+    // The last second of the run is well after the step.
+    let late = rows
+        .iter()
+        .rev()
+        .take(200)
+        .filter(|r| r.t1_wire.is_some())
+        .count();
+    sheet.row(
+        "phcstep: T1_WIRE − T1 driver, every placed stamp",
+        "within 1 ms (the step would put a stamp 50 ms off)",
+        &format!("{stamped} NIC stamps"),
+        &format!(
+            "{} placed, largest |T1_WIRE − T1_DRV| {worst} ns, {late} of the last 200 placed",
+            to_wire.len()
+        ),
+        "none outside; placed again after the step",
+        !to_wire.is_empty() && worst < 1_000_000 && late >= 150,
+    );
+}

@@ -24,8 +24,14 @@ pub fn baseline(sheet: &mut Sheet, s: &Scenario) {
     check_direction(sheet, "run", &j, &truth);
     for (what, fig) in [
         ("RTT", &j["rtt_ns"]),
-        ("forward one-way", &j["one_way_ns"]["forward"]),
-        ("backward one-way", &j["one_way_ns"]["backward"]),
+        (
+            "forward one-way",
+            &j["one_way_ns"]["application"]["forward"],
+        ),
+        (
+            "backward one-way",
+            &j["one_way_ns"]["application"]["backward"],
+        ),
     ] {
         let shown = format!("p50 {}, p99 {}", ms(f(&fig["p50"])), ms(f(&fig["p99"])));
         sheet.row(what, "nothing", "", &shown, "shown: the floor", true);

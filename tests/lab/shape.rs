@@ -238,7 +238,7 @@ fn rate(sheet: &mut Sheet, s: &Scenario) {
         n(&j, &["packets", "received"]),
         "`tc -s qdisc` sent",
     );
-    let got = n(&j, &["one_way_ns", "forward", "p50"]) as f64;
+    let got = n(&j, &["one_way_ns", "application", "forward", "p50"]) as f64;
     sheet.bounded(
         "forward one-way p50: the queue",
         &format!("limit × {} = {}", ms(service), ms(limit * service)),
@@ -252,7 +252,7 @@ fn rate(sheet: &mut Sheet, s: &Scenario) {
             how: "within a packet's time (+10 ms of emulation above)".into(),
         },
     );
-    let back = n(&j, &["one_way_ns", "backward", "p50"]) as f64;
+    let back = n(&j, &["one_way_ns", "application", "backward", "p50"]) as f64;
     sheet.bounded(
         "backward one-way p50 (not impaired)",
         "no queue",

@@ -7,6 +7,7 @@
 //! (PHC), used only as T4 hw − T1 hw. The RTT itself stays on the monotonic
 //! clock; the segments add up to it within the cost of a clock read.
 
+use crate::protocol::stamp::ErrorEstimate;
 use synapse_stats::{FarSide, Marks, Split};
 
 /// What became of a packet, as its log row says.
@@ -83,6 +84,11 @@ pub struct Points {
     pub sched: Option<u64>,
     /// STAMP: the reflector's own sequence number for the reply.
     pub reflector_seq: Option<u32>,
+    /// STAMP: the reflector's error estimate on the reply (its S bit, its
+    /// clock's error, its timestamps' format).
+    pub reflector_error: Option<ErrorEstimate>,
+    /// STAMP: this host's error estimate as the request carried it.
+    pub client_error: Option<ErrorEstimate>,
     /// TCP: the far kernel's ACK of the request's last byte came back
     /// (kernel software stamp, `SOF_TIMESTAMPING_TX_ACK`).
     pub t1_ack: Option<u64>,
@@ -113,21 +119,48 @@ impl Points {
         self.t4_hw = rx.hardware;
         self.t4_user = t4_user;
         self.reflector_seq = reply.reflector_seq;
+        if reply.reflector_seq.is_some() {
+            self.reflector_error = Some(reply.reflector_error);
+            self.client_error = Some(reply.client_error);
+        }
     }
 
-    /// The one-way delays (T2 − T1, T4 − T3, from the user-space T1 the
-    /// request carries and the user-space T4, so they are delays between
-    /// the two applications) and the reflector's number, when the reply
-    /// was a STAMP reply. `synced`: its error estimate's S bit.
-    pub fn far_side(&self, synced: bool) -> FarSide {
+    /// What the reflector's stamps say of the round trip, when the reply
+    /// was a STAMP reply: its number, each end's clock error, and the
+    /// one-way delays between two sets of cut points.
+    ///
+    /// - Application: T2 − T1 user (the T1 the request carried) and
+    ///   T4 user − T3 (the T3 the reply carried).
+    /// - Kernel: T2 − T1 kernel (the NIC's stamp on the system clock when
+    ///   the NIC stamped, else the kernel's; none when the NIC's could not
+    ///   be placed) and T4 kernel − T3 measured (Follow-Up's when it was
+    ///   asked for, none if it never came; the T3 carried otherwise).
+    pub fn far_side(&self) -> FarSide {
+        let Some(seq) = self.reflector_seq else {
+            return FarSide::NONE;
+        };
         let diff = |a: Option<u64>, b: Option<u64>| Some(b? as i64 - a? as i64);
-        match (
-            diff(self.t1_user, self.t2),
-            diff(self.t3, self.t4_user),
-            self.reflector_seq,
-        ) {
-            (Some(f), Some(b), Some(seq)) => FarSide::new(f, b, seq, synced),
-            _ => FarSide::NONE,
+        let t1_kernel = if self.t1_hw.is_some() {
+            self.t1_wire
+        } else {
+            self.t1_driver
+        };
+        let t3 = self.measured_t3();
+        let bound = |e: Option<ErrorEstimate>| e.and_then(ErrorEstimate::bound_ns);
+        FarSide::new(seq)
+            .with_application(diff(self.t1_user, self.t2), diff(self.t3, self.t4_user))
+            .with_kernel(diff(t1_kernel, self.t2), diff(t3, self.t4_driver))
+            .with_errors(bound(self.reflector_error), bound(self.client_error))
+    }
+
+    /// The reflector's T3 at its own cut point: its kernel's or NIC's send
+    /// time when Follow-Up was asked for (`None` until it came), the T3
+    /// the reply carried otherwise.
+    fn measured_t3(&self) -> Option<u64> {
+        if self.follow_up {
+            self.t3_hw.or(self.t3_driver)
+        } else {
+            self.t3
         }
     }
 
@@ -147,15 +180,13 @@ impl Points {
             return Split::NONE;
         }
         let between = |a: Option<u64>, b: Option<u64>| b?.checked_sub(a?);
+        // The send path to the wire may read below zero by the error of
+        // the NIC clock's reading: kept as it is, not dropped.
+        let signed = |a: Option<u64>, b: Option<u64>| Some(b? as i64 - a? as i64);
         // A Follow-Up T3 from the reflector's NIC comes on its system
         // clock (the reflector maps it there), as T2 is: the dwell then
         // runs to the wire.
-        let t3 = if self.follow_up {
-            self.t3_driver.or(self.t3_hw)
-        } else {
-            self.t3
-        };
-        let dwell = between(self.t2, t3);
+        let dwell = between(self.t2, self.measured_t3());
         // Waiting for a follow-up that never came, the dwell is unknown,
         // and so is what is left of the round trip without it.
         let network = between(self.t1_driver, self.t4_driver)
@@ -169,7 +200,7 @@ impl Points {
             between(self.t4_driver, self.t4_user),
             between(self.t1_hw, self.t4_hw),
         ])
-        .with_wire(between(self.t1_driver, self.t1_wire));
+        .with_wire(signed(self.t1_driver, self.t1_wire));
         match self.ack_with_reply {
             Some(true) => split.with_ack(None, None, true),
             Some(false) => split.with_ack(
@@ -288,28 +319,75 @@ mod tests {
             t1_wire: Some(1_800),
             ..raw_only
         };
+        let s = before_the_driver.split();
         assert_eq!(
-            before_the_driver.split().get(Segment::ToWire),
-            None,
-            "out of order (the mapping's error): missing, not negative"
+            s.wire_ns(),
+            Some(-100),
+            "out of order by the mapping's error: kept, not dropped"
+        );
+        assert_eq!(
+            s.get(Segment::ToWire),
+            Some(0),
+            "its percentiles clamp at 0"
         );
     }
 
     #[test]
-    fn far_side_needs_a_stamp_reply() {
-        let f = full().far_side(true);
-        assert_eq!(f.forward_ns(), Some(49_000));
+    fn far_side_needs_a_stamp_reply_and_keeps_each_set_of_cut_points() {
+        let synced = ErrorEstimate::synchronized_within_ns(2_000);
+        let p = Points {
+            reflector_error: Some(synced),
+            client_error: Some(ErrorEstimate::UNSYNCHRONIZED),
+            ..full()
+        };
+        let f = p.far_side();
+        assert_eq!(f.application(), Some((49_000, 12_000 - 53_000)));
         assert_eq!(
-            f.backward_ns(),
-            Some(12_000 - 53_000),
-            "another clock: negative"
+            f.kernel(),
+            Some((50_000 - 1_900, 9_900 - 53_000)),
+            "T1 driver, T4 driver; T3 as carried (no Follow-Up asked)"
         );
-        assert_eq!((f.reflector_seq(), f.reflector_synced()), (Some(3), true));
+        assert_eq!(f.reflector_seq(), Some(3));
+        assert!(f.reflector_error_ns().is_some_and(|e| e >= 2_000));
+        assert_eq!(f.client_error_ns(), None, "unsynchronised: no bound");
         let echo = Points {
             reflector_seq: None,
             ..full()
         };
-        assert_eq!(echo.far_side(true), FarSide::NONE);
+        assert_eq!(echo.far_side(), FarSide::NONE);
+    }
+
+    #[test]
+    fn kernel_one_way_delays_take_the_measured_t3_and_the_nics_t1() {
+        let asked = Points {
+            follow_up: true,
+            ..full()
+        };
+        assert_eq!(asked.far_side().kernel(), None, "Follow-Up never came");
+        let followed = Points {
+            t3_driver: Some(53_400),
+            ..asked
+        };
+        assert_eq!(followed.far_side().kernel(), Some((48_100, 9_900 - 53_400)));
+        let nic = Points {
+            t1_hw: Some(7),
+            t1_wire: Some(2_000),
+            ..full()
+        };
+        assert_eq!(
+            nic.far_side().kernel().unwrap().0,
+            48_000,
+            "T2 − T1 on the wire"
+        );
+        let unplaced = Points {
+            t1_wire: None,
+            ..nic
+        };
+        assert_eq!(
+            unplaced.far_side().kernel(),
+            None,
+            "a NIC stamp not placed on the system clock is not replaced by the driver's"
+        );
     }
 
     #[test]

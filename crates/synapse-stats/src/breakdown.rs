@@ -19,6 +19,21 @@ pub struct Breakdown {
     /// so the split can be checked against its own packets' mean.
     rtt_sum: u128,
     rtt_count: u64,
+    /// The send path to the wire, signed (its histogram holds readings
+    /// below zero as 0): their sum, and those below zero.
+    wire_sum: i128,
+    wire_below: BelowZero,
+}
+
+/// Readings of the send path to the wire below zero: the NIC's stamp,
+/// placed on the system clock, before the driver's by up to the error of
+/// that placement. Kept and counted, not dropped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct BelowZero {
+    /// How many.
+    pub readings: u64,
+    /// The lowest, ns.
+    pub lowest_ns: i64,
 }
 
 impl Breakdown {
@@ -38,6 +53,8 @@ impl Breakdown {
             piggybacked: 0,
             rtt_sum: 0,
             rtt_count: 0,
+            wire_sum: 0,
+            wire_below: BelowZero::default(),
         }
     }
 
@@ -56,6 +73,21 @@ impl Breakdown {
         self.rtt_count += 1;
         if self.segments.contains(Segment::KernelRtt) && split.is_piggybacked(Segment::KernelRtt) {
             self.piggybacked += 1;
+        }
+        if let Some(w) = split
+            .wire_ns()
+            .filter(|_| self.segments.contains(Segment::ToWire))
+        {
+            self.wire_sum += i128::from(w);
+            if w < 0 {
+                let b = &mut self.wire_below;
+                b.lowest_ns = if b.readings == 0 {
+                    w
+                } else {
+                    b.lowest_ns.min(w)
+                };
+                b.readings += 1;
+            }
         }
         for seg in Segment::ALL {
             let i = seg.index();
@@ -80,6 +112,16 @@ impl Breakdown {
         self.piggybacked += other.piggybacked;
         self.rtt_sum += other.rtt_sum;
         self.rtt_count += other.rtt_count;
+        self.wire_sum += other.wire_sum;
+        let (a, b) = (&mut self.wire_below, other.wire_below);
+        if b.readings > 0 {
+            a.lowest_ns = if a.readings == 0 {
+                b.lowest_ns
+            } else {
+                a.lowest_ns.min(b.lowest_ns)
+            };
+            a.readings += b.readings;
+        }
     }
 
     /// Forgets everything.
@@ -87,6 +129,8 @@ impl Breakdown {
         self.hists.iter_mut().flatten().for_each(Histogram::reset);
         self.missing = [0; SEGMENTS];
         self.piggybacked = 0;
+        self.wire_sum = 0;
+        self.wire_below = BelowZero::default();
     }
 
     /// One segment's histogram, when measured.
@@ -126,8 +170,13 @@ pub struct SegmentFigures {
     pub p50_ns: Option<u64>,
     /// 99th percentile, ns.
     pub p99_ns: Option<u64>,
-    /// Mean, ns.
+    /// Mean, ns (the send path to the wire's with its readings below zero
+    /// as they were).
     pub mean_ns: Option<f64>,
+    /// The send path to the wire: its readings below zero (their
+    /// percentiles read 0).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub below_zero: Option<BelowZero>,
 }
 
 impl Breakdown {
@@ -144,6 +193,12 @@ impl Breakdown {
             .map(|seg| {
                 let h = self.histogram(seg);
                 let have = h.filter(|h| !h.is_empty());
+                let wire = seg == Segment::ToWire;
+                let mean = if wire {
+                    have.map(|h| self.wire_sum as f64 / h.len() as f64)
+                } else {
+                    have.map(Histogram::mean)
+                };
                 SegmentFigures {
                     segment: seg.key(),
                     label: seg.label(),
@@ -153,7 +208,8 @@ impl Breakdown {
                     missing: self.missing(seg),
                     p50_ns: have.map(|h| h.value_at_quantile(0.5)),
                     p99_ns: have.map(|h| h.value_at_quantile(0.99)),
-                    mean_ns: have.map(Histogram::mean),
+                    mean_ns: mean,
+                    below_zero: wire.then_some(self.wire_below),
                 }
             })
             .collect()

@@ -273,7 +273,7 @@ mod tests {
     use crate::FarSide;
 
     fn reply(k: u64, r: u32) -> Record {
-        Record::sample(k, 0, 1_000, false).with_far(FarSide::new(0, 0, r, false))
+        Record::sample(k, 0, 1_000, false).with_far(FarSide::new(r))
     }
 
     fn lost(k: u64) -> Record {

@@ -285,7 +285,7 @@ mod tests {
         let split = Split::from_parts([Some(1_000), Some(2_000), Some(3_000), None, None]);
         let s = Record::sample(0, 0, 9_000, false)
             .with_split(split)
-            .with_far(FarSide::new(4_000, -5, 0, true));
+            .with_far(FarSide::new(0).with_application(Some(4_000), Some(-5)));
         r.add_record(0, &s, 0, "b/");
         r.add_record(1, &Record::outage(1, 3, 0, 300 * MS), 0, "b/");
         let i = &r.finish(2)[0];

@@ -1,27 +1,45 @@
-//! Jitter of a delay series: RFC 3393 IPDV and the RFC 3550 estimator.
+//! Jitter of a delay series, by both conventions that pair packets:
 //!
-//! Both compare each received packet with the one received before it (in
-//! arrival order, losses skipped): IPDV is the difference of their delays,
-//! and RFC 3550 §6.4.1 smooths its magnitude, `J += (|D| − J) / 16`. The
-//! series may be round-trip times or one-way delays; a constant clock
-//! offset cancels in the difference, so one-way jitter is meaningful even
-//! between unsynchronised clocks.
+//! - **IPDV, RFC 5481 §4.1** (the RFC 3393 metric): the delay of packet
+//!   `n + 1` less that of packet `n`, for consecutive *sequence numbers*
+//!   both received. A lost packet makes no pair; a reordered one is still
+//!   paired with its neighbours (within [`PAIRING`] of each other).
+//! - **RFC 3550 §6.4.1** (RTP's interarrival jitter): the difference `D`
+//!   between consecutive *arrivals*, whatever their numbers, and the
+//!   estimator `J += (|D| − J) / 16`.
+//!
+//! Percentiles are of the magnitudes. There is no mean IPDV: its sum
+//! telescopes to (last delay − first delay) / (pairs − 1), the noise of two
+//! packets rather than a trend (a trend is the clocks' drift, measured
+//! elsewhere with its interval). The series may be round-trip times or
+//! one-way delays; a constant clock offset cancels in every difference, so
+//! one-way jitter is meaningful even between unsynchronised clocks.
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::MAX_TRACKABLE_NS;
 
+/// How far apart (in arrival) two consecutive sequence numbers may come
+/// and still be paired for IPDV.
+pub const PAIRING: usize = 16;
+
 /// The jitter figures of one series, ns.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct JitterFigures {
-    /// Median |IPDV|.
-    pub ipdv_p50: u64,
+    /// IPDV pairs (RFC 5481 §4.1: consecutive sequence numbers, both
+    /// received).
+    pub ipdv_pairs: u64,
+    /// Median |IPDV| over those pairs (`None` without a pair).
+    pub ipdv_p50: Option<u64>,
     /// 99th percentile of |IPDV|.
-    pub ipdv_p99: u64,
-    /// Mean signed IPDV: a trend (delays growing or shrinking), near 0 on a
-    /// steady path.
-    pub ipdv_mean: f64,
+    pub ipdv_p99: Option<u64>,
+    /// Pairs of consecutive arrivals (RFC 3550).
+    pub arrival_pairs: u64,
+    /// Median |D| between consecutive arrivals.
+    pub arrival_p50: u64,
+    /// 99th percentile of |D| between consecutive arrivals.
+    pub arrival_p99: u64,
     /// The RFC 3550 interarrival jitter estimator at the end of the series.
     pub rfc3550: f64,
 }
@@ -29,9 +47,12 @@ pub struct JitterFigures {
 /// Accumulates the jitter of one series. Allocates once, in `new`.
 #[derive(Debug, Clone)]
 pub struct Jitter {
+    /// The last arrival's delay.
     previous: Option<i64>,
-    magnitude: Histogram<u64>,
-    sum: i128,
+    /// Recent arrivals by sequence number, to pair neighbours.
+    recent: [Option<(u64, i64)>; PAIRING],
+    ipdv: Histogram<u64>,
+    arrival: Histogram<u64>,
     rfc3550: f64,
 }
 
@@ -41,55 +62,77 @@ impl Default for Jitter {
     }
 }
 
+fn histogram() -> Histogram<u64> {
+    #[allow(clippy::expect_used)]
+    Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, 2).expect("constant histogram bounds are valid")
+}
+
+fn magnitude(a: i64, b: i64) -> u64 {
+    (i128::from(a) - i128::from(b))
+        .unsigned_abs()
+        .min(u128::from(u64::MAX)) as u64
+}
+
 impl Jitter {
-    /// An empty series. |IPDV| is kept to 2 significant digits (1 %).
+    /// An empty series. Magnitudes are kept to 2 significant digits (1 %).
     pub fn new() -> Self {
-        #[allow(clippy::expect_used)]
-        let magnitude = Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, 2)
-            .expect("constant histogram bounds are valid");
         Self {
             previous: None,
-            magnitude,
-            sum: 0,
+            recent: [None; PAIRING],
+            ipdv: histogram(),
+            arrival: histogram(),
             rfc3550: 0.0,
         }
     }
 
-    /// The next received packet's delay.
+    /// The next packet to arrive: its sequence number and delay.
     #[inline]
-    pub fn add(&mut self, delay_ns: i64) {
+    pub fn add(&mut self, seq: u64, delay_ns: i64) {
         if let Some(previous) = self.previous.replace(delay_ns) {
-            let d = i128::from(delay_ns) - i128::from(previous);
-            let magnitude = d.unsigned_abs().min(u128::from(u64::MAX)) as u64;
-            self.magnitude.saturating_record(magnitude);
-            self.sum += d;
-            self.rfc3550 += (magnitude as f64 - self.rfc3550) / 16.0;
+            let d = magnitude(delay_ns, previous);
+            self.arrival.saturating_record(d);
+            self.rfc3550 += (d as f64 - self.rfc3550) / 16.0;
         }
+        let slot = |s: u64| (s % PAIRING as u64) as usize;
+        let neighbours = [seq.checked_sub(1), seq.checked_add(1)];
+        for n in neighbours.into_iter().flatten() {
+            if let Some((s, d)) = self.recent[slot(n)]
+                && s == n
+            {
+                self.ipdv.saturating_record(magnitude(delay_ns, d));
+            }
+        }
+        self.recent[slot(seq)] = Some((seq, delay_ns));
     }
 
-    /// Forgets the previous packet: the next one starts a new pair (a new
+    /// Forgets the packets before: the next one starts new pairs (a new
     /// run, or a break in the series such as a clock step).
     pub fn restart(&mut self) {
         self.previous = None;
+        self.recent = [None; PAIRING];
     }
 
-    /// Adds a later series' differences. The estimator is a running
-    /// state, not a sum: the later series' value is the one kept.
+    /// Adds a later series' pairs. The estimator is a running state, not
+    /// a sum: the later series' value is the one kept.
     pub fn merge(&mut self, other: &Jitter) {
-        let _ = self.magnitude.add(&other.magnitude);
-        self.sum += other.sum;
-        if !other.magnitude.is_empty() {
+        let _ = self.ipdv.add(&other.ipdv);
+        let _ = self.arrival.add(&other.arrival);
+        if !other.arrival.is_empty() {
             self.rfc3550 = other.rfc3550;
         }
     }
 
-    /// The figures, when at least one pair was seen.
+    /// The figures, when at least two packets arrived.
     pub fn figures(&self) -> Option<JitterFigures> {
-        let h = &self.magnitude;
-        (!h.is_empty()).then(|| JitterFigures {
-            ipdv_p50: h.value_at_quantile(0.5),
-            ipdv_p99: h.value_at_quantile(0.99),
-            ipdv_mean: self.sum as f64 / h.len() as f64,
+        let (i, a) = (&self.ipdv, &self.arrival);
+        let have = (!i.is_empty()).then_some(i);
+        (!a.is_empty()).then(|| JitterFigures {
+            ipdv_pairs: i.len(),
+            ipdv_p50: have.map(|h| h.value_at_quantile(0.5)),
+            ipdv_p99: have.map(|h| h.value_at_quantile(0.99)),
+            arrival_pairs: a.len(),
+            arrival_p50: a.value_at_quantile(0.5),
+            arrival_p99: a.value_at_quantile(0.99),
             rfc3550: self.rfc3550,
         })
     }
@@ -103,50 +146,77 @@ mod tests {
     fn alternating_delays_give_their_difference_every_time() {
         let mut j = Jitter::new();
         for i in 0..1_000 {
-            j.add(if i % 2 == 0 { 100_000 } else { 1_100_000 });
+            j.add(i, if i % 2 == 0 { 100_000 } else { 1_100_000 });
         }
         let f = j.figures().unwrap();
-        assert!(f.ipdv_p50.abs_diff(1_000_000) <= 10_000, "{f:?}");
-        assert!(f.ipdv_p99.abs_diff(1_000_000) <= 10_000, "{f:?}");
-        // 500 steps up, 499 down: one step's worth over 999 differences.
-        assert!((f.ipdv_mean - 1e6 / 999.0).abs() < 1e-6, "{f:?}");
+        assert_eq!((f.ipdv_pairs, f.arrival_pairs), (999, 999));
+        assert!(f.ipdv_p50.unwrap().abs_diff(1_000_000) <= 10_000, "{f:?}");
+        assert!(f.ipdv_p99.unwrap().abs_diff(1_000_000) <= 10_000, "{f:?}");
         // The estimator converges on |D| = 1 ms.
         assert!((f.rfc3550 - 1e6).abs() < 1e3, "{f:?}");
     }
 
     #[test]
-    fn a_constant_offset_cancels_and_a_trend_shows_in_the_mean() {
+    fn a_constant_offset_cancels() {
         let mut a = Jitter::new();
         let mut b = Jitter::new();
-        for i in 0..100i64 {
-            a.add(5_000 + i * 10);
-            b.add(-9_000_000_000 + 5_000 + i * 10);
+        for i in 0..100u64 {
+            a.add(i, 5_000 + i as i64 * 10);
+            b.add(i, -9_000_000_000 + 5_000 + i as i64 * 10);
         }
-        let (fa, fb) = (a.figures().unwrap(), b.figures().unwrap());
-        assert_eq!(fa, fb, "an offset between the clocks changes nothing");
-        assert_eq!(fa.ipdv_mean, 10.0);
+        assert_eq!(
+            a.figures(),
+            b.figures(),
+            "an offset between the clocks changes nothing"
+        );
+    }
+
+    /// Packets 0..6 with 3 lost and 5 overtaking 4: IPDV pairs only
+    /// neighbours by number (0-1, 1-2, 4-5, 5-6; none across the loss),
+    /// RFC 3550 every two arrivals in turn (2→4 and 5→4 among them).
+    #[test]
+    fn ipdv_pairs_by_number_and_rfc_3550_by_arrival() {
+        let mut j = Jitter::new();
+        for (seq, d) in [(0, 100), (1, 110), (2, 130), (5, 400), (4, 100), (6, 160)] {
+            j.add(seq, d);
+        }
+        let f = j.figures().unwrap();
+        assert_eq!(f.ipdv_pairs, 4, "0-1, 1-2, 4-5, 5-6");
+        assert_eq!(f.arrival_pairs, 5);
+        // IPDV magnitudes: 10, 20, 300, 240; arrival: 10, 20, 270, 300, 60.
+        // (Two significant digits.)
+        assert!(f.ipdv_p99.unwrap().abs_diff(300) <= 3, "{f:?}");
+        assert!(f.arrival_p50.abs_diff(60) <= 1, "{f:?}");
     }
 
     #[test]
-    fn one_packet_has_no_jitter_and_a_restart_breaks_the_pair() {
+    fn two_packets_far_apart_in_number_have_no_ipdv() {
         let mut j = Jitter::new();
-        j.add(5);
-        assert_eq!(j.figures(), None);
+        j.add(0, 5);
+        assert_eq!(j.figures(), None, "one packet has no jitter");
+        j.add(2, 500);
+        let f = j.figures().unwrap();
+        assert_eq!((f.ipdv_pairs, f.ipdv_p50), (0, None));
+        assert_eq!(f.arrival_pairs, 1);
         j.restart();
-        j.add(1_000_000);
-        assert_eq!(j.figures(), None, "no pair across a restart");
-        j.add(1_000_010);
-        assert_eq!(j.figures().unwrap().ipdv_mean, 10.0);
+        j.add(3, 1_000_000);
+        assert_eq!(
+            j.figures().unwrap().ipdv_pairs,
+            0,
+            "no pair across a restart"
+        );
+        j.add(4, 1_000_010);
+        assert_eq!(j.figures().unwrap().ipdv_p50, Some(10));
     }
 
     #[test]
     fn the_estimator_follows_rfc_3550() {
         let mut j = Jitter::new();
-        j.add(0);
-        j.add(1_600);
+        j.add(0, 0);
+        j.add(1, 1_600);
         // J = 0 + (1600 − 0) / 16.
         assert_eq!(j.figures().unwrap().rfc3550, 100.0);
-        j.add(0);
+        j.add(2, 0);
         assert_eq!(j.figures().unwrap().rfc3550, 100.0 + 1_500.0 / 16.0);
     }
 }

@@ -6,6 +6,7 @@
 //! nothing else in Synapse but `synapse-units`.
 
 mod breakdown;
+pub mod clock_offset;
 pub mod cos;
 mod direction;
 pub mod intervals;
@@ -18,23 +19,26 @@ mod record;
 mod rtt_figures;
 mod schedule;
 mod segment;
+mod signed_histogram;
 pub mod significance;
 mod summary;
 pub mod tcp;
 pub mod tcp_legs;
 mod threshold;
 
-pub use breakdown::{Breakdown, SegmentFigures};
+pub use breakdown::{BelowZero, Breakdown, SegmentFigures};
+pub use clock_offset::{DriftFigures, OffsetFigures, StepFigures};
 pub use cos::{CosFigures, CosStats, Dscp, Ecn, Marks};
 pub use direction::{DirectionStats, LossDirection};
 pub use jitter::{Jitter, JitterFigures};
 pub use live::{BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, WINDOW, WindowPoint};
-pub use one_way::{DelayFigures, OneWay, OneWayFigures};
+pub use one_way::{ClockErrors, CutPointFigures, DelayFigures, OneWay, OneWayFigures, TRUST_RATIO};
 pub use order::ReplyOrder;
 pub use outages::{Outage, OutageDetector, Outages};
 pub use record::{FarSide, Record, RecordKind};
 pub use schedule::{Pattern, ScheduleFigures, ScheduleStats};
 pub use segment::{SEGMENTS, Segment, SegmentSet, Split};
+pub use signed_histogram::SignedHistogram;
 // `Shape` is defined below.
 pub use rtt_figures::RttFigures;
 pub use summary::{Distribution, DistributionBucket, Summary};
@@ -109,8 +113,8 @@ pub struct Shape {
     pub segments: SegmentSet,
     /// Paced: the pattern and (mean) interval, ns.
     pub schedule: Option<(Pattern, u64)>,
-    /// STAMP: one-way delays, with (same clock, client synchronised).
-    pub one_way: Option<(bool, bool)>,
+    /// STAMP: one-way delays, and whether both ends read one clock.
+    pub one_way: Option<bool>,
     /// Class of service per leg, the requests sent with this TOS byte.
     pub cos: Option<u8>,
 }
@@ -172,11 +176,11 @@ impl Stats {
         self
     }
 
-    /// The same statistics, for a STAMP run: one-way delays too (see
-    /// [`OneWay::new`] for the two flags).
+    /// The same statistics, for a STAMP run: one-way delays too
+    /// (`same_clock`: the reflector runs on this host).
     #[must_use]
-    pub fn with_one_way(mut self, same_clock: bool, client_synced: bool) -> Self {
-        self.one_way = Some(OneWay::new(same_clock, client_synced));
+    pub fn with_one_way(mut self, same_clock: bool) -> Self {
+        self.one_way = Some(OneWay::new(same_clock));
         self
     }
 
@@ -196,8 +200,8 @@ impl Stats {
         if let Some((pattern, interval_ns)) = shape.schedule {
             s = s.paced(pattern, interval_ns);
         }
-        if let Some((same_clock, synced)) = shape.one_way {
-            s = s.with_one_way(same_clock, synced);
+        if let Some(same_clock) = shape.one_way {
+            s = s.with_one_way(same_clock);
         }
         s.cos = shape.cos.map(CosStats::new);
         s
@@ -230,9 +234,7 @@ impl Stats {
                 .map(|(pattern, interval_ns)| ScheduleStats::new(pattern, interval_ns));
         }
         if mine.one_way != shape.one_way {
-            self.one_way = shape
-                .one_way
-                .map(|(same_clock, synced)| OneWay::new(same_clock, synced));
+            self.one_way = shape.one_way.map(OneWay::new);
         }
         if mine.cos != shape.cos {
             self.cos = shape.cos.map(CosStats::new);
@@ -262,7 +264,7 @@ impl Stats {
                 c.received += 1;
                 c.reordered += u64::from(self.order.timely(r.seq));
                 self.hist.saturating_record(r.rtt_ns.max(1));
-                self.jitter.add(r.rtt_ns as i64);
+                self.jitter.add(r.seq, r.rtt_ns as i64);
                 if let Some(b) = &mut self.breakdown {
                     b.record(&r.split, r.rtt_ns);
                 }

@@ -1,94 +1,39 @@
-//! One-way delays from STAMP's four timestamps, and how far to trust them.
+//! One-way delays from STAMP's four timestamps, the clocks' offset and
+//! drift read from the same stamps, and how far the delays can be trusted.
 //!
-//! Forward T2 − T1 reads the client's clock at one end and the reflector's
-//! at the other; backward T4 − T3 the other way round. Each is the true
-//! delay plus or minus the offset between the clocks, so they are only
-//! delays when the clocks agree. The offset is estimated the NTP way,
-//! `((T2 − T1) + (T3 − T4)) / 2`, from the fastest round trip (the least
-//! queueing, so the least asymmetry), and its drift over the run by a
-//! least-squares line through the fastest round trip of each stretch of
-//! the run (queueing noise would swamp a line through every packet). The
-//! figures are
-//! marked untrusted, with the reason, unless the two ends share a clock or
-//! both say they are synchronised and the offset is below the RTT.
+//! Each delay is taken between two sets of cut points (see
+//! [`FarSide`](super::FarSide)): the *kernel's* (T1 and T4 the kernel's or
+//! NIC's stamps here, T2 and T3 the reflector's, its measured send time
+//! when Follow-Up carries it) and the *application's* (T1 just before the
+//! send call, T4 just after the receive). Forward T2 − T1 reads the
+//! client's clock at one end and the reflector's at the other, backward
+//! T4 − T3 the other way round, so each is the true delay give or take
+//! the clocks' error. That error travels with the stamps: each end's STAMP
+//! error estimate (its S bit and its maximum error). A direction's delays
+//! are *trusted* when both ends share one clock, or when both are
+//! synchronised and the sum of their errors is at most a tenth of the
+//! direction's median delay ([`TRUST_RATIO`]), and their measured offset
+//! does not contradict that sum. Otherwise they are not figures at all.
+//!
+//! The offset, its bound and its drift come from the kernel cut points
+//! when the run has them (the tightest), else the application's; see
+//! `clock_offset.rs`.
 
+use super::Record;
+use super::clock_offset::{OffsetFigures, OffsetTrack};
 use super::jitter::{Jitter, JitterFigures};
-use super::{MAX_TRACKABLE_NS, Record};
-use hdrhistogram::Histogram;
+use super::signed_histogram::SignedHistogram;
 use serde::Serialize;
 
-/// Delays of either sign: the clocks' offset can make one negative.
-#[derive(Debug, Clone)]
-struct SignedHistogram {
-    negative: Histogram<u64>,
-    positive: Histogram<u64>,
-}
-
-impl SignedHistogram {
-    fn new() -> Self {
-        #[allow(clippy::expect_used)]
-        let h = || {
-            Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, 3)
-                .expect("constant histogram bounds are valid")
-        };
-        Self {
-            negative: h(),
-            positive: h(),
-        }
-    }
-
-    fn record(&mut self, v: i64) {
-        let magnitude = v.unsigned_abs();
-        if v < 0 {
-            self.negative.saturating_record(magnitude);
-        } else {
-            self.positive.saturating_record(magnitude);
-        }
-    }
-
-    fn len(&self) -> u64 {
-        self.negative.len() + self.positive.len()
-    }
-
-    fn merge(&mut self, other: &SignedHistogram) {
-        let _ = self.negative.add(&other.negative);
-        let _ = self.positive.add(&other.positive);
-    }
-
-    /// The value at quantile `q` of the whole signed distribution.
-    fn quantile(&self, q: f64) -> i64 {
-        let (neg, total) = (self.negative.len(), self.len());
-        let rank = ((q * total as f64).ceil() as u64).clamp(1, total.max(1));
-        if rank <= neg {
-            // The rank-th smallest is the (neg − rank + 1)-th largest magnitude.
-            let q_neg = (neg - rank + 1) as f64 / neg as f64;
-            -(self.negative.value_at_quantile(q_neg) as i64)
-        } else {
-            let q_pos = (rank - neg) as f64 / self.positive.len() as f64;
-            self.positive.value_at_quantile(q_pos) as i64
-        }
-    }
-
-    fn min(&self) -> i64 {
-        if self.negative.is_empty() {
-            self.positive.min() as i64
-        } else {
-            -(self.negative.max() as i64)
-        }
-    }
-
-    fn max(&self) -> i64 {
-        if self.positive.is_empty() {
-            -(self.negative.min() as i64)
-        } else {
-            self.positive.max() as i64
-        }
-    }
-}
+/// A direction's delays are trusted when the clocks' summed error is at
+/// most this share of its median delay.
+pub const TRUST_RATIO: f64 = 0.1;
 
 /// One direction's delays, ns, as the clocks read them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct DelayFigures {
+    /// Replies with this direction's delay.
+    pub samples: u64,
     /// Smallest.
     pub min: i64,
     /// 10th percentile.
@@ -101,203 +46,301 @@ pub struct DelayFigures {
     pub p99: i64,
     /// Largest.
     pub max: i64,
+    /// The delays are delays: within ± `error_bound_ns` of the truth, a
+    /// bound at most [`TRUST_RATIO`] of the median.
+    pub trusted: bool,
     /// The direction's jitter (a constant clock offset cancels in it, so it
     /// holds whether or not the delays can be trusted).
     pub jitter: Option<JitterFigures>,
 }
 
+/// Both directions between one set of cut points.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CutPointFigures {
+    /// Request: client to reflector (T2 − T1).
+    pub forward: DelayFigures,
+    /// Reply: reflector to client (T4 − T3).
+    pub backward: DelayFigures,
+    /// The clocks' offset read from these stamps.
+    pub clocks: Option<OffsetFigures>,
+}
+
+/// The clocks' errors as their STAMP estimates said over the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct ClockErrors {
+    /// Replies counted.
+    pub replies: u64,
+    /// Of those, the reflector said it was not synchronised (S = 0).
+    pub reflector_unsynchronized: u64,
+    /// Of those, this host was not when the request left.
+    pub client_unsynchronized: u64,
+    /// The largest error the reflector claimed while synchronised, ns.
+    pub reflector_max_ns: u64,
+    /// The largest error this host claimed while synchronised, ns.
+    pub client_max_ns: u64,
+}
+
+impl ClockErrors {
+    fn record(&mut self, r: Option<u64>, c: Option<u64>) {
+        self.replies += 1;
+        match r {
+            Some(ns) => self.reflector_max_ns = self.reflector_max_ns.max(ns),
+            None => self.reflector_unsynchronized += 1,
+        }
+        match c {
+            Some(ns) => self.client_max_ns = self.client_max_ns.max(ns),
+            None => self.client_unsynchronized += 1,
+        }
+    }
+
+    fn merge(&mut self, o: &ClockErrors) {
+        self.replies += o.replies;
+        self.reflector_unsynchronized += o.reflector_unsynchronized;
+        self.client_unsynchronized += o.client_unsynchronized;
+        self.reflector_max_ns = self.reflector_max_ns.max(o.reflector_max_ns);
+        self.client_max_ns = self.client_max_ns.max(o.client_max_ns);
+    }
+
+    /// Client error + reflector error, the largest either claimed: what a
+    /// one-way delay can be off by (`None`: an end was not synchronised).
+    pub fn bound_ns(&self) -> Option<u64> {
+        (self.replies > 0 && self.reflector_unsynchronized == 0 && self.client_unsynchronized == 0)
+            .then(|| self.reflector_max_ns + self.client_max_ns)
+    }
+}
+
 /// The one-way figures of a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OneWayFigures {
-    /// Request: client to reflector.
-    pub forward: DelayFigures,
-    /// Reply: reflector to client.
-    pub backward: DelayFigures,
-    /// The reflector's clock minus the client's, from the fastest round
-    /// trip, ns.
-    pub clock_offset_ns: i64,
-    /// How fast that offset changed over the run, in parts per million.
-    pub clock_drift_ppm: f64,
-    /// The delays can be taken as delays.
-    pub trusted: bool,
-    /// Why they cannot, when they cannot.
+    /// Between the kernel (or NIC) cut points (`None`: the run has no
+    /// kernel stamps, or none came with a reply).
+    pub kernel: Option<CutPointFigures>,
+    /// Between the application cut points.
+    pub application: CutPointFigures,
+    /// Both ends read one clock (the reflector runs on this host).
+    pub same_clock: bool,
+    /// Each end's error as its STAMP estimates said.
+    pub clock_errors: ClockErrors,
+    /// What a delay can be off by: 0 on one clock, else client error +
+    /// reflector error (`None`: not bounded, an end is unsynchronised).
+    pub error_bound_ns: Option<u64>,
+    /// Why the delays are not (all) trusted, when they are not.
     pub untrusted_reason: Option<String>,
 }
 
-/// Accumulates one-way delays. Allocates once, in `new`.
+impl OneWayFigures {
+    /// The cut points the offset is read from: the kernel's when there
+    /// are, else the application's.
+    pub fn best(&self) -> &CutPointFigures {
+        self.kernel.as_ref().unwrap_or(&self.application)
+    }
+}
+
+/// One direction between one set of cut points.
 #[derive(Debug, Clone)]
-pub struct OneWay {
-    same_clock: bool,
-    client_synced: bool,
-    forward: SignedHistogram,
-    backward: SignedHistogram,
-    forward_jitter: Jitter,
-    backward_jitter: Jitter,
-    /// (RTT, offset) of the fastest round trip.
-    fastest: Option<(u64, i64)>,
-    reflector_unsynced: u64,
-    /// The fastest round trip of each stretch, for the drift.
-    stretches: Stretches,
+struct Leg {
+    delays: SignedHistogram,
+    jitter: Jitter,
 }
 
-/// Stretches the run is cut into for the drift line.
-const STRETCHES: usize = 32;
-
-/// The fastest round trip of each of up to [`STRETCHES`] equal stretches of
-/// the run: when they run out, neighbours merge and stretches double in
-/// length, so any run fits in a fixed array.
-#[derive(Debug, Clone, Copy)]
-struct Stretches {
-    t0: Option<u64>,
-    width_ns: u64,
-    /// (rtt, at_ns, offset) per stretch; `rtt == u64::MAX`: none yet.
-    best: [(u64, u64, i64); STRETCHES],
-}
-
-impl Stretches {
+impl Leg {
     fn new() -> Self {
         Self {
-            t0: None,
-            width_ns: 100_000_000,
-            best: [(u64::MAX, 0, 0); STRETCHES],
+            delays: SignedHistogram::new(),
+            jitter: Jitter::new(),
         }
     }
 
-    fn add(&mut self, rtt: u64, at_ns: u64, offset: i64) {
-        let t0 = *self.t0.get_or_insert(at_ns);
-        let mut i = (at_ns.saturating_sub(t0) / self.width_ns) as usize;
-        while i >= STRETCHES {
-            for k in 0..STRETCHES / 2 {
-                let (a, b) = (self.best[2 * k], self.best[2 * k + 1]);
-                self.best[k] = if b.0 < a.0 { b } else { a };
-            }
-            self.best[STRETCHES / 2..].fill((u64::MAX, 0, 0));
-            self.width_ns *= 2;
-            i = (at_ns.saturating_sub(t0) / self.width_ns) as usize;
-        }
-        if rtt < self.best[i].0 {
-            self.best[i] = (rtt, at_ns, offset);
-        }
+    fn record(&mut self, seq: u64, ns: i64) {
+        self.delays.record(ns);
+        self.jitter.add(seq, ns);
     }
 
-    /// The slope of the offset over time, ns per second.
-    fn drift(&self) -> f64 {
-        let t0 = self.t0.unwrap_or(0);
-        let points = self.best.iter().filter(|b| b.0 != u64::MAX);
-        let (mut n, mut st, mut so, mut stt, mut sto) = (0.0, 0.0, 0.0, 0.0, 0.0);
-        for &(_, at, offset) in points {
-            let (t, o) = (at.saturating_sub(t0) as f64 / 1e9, offset as f64);
-            n += 1.0;
-            st += t;
-            so += o;
-            stt += t * t;
-            sto += t * o;
-        }
-        let d = n * stt - st * st;
-        if n < 2.0 || d.abs() < f64::EPSILON {
-            0.0
-        } else {
-            (n * sto - st * so) / d
-        }
-    }
-}
-
-impl OneWay {
-    /// Empty. `same_clock`: the reflector runs on this host, so both ends
-    /// read one clock. `client_synced`: this host's clock is synchronised
-    /// (what its own STAMP error estimate says).
-    pub fn new(same_clock: bool, client_synced: bool) -> Self {
-        Self {
-            same_clock,
-            client_synced,
-            forward: SignedHistogram::new(),
-            backward: SignedHistogram::new(),
-            forward_jitter: Jitter::new(),
-            backward_jitter: Jitter::new(),
-            fastest: None,
-            reflector_unsynced: 0,
-            stretches: Stretches::new(),
-        }
+    fn merge(&mut self, o: &Leg) {
+        self.delays.merge(&o.delays);
+        self.jitter.merge(&o.jitter);
     }
 
-    /// (same clock, client synchronised).
-    pub fn setup(&self) -> (bool, bool) {
-        (self.same_clock, self.client_synced)
-    }
-
-    /// The same setup, with nothing recorded.
-    pub fn emptied(&self) -> Self {
-        Self::new(self.same_clock, self.client_synced)
-    }
-
-    /// Accounts for one sample's far side, if it has one.
-    #[inline]
-    pub fn record(&mut self, r: &Record) {
-        let (Some(fwd), Some(bwd)) = (r.far.forward_ns(), r.far.backward_ns()) else {
-            return;
-        };
-        self.forward.record(fwd);
-        self.backward.record(bwd);
-        self.forward_jitter.add(fwd);
-        self.backward_jitter.add(bwd);
-        self.reflector_unsynced += u64::from(!r.far.reflector_synced());
-        let offset = ((i128::from(fwd) - i128::from(bwd)) / 2) as i64;
-        if self.fastest.is_none_or(|(rtt, _)| r.rtt_ns < rtt) {
-            self.fastest = Some((r.rtt_ns, offset));
-        }
-        self.stretches.add(r.rtt_ns, r.at_ns, offset);
-    }
-
-    /// Adds a later run's delays (the drift line is this run's).
-    pub fn merge(&mut self, other: &OneWay) {
-        self.forward.merge(&other.forward);
-        self.backward.merge(&other.backward);
-        self.forward_jitter.merge(&other.forward_jitter);
-        self.backward_jitter.merge(&other.backward_jitter);
-        self.reflector_unsynced += other.reflector_unsynced;
-        if let Some((rtt, o)) = other.fastest
-            && self.fastest.is_none_or(|(mine, _)| rtt < mine)
-        {
-            self.fastest = Some((rtt, o));
-        }
-    }
-
-    /// The figures, with `rtt_p50` (ns) to judge the offset by.
-    pub fn figures(&self, rtt_p50: u64) -> Option<OneWayFigures> {
-        let (_, offset) = self.fastest?;
-        let reason = if self.same_clock {
-            None
-        } else if !self.client_synced {
-            Some("this host's clock is not synchronised (its STAMP error estimate says S=0)".into())
-        } else if self.reflector_unsynced > 0 {
-            Some(format!(
-                "the reflector's clock is not synchronised (S=0 in {} replies)",
-                self.reflector_unsynced
-            ))
-        } else if offset.unsigned_abs() > rtt_p50 {
-            Some(format!(
-                "the clocks are {} µs apart, more than the round trip",
-                offset / 1_000
-            ))
-        } else {
-            None
-        };
-        let figures = |h: &SignedHistogram, j: &Jitter| DelayFigures {
+    fn figures(&self, trusted: bool) -> DelayFigures {
+        let h = &self.delays;
+        DelayFigures {
+            samples: h.len(),
             min: h.min(),
             p10: h.quantile(0.1),
             p50: h.quantile(0.5),
             p90: h.quantile(0.9),
             p99: h.quantile(0.99),
             max: h.max(),
-            jitter: j.figures(),
+            trusted,
+            jitter: self.jitter.figures(),
+        }
+    }
+}
+
+/// Both directions between one set of cut points, and the offset.
+#[derive(Debug, Clone)]
+struct CutPoints {
+    forward: Leg,
+    backward: Leg,
+    clocks: OffsetTrack,
+}
+
+impl CutPoints {
+    fn new() -> Self {
+        Self {
+            forward: Leg::new(),
+            backward: Leg::new(),
+            clocks: OffsetTrack::default(),
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, r: &Record, (fwd, bwd): (i64, i64)) {
+        self.forward.record(r.seq, fwd);
+        self.backward.record(r.seq, bwd);
+        self.clocks.add(r.at_ns, fwd, bwd);
+    }
+
+    fn merge(&mut self, o: &CutPoints) {
+        self.forward.merge(&o.forward);
+        self.backward.merge(&o.backward);
+        self.clocks.merge(&o.clocks);
+    }
+
+    fn figures(&self, trust: impl Fn(i64) -> bool) -> Option<CutPointFigures> {
+        (!self.forward.delays.is_empty()).then(|| {
+            let (f, b) = (&self.forward.delays, &self.backward.delays);
+            CutPointFigures {
+                forward: self.forward.figures(trust(f.quantile(0.5))),
+                backward: self.backward.figures(trust(b.quantile(0.5))),
+                clocks: self.clocks.figures(),
+            }
+        })
+    }
+}
+
+/// Accumulates one-way delays. Allocates once, in `new`.
+#[derive(Debug, Clone)]
+pub struct OneWay {
+    same_clock: bool,
+    kernel: CutPoints,
+    application: CutPoints,
+    errors: ClockErrors,
+}
+
+impl OneWay {
+    /// Empty. `same_clock`: the reflector runs on this host, so both ends
+    /// read one clock.
+    pub fn new(same_clock: bool) -> Self {
+        Self {
+            same_clock,
+            kernel: CutPoints::new(),
+            application: CutPoints::new(),
+            errors: ClockErrors::default(),
+        }
+    }
+
+    /// Whether both ends read one clock.
+    pub fn setup(&self) -> bool {
+        self.same_clock
+    }
+
+    /// The same setup, with nothing recorded.
+    pub fn emptied(&self) -> Self {
+        Self::new(self.same_clock)
+    }
+
+    /// Accounts for one sample's far side, if it has one.
+    #[inline]
+    pub fn record(&mut self, r: &Record) {
+        let Some(app) = r.far.application() else {
+            return;
         };
+        self.application.record(r, app);
+        if let Some(kernel) = r.far.kernel() {
+            self.kernel.record(r, kernel);
+        }
+        self.errors
+            .record(r.far.reflector_error_ns(), r.far.client_error_ns());
+    }
+
+    /// Adds a later run's delays (the offset's track is this run's).
+    pub fn merge(&mut self, other: &OneWay) {
+        self.kernel.merge(&other.kernel);
+        self.application.merge(&other.application);
+        self.errors.merge(&other.errors);
+    }
+
+    /// The figures, once a reply had the reflector's stamps.
+    pub fn figures(&self) -> Option<OneWayFigures> {
+        let bound = if self.same_clock {
+            Some(0)
+        } else {
+            self.errors.bound_ns()
+        };
+        let offset_contradicts = self.contradiction(bound);
+        let trust = |median: i64| {
+            offset_contradicts.is_none()
+                && bound.is_some_and(|e| e as f64 <= TRUST_RATIO * median as f64)
+        };
+        let application = self.application.figures(trust)?;
+        let kernel = self.kernel.figures(trust);
+        let best = kernel.as_ref().unwrap_or(&application);
+        let reason = offset_contradicts.or_else(|| self.reason(bound, best));
         Some(OneWayFigures {
-            forward: figures(&self.forward, &self.forward_jitter),
-            backward: figures(&self.backward, &self.backward_jitter),
-            clock_offset_ns: offset,
-            clock_drift_ppm: self.stretches.drift() / 1_000.0,
-            trusted: reason.is_none(),
+            kernel,
+            application,
+            same_clock: self.same_clock,
+            clock_errors: self.errors,
+            error_bound_ns: bound,
             untrusted_reason: reason,
+        })
+    }
+
+    /// The measured offset beyond what the clocks' errors allow: their
+    /// claims are wrong.
+    fn contradiction(&self, bound: Option<u64>) -> Option<String> {
+        let track = if !self.kernel.forward.delays.is_empty() {
+            &self.kernel.clocks
+        } else {
+            &self.application.clocks
+        };
+        let o = track.figures()?;
+        let e = bound?;
+        (o.offset_ns.unsigned_abs() > e + o.bound_ns).then(|| {
+            format!(
+                "the clocks read {} µs apart (± {} µs), more than the {} µs their error estimates allow",
+                o.offset_ns / 1_000,
+                o.bound_ns / 1_000,
+                e / 1_000
+            )
+        })
+    }
+
+    /// Why a direction is not trusted, when one is not.
+    fn reason(&self, bound: Option<u64>, best: &CutPointFigures) -> Option<String> {
+        let e = &self.errors;
+        let Some(b) = bound else {
+            return Some(
+                match (e.client_unsynchronized, e.reflector_unsynchronized) {
+                    (0, n) => {
+                        format!("the reflector's clock is not synchronised (S=0 in {n} replies)")
+                    }
+                    (n, 0) => format!(
+                        "this host's clock is not synchronised (S=0 in {n} of its requests)"
+                    ),
+                    _ => "neither clock is synchronised (S=0 from both ends)".into(),
+                },
+            );
+        };
+        (!best.forward.trusted || !best.backward.trusted).then(|| {
+            format!(
+                "the clocks' error (± {} µs: this host's {} + the reflector's {}) is more than {:.0} % of the delay",
+                b as f64 / 1e3,
+                e.client_max_ns as f64 / 1e3,
+                e.reflector_max_ns as f64 / 1e3,
+                TRUST_RATIO * 100.0
+            )
         })
     }
 }
@@ -307,98 +350,82 @@ mod tests {
     use super::*;
     use crate::FarSide;
 
-    fn sample(at_ns: u64, rtt: u64, fwd: i64, bwd: i64, synced: bool) -> Record {
-        Record::sample(0, at_ns, rtt, false).with_far(FarSide::new(fwd, bwd, 0, synced))
+    const MS: u64 = 1_000_000;
+
+    /// A reply at `at` with these delays between both sets of cut points
+    /// (the application's 10 µs wider each way), and each end's error.
+    fn sample(at: u64, fwd: i64, bwd: i64, errors: (Option<f64>, Option<f64>)) -> Record {
+        let far = FarSide::new(0)
+            .with_application(Some(fwd + 10_000), Some(bwd + 10_000))
+            .with_kernel(Some(fwd), Some(bwd))
+            .with_errors(errors.0, errors.1);
+        Record::sample(at / MS, at, (fwd + bwd) as u64 + 20_000, false).with_far(far)
     }
 
     #[test]
-    fn offset_comes_from_the_fastest_round_trip_and_drift_from_the_line() {
-        let mut w = OneWay::new(false, true);
-        // The reflector's clock runs 2 ms ahead and gains 10 µs per second
-        // (10 ppm); delays are 50 µs each way, but every third packet is
-        // queued for up to 300 µs on its way out, which skews its estimate.
-        for i in 0..1_000u64 {
-            let offset = 2_000_000 + (i as i64) * 100;
-            let extra = if i % 3 == 0 {
-                (i as i64 * 7_919) % 300_000
-            } else {
-                0
-            };
-            let (fwd, bwd) = (50_000 + offset + extra, 50_000 - offset);
-            w.record(&sample(
-                i * 10_000_000,
-                100_000 + extra as u64,
-                fwd,
-                bwd,
-                true,
-            ));
+    fn one_clock_is_trusted_and_the_offset_holds_zero() {
+        let mut w = OneWay::new(true);
+        for i in 0..200 {
+            let q = (i * 37 % 500) as i64;
+            w.record(&sample(i * MS, 5_000 + q, 5_200, (None, None)));
         }
-        let f = w.figures(100_000).unwrap();
-        assert_eq!(f.clock_offset_ns, 2_000_000, "the first fastest one");
+        let f = w.figures().unwrap();
+        assert_eq!(f.error_bound_ns, Some(0));
+        let k = f.kernel.as_ref().unwrap();
+        assert!(k.forward.trusted && k.backward.trusted, "{f:?}");
+        assert_eq!(f.untrusted_reason, None);
+        let o = k.clocks.as_ref().unwrap();
+        assert!(o.offset_ns.unsigned_abs() <= o.bound_ns, "{o:?}");
         assert!(
-            (f.clock_drift_ppm - 10.0).abs() < 0.1,
-            "{}",
-            f.clock_drift_ppm
+            f.application.forward.p50 > k.forward.p50,
+            "wider cut points"
         );
-        assert!(!f.trusted, "2 ms apart is more than a 100 µs round trip");
+    }
+
+    #[test]
+    fn trust_needs_errors_small_against_the_delay() {
+        let synced = |us: f64| Some(us * 1e3);
+        // 1 µs + 2 µs against 50 µs delays: within a tenth.
+        let mut w = OneWay::new(false);
+        w.record(&sample(0, 50_000, 50_000, (synced(1.0), synced(2.0))));
+        let f = w.figures().unwrap();
+        assert_eq!(f.error_bound_ns, Some(3_000));
+        assert!(f.best().forward.trusted, "{f:?}");
+        // An NTP clock's milliseconds against the same delays: not.
+        let mut ntp = OneWay::new(false);
+        ntp.record(&sample(
+            0,
+            50_000,
+            50_000,
+            (synced(4_000.0), synced(1_000.0)),
+        ));
+        let f = ntp.figures().unwrap();
+        assert!(!f.best().forward.trusted && !f.best().backward.trusted);
+        let why = f.untrusted_reason.unwrap();
+        assert!(why.contains("5000 µs") && why.contains("10 %"), "{why}");
+        // Unsynchronised: no bound at all.
+        let mut un = OneWay::new(false);
+        un.record(&sample(0, 50_000, 50_000, (None, synced(1.0))));
+        let f = un.figures().unwrap();
+        assert_eq!(f.error_bound_ns, None);
+        assert!(f.untrusted_reason.unwrap().contains("reflector"));
+    }
+
+    #[test]
+    fn an_offset_beyond_the_claimed_errors_is_a_contradiction() {
+        let mut w = OneWay::new(false);
+        // Both claim 1 µs, but the reflector reads 2 ms ahead.
+        let e = (Some(1_000.0), Some(1_000.0));
+        w.record(&sample(0, 2_050_000, -1_950_000, e));
+        let f = w.figures().unwrap();
+        assert!(!f.best().forward.trusted);
         assert!(f.untrusted_reason.unwrap().contains("2000 µs apart"));
-        assert!(
-            f.backward.p50 < 0,
-            "backward reads negative: {:?}",
-            f.backward
-        );
-        assert!(f.forward.p50 > 2_000_000);
-    }
-
-    #[test]
-    fn trust_needs_one_clock_or_two_synchronised_ones() {
-        let r = sample(0, 100_000, 40_000, 60_000, false);
-        let mut same = OneWay::new(true, false);
-        same.record(&r);
-        let f = same.figures(100_000).unwrap();
-        assert!(f.trusted, "{f:?}");
-        // Three significant digits.
-        assert!(f.forward.p50.abs_diff(40_000) <= 40 && f.backward.p50.abs_diff(60_000) <= 60);
-        let mut unsynced = OneWay::new(false, false);
-        unsynced.record(&r);
-        assert!(
-            unsynced
-                .figures(100_000)
-                .unwrap()
-                .untrusted_reason
-                .unwrap()
-                .contains("this host")
-        );
-        let mut far_unsynced = OneWay::new(false, true);
-        far_unsynced.record(&r);
-        let why = far_unsynced
-            .figures(100_000)
-            .unwrap()
-            .untrusted_reason
-            .unwrap();
-        assert!(why.contains("reflector"), "{why}");
-        let mut both = OneWay::new(false, true);
-        both.record(&sample(0, 100_000, 40_000, 60_000, true));
-        assert!(both.figures(100_000).unwrap().trusted);
-    }
-
-    #[test]
-    fn signed_quantiles_span_zero() {
-        let mut h = SignedHistogram::new();
-        for v in [-300i64, -200, -100, 100, 200] {
-            h.record(v);
-        }
-        assert_eq!(h.quantile(0.2), -300);
-        assert_eq!(h.quantile(0.5), -100);
-        assert_eq!(h.quantile(0.8), 100);
-        assert_eq!(h.quantile(1.0), 200);
-        assert_eq!((h.min(), h.max()), (-300, 200));
     }
 
     #[test]
     fn echo_samples_are_ignored() {
-        let mut w = OneWay::new(true, true);
+        let mut w = OneWay::new(true);
         w.record(&Record::sample(0, 0, 5, false));
-        assert_eq!(w.figures(5), None);
+        assert_eq!(w.figures(), None);
     }
 }

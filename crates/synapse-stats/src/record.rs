@@ -34,58 +34,109 @@ pub enum RecordKind {
 }
 
 /// What a STAMP reflector's stamps say about one round trip, beyond its
-/// dwell: the one-way delays, which mix the two hosts' clocks, and the
+/// dwell: the one-way delays, which mix the two hosts' clocks, measured
+/// between two sets of cut points; the error each clock claimed; and the
 /// reflector's own sequence number. Absent fields hold sentinels so the
 /// record stays small and `Copy`.
+///
+/// - Application cut points: T2 − T1 user (this host's send call to the
+///   reflector's T2 as it carried it) and T4 user − T3 (its T3 as carried
+///   to the return of this host's receive).
+/// - Kernel cut points: T2 − T1 kernel (the kernel's TX stamp, or the
+///   NIC's placed on the system clock when the NIC stamped) and T4 kernel
+///   − T3 (the reflector's measured send time when Follow-Up carried it,
+///   else its T3 as carried).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FarSide {
-    forward_ns: i64,
-    backward_ns: i64,
+    app: [i64; 2],
+    kernel: [i64; 2],
     reflector_seq: u32,
-    reflector_synced: bool,
+    /// Each end's error as its STAMP estimate said, ns (`UNBOUNDED`: not
+    /// synchronised, or beyond what fits).
+    reflector_error_ns: u32,
+    client_error_ns: u32,
 }
+
+/// An absent delay.
+const NO_DELAY: i64 = i64::MIN;
+/// A clock whose error has no bound.
+const UNBOUNDED: u32 = u32::MAX;
 
 impl FarSide {
     /// Nothing known (plain echo, or a lost packet).
     pub const NONE: Self = Self {
-        forward_ns: i64::MIN,
-        backward_ns: i64::MIN,
+        app: [NO_DELAY; 2],
+        kernel: [NO_DELAY; 2],
         reflector_seq: u32::MAX,
-        reflector_synced: false,
+        reflector_error_ns: UNBOUNDED,
+        client_error_ns: UNBOUNDED,
     };
 
-    /// T2 − T1 and T4 − T3 (each across the two clocks, so signed), the
-    /// reflector's sequence number, and whether its error estimate says its
-    /// clock is synchronised.
-    pub fn new(forward_ns: i64, backward_ns: i64, reflector_seq: u32, synced: bool) -> Self {
+    /// A reply numbered `reflector_seq` by the reflector, no delay known
+    /// yet.
+    pub fn new(reflector_seq: u32) -> Self {
         Self {
-            forward_ns: forward_ns.max(i64::MIN + 1),
-            backward_ns: backward_ns.max(i64::MIN + 1),
             reflector_seq: reflector_seq.min(u32::MAX - 1),
-            reflector_synced: synced,
+            ..Self::NONE
         }
+    }
+
+    /// The same, with the delays between the application cut points:
+    /// forward T2 − T1 user, backward T4 user − T3 (each across the two
+    /// clocks, so signed).
+    #[must_use]
+    pub fn with_application(mut self, forward: Option<i64>, backward: Option<i64>) -> Self {
+        self.app = [store(forward), store(backward)];
+        self
+    }
+
+    /// The same, with the delays between the kernel (or NIC) cut points.
+    #[must_use]
+    pub fn with_kernel(mut self, forward: Option<i64>, backward: Option<i64>) -> Self {
+        self.kernel = [store(forward), store(backward)];
+        self
+    }
+
+    /// The same, with the error each clock claimed, ns (`None`: no bound,
+    /// an unsynchronised clock).
+    #[must_use]
+    pub fn with_errors(mut self, reflector_ns: Option<f64>, client_ns: Option<f64>) -> Self {
+        let ns = |e: Option<f64>| {
+            e.filter(|e| *e < f64::from(UNBOUNDED))
+                .map_or(UNBOUNDED, |e| e.ceil() as u32)
+        };
+        self.reflector_error_ns = ns(reflector_ns);
+        self.client_error_ns = ns(client_ns);
+        self
     }
 
     /// Only the reflector's number for a reply (a late or repeated one,
     /// whose delays are not samples); nothing when there is none.
     pub fn numbered(reflector_seq: Option<u32>) -> Self {
-        match reflector_seq {
-            Some(seq) => Self {
-                reflector_seq: seq.min(u32::MAX - 1),
-                ..Self::NONE
-            },
-            None => Self::NONE,
-        }
+        reflector_seq.map_or(Self::NONE, Self::new)
     }
 
-    /// Request's one-way delay, client clock to reflector clock.
+    /// Forward and backward between the application cut points.
+    pub fn application(&self) -> Option<(i64, i64)> {
+        pair(self.app)
+    }
+
+    /// Forward and backward between the kernel (or NIC) cut points.
+    pub fn kernel(&self) -> Option<(i64, i64)> {
+        pair(self.kernel)
+    }
+
+    /// Request's one-way delay, client clock to reflector clock, between
+    /// the application cut points (every STAMP reply has them, so a series
+    /// of them never mixes cut points).
     pub fn forward_ns(&self) -> Option<i64> {
-        (self.forward_ns != i64::MIN).then_some(self.forward_ns)
+        self.application().map(|(f, _)| f)
     }
 
-    /// Reply's one-way delay, reflector clock to client clock.
+    /// Reply's one-way delay, reflector clock to client clock, between the
+    /// application cut points.
     pub fn backward_ns(&self) -> Option<i64> {
-        (self.backward_ns != i64::MIN).then_some(self.backward_ns)
+        self.application().map(|(_, b)| b)
     }
 
     /// The reflector's sequence number for this reply.
@@ -93,10 +144,29 @@ impl FarSide {
         (self.reflector_seq != u32::MAX).then_some(self.reflector_seq)
     }
 
+    /// The reflector's clock error, ns (`None`: it is not synchronised).
+    pub fn reflector_error_ns(&self) -> Option<u64> {
+        (self.reflector_error_ns != UNBOUNDED).then_some(u64::from(self.reflector_error_ns))
+    }
+
+    /// This host's clock error when the request left, ns (`None`: not
+    /// synchronised).
+    pub fn client_error_ns(&self) -> Option<u64> {
+        (self.client_error_ns != UNBOUNDED).then_some(u64::from(self.client_error_ns))
+    }
+
     /// The reflector says its clock is synchronised.
     pub fn reflector_synced(&self) -> bool {
-        self.reflector_synced
+        self.reflector_error_ns().is_some()
     }
+}
+
+fn store(v: Option<i64>) -> i64 {
+    v.map_or(NO_DELAY, |v| v.max(NO_DELAY + 1))
+}
+
+fn pair([f, b]: [i64; 2]) -> Option<(i64, i64)> {
+    (f != NO_DELAY && b != NO_DELAY).then_some((f, b))
 }
 
 impl Default for FarSide {
@@ -206,4 +276,4 @@ impl Record {
 }
 
 // docs/architecture.md quotes the size; a ring slot per packet.
-const _: () = assert!(std::mem::size_of::<Record>() == 136);
+const _: () = assert!(std::mem::size_of::<Record>() == 160);

@@ -218,16 +218,31 @@ impl Split {
     }
 
     /// The same split with the send path to the wire (`None`: not
-    /// measured).
+    /// measured). It may be negative: the NIC's stamp is placed on the
+    /// system clock through a reading with its own error, and a reading
+    /// below zero is kept (dropping those would bias the segment up).
     #[must_use]
-    pub fn with_wire(mut self, to_wire: Option<u64>) -> Self {
-        self.0[Segment::ToWire.index()] = clamp(to_wire);
+    pub fn with_wire(mut self, to_wire: Option<i64>) -> Self {
+        // Zigzag: 0, −1, 1, −2 … → 0, 1, 2, 3 …, far below the markers.
+        let zigzag = |v: i64| ((v << 1) ^ (v >> 63)) as u64;
+        self.0[Segment::ToWire.index()] = clamp(to_wire.map(zigzag));
         self
     }
 
-    /// One segment, if it was measured.
+    /// The send path to the wire, signed.
+    pub fn wire_ns(&self) -> Option<i64> {
+        let v = self.0[Segment::ToWire.index()];
+        (v < PIGGYBACKED).then(|| ((v >> 1) as i64) ^ -((v & 1) as i64))
+    }
+
+    /// One segment, if it was measured. The send path to the wire reads 0
+    /// where it is below zero (see [`Split::wire_ns`]): a percentile at or
+    /// above zero is the same either way.
     #[inline]
     pub fn get(&self, seg: Segment) -> Option<u64> {
+        if seg == Segment::ToWire {
+            return self.wire_ns().map(|v| v.max(0) as u64);
+        }
         let v = self.0[seg.index()];
         (v < PIGGYBACKED).then_some(v)
     }
@@ -290,6 +305,12 @@ mod tests {
         assert!(rode.is_piggybacked(Segment::FarShare));
         assert!(!rode.is_piggybacked(Segment::Send));
         assert!(!tcp.is_piggybacked(Segment::KernelRtt));
+        for v in [0i64, 1, -1, 12_623, -4_000, 1 << 40, -(1 << 40)] {
+            let w = s.with_wire(Some(v));
+            assert_eq!(w.wire_ns(), Some(v));
+            assert_eq!(w.get(Segment::ToWire), Some(v.max(0) as u64));
+        }
+        assert_eq!(s.with_wire(None).wire_ns(), None);
     }
 
     #[test]

@@ -46,8 +46,9 @@ pub struct Summary {
     /// Paced runs: latency from each request's scheduled send time, so a
     /// sender's own stalls count against it.
     pub rtt_from_schedule_ns: Option<RttFigures>,
-    /// Round-trip jitter: |IPDV| between consecutive replies, and the
-    /// RFC 3550 estimator, over RTTs.
+    /// Round-trip jitter: |IPDV| between replies to consecutive requests
+    /// (RFC 5481 §4.1), |D| between consecutive arrivals and the RFC 3550
+    /// estimator, over RTTs.
     pub jitter_ns: Option<JitterFigures>,
     /// STAMP: one-way delays (each with its own one-way jitter) and the
     /// clocks they were read on.
@@ -83,9 +84,7 @@ impl Summary {
             schedule: stats.schedule().and_then(|s| s.figures()),
             rtt_from_schedule_ns: stats.schedule().and_then(|s| s.from_schedule()),
             jitter_ns: stats.jitter().figures(),
-            one_way_ns: stats
-                .one_way()
-                .and_then(|w| w.figures(rtt_ns.map_or(0, |r| r.p50))),
+            one_way_ns: stats.one_way().and_then(|w| w.figures()),
             loss_direction: stats.direction().figures(packets.lost),
             class_of_service: stats.cos().map(super::CosStats::figures),
             distribution: Distribution::from_stats(stats),

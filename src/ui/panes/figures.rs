@@ -277,13 +277,12 @@ fn paced_lines(p: &Parts, warmup: u64) -> Vec<Line<'static>> {
     lines.push(row(
         t,
         "|IPDV|",
-        s.jitter_ns.as_ref().map_or_else(dash, |j| {
-            format!(
-                "{}  p99 {}",
-                format_ns(j.ipdv_p50 as f64),
-                format_ns(j.ipdv_p99 as f64)
-            )
-        }),
+        s.jitter_ns
+            .as_ref()
+            .and_then(|j| Some((j.ipdv_p50?, j.ipdv_p99?)))
+            .map_or_else(dash, |(p50, p99)| {
+                format!("{}  p99 {}", format_ns(p50 as f64), format_ns(p99 as f64))
+            }),
     ));
     lines.push(match &s.schedule {
         Some(sch) => Line::from(vec![
@@ -297,12 +296,20 @@ fn paced_lines(p: &Parts, warmup: u64) -> Vec<Line<'static>> {
         None => row(t, "Sched", dash()),
     });
     if let Some(w) = &s.one_way_ns {
-        // Delays only when the clocks agree; else how far apart they read
-        // (a negative "delay" is their offset, not a delay).
-        let text = if w.trusted {
-            format!("→{} ←{}", delay(w.forward.p50), delay(w.backward.p50))
-        } else {
-            format!("? clocks {} apart", signed(w.clock_offset_ns))
+        // Delays only when the clocks' error is small against them; else
+        // how far apart the clocks read (a negative "delay" is their
+        // offset, not a delay).
+        let best = w.best();
+        let text = match &best.clocks {
+            _ if best.forward.trusted && best.backward.trusted => {
+                format!("→{} ←{}", delay(best.forward.p50), delay(best.backward.p50))
+            }
+            Some(o) => format!(
+                "? clocks {}±{}",
+                signed(o.offset_ns),
+                format_ns(o.bound_ns as f64)
+            ),
+            None => "? clocks unknown".to_string(),
         };
         lines.push(row(t, "1-way", text));
     }

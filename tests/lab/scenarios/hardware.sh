@@ -49,6 +49,14 @@ in_a phc_ctl eth0 cmp >"$OUT/phc-before.txt" 2>&1 || true
 # shellcheck disable=SC2046
 client hardware $(stamp_flow 400) --timestamps hardware
 in_a phc_ctl eth0 cmp >"$OUT/phc-after.txt" 2>&1 || true
+# The NIC's clock stepped +50 ms (linuxptp's phc_ctl) 2 s into a run: no
+# NIC stamp may be placed through the mapping from before the step.
+# shellcheck disable=SC2046
+client_bg phcstep $(stamp_flow 1000) --timestamps hardware
+sleep 2
+in_a phc_ctl eth0 adj 0.05 >"$OUT/phc-step.txt" 2>&1 || true
+told phc_step_ns 50000000
+wait_client phcstep
 hw "$NS_A" eth0 >"$OUT/hw-after-hardware.json"
 # A run stopped by SIGTERM, and one by SIGINT, while the NIC is set up.
 for sig in TERM INT; do

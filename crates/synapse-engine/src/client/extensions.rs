@@ -19,7 +19,9 @@
 
 use crate::points::Points;
 use crate::protocol::Reply;
+use crate::protocol::stamp::TimeFormat;
 use crate::protocol::tlv::{FollowUp, Location, StampTlvs, TlvReport, method, sync};
+use crate::protocol::wire_time::PIVOT_UNIX_NS;
 use serde::Serialize;
 use std::net::{IpAddr, SocketAddr};
 use synapse_stats::{Dscp, Ecn, Marks, Record};
@@ -59,12 +61,17 @@ pub struct Held {
 
 impl Held {
     /// Takes `fu` if it names this packet's answer: the measured T3 goes
-    /// in, the split is recomputed. Returns whether it did.
-    pub fn follow_up(&mut self, fu: &FollowUp) -> bool {
+    /// in (read in `format`, the reflector's), the split and the one-way
+    /// delays are recomputed. Returns whether it did.
+    pub fn follow_up(&mut self, fu: &FollowUp, format: TimeFormat) -> bool {
         if self.points.reflector_seq != Some(fu.seq) {
             return false;
         }
-        let ns = fu.t3.to_unix_ns();
+        // In the era of the T3 the answer carried (RFC 5905 §6).
+        let near = self.points.t3.unwrap_or(PIVOT_UNIX_NS);
+        let Some(ns) = fu.t3.decode(format, near) else {
+            return false;
+        };
         if fu.mode == method::HARDWARE {
             self.points.t3_hw = Some(ns);
         } else {
@@ -73,6 +80,7 @@ impl Held {
         if !self.record.split.is_unsampled() {
             self.record.split = self.points.split();
         }
+        self.record.far = self.points.far_side();
         if let Some(row) = &mut self.row {
             row.t3_driver = self.points.t3_driver;
             row.t3_hw = self.points.t3_hw;
@@ -363,7 +371,7 @@ pub struct TlvSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::stamp::NtpTime;
+    use crate::protocol::stamp::WireTime;
     use crate::protocol::tlv::CosTlv;
     use synapse_stats::Segment;
 
@@ -373,7 +381,8 @@ mod tests {
             t2: None,
             t3: None,
             reflector_seq: None,
-            reflector_synced: false,
+            reflector_error: crate::protocol::stamp::ErrorEstimate::UNSYNCHRONIZED,
+            client_error: crate::protocol::stamp::ErrorEstimate::UNSYNCHRONIZED,
             tlv,
         }
     }
@@ -424,21 +433,35 @@ mod tests {
             points,
         };
         assert_eq!(held.record.split.get(Segment::Dwell), None, "waiting");
-        let t3 = |ns| NtpTime::from_unix_ns(ns);
+        let t3 = |ns| WireTime::from_unix_ns(ns);
         let other = FollowUp {
             seq: 3,
             t3: t3(53_000),
             mode: method::SOFTWARE,
         };
-        assert!(!held.follow_up(&other));
+        assert!(!held.follow_up(&other, TimeFormat::Ntp));
         let fu = FollowUp {
             seq: 4,
             t3: t3(52_500),
             mode: method::SOFTWARE,
         };
-        assert!(held.follow_up(&fu));
+        assert!(held.follow_up(&fu, TimeFormat::Ntp));
         let d = held.record.split.get(Segment::Dwell).unwrap();
         assert!(d.abs_diff(2_500) <= 1, "{d}");
+        let (_, back) = held.record.far.kernel().unwrap();
+        assert!(
+            back.abs_diff(9_000 - 52_500) <= 1,
+            "T4 driver − measured T3: {back}"
+        );
+        let ptp = FollowUp {
+            t3: WireTime::encode(52_700, TimeFormat::Ptp),
+            ..fu
+        };
+        assert!(
+            held.follow_up(&ptp, TimeFormat::Ptp),
+            "read by the reply's Z bit"
+        );
+        assert_eq!(held.points.t3_driver, Some(52_700));
         assert_eq!(held.row.unwrap().t3_driver, held.points.t3_driver);
     }
 

@@ -19,11 +19,11 @@ mod tcp;
 
 use super::affinity::{Placement, Role, ThreadPlacement, place_current_thread};
 use super::points::Points;
-use super::protocol::stamp::ErrorEstimate;
+use super::protocol::stamp::TimeFormat;
 use super::protocol::stamp_key::StampKey;
 use super::protocol::tlv::StampTlvs;
 use super::socket::{ClientSockets, client_sockets, is_this_host, paced_socket, wildcard_for};
-use super::timestamping::phc_map::PhcMap;
+use super::timestamping::phc_map::{NicClockFigures, PhcMap};
 use super::timestamping::{self, TimestampMode, capabilities::Source};
 use super::{EngineError, StopFlag};
 use output::{ClientSink, Output};
@@ -70,6 +70,9 @@ pub struct ClientConfig {
     pub ssid: u16,
     /// STAMP authenticated mode's shared key.
     pub stamp_key: Option<StampKey>,
+    /// STAMP: the format of the T1 it sends (NTP or PTP; replies are read
+    /// by their own Z bit).
+    pub stamp_format: TimeFormat,
     /// Class of service: the TOS (Traffic Class) byte requests leave with,
     /// set once on the socket, and each reply's read on arrival (`None`:
     /// the system's marks, nothing read).
@@ -120,6 +123,7 @@ impl ClientConfig {
             stamp: false,
             ssid: 0,
             stamp_key: None,
+            stamp_format: TimeFormat::Ntp,
             marks: None,
             tlvs: StampTlvs::default(),
             tx_stamp_every: 1,
@@ -203,6 +207,8 @@ pub struct ClientOutcome {
     pub tcp: Option<synapse_stats::TcpFigures>,
     /// STAMP: what the replies' RFC 8972 TLVs said (`None`: none asked).
     pub extensions: Option<extensions::TlvSummary>,
+    /// Hardware stamps: how the NIC's clock was placed on the system clock.
+    pub nic_clock: Option<NicClockFigures>,
 }
 
 /// A running client.
@@ -344,6 +350,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
     let shape = shape_of(&cfg, stamping.segments);
     let stats = Stats::shaped(shape);
     let (thread_info, thread_stop) = (stamping.clone(), stop.clone());
+    let nic_map = chosen.clock.clone();
     let handle = std::thread::Builder::new()
         .name("synapse-client".into())
         .spawn(move || {
@@ -374,6 +381,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
             };
             outcome.map(|o| ClientOutcome {
                 stamping: thread_info,
+                nic_clock: nic_map.as_ref().map(PhcMap::figures),
                 ..o
             })
         })
@@ -398,10 +406,7 @@ fn shape_of(cfg: &ClientConfig, segments: SegmentSet) -> Shape {
         cos: cfg.marks,
         segments,
         schedule: cfg.schedule.map(|s| (s.pattern, s.interval_ns())),
-        one_way: cfg.stamp.then(|| {
-            let synced = ErrorEstimate::of_this_host().synchronized;
-            (is_this_host(cfg.server.ip()), synced)
-        }),
+        one_way: cfg.stamp.then(|| is_this_host(cfg.server.ip())),
     }
 }
 
@@ -490,6 +495,7 @@ impl PacedRun<'_> {
             key: cfg.stamp_key.clone(),
             marks: cfg.marks,
             tlvs: cfg.tlvs,
+            stamp_format: cfg.stamp_format,
         };
         let pacer_cfg = PacerConfig {
             timeout: cfg.timeout,
@@ -518,6 +524,7 @@ impl PacedRun<'_> {
             tcp: None,
             extensions: (cfg.stamp && !cfg.tlvs.is_empty())
                 .then(|| ended.tally.summary(cfg.tlvs, self.local, cfg.server)),
+            nic_clock: None,
         })
     }
 }

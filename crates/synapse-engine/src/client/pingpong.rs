@@ -142,7 +142,8 @@ impl<'a> Pinger<'a> {
         let epoch = Instant::now();
         let token = run_token(epoch);
         let codec = if cfg.stamp {
-            let sender = StampSender::new(cfg.size, cfg.ssid, cfg.stamp_key.clone());
+            let sender = StampSender::new(cfg.size, cfg.ssid, cfg.stamp_key.clone())
+                .with_format(cfg.stamp_format);
             Codec::Stamp(sender.with_tlvs(cfg.tlvs, cfg.marks.unwrap_or(0)))
         } else {
             Codec::Echo(EchoCodec::new(cfg.size, token))
@@ -236,6 +237,7 @@ impl<'a> Pinger<'a> {
             tcp: None,
             extensions: (cfg.stamp && !cfg.tlvs.is_empty())
                 .then(|| self.tally.summary(cfg.tlvs, self.local(), cfg.server)),
+            nic_clock: None,
         })
     }
 
@@ -264,7 +266,7 @@ impl<'a> Pinger<'a> {
         // Encoding (STAMP carries T1) is inside the RTT, as in any loop
         // that builds its request after reading the clock.
         let index = seq.checked_sub(cfg.warmup);
-        let stamped = self.stamps.as_ref().is_none_or(|s| s.samples(index));
+        let stamped = self.stamps.as_mut().is_none_or(|s| s.samples(index));
         // The wall clock only where something needs it: STAMP's T1, or a
         // split (packets outside the sample have none).
         self.read_realtime = self.realtime && (cfg.stamp || stamped);
@@ -440,8 +442,9 @@ impl<'a> Pinger<'a> {
                 self.points.marks = marks_of(&reply, self.reply_tos);
                 self.points.follow_up = self.holding;
                 self.follow_up(&reply);
-                let far = self.points.far_side(reply.reflector_synced);
                 let split = self.settle(warmup);
+                // After the TX stamps are in: T1 kernel is one of its points.
+                let far = self.points.far_side();
                 let record = Record::sample(seq, at_ns, rtt, warmup)
                     .with_split(split)
                     .with_far(far)
@@ -716,7 +719,7 @@ impl<'a> Pinger<'a> {
     fn follow_up(&mut self, reply: &crate::protocol::Reply) {
         self.tally.reply(&reply.tlv);
         if let (Some(fu), Some(held)) = (reply.tlv.follow_up, self.held.as_mut()) {
-            let matched = held.follow_up(&fu);
+            let matched = held.follow_up(&fu, reply.reflector_error.format());
             self.tally.follow_up(&fu, matched);
         } else if let Some(fu) = reply.tlv.follow_up {
             self.tally.follow_up(&fu, false);

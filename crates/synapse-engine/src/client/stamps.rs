@@ -6,6 +6,7 @@ use crate::points::Points;
 use crate::sys::timestamping::{self, RecvMeta, flags};
 use crate::timestamping::phc_map::PhcMap;
 use crate::timestamping::tx_matcher::{TxMatcher, TxPoints, TxStampReader};
+use crate::timestamping::tx_sample::TxSample;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -26,6 +27,8 @@ pub struct ClientStamps {
     /// TX stamps on one packet in this many (1: every packet, asked for
     /// by the socket; more: asked for per packet).
     every: u64,
+    /// Which packets those are: drawn at random.
+    sample: TxSample,
     /// The NIC's clock on the system clock, for T1 hw beside T1 driver.
     clock: Option<PhcMap>,
 }
@@ -42,6 +45,7 @@ impl ClientStamps {
             hardware,
             done: None,
             every,
+            sample: TxSample::seeded(every as u32),
             clock: None,
         })
     }
@@ -54,10 +58,11 @@ impl ClientStamps {
 
     /// Whether measured packet number `index` (counted from the first
     /// after warm-up; warm-up packets, `None`, all are) is one of the
-    /// stamped sample.
+    /// stamped sample: each with chance 1/every (see `tx_sample.rs`).
+    /// Called once per packet.
     #[inline]
-    pub fn samples(&self, index: Option<u64>) -> bool {
-        index.is_none_or(|i| i % self.every == 0)
+    pub fn samples(&mut self, index: Option<u64>) -> bool {
+        self.sample.take(index)
     }
 
     /// Sends a packet, asking for its TX stamps when it is `sampled` (the

@@ -22,7 +22,9 @@ pub fn payload_size(s: &str) -> Result<usize, String> {
 /// truncated read is impossible to confuse with a full one.
 pub const RECV_BUFFER: usize = 65_536;
 
+pub mod clock_state;
 mod echo;
+pub mod error_estimate;
 mod sender;
 pub mod stamp;
 pub mod stamp_key;
@@ -32,6 +34,7 @@ mod tlv_props;
 pub mod tlv_reflect;
 #[cfg(test)]
 mod wire_props;
+pub mod wire_time;
 
 pub use echo::{EchoCodec, echo_seq};
 pub use sender::StampSender;
@@ -47,8 +50,12 @@ pub struct Reply {
     pub t3: Option<u64>,
     /// STAMP: the reflector's own sequence number.
     pub reflector_seq: Option<u32>,
-    /// STAMP: the reflector's error estimate says its clock is synchronised.
-    pub reflector_synced: bool,
+    /// STAMP: the reflector's error estimate (its S bit, its error, and
+    /// the Z bit its T2 and T3 were read by).
+    pub reflector_error: stamp::ErrorEstimate,
+    /// STAMP: this host's error estimate as the request carried it,
+    /// echoed.
+    pub client_error: stamp::ErrorEstimate,
     /// STAMP: what the reply's RFC 8972 TLVs said.
     pub tlv: tlv::TlvReport,
 }
@@ -83,7 +90,8 @@ impl Codec {
                 t2: None,
                 t3: None,
                 reflector_seq: None,
-                reflector_synced: false,
+                reflector_error: stamp::ErrorEstimate::UNSYNCHRONIZED,
+                client_error: stamp::ErrorEstimate::UNSYNCHRONIZED,
                 tlv: tlv::TlvReport::default(),
             }),
             Codec::Stamp(c) => c.decode(reply, newest),
@@ -115,7 +123,7 @@ impl Codec {
 #[cfg(test)]
 mod tests {
     use super::sender::widen;
-    use super::stamp::{NtpTime, SenderPacket};
+    use super::stamp::{SenderPacket, WireTime};
     use super::*;
 
     #[test]
@@ -128,20 +136,21 @@ mod tests {
         assert_eq!(sent.seq, 6, "numbered from 1 on the wire");
         assert!(sent.timestamp.to_unix_ns().abs_diff(t1) <= 1);
         let mut reply = req.clone();
-        let t2 = NtpTime::from_unix_ns(t1 + 10_000);
+        let t2 = WireTime::from_unix_ns(t1 + 10_000);
         let how = stamp::Reflection {
             t2,
             ttl: 64,
             seq: Some(4),
-            error: stamp::ErrorEstimate::LOCAL,
+            error: stamp::ErrorEstimate::UNSYNCHRONIZED,
         };
         stamp::reflect_in_place(&mut reply, stamp::Layout::OPEN, how, || {
-            NtpTime::from_unix_ns(t1 + 13_000)
+            WireTime::from_unix_ns(t1 + 13_000)
         })
         .unwrap();
         let got = c.decode(&reply, 5).unwrap();
         assert_eq!(got.seq, 5);
-        assert_eq!((got.reflector_seq, got.reflector_synced), (Some(4), false));
+        assert_eq!(got.reflector_seq, Some(4));
+        assert!(!got.reflector_error.synchronized);
         assert_eq!(got.t3.unwrap() - got.t2.unwrap(), 3_000);
         assert_eq!(
             c.decode(&reply[..43], 5),
@@ -163,12 +172,12 @@ mod tests {
     #[test]
     fn a_sender_with_an_ssid_takes_only_its_own_answers_and_legacy_zeros() {
         let how = stamp::Reflection {
-            t2: NtpTime::from_unix_ns(1_700_000_000_000_000_000),
+            t2: WireTime::from_unix_ns(1_700_000_000_000_000_000),
             ttl: 64,
             seq: None,
-            error: stamp::ErrorEstimate::LOCAL,
+            error: stamp::ErrorEstimate::UNSYNCHRONIZED,
         };
-        let t3 = || NtpTime::from_unix_ns(1_700_000_000_000_001_000);
+        let t3 = || WireTime::from_unix_ns(1_700_000_000_000_001_000);
         let mut c = Codec::Stamp(StampSender::new(44, 0x1234, None));
         let req = c.encode(0, 1_700_000_000_000_000_000).to_vec();
         assert_eq!(req[14..16], [0x12, 0x34], "RFC 8972 octets 14-15");

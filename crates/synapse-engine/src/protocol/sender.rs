@@ -2,12 +2,15 @@
 //! the reflector's answers.
 
 use super::Reply;
-use super::stamp::{ErrorEstimate, Layout, NtpTime, ReflectorPacket, SenderPacket};
+use super::stamp::{Layout, ReflectorPacket, SenderPacket, TimeFormat, WireTime};
 use super::stamp_key::StampKey;
 use super::tlv::{self, StampTlvs, TlvRequest};
+use super::wire_time::PIVOT_UNIX_NS;
+use crate::protocol::clock_state::ClockWatch;
 
 /// STAMP session-sender packets: 44 octets (more with `--size`, as
-/// zero padding), sequence number and T1 in NTP format.
+/// zero padding), sequence number and T1 in NTP format (or PTP), and this
+/// host's error estimate, read again about once a second.
 ///
 /// Request `seq` goes out numbered `seq + 1`. A stateful reflector's own
 /// number for it counts the requests that reached it before, so it is at
@@ -16,7 +19,9 @@ use super::tlv::{self, StampTlvs, TlvRequest};
 #[derive(Debug)]
 pub struct StampSender {
     pub(super) packet: Vec<u8>,
-    error: ErrorEstimate,
+    /// This host's clock state, for each request's error estimate; its
+    /// format is T1's.
+    clock: ClockWatch,
     ssid: u16,
     /// Authenticated mode: signs requests, and only replies it verifies
     /// are replies.
@@ -40,7 +45,7 @@ impl StampSender {
         };
         Self {
             packet: vec![0; size.max(layout.len)],
-            error: ErrorEstimate::of_this_host(),
+            clock: ClockWatch::new(TimeFormat::Ntp),
             ssid,
             key,
             layout,
@@ -64,6 +69,18 @@ impl StampSender {
         self
     }
 
+    /// The same sender, its timestamps in `format` (RFC 8762 §4.2.1).
+    #[must_use]
+    pub fn with_format(mut self, format: TimeFormat) -> Self {
+        self.clock = ClockWatch::with_state(format, self.clock.state());
+        self
+    }
+
+    /// The format of the timestamps it sends.
+    pub fn format(&self) -> TimeFormat {
+        self.clock.format()
+    }
+
     /// Whether the requests ask for Follow-Up Telemetry.
     pub fn follows_up(&self) -> bool {
         self.tlvs.as_ref().is_some_and(|t| t.follow_up)
@@ -77,7 +94,7 @@ impl StampSender {
 
     /// Whether this host says its clock is synchronised (the S bit sent).
     pub fn synchronized(&self) -> bool {
-        self.error.synchronized
+        self.clock.estimate().synchronized
     }
 
     /// The packet length on the wire.
@@ -87,10 +104,12 @@ impl StampSender {
 
     #[inline]
     pub(super) fn encode(&mut self, seq: u64, t1_unix_ns: u64) -> &[u8] {
+        // T1 is the clock the state's second is counted on: no other read.
+        self.clock.tick(t1_unix_ns);
         SenderPacket {
             seq: (seq as u32).wrapping_add(1),
-            timestamp: NtpTime::from_unix_ns(t1_unix_ns),
-            error: self.error,
+            timestamp: WireTime::encode(t1_unix_ns, self.clock.format()),
+            error: self.clock.estimate(),
             ssid: self.ssid,
         }
         .encode_as(&mut self.packet, self.layout);
@@ -112,7 +131,7 @@ impl StampSender {
         let r = ReflectorPacket::decode_as(reply, self.layout).ok()?;
         // A reflector always stamps T2; zero there is our own request
         // coming back from a plain echo server (those octets are MBZ).
-        if r.receive_timestamp == NtpTime::default() {
+        if r.receive_timestamp == WireTime::default() {
             return None;
         }
         // Another session's answer; zero is an RFC 8762-only reflector,
@@ -128,12 +147,18 @@ impl StampSender {
             }
             None => tlv::TlvReport::default(),
         };
+        // T2 and T3 in the reflector's format (its Z bit), each read in
+        // the era nearest our own T1 (RFC 5905 §6): right across 2036.
+        let t1 = r.sender_timestamp.decode(self.format(), PIVOT_UNIX_NS);
+        let far = r.error.format();
+        let read = |t: WireTime| t1.and_then(|t1| t.decode(far, t1));
         Some(Reply {
             seq: widen(r.sender_seq.wrapping_sub(1), newest),
-            t2: Some(r.receive_timestamp.to_unix_ns()),
-            t3: Some(r.timestamp.to_unix_ns()),
+            t2: read(r.receive_timestamp),
+            t3: read(r.timestamp),
             reflector_seq: Some(r.seq),
-            reflector_synced: r.error.synchronized,
+            reflector_error: r.error,
+            client_error: r.sender_error,
             tlv,
         })
     }

@@ -1,7 +1,8 @@
 //! STAMP, the Simple Two-way Active Measurement Protocol (RFC 8762): the
 //! byte layout of session-sender and session-reflector test packets, in
 //! unauthenticated and authenticated mode (the same fields at other
-//! offsets, see [`Layout`]), NTP timestamps and error estimates.
+//! offsets, see [`Layout`]). The timestamps (NTP or PTP) are in
+//! `wire_time.rs`, the error estimates beside them in `error_estimate.rs`.
 //!
 //! Everything here is pure and allocation-free: encoders write into caller
 //! buffers, decoders read from received bytes.
@@ -71,129 +72,9 @@ impl Layout {
 }
 /// The well-known STAMP port (RFC 8762, section 4.1).
 pub const DEFAULT_PORT: u16 = 862;
-/// Seconds from the NTP era (1900-01-01) to the Unix epoch.
-const NTP_UNIX_OFFSET: u64 = 2_208_988_800;
 
-/// A 64-bit NTP timestamp: seconds since 1900 and a binary fraction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct NtpTime {
-    /// Whole seconds since 1900-01-01 00:00 UTC (wraps in 2036).
-    pub secs: u32,
-    /// Fraction of a second, in units of 2^-32 s.
-    pub frac: u32,
-}
-
-impl NtpTime {
-    /// From nanoseconds since the Unix epoch (`CLOCK_REALTIME`).
-    pub fn from_unix_ns(ns: u64) -> Self {
-        let secs = ns / 1_000_000_000 + NTP_UNIX_OFFSET;
-        let sub = ns % 1_000_000_000;
-        Self {
-            secs: secs as u32,
-            // Round to the nearest 2^-32 s so a round trip loses < 1 ns.
-            frac: ((sub << 32).wrapping_add(500_000_000) / 1_000_000_000) as u32,
-        }
-    }
-
-    /// To nanoseconds since the Unix epoch. Times before 1970 give 0.
-    pub fn to_unix_ns(self) -> u64 {
-        let secs = u64::from(self.secs).saturating_sub(NTP_UNIX_OFFSET);
-        let sub = (u64::from(self.frac) * 1_000_000_000 + (1 << 31)) >> 32;
-        secs * 1_000_000_000 + sub
-    }
-
-    fn write(self, b: &mut [u8]) {
-        b[..4].copy_from_slice(&self.secs.to_be_bytes());
-        b[4..8].copy_from_slice(&self.frac.to_be_bytes());
-    }
-
-    fn read(b: &[u8]) -> Self {
-        Self {
-            secs: be32(&b[..4]),
-            frac: be32(&b[4..8]),
-        }
-    }
-}
-
-/// The error estimate of RFC 4656 section 4.1.2, as STAMP uses it: the
-/// S (synchronised) bit, the Z bit (0 = NTP format), and
-/// `multiplier × 2^(scale − 32)` seconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ErrorEstimate {
-    /// The clock is synchronised to UTC.
-    pub synchronized: bool,
-    /// Timestamps are in PTP rather than NTP format.
-    pub ptp: bool,
-    /// Power of two, 0..=63.
-    pub scale: u8,
-    /// Must not be zero.
-    pub multiplier: u8,
-}
-
-impl ErrorEstimate {
-    /// The estimate Synapse sends: not claiming synchronisation, NTP
-    /// format, an error of about 1 µs (`1 × 2^(12 − 32)` s ≈ 0.95 µs), the
-    /// order of a clock read and a syscall.
-    pub const LOCAL: Self = Self {
-        synchronized: false,
-        ptp: false,
-        scale: 12,
-        multiplier: 1,
-    };
-
-    /// This host's estimate, from what the kernel says of its clock: S set
-    /// and the kernel's maximum error when a time daemon keeps the clock
-    /// synchronised, else [`ErrorEstimate::LOCAL`]. Asked once per run.
-    pub fn of_this_host() -> Self {
-        match crate::sys::clock_sync() {
-            Some((true, max_error_us)) => Self::synchronized_within(max_error_us),
-            _ => Self::LOCAL,
-        }
-    }
-
-    /// S set, with the smallest scale whose multiplier holds `error_us`.
-    pub fn synchronized_within(error_us: u64) -> Self {
-        let seconds = (error_us.max(1) as f64) / 1e6;
-        for scale in 0u8..=63 {
-            let multiplier = (seconds * 2f64.powi(32 - i32::from(scale))).ceil();
-            if multiplier <= 255.0 {
-                return Self {
-                    synchronized: true,
-                    ptp: false,
-                    scale,
-                    multiplier: multiplier.max(1.0) as u8,
-                };
-            }
-        }
-        Self {
-            synchronized: true,
-            ..Self::LOCAL
-        }
-    }
-
-    /// Packs into the 16-bit wire form.
-    pub fn to_bits(self) -> u16 {
-        (u16::from(self.synchronized) << 15)
-            | (u16::from(self.ptp) << 14)
-            | (u16::from(self.scale & 0x3f) << 8)
-            | u16::from(self.multiplier)
-    }
-
-    /// Unpacks the 16-bit wire form.
-    pub fn from_bits(bits: u16) -> Self {
-        Self {
-            synchronized: bits & 0x8000 != 0,
-            ptp: bits & 0x4000 != 0,
-            scale: ((bits >> 8) & 0x3f) as u8,
-            multiplier: (bits & 0xff) as u8,
-        }
-    }
-
-    /// The estimate in nanoseconds.
-    pub fn nanos(self) -> f64 {
-        f64::from(self.multiplier) * 2f64.powi(i32::from(self.scale) - 32) * 1e9
-    }
-}
+pub use super::error_estimate::ErrorEstimate;
+pub use super::wire_time::{TimeFormat, WireTime};
 
 /// A session-sender test packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,7 +82,7 @@ pub struct SenderPacket {
     /// Sequence number.
     pub seq: u32,
     /// When it was sent (T1).
-    pub timestamp: NtpTime,
+    pub timestamp: WireTime,
     /// How good T1 is.
     pub error: ErrorEstimate,
     /// Session-Sender Identifier (RFC 8972 §3; 0 from an RFC 8762-only
@@ -215,17 +96,17 @@ pub struct ReflectorPacket {
     /// The reflector's sequence number.
     pub seq: u32,
     /// When the reply was sent (T3).
-    pub timestamp: NtpTime,
+    pub timestamp: WireTime,
     /// How good T2 and T3 are.
     pub error: ErrorEstimate,
     /// The sender's SSID, copied (RFC 8972 §3).
     pub ssid: u16,
     /// When the request was received (T2).
-    pub receive_timestamp: NtpTime,
+    pub receive_timestamp: WireTime,
     /// The sender's sequence number, echoed.
     pub sender_seq: u32,
     /// The sender's T1, echoed.
-    pub sender_timestamp: NtpTime,
+    pub sender_timestamp: WireTime,
     /// The sender's error estimate, echoed.
     pub sender_error: ErrorEstimate,
     /// TTL (or hop limit) of the request as it arrived.
@@ -266,7 +147,7 @@ fn whole(b: &[u8], at: Layout) -> Result<&[u8], StampError> {
 
 /// Zeroes the packet's octets and writes the fields both packets start
 /// with: sequence number, timestamp, error estimate and SSID.
-fn write_head(out: &mut [u8], at: Layout, seq: u32, t: NtpTime, e: ErrorEstimate, ssid: u16) {
+fn write_head(out: &mut [u8], at: Layout, seq: u32, t: WireTime, e: ErrorEstimate, ssid: u16) {
     out[..at.len].fill(0);
     out[..4].copy_from_slice(&seq.to_be_bytes());
     t.write(&mut out[at.timestamp..at.timestamp + 8]);
@@ -298,7 +179,7 @@ impl SenderPacket {
         let b = whole(b, at)?;
         let p = Self {
             seq: be32(&b[..4]),
-            timestamp: NtpTime::read(&b[at.timestamp..]),
+            timestamp: WireTime::read(&b[at.timestamp..]),
             error: ErrorEstimate::from_bits(be16(&b[at.error..])),
             ssid: be16(&b[at.ssid..]),
         };
@@ -337,12 +218,12 @@ impl ReflectorPacket {
         let b = whole(b, at)?;
         let p = Self {
             seq: be32(&b[..4]),
-            timestamp: NtpTime::read(&b[at.timestamp..]),
+            timestamp: WireTime::read(&b[at.timestamp..]),
             error: ErrorEstimate::from_bits(be16(&b[at.error..])),
             ssid: be16(&b[at.ssid..]),
-            receive_timestamp: NtpTime::read(&b[at.receive_timestamp..]),
+            receive_timestamp: WireTime::read(&b[at.receive_timestamp..]),
             sender_seq: be32(&b[at.sender_seq..]),
-            sender_timestamp: NtpTime::read(&b[at.sender_timestamp..]),
+            sender_timestamp: WireTime::read(&b[at.sender_timestamp..]),
             sender_error: ErrorEstimate::from_bits(be16(&b[at.sender_error..])),
             sender_ttl: b[at.sender_ttl],
         };
@@ -360,7 +241,7 @@ pub fn sequence_of(packet: &[u8]) -> Option<u32> {
 #[derive(Debug, Clone, Copy)]
 pub struct Reflection {
     /// When it arrived (T2).
-    pub t2: NtpTime,
+    pub t2: WireTime,
     /// Its TTL or hop limit on arrival.
     pub ttl: u8,
     /// The reflector's own sequence number for the session (stateful,
@@ -379,7 +260,7 @@ pub fn reflect_in_place(
     request: &mut [u8],
     at: Layout,
     how: Reflection,
-    t3: impl FnOnce() -> NtpTime,
+    t3: impl FnOnce() -> WireTime,
 ) -> Result<(), StampError> {
     let sender = SenderPacket::decode_as(request, at)?;
     let (t2, ttl) = (how.t2, how.ttl);
@@ -432,12 +313,21 @@ mod tests {
         0x00, 0x00, 0x00, // MBZ
     ];
 
-    fn stateless(t2: NtpTime, ttl: u8) -> Reflection {
+    /// The reflector's error estimate in the example: S=0 Z=0 scale=12
+    /// multiplier=1 (0x0C01).
+    const EXAMPLE_ERROR: ErrorEstimate = ErrorEstimate {
+        synchronized: false,
+        ptp: false,
+        scale: 12,
+        multiplier: 1,
+    };
+
+    fn stateless(t2: WireTime, ttl: u8) -> Reflection {
         Reflection {
             t2,
             ttl,
             seq: None,
-            error: ErrorEstimate::LOCAL,
+            error: EXAMPLE_ERROR,
         }
     }
 
@@ -453,22 +343,8 @@ mod tests {
         assert_eq!((p.seq, p.sender_seq), (3, 7));
     }
 
-    #[test]
-    fn synchronised_estimates_hold_the_error_they_are_given() {
-        for us in [1u64, 16, 1_000, 16_000_000] {
-            let e = ErrorEstimate::synchronized_within(us);
-            assert!(e.synchronized && e.multiplier > 0);
-            let ns = e.nanos();
-            assert!(
-                ns >= us as f64 * 1e3 && ns < us as f64 * 1e3 * 1.01 + 1.0,
-                "{us} µs → {ns} ns"
-            );
-            assert_eq!(ErrorEstimate::from_bits(e.to_bits()), e);
-        }
-    }
-
-    fn t(frac: u32) -> NtpTime {
-        NtpTime {
+    fn t(frac: u32) -> WireTime {
+        WireTime {
             secs: 0xEB0A_1B2C,
             frac,
         }
@@ -501,7 +377,7 @@ mod tests {
             (p.timestamp, p.receive_timestamp, p.sender_timestamp),
             (t(0xC000_0000), t(0xA000_0000), t(0x8000_0000))
         );
-        assert_eq!(p.error, ErrorEstimate::LOCAL);
+        assert_eq!(p.error, EXAMPLE_ERROR);
         let mut out = [0xffu8; 44];
         p.encode(&mut out);
         assert_eq!(out, REFLECTOR);
@@ -568,37 +444,5 @@ mod tests {
             Err(StampError::ZeroMultiplier)
         );
         assert_eq!(SenderPacket::decode(&[]), Err(StampError::TooShort(0)));
-    }
-
-    #[test]
-    fn ntp_time_round_trips_unix_nanoseconds() {
-        assert_eq!(
-            NtpTime::from_unix_ns(0),
-            NtpTime {
-                secs: 2_208_988_800,
-                frac: 0
-            }
-        );
-        for ns in [0u64, 1, 999_999_999, 1_795_171_815_123_456_789] {
-            let back = NtpTime::from_unix_ns(ns).to_unix_ns();
-            assert!(back.abs_diff(ns) <= 1, "{ns} → {back}");
-        }
-        assert_eq!(
-            NtpTime {
-                secs: 2_208_988_800,
-                frac: 0x8000_0000
-            }
-            .to_unix_ns(),
-            500_000_000
-        );
-    }
-
-    #[test]
-    fn error_estimates_pack_and_measure() {
-        for bits in [0x0001u16, 0x8102, 0x4C01, 0xFFFF] {
-            assert_eq!(ErrorEstimate::from_bits(bits).to_bits(), bits);
-        }
-        let e = ErrorEstimate::LOCAL.nanos();
-        assert!((e - 953.67).abs() < 0.01, "{e}");
     }
 }

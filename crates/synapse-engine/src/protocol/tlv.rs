@@ -16,7 +16,7 @@
 //! datagram it is given and allocates nothing per packet: [`walk`] yields
 //! each TLV's place, never a slice past the end.
 
-use super::stamp::NtpTime;
+use super::stamp::WireTime;
 use super::stamp_key::StampKey;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
@@ -465,7 +465,7 @@ pub struct FollowUp {
     /// The reflector's sequence number of that answer.
     pub seq: u32,
     /// When it really left.
-    pub t3: NtpTime,
+    pub t3: WireTime,
     /// How it was stamped ([`method`]).
     pub mode: u8,
 }
@@ -599,7 +599,7 @@ fn read_value(r: &mut TlvReport, t: Tlv, v: &[u8]) {
             r.direct = Some([be32(&v[..4]), be32(&v[4..8]), be32(&v[8..12])]);
         }
         kind::FOLLOW_UP if r.follow_up.is_none() => {
-            let t3 = NtpTime {
+            let t3 = WireTime {
                 secs: be32(&v[4..8]),
                 frac: be32(&v[8..12]),
             };
@@ -607,7 +607,7 @@ fn read_value(r: &mut TlvReport, t: Tlv, v: &[u8]) {
                 v[12],
                 method::HARDWARE | method::SOFTWARE | method::CONTROL_PLANE
             );
-            if t3 == NtpTime::default() || !known {
+            if t3 == WireTime::default() || !known {
                 r.follow_up_empty = true;
             } else {
                 r.follow_up = Some(FollowUp {

@@ -2,7 +2,7 @@
 //! all must not panic, never be read past the datagram, never make an
 //! answer longer than its request, and every refusal must be counted.
 
-use super::stamp::NtpTime;
+use super::stamp::WireTime;
 use super::stamp_key::StampKey;
 use super::tlv::{self, I, M, StampTlvs, Step, TlvRequest, U, kind, walk};
 use super::tlv_reflect::{Answered, Answering, answer_tlvs};
@@ -28,7 +28,7 @@ fn answering(k: Option<&StampKey>, authenticated: bool) -> Answering<'_> {
         counters: Some((9, 8)),
         follow_up: Some(tlv::FollowUp {
             seq: 7,
-            t3: NtpTime::from_unix_ns(1_800_000_000_000_000_000),
+            t3: WireTime::from_unix_ns(1_800_000_000_000_000_000),
             mode: tlv::method::SOFTWARE,
         }),
         reply_seq: 8,

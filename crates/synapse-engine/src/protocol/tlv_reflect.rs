@@ -10,7 +10,7 @@
 //! not verify, every TLV gets I and nothing is filled (§4.8). Each of
 //! these is counted. Nothing here allocates or reads past the datagram.
 
-use super::stamp::NtpTime;
+use super::stamp::WireTime;
 use super::stamp_key::StampKey;
 use super::tlv::{self, CosTlv, HEADER, I, M, Step, Tlv, U, kind, method, sub, walk};
 use std::net::{IpAddr, SocketAddr};
@@ -336,11 +336,12 @@ pub fn method_of(hardware: bool) -> u8 {
 }
 
 /// A Follow-Up TLV's content from a TX stamp: the NIC's when it stamped,
-/// else the kernel's software one.
+/// else the kernel's software one, in the reflector's timestamp `format`.
 pub fn follow_up_of(
     seq: u32,
     software: Option<u64>,
     hardware: Option<u64>,
+    format: super::stamp::TimeFormat,
 ) -> Option<tlv::FollowUp> {
     let (ns, mode) = match (hardware, software) {
         (Some(hw), _) => (hw, method::HARDWARE),
@@ -349,7 +350,7 @@ pub fn follow_up_of(
     };
     Some(tlv::FollowUp {
         seq,
-        t3: NtpTime::from_unix_ns(ns),
+        t3: WireTime::encode(ns, format),
         mode,
     })
 }

@@ -4,7 +4,8 @@
 
 use super::echo::{EchoCodec, echo_seq};
 use super::stamp::{
-    self, ErrorEstimate, NtpTime, PACKET_LEN, Reflection, ReflectorPacket, SenderPacket, StampError,
+    self, ErrorEstimate, PACKET_LEN, Reflection, ReflectorPacket, SenderPacket, StampError,
+    WireTime,
 };
 use super::stamp_key::StampKey;
 use super::{Codec, StampSender};
@@ -26,8 +27,8 @@ fn any_error() -> impl Strategy<Value = ErrorEstimate> {
     )
 }
 
-fn any_time() -> impl Strategy<Value = NtpTime> {
-    (any::<u32>(), any::<u32>()).prop_map(|(secs, frac)| NtpTime { secs, frac })
+fn any_time() -> impl Strategy<Value = WireTime> {
+    (any::<u32>(), any::<u32>()).prop_map(|(secs, frac)| WireTime { secs, frac })
 }
 
 proptest! {
@@ -44,7 +45,7 @@ proptest! {
         t3 in any_time(),
     ) {
         let mut buf = datagram.clone();
-        let how = Reflection { t2, ttl, seq, error: ErrorEstimate::LOCAL };
+        let how = Reflection { t2, ttl, seq, error: ErrorEstimate::UNSYNCHRONIZED };
         match stamp::reflect_in_place(&mut buf, stamp::Layout::OPEN, how, || t3) {
             Err(StampError::TooShort(n)) => {
                 prop_assert!(n < PACKET_LEN);
@@ -144,7 +145,7 @@ proptest! {
         prop_assert_eq!(SenderPacket::decode_as(&out, at), Ok(SenderPacket { seq, timestamp: ts, error, ssid }));
         // The reflector's answer, in place: same length, signed anew.
         let mut answer = out;
-        let how = Reflection { t2, ttl: 9, seq: None, error: ErrorEstimate::LOCAL };
+        let how = Reflection { t2, ttl: 9, seq: None, error: ErrorEstimate::UNSYNCHRONIZED };
         stamp::reflect_in_place(&mut answer, at, how, || t2).unwrap();
         key.sign(&mut answer);
         prop_assert!(key.verifies(&answer));

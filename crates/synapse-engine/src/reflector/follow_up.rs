@@ -23,6 +23,7 @@
 //! a multi-queue NIC may reorder) still reaches its session.
 
 use super::stamp_counters::StampCounters;
+use crate::protocol::stamp::TimeFormat;
 use crate::protocol::tlv_reflect::follow_up_of;
 use crate::sys::timestamping::{Stamps, TxPoint};
 use crate::timestamping::phc_map::PhcMap;
@@ -68,13 +69,16 @@ pub struct FollowUpStamps {
     /// Answers numbered below this one have been settled: stamped, or
     /// known never to be.
     settled: u32,
+    /// The format the Follow-Up's send times are written in (the
+    /// reflector's).
+    format: TimeFormat,
 }
 
 impl FollowUpStamps {
     /// For a socket whose stamps arrive as control-message `cmsg_type`
     /// (numbered with `OPT_ID`, asked per answer), from the kernel and,
     /// when `hardware`, the NIC.
-    pub fn new(cmsg_type: i32, hardware: bool) -> Self {
+    pub fn new(cmsg_type: i32, hardware: bool, format: TimeFormat) -> Self {
         let mut ask = libc::SOF_TIMESTAMPING_TX_SOFTWARE;
         if hardware {
             ask |= libc::SOF_TIMESTAMPING_TX_HARDWARE;
@@ -85,6 +89,7 @@ impl FollowUpStamps {
             ask,
             hardware,
             settled: 0,
+            format,
         }
     }
 
@@ -151,7 +156,10 @@ impl FollowUpStamps {
             && let Some(f) = follow_up_of(
                 w.seq,
                 w.stamps.software,
-                w.stamps.hardware.and_then(|hw| clock?.to_system(hw)),
+                w.stamps
+                    .hardware
+                    .and_then(|hw| clock?.place(hw, w.stamps.software)),
+                self.format,
             )
         {
             counters.stamped(&w.peer, f);
@@ -220,7 +228,10 @@ mod tests {
 
     #[test]
     fn a_stamp_dropped_before_a_later_one_is_waited_for_no_more() {
-        let (mut f, mut c) = (FollowUpStamps::new(0, false), StampCounters::default());
+        let (mut f, mut c) = (
+            FollowUpStamps::new(0, false, TimeFormat::Ntp),
+            StampCounters::default(),
+        );
         answer(&mut f, &mut c, 1); // kernel number 0: its stamp is dropped
         answer(&mut f, &mut c, 2); // 1
         read(&mut f, &mut c, &[1]);
@@ -244,7 +255,10 @@ mod tests {
 
     #[test]
     fn settling_survives_the_kernel_numbers_wrapping() {
-        let (mut f, mut c) = (FollowUpStamps::new(0, false), StampCounters::default());
+        let (mut f, mut c) = (
+            FollowUpStamps::new(0, false, TimeFormat::Ntp),
+            StampCounters::default(),
+        );
         // The kernel numbers these answers u32::MAX - 1, u32::MAX and 0.
         f.matcher.skip_to(u32::MAX - 1);
         f.settled = u32::MAX - 1;
@@ -259,7 +273,10 @@ mod tests {
 
     #[test]
     fn an_overtaken_stamp_still_reaches_its_session() {
-        let (mut f, mut c) = (FollowUpStamps::new(0, false), StampCounters::default());
+        let (mut f, mut c) = (
+            FollowUpStamps::new(0, false, TimeFormat::Ntp),
+            StampCounters::default(),
+        );
         answer(&mut f, &mut c, 1); // 0
         answer(&mut f, &mut c, 2); // 1: its stamp is read first
         read(&mut f, &mut c, &[1]);
@@ -271,7 +288,10 @@ mod tests {
 
     #[test]
     fn with_the_nic_the_kernels_stamp_serves_until_the_nics_comes() {
-        let (mut f, mut c) = (FollowUpStamps::new(0, true), StampCounters::default());
+        let (mut f, mut c) = (
+            FollowUpStamps::new(0, true, TimeFormat::Ntp),
+            StampCounters::default(),
+        );
         let clock = PhcMap::identity();
         answer(&mut f, &mut c, 1);
         let kernel = Stamps {

@@ -57,6 +57,9 @@ pub struct ReflectorConfig {
     pub stamp_key: Option<StampKey>,
     /// The NIC stamps too.
     pub hardware: Option<NicStamping>,
+    /// STAMP: the format of the T2 and T3 it writes (RFC 8762 §4.2.1; the
+    /// Z bit of its error estimate says which).
+    pub stamp_format: crate::protocol::stamp::TimeFormat,
 }
 
 /// A reflector's NIC stamps its packets: the caller switched its stamping
@@ -82,6 +85,7 @@ impl ReflectorConfig {
             admission: Admission::default(),
             stamp_key: None,
             hardware: None,
+            stamp_format: crate::protocol::stamp::TimeFormat::Ntp,
         }
     }
 }
@@ -372,6 +376,7 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
                 answer_from_arrival,
                 local,
                 hardware: cfg.hardware.is_some(),
+                format: cfg.stamp_format,
             };
             let mut reflector =
                 serve::Reflector::new(&socket, wire, log, cfg.session_idle, cfg.admission);

@@ -23,7 +23,8 @@ use super::sessions::Sessions;
 use super::stamp_counters::{Counted, StampCounters};
 use super::{Protocol, ReflectorEvent, ReflectorOutcome, Refusal};
 use crate::affinity::Placement;
-use crate::protocol::stamp::{self, ErrorEstimate, Layout, NtpTime, Reflection};
+use crate::protocol::clock_state::ClockWatch;
+use crate::protocol::stamp::{self, Layout, Reflection, WireTime};
 use crate::protocol::stamp_key::StampKey;
 use crate::protocol::tlv_reflect::{self, Answered, Answering};
 use crate::protocol::{self, RECV_BUFFER, tlv};
@@ -58,6 +59,8 @@ pub struct Wire {
     pub local: SocketAddr,
     /// The NIC stamps too (its stamping is switched on).
     pub hardware: bool,
+    /// STAMP: the format of the timestamps it writes (the Z bit).
+    pub format: stamp::TimeFormat,
 }
 
 /// One received datagram and what the kernel said about it.
@@ -85,8 +88,9 @@ pub struct Reflector {
     sessions: Sessions,
     /// STAMP: each sender's sequence numbers.
     counters: StampCounters,
-    /// STAMP: how good this host's clock is, as the replies say.
-    error: ErrorEstimate,
+    /// STAMP: how good this host's clock is, as the replies say: read
+    /// again about once a second, at the loop's tick.
+    clock_state: ClockWatch,
     /// STAMP without a log: the TX stamps Follow-Up answers asked for.
     follow_ups: Option<FollowUpStamps>,
     buf: Vec<u8>,
@@ -120,7 +124,9 @@ impl Reflector {
     ) -> Self {
         let limits = admission.limits;
         let follow_ups = match (wire.protocol, wire.rx_cmsg, &log) {
-            (Protocol::Stamp, Some(kind), None) => Some(FollowUpStamps::new(kind, wire.hardware)),
+            (Protocol::Stamp, Some(kind), None) => {
+                Some(FollowUpStamps::new(kind, wire.hardware, wire.format))
+            }
             _ => None,
         };
         Self {
@@ -129,7 +135,7 @@ impl Reflector {
             log,
             sessions: Sessions::new(idle, &limits),
             counters: StampCounters::default(),
-            error: ErrorEstimate::of_this_host(),
+            clock_state: ClockWatch::new(wire.format),
             follow_ups,
             buf: vec![0u8; RECV_BUFFER],
             from: RawAddr::empty(),
@@ -177,6 +183,7 @@ impl Reflector {
             now_ns = self.clock();
             if now_ns >= next_tick {
                 next_tick = now_ns + TICK.as_nanos() as u64;
+                self.clock_state.tick(now_ns);
                 self.collect_follow_ups();
                 self.sessions.tick(now_ns, events);
                 self.counters.prune(now_ns);
@@ -479,11 +486,12 @@ impl Reflector {
             return;
         };
         let (counters, clock) = (&mut self.counters, self.clock.as_ref());
+        let format = self.wire.format;
         log.take_follow_ups(|p| {
             let wire = p.t3.mapped(clock).wire;
             if let Some(f) = p
                 .follow_up
-                .and_then(|seq| tlv_reflect::follow_up_of(seq, p.t3.driver, wire))
+                .and_then(|seq| tlv_reflect::follow_up_of(seq, p.t3.driver, wire, format))
             {
                 counters.stamped(&p.peer, f);
             }
@@ -526,16 +534,17 @@ impl Reflector {
             timestamping::realtime_ns()
         });
         let mut t3 = 0;
+        let format = self.wire.format;
         let read_t3 = || {
             t3 = timestamping::realtime_ns();
-            NtpTime::from_unix_ns(t3)
+            WireTime::encode(t3, format)
         };
         let packet = &mut self.buf[..len];
         let how = Reflection {
-            t2: NtpTime::from_unix_ns(t2),
+            t2: WireTime::encode(t2, format),
             ttl: d.ttl.unwrap_or(0),
             seq: counted.map(|c| c.seq),
-            error: self.error,
+            error: self.clock_state.estimate(),
         };
         stamp::reflect_in_place(packet, layout, how, read_t3).map_err(|_| Refusal::Malformed)?;
         if let Some(key) = &self.key {
@@ -553,7 +562,7 @@ impl Reflector {
         counted: Option<Counted>,
         reply_seq: u32,
     ) -> Answered {
-        let sync = if self.error.synchronized {
+        let sync = if self.clock_state.estimate().synchronized {
             tlv::sync::NTP
         } else {
             tlv::sync::LOCAL

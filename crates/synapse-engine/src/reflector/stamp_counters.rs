@@ -236,7 +236,7 @@ mod tests {
         let p = SocketAddr::from(([127, 0, 0, 1], 1));
         let stamp = |seq| FollowUp {
             seq,
-            t3: crate::protocol::stamp::NtpTime::from_unix_ns(5),
+            t3: crate::protocol::stamp::WireTime::from_unix_ns(5),
             mode: crate::protocol::tlv::method::SOFTWARE,
         };
         c.next(&addr(1), 0);

@@ -361,10 +361,12 @@ pub fn random_u64() -> io::Result<u64> {
     }
 }
 
-/// What the kernel says of the system clock's synchronisation: whether it
-/// is synchronised (NTP/PTP daemons clear `STA_UNSYNC`), and its maximum
-/// error, µs. `None` when it cannot be asked.
-pub fn clock_sync() -> Option<(bool, u64)> {
+/// What the kernel says of the system clock (`adjtimex` with modes 0, as
+/// `ntp_adjtime` reads it): whether it is synchronised (a time daemon
+/// clears `STA_UNSYNC`; the call returns `TIME_ERROR` otherwise), its
+/// maximum error and its estimated error, µs. `None` when it cannot be
+/// asked.
+pub fn clock_sync() -> Option<(bool, u64, u64)> {
     // SAFETY: timex is plain data; all zeroes (modes 0) asks without setting.
     let mut tx: libc::timex = unsafe { std::mem::zeroed() };
     // SAFETY: tx is a live, writable timex; modes 0 only reads.
@@ -373,7 +375,7 @@ pub fn clock_sync() -> Option<(bool, u64)> {
         return None;
     }
     let synced = state != libc::TIME_ERROR && tx.status & libc::STA_UNSYNC == 0;
-    Some((synced, tx.maxerror.max(0) as u64))
+    Some((synced, tx.maxerror.max(0) as u64, tx.esterror.max(0) as u64))
 }
 
 /// A request that no CPU enter an idle state it takes longer than 0 µs to

@@ -9,6 +9,7 @@ mod hardware;
 pub mod phc_map;
 mod reflector_stamping;
 pub mod tx_matcher;
+pub mod tx_sample;
 
 use super::{EngineError, sys};
 use capabilities::{Capabilities, Source};

@@ -43,7 +43,7 @@ impl TxPoints {
     #[inline]
     #[must_use]
     pub fn mapped(mut self, clock: Option<&PhcMap>) -> Self {
-        self.wire = self.hw.and_then(|hw| clock?.to_system(hw));
+        self.wire = self.hw.and_then(|hw| clock?.place(hw, self.driver));
         self
     }
 }

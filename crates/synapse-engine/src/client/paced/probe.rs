@@ -6,6 +6,7 @@ use super::schedule::{Schedule, Slots};
 use crate::client::extensions::{Held, TlvTally};
 use crate::client::seen::Seen;
 use crate::client::sequence::{SequenceTracker, WINDOW};
+use crate::protocol::stamp::TimeFormat;
 use crate::protocol::stamp_key::StampKey;
 use crate::protocol::tlv::StampTlvs;
 use crate::protocol::{Codec, EchoCodec, StampSender};
@@ -51,6 +52,8 @@ pub struct ProbeConfig {
     pub marks: Option<u8>,
     /// STAMP: the RFC 8972 TLVs each request carries.
     pub tlvs: StampTlvs,
+    /// STAMP: the format of the T1 it sends (NTP or PTP).
+    pub stamp_format: TimeFormat,
 }
 
 /// A peer's state during the run.
@@ -99,7 +102,8 @@ impl Probe {
     /// marks the run's echo requests, `seed` draws Poisson gaps.
     pub fn new(cfg: ProbeConfig, timeout: Duration, start_ns: u64, token: u64, seed: u64) -> Self {
         let codec = if cfg.stamp {
-            let sender = StampSender::new(cfg.size, cfg.ssid, cfg.key.clone());
+            let sender =
+                StampSender::new(cfg.size, cfg.ssid, cfg.key.clone()).with_format(cfg.stamp_format);
             Codec::Stamp(sender.with_tlvs(cfg.tlvs, cfg.marks.unwrap_or(0)))
         } else {
             Codec::Echo(EchoCodec::new(cfg.size, token))

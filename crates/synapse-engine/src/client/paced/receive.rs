@@ -199,7 +199,7 @@ impl<S: Sink> Pacer<'_, S> {
         pts.follow_up = holding;
         let record = Record::sample(reply.seq, now, rtt, e.warmup)
             .with_split(pts.split())
-            .with_far(pts.far_side(reply.reflector_synced))
+            .with_far(pts.far_side())
             .with_marks(pts.marks)
             .with_send_lag(e.lag_ns);
         if holding {
@@ -221,7 +221,11 @@ impl<S: Sink> Pacer<'_, S> {
         let probe = &mut self.probes[p];
         probe.tally.reply(&reply.tlv);
         if let Some(fu) = reply.tlv.follow_up {
-            let matched = probe.held.as_mut().is_some_and(|h| h.follow_up(&fu));
+            let format = reply.reflector_error.format();
+            let matched = probe
+                .held
+                .as_mut()
+                .is_some_and(|h| h.follow_up(&fu, format));
             probe.tally.follow_up(&fu, matched);
             if let Some(h) = probe.held.filter(|_| matched)
                 && let Some(e) = probe.in_flight.get_mut(h.points.seq)

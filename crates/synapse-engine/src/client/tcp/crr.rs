@@ -148,6 +148,7 @@ impl<'a> TcpCrr<'a> {
             stamping: StampingInfo::default(),
             extensions: None,
             tcp: Some(self.tcp.figures()),
+            nic_clock: None,
         })
     }
 

@@ -175,6 +175,7 @@ impl<'a> TcpPinger<'a> {
             stamping: StampingInfo::default(),
             extensions: None,
             tcp: Some(self.figures()),
+            nic_clock: None,
         })
     }
 
@@ -259,7 +260,7 @@ impl<'a> TcpPinger<'a> {
         let Some(conn) = self.link.conn.as_mut() else {
             return Ok((Wait::Unsent, Instant::now()));
         };
-        self.sampled = conn.stamps.as_ref().is_some_and(|s| s.samples(index));
+        self.sampled = conn.stamps.as_mut().is_some_and(|s| s.samples(index));
         self.segs_before = if self.sampled {
             sys_tcp::tcp_info(conn.fd)
                 .ok()

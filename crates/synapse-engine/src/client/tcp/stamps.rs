@@ -11,6 +11,7 @@
 use crate::sys::tcp as sys_tcp;
 use crate::sys::timestamping::{self, TxPoint, flags};
 use crate::timestamping::tx_matcher::TxStampReader;
+use crate::timestamping::tx_sample::TxSample;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -38,8 +39,8 @@ impl TcpTx {
 #[derive(Debug)]
 pub(crate) struct TcpStamps {
     reader: TxStampReader,
-    /// TX stamps on one request in this many.
-    every: u64,
+    /// Which requests carry TX stamps: one in N on average, at random.
+    sample: TxSample,
     /// Bytes written since the numbering began (its low 32 bits are the
     /// kernel's numbers).
     written: u64,
@@ -62,7 +63,7 @@ impl TcpStamps {
         let cmsg_type = timestamping::enable(fd, wanted)?;
         Ok(Self {
             reader: TxStampReader::new(cmsg_type),
-            every: u64::from(every.max(1)),
+            sample: TxSample::seeded(every),
             written: 0,
             want: None,
             got: TcpTx::default(),
@@ -71,10 +72,11 @@ impl TcpStamps {
     }
 
     /// Whether measured transaction `index` (`None`: warm-up, all of
-    /// which are) is one of the stamped sample.
+    /// which are) is one of the stamped sample (drawn at random, see
+    /// `tx_sample.rs`; called once per transaction).
     #[inline]
-    pub fn samples(&self, index: Option<u64>) -> bool {
-        index.is_none_or(|i| i % self.every == 0)
+    pub fn samples(&mut self, index: Option<u64>) -> bool {
+        self.sample.take(index)
     }
 
     /// Sends what the kernel takes of `payload` now; a `sampled` request
