@@ -853,7 +853,9 @@ p("one with a non-blocking receive in place of the blocking one. Paced mode (`--
 p("counted either: under callgrind its waiter wakes a varying number of times before each slot, so")
 p("two runs' difference is the waiting, not the work (it came out negative). The consumer thread's")
 p("count varies between runs (it drains the ring in as many wake-ups as the timing gives); the")
-p("measurement thread's repeats to the instruction.")
+p("measurement thread's repeats within 1 % (to the instruction with `--timestamps user`; with kernel")
+p("stamps the packets that ask for TX stamps are drawn at random, so a run's number of them varies).")
+p("The last column is issue 38's table as filed (the landed tree then), for the trend.")
 p()
 IN = "instructions"
 def ins(v):
@@ -893,7 +895,20 @@ for label, c, t, rc, rt, rl in rows:
         out_rows.append((label, ins(v), rl, ir.missing(rc), IN))
     else:
         out_rows.append((label, ins(v), f"{rl}: {ins(r)}", f"**{rfmt(ratio(v, r), 2)}**", IN))
-table(out_rows, figure="instructions per round trip", reference="bare C, same run")
+FILED = {"c-plain": 582, "c-rx": 609, "syn-default": 1411, "syn-server": 1674, "c-reflector": 36}
+filed_rows = []
+for (label, c, t, *_), r in zip(rows, out_rows):
+    f = FILED.get(c) if t in ("all", "t2") else (202 if c == "syn-default" else None)
+    filed_rows.append(r[:4] + (r[4], f"{f:,}" if f else "–"))
+p("| measured | instructions per round trip | bare C, same run | ratio | commit | command | issue 38 as filed |")
+p("|---|---|---|---|---|---|---|")
+for label, fig, ref, rat, name, f in filed_rows:
+    cmd = code(run(name).cmd)
+    if fig is None:
+        p(f"| {label} | {rat} | | | {commit} | {cmd} | {f} |")
+    else:
+        p(f"| {label} | {fig} | {ref} | {rat} | {commit} | {cmd} | {f} |")
+p()
 targets = [
     ("client defaults ≤ 1.3 × the C client with the same RX stamps", ratio(ins_get("syn-default", "t2"), ins_get("c-rx", "all")), 1.3),
     ("client `--timestamps user` ≤ 1.3 × the C client without stamps", ratio(ins_get("syn-user", "t2"), ins_get("c-plain", "all")), 1.3),
@@ -912,15 +927,34 @@ for (c, t), fns in prof.items():
         continue
     who = {"syn-default": "the client's", "syn-server": "the reflector's",
            "syn-server-paced": "the paced reflector's"}[c]
-    what = "measurement thread" if t != "main" else "main thread"
+    what = {"syn-default": "measurement thread", "syn-server": "serving thread",
+            "syn-server-paced": "serving thread"}[c] if t != "main" else "consumer (main) thread"
     p(f"Where {who} {what} spends them (`{c}`, thread `{t}`; self instructions per round trip, "
       "the costliest functions, `benches/callgrind_diff.py`):")
     p()
-    p("| per round trip | function (source) |")
+    if t != "main":
+        p("(The loop itself is inlined into its thread's entry: `__rust_begin_short_backtrace` in the")
+        p("client, `start_reflector::{{closure}}` in the reflector.)")
+        p()
+    p("| per round trip | function |")
     p("|---|---|")
     for v, fn in fns:
         p(f"| {v:,.1f} | `{fn}` |")
     p()
+
+p("Reading the maps (where issue 38's reductions are). Client: `Stats::record` and")
+p("`saturating_record` are the measurement thread recording each sample into its own histograms;")
+p("`sub_timespec` and `Timespec::now` are `Instant` arithmetic where integer nanoseconds would do;")
+p("`memcpy` is the 136-byte `Record` pushed into the ring (the consumer pays it again popping it);")
+p("`release_held` and `TlvTally::reply` run on a plain echo with nothing held and no TLV;")
+p("`__pthread_enable/disable_asynccancel` wrap each blocking libc call, which a direct system call")
+p("would not. Reflector: after every answer the loop tries a `recvmmsg` for more queued datagrams,")
+p("and `Batch::recv` (sys/batch.rs, inlined into the loop) zeroes and refills all 32 message and")
+p("buffer headers for it each time: the `memset`, most of the loop's own count and the failing")
+p("`recvmmsg` with its `receive_failed` are that try, about half of an answer on the `recvfrom`")
+p("path; headers built once would leave it the system call. `admit` is the source checks and the")
+p("session look-up; `sub_timespec` the `Instant` behind each clock read.")
+p()
 
 # not measured ---------------------------------------------------------------------------
 p("## What is not measured here")

@@ -20,9 +20,9 @@ use std::process::Command;
 /// Instructions per round trip of the measurement thread, blocking, kernel
 /// stamps (the defaults), on this tree. Lower it when a change lowers the
 /// count; raise it only with a reason in the commit.
-const REFERENCE_DEFAULTS: f64 = 1395.0;
+const REFERENCE_DEFAULTS: f64 = 1523.0;
 /// The same with `--timestamps user`.
-const REFERENCE_USER: f64 = 1411.0;
+const REFERENCE_USER: f64 = 1511.0;
 /// How far over its reference a count may go before the test fails.
 const MARGIN: f64 = 1.10;
 

@@ -111,10 +111,6 @@ pub struct Reflector {
     clock: Option<PhcMap>,
     /// The last receive got something, so more may be queued.
     more_waiting: bool,
-    /// A batch's admitted datagrams: their slots and sessions. Kept
-    /// here, so answering a batch zeroes no array of its own.
-    admitted_slots: [u8; BATCH],
-    admitted_sessions: [usize; BATCH],
 }
 
 impl Reflector {
@@ -152,8 +148,6 @@ impl Reflector {
             batch: (wire.protocol == Protocol::Echo && wire.rx_cmsg.is_none())
                 .then(|| Box::new(Batch::new(RECV_BUFFER, wire.answer_from_arrival))),
             more_waiting: false,
-            admitted_slots: [0; BATCH],
-            admitted_sessions: [0; BATCH],
             clock: None,
         }
     }
@@ -264,6 +258,8 @@ impl Reflector {
     /// Admits each datagram of `batch`, sends the admitted back at once,
     /// then accounts for them.
     fn answer_batch(&mut self, batch: &Batch, now_ns: u64) {
+        let mut slots = [0u8; BATCH];
+        let mut sessions = [0usize; BATCH];
         let mut admitted = 0;
         for i in 0..batch.len() {
             let (_, got, from) = batch.datagram(i);
@@ -273,8 +269,8 @@ impl Reflector {
             }
             match self.admit(from, now_ns) {
                 Ok(idx) => {
-                    self.admitted_slots[admitted] = i as u8;
-                    self.admitted_sessions[admitted] = idx;
+                    slots[admitted] = i as u8;
+                    sessions[admitted] = idx;
                     admitted += 1;
                 }
                 Err(why) => self.sessions.totals.refused.count(why),
@@ -283,11 +279,9 @@ impl Reflector {
         if admitted == 0 {
             return;
         }
-        self.sessions.totals.send_errors +=
-            batch.send_back(self.fd, &self.admitted_slots[..admitted]);
+        self.sessions.totals.send_errors += batch.send_back(self.fd, &slots[..admitted]);
         let now_ns = self.clock();
-        let sessions = &self.admitted_sessions[..admitted];
-        for (&slot, &idx) in self.admitted_slots[..admitted].iter().zip(sessions) {
+        for (&slot, &idx) in slots.iter().zip(&sessions).take(admitted) {
             let (bytes, _, _) = batch.datagram(usize::from(slot));
             self.sessions.account(idx, bytes.len() as u64, now_ns);
         }
