@@ -5,7 +5,7 @@
 use super::EffectiveConfig;
 use super::jitter_text::jitter_line;
 use std::io::{self, Write};
-use synapse_stats::{JitterFigures, Summary};
+use synapse_stats::Summary;
 use synapse_units::{format_ns, group_thousands};
 
 /// `ping-pong (one request in flight)` or `paced, periodic, every 1 ms`.
