@@ -29,6 +29,7 @@ pub mod commands;
 pub mod config;
 pub mod console;
 pub mod error;
+pub mod files;
 pub mod hdr_log;
 pub mod packet_log;
 pub mod plan;

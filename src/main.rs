@@ -31,15 +31,18 @@ fn main() {
             std::process::exit(exit::USAGE);
         }
         Err(e) => {
-            // clap's own message, cut to its first line: one line per error.
-            let text = e.render().to_string();
-            console::error(&format!("{} (see synapse --help)", one_line(&text)));
+            // One line per error, with clap's suggestion and the help to read.
+            let args: Vec<String> = std::env::args().collect();
+            console::error(&synapse::cli::one_line(&e, &Cli::command(), &args));
             std::process::exit(exit::USAGE);
         }
     };
     init_logging();
     let code = match run(cli, &matches) {
         Ok(code) => code,
+        // A reader that stopped reading (`| head`) ended the output: as
+        // for any Unix filter, that is a normal end.
+        Err(e) if e.is_broken_pipe() => exit::PASS,
         Err(e) => {
             console::error(&e.to_string());
             e.exit_code()
@@ -86,23 +89,6 @@ where
         ctx.field_format().format_fields(writer.by_ref(), event)?;
         writeln!(writer)
     }
-}
-
-/// clap's message on one line: its first line, and when that ends in a
-/// colon ("the following required arguments were not provided:") the
-/// indented list under it.
-fn one_line(text: &str) -> String {
-    let mut lines = text.lines();
-    let first = lines.next().unwrap_or("invalid arguments");
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    if !first.ends_with(':') {
-        return first.to_string();
-    }
-    let listed: Vec<&str> = lines
-        .take_while(|l| !l.trim().is_empty())
-        .map(str::trim)
-        .collect();
-    format!("{first} {}", listed.join(", "))
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP (a closed terminal, or a service manager's
@@ -183,6 +169,10 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
     match plan {
         Plan::Client(p) => {
             let report = headless::run_client(&p, &stop)?;
+            if report.log.as_ref().is_some_and(|l| l.reader_closed) {
+                // `--log - | head`: the reader had what it wanted.
+                return Ok(exit::PASS);
+            }
             print_report(&report, p.output, log_on_stdout(p.log.as_deref()))?;
             let code = exit_code(&report);
             save_after_run(&p, Some(&report), code)
@@ -201,9 +191,12 @@ fn log_on_stdout(log: Option<&std::path::Path>) -> bool {
 }
 
 /// 1 when the log could not be written (what was measured was reported),
-/// else the verdict's: 0 PASS, 3 FAIL.
+/// 130 when a stop came before anything was measured, else the verdict's:
+/// 0 PASS, 3 FAIL.
 fn exit_code(report: &Report) -> i32 {
-    if report.log.as_ref().is_some_and(|l| l.error.is_some())
+    if report.nothing_measured() {
+        exit::INTERRUPTED
+    } else if report.log.as_ref().is_some_and(|l| l.error.is_some())
         || report.hdr_log.as_ref().is_some_and(|l| l.error.is_some())
     {
         exit::RUNTIME
@@ -242,27 +235,30 @@ fn finish_ui(finale: &Finale) -> Result<i32, AppError> {
         print_report(report, Output::Text, false)?;
         code = exit_code(report);
     }
+    let mut out = std::io::stdout().lock();
     if let Some(t) = finale.server {
-        println!(
+        writeln!(
+            out,
             "Reflector: {}, {}, {} echoed",
             count_of(t.sessions, "session"),
             count_of(t.packets, "packet"),
             count_of(t.bytes, "byte")
-        );
+        )?;
     }
     if let Some(log) = &finale.server_log {
-        println!(
+        writeln!(
+            out,
             "Server log: {} written to {}",
             count_of(log.rows, "answer"),
             log.path.display()
-        );
+        )?;
         if let Some(e) = &log.error {
             console::error(&e.to_string());
             code = exit::RUNTIME;
         }
     }
     if finale.report.is_none() && finale.server.is_none() {
-        println!("Nothing was measured.");
+        writeln!(out, "Nothing was measured.")?;
         if let Some((why, failed)) = &finale.failure {
             console::error(why);
             code = *failed;

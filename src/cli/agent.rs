@@ -11,7 +11,6 @@ use std::time::Duration;
 use synapse_engine::ReflectorStamping;
 use synapse_engine::peer_address::peer_address_text;
 use synapse_engine::socket::address_text;
-use synapse_units::seconds;
 
 /// `synapse agent`.
 #[derive(Debug, Args)]
@@ -368,19 +367,13 @@ pub fn split_name_port(s: &str) -> (&str, Option<&str>) {
 }
 
 fn discover_every(s: &str) -> Result<Duration, String> {
-    let d = seconds(s)?;
-    if d < Duration::from_secs(1) || d > Duration::from_secs(86_400) {
-        return Err(format!("'{s}': from 1s to 1 day"));
-    }
-    Ok(d)
+    let (lo, hi) = (Duration::from_secs(1), Duration::from_secs(86_400));
+    synapse_units::duration_within(s, synapse_units::DefaultUnit::Seconds, lo, Some(hi))
 }
 
 fn report_every(s: &str) -> Result<Duration, String> {
-    let d = seconds(s)?;
-    if d < Duration::from_secs(1) {
-        return Err(format!("'{s}': at least 1s"));
-    }
-    Ok(d)
+    let at_least = Duration::from_secs(1);
+    synapse_units::duration_within(s, synapse_units::DefaultUnit::Seconds, at_least, None)
 }
 
 fn max_pps(s: &str) -> Result<f64, String> {

@@ -10,10 +10,12 @@
 pub mod agent;
 pub mod calibrate;
 pub mod compare;
+mod usage_error;
 
 pub use agent::{AgentArgs, AgentOptions, PeerOptions};
 pub use calibrate::CalibrateArgs;
 pub use compare::{CompareArgs, PlotArgs};
+pub use usage_error::one_line;
 
 use crate::packet_log::Opening;
 use clap::{ArgAction, ArgGroup, Args, CommandFactory, Parser, Subcommand};
@@ -44,7 +46,8 @@ const AFTER_HELP: &str = "\
 Exit status: 0 PASS, 3 FAIL (a --threshold not met, more loss than --max-loss,
 or a regression past --fail-on-regression), 2 bad input or unreachable peer,
 1 failure during the run (such as a --log that could not be written),
-130 interrupted before complete (calibrate on Ctrl-C; any command on a second Ctrl-C).
+130 interrupted before complete (a run stopped before its first measured request;
+calibrate on Ctrl-C; any command on a second Ctrl-C).
 Logging: RUST_LOG=synapse=debug (logs go to stderr, never stdout).";
 
 /// Top-level command line.
@@ -337,8 +340,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = count)]
     pub packets: Option<u64>,
 
-    /// Measure for this long instead of a packet count (e.g. 30, 30s, 2min).
-    #[arg(long, value_name = "SECS", value_parser = seconds)]
+    /// Measure for this long instead of a packet count (e.g. 30s, 2min,
+    /// 1h; a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = seconds)]
     #[serde(rename = "duration_s", serialize_with = "synapse_units::serde_secs")]
     pub duration: Option<Duration>,
 
@@ -426,16 +430,17 @@ pub struct RunArgs {
 #[derive(Debug, Args, Clone, Default, Serialize)]
 #[command(group(ArgGroup::new("pace").args(["interval", "rate"])))]
 pub struct PaceArgs {
-    /// Paced mode: send a request every DURATION (10ms, 1ms, 100us),
-    /// whatever the replies do, many in flight, instead of ping-pong's one
+    /// Paced mode: send a request every DURATION (10us to 1h, with its
+    /// unit: 100us, 10ms, 1s, 2min), whatever the replies do, many in flight, instead of ping-pong's one
     /// at a time. Reports the schedule kept, jitter and, with --stamp,
     /// one-way delay and which way losses went.
     #[arg(long, value_name = "DURATION", value_parser = synapse_units::interval)]
     #[serde(rename = "interval_ns", serialize_with = "synapse_units::serde_opt_ns")]
     pub interval: Option<Duration>,
 
-    /// Paced mode: this many requests per second (--interval 1/PPS).
-    #[arg(long, value_name = "PPS", value_parser = synapse_units::rate)]
+    /// Paced mode: this many requests per second, or per minute or hour
+    /// (100, 100/s, 30/min, 1/h; 1/h to 100000/s): --interval 1/RATE.
+    #[arg(long, value_name = "RATE", value_parser = synapse_units::rate)]
     #[serde(rename = "rate_pps")]
     pub rate: Option<f64>,
 
@@ -557,8 +562,8 @@ pub struct StampFormatArgs {
 /// How replies are timed: their deadline and the clock that stamps them.
 #[derive(Debug, Args, Clone, Serialize)]
 pub struct ClockArgs {
-    /// How long to wait for each reply before counting it lost (e.g. 100ms,
-    /// 1s; a bare number is milliseconds).
+    /// How long to wait for each reply before counting it lost (1ms to
+    /// 1min, e.g. 100ms, 1s; a bare number is milliseconds).
     #[arg(long = "timeout", value_name = "DURATION", default_value = "100", value_parser = synapse_units::timeout)]
     #[serde(serialize_with = "synapse_units::serde_ms")]
     pub timeout_ms: Duration,
@@ -664,7 +669,8 @@ pub struct HdrLogArgs {
     #[arg(long, value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,
 
-    /// The interval log's interval (e.g. 1s, 100ms; 1ms..=1h).
+    /// The interval log's interval (1ms to 1h, e.g. 1s, 100ms; a bare
+    /// number is seconds).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = hdr_interval)]
     pub hdr_interval: Duration,
 }
@@ -679,11 +685,8 @@ impl Default for HdrLogArgs {
 }
 
 fn hdr_interval(s: &str) -> Result<Duration, String> {
-    let d = synapse_units::parse_duration(s, synapse_units::DefaultUnit::Seconds)?;
-    if d < Duration::from_millis(1) || d > Duration::from_secs(3600) {
-        return Err(format!("'{s}' is outside 1ms..=1h"));
-    }
-    Ok(d)
+    let (lo, hi) = (Duration::from_millis(1), Duration::from_secs(3600));
+    synapse_units::duration_within(s, synapse_units::DefaultUnit::Seconds, lo, Some(hi))
 }
 
 /// How a measurement is shown and kept: not part of a profile.
@@ -708,7 +711,7 @@ pub struct OutputArgs {
     pub config: Option<PathBuf>,
 }
 
-/// Warm-up packets in ping-pong (the seed's), and at most in paced mode.
+/// Warm-up packets in ping-pong, and at most in paced mode.
 pub const DEFAULT_WARMUP: u64 = 200;
 
 impl PaceArgs {
@@ -889,9 +892,13 @@ mod tests {
         assert!(
             run(&["--interval", "5us"])
                 .unwrap_err()
-                .contains("outside 10us..=1h")
+                .contains("out of range: 10us to 1h")
         );
-        assert!(run(&["--rate", "0"]).unwrap_err().contains("outside"));
+        assert!(
+            run(&["--rate", "0"])
+                .unwrap_err()
+                .contains("out of range: 1/h to 100000/s")
+        );
         assert!(run(&["--rate", "fast"]).unwrap_err().contains("not a rate"));
     }
 
@@ -905,7 +912,7 @@ mod tests {
         assert_eq!(t("100ms"), Ok(Duration::from_millis(100)));
         assert_eq!(t("1s"), Ok(Duration::from_secs(1)));
         assert_eq!(t("250"), Ok(Duration::from_millis(250)));
-        assert!(t("0").unwrap_err().contains("outside 1ms..=60s"));
+        assert!(t("0").unwrap_err().contains("out of range: 1ms to 1min"));
         assert!(t("61s").is_err());
     }
 }

@@ -84,13 +84,12 @@ fn cell(c: &FigureComparison, v: Option<f64>, signed: bool) -> String {
         None => "—".into(),
         Some(v) if c.unit == "percent" => {
             if signed {
-                format!("{v:+.2} pt")
+                format!("{} pt", synapse_units::signed(v, 2))
             } else {
                 format!("{v:.2} %")
             }
         }
-        Some(v) if signed && v < 0.0 => format!("−{}", format_ns(-v)),
-        Some(v) if signed => format!("+{}", format_ns(v)),
+        Some(v) if signed => synapse_units::signed_ns(v),
         Some(v) => format_ns(v),
     }
 }

@@ -47,48 +47,109 @@ pub fn run(args: &PlotArgs) -> Result<i32, AppError> {
         .output
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase());
-    let kinds: Vec<&str> = match args.kind.as_str() {
-        "all" => {
-            let mut k = vec!["percentiles", "time"];
-            if inputs.iter().any(|i| has_split(i, &prefix)) {
-                k.push("split");
-            }
-            k
-        }
-        one => vec![one],
-    };
-    if kinds.iter().any(|k| *k != "percentiles") && inputs.iter().all(|i| i.log.is_none()) {
-        return Err(AppError::Usage(
-            "plot: latency over time and the split need interval logs (--hdr-log), and these inputs are JSON reports: use --kind percentiles".into(),
-        ));
+    let path = &args.output;
+    if !matches!(ext.as_deref(), Some("svg" | "png")) {
+        return Err(AppError::Usage(format!(
+            "plot -o {}: the picture is FILE.svg or FILE.png",
+            path.display()
+        )));
     }
+    let (kinds, left_out) = kinds(&args.kind, &inputs, &prefix)?;
     let (w, h) = (args.width, args.width * 9 / 16 * kinds.len() as u32);
     // Text is measured with the font for either back end.
     plotters::style::register_font(FONT, FontStyle::Normal, DEJAVU)
         .map_err(|_| AppError::Runtime(anyhow::anyhow!("the embedded font is broken")))?;
-    let path = &args.output;
-    let drawn = match ext.as_deref() {
-        Some("svg") => draw(
-            SVGBackend::new(path, (w, h)).into_drawing_area(),
-            &inputs,
-            &kinds,
-            &prefix,
-        ),
-        Some("png") => draw(
-            BitMapBackend::new(path, (w, h)).into_drawing_area(),
-            &inputs,
-            &kinds,
-            &prefix,
-        ),
-        _ => {
-            return Err(AppError::Usage(format!(
-                "plot -o {}: the picture is FILE.svg or FILE.png",
-                path.display()
-            )));
-        }
+    let cannot_draw = |e: Box<dyn std::error::Error>| {
+        AppError::Runtime(anyhow::anyhow!("plot: cannot draw: {e}"))
     };
-    drawn.map_err(|e| AppError::Runtime(anyhow::anyhow!("plot -o {}: {e}", path.display())))?;
+    // Drawn in memory, then written whole: a file that cannot be written
+    // says why in one line and leaves nothing behind.
+    let bytes = if ext.as_deref() == Some("svg") {
+        let mut svg = String::new();
+        draw(
+            SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area(),
+            &inputs,
+            &kinds,
+            &prefix,
+        )
+        .map_err(cannot_draw)?;
+        svg.into_bytes()
+    } else {
+        let mut rgb = vec![0u8; w as usize * h as usize * 3];
+        draw(
+            BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area(),
+            &inputs,
+            &kinds,
+            &prefix,
+        )
+        .map_err(cannot_draw)?;
+        png_of(&rgb, w, h).map_err(cannot_draw)?
+    };
+    crate::files::write_whole("plot -o", path, &bytes)?;
+    if let Some(note) = left_out {
+        crate::console::note(&note);
+    }
     Ok(exit::PASS)
+}
+
+/// The pictures `--kind` asks for that the inputs can give, and one line
+/// saying what was left out: a JSON report holds percentiles only, so it
+/// is drawn by percentile and left out of the pictures over time.
+fn kinds(
+    kind: &str,
+    inputs: &[Input],
+    prefix: &str,
+) -> Result<(Vec<&'static str>, Option<String>), AppError> {
+    let reports: Vec<String> = inputs
+        .iter()
+        .filter(|i| i.log.is_none())
+        .map(|i| short(&i.label))
+        .collect();
+    let any_log = reports.len() < inputs.len();
+    let kinds = match kind {
+        "all" if !any_log => vec!["percentiles"],
+        "all" if inputs.iter().any(|i| has_split(i, prefix)) => {
+            vec!["percentiles", "time", "split"]
+        }
+        "all" => vec!["percentiles", "time"],
+        "time" => vec!["time"],
+        "split" => vec!["split"],
+        _ => vec!["percentiles"],
+    };
+    let over_time = kinds.iter().any(|k| *k != "percentiles");
+    if over_time && !any_log {
+        return Err(AppError::Usage(format!(
+            "plot --kind {kind}: latency over time and the split need interval logs (--hdr-log); {} hold percentiles only (--kind percentiles draws them)",
+            reports.join(", ")
+        )));
+    }
+    let what = if reports.len() == 1 {
+        "is a JSON report"
+    } else {
+        "are JSON reports"
+    };
+    let note = (!reports.is_empty() && (kind == "all" || over_time)).then(|| {
+        let drawn = if kinds.contains(&"percentiles") {
+            "drawn by percentile only"
+        } else {
+            "not drawn"
+        };
+        format!(
+            "{} {what}: {drawn} (latency over time and the split need an interval log, --hdr-log)",
+            reports.join(", ")
+        )
+    });
+    Ok((kinds, note))
+}
+
+/// An RGB picture as PNG.
+fn png_of(rgb: &[u8], w: u32, h: u32) -> Fallible<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, w, h);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.write_header()?.write_image_data(rgb)?;
+    Ok(bytes)
 }
 
 fn has_split(i: &Input, prefix: &str) -> bool {
@@ -361,6 +422,17 @@ where
     legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
 
+/// Band `k` of the stacks: along the tops of segment `k`, back along the
+/// tops of the segment below it (or the axis).
+fn band(stacks: &[(f64, Vec<f64>)], k: usize) -> Vec<(f64, f64)> {
+    let below = |s: &(f64, Vec<f64>)| if k == 0 { 0.0 } else { s.1[k - 1] };
+    stacks
+        .iter()
+        .map(|s| (s.0, s.1[k]))
+        .chain(stacks.iter().rev().map(|s| (s.0, below(s))))
+        .collect()
+}
+
 fn split<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     inputs: &[Input],
@@ -428,15 +500,15 @@ where
         .label_style((FONT, 14))
         .axis_desc_style((FONT, 16))
         .draw()?;
-    for (k, seg) in segs.iter().enumerate().rev() {
+    // Each band fills from the top of the one below it to its own top, in
+    // its legend's colour: bands never overlap, so none changes colour.
+    for (k, seg) in segs.iter().enumerate() {
         let colour = COLOURS[k % COLOURS.len()];
-        let pts: Vec<(f64, f64)> = stacks.iter().map(|s| (s.0, s.1[k])).collect();
+        let band = band(&stacks, k);
         chart
-            .draw_series(AreaSeries::new(pts, 0.0, colour.mix(0.6)).border_style(colour))?
+            .draw_series(std::iter::once(Polygon::new(band, colour.filled())))?
             .label(seg.label())
-            .legend(move |(x, y)| {
-                Rectangle::new([(x, y - 5), (x + 20, y + 5)], colour.mix(0.6).filled())
-            });
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], colour.filled()));
     }
     legend(&mut chart, SeriesLabelPosition::UpperRight)
 }

@@ -248,7 +248,7 @@ stamp = true
         );
         assert_eq!(
             error("[defaults]\nthreshold = \"soon\"\n"),
-            "/cfg/config.toml:2:13: defaults.threshold: 'soon' is not a duration (try 1ms, 250us, 2s)"
+            "/cfg/config.toml:2:13: defaults.threshold: 'soon' is not a duration: a number and one of ns, us, µs, ms, s, min, h (e.g. 250us, 2min); a bare number is milliseconds"
         );
         assert_eq!(
             error("colour = 1\n"),

@@ -58,8 +58,16 @@ pub enum HdrLogError {
         path: PathBuf,
     },
     /// The file could not be created or written.
-    #[error("--hdr-log {}: {source}", path.display())]
+    #[error("--hdr-log {}: {}", path.display(), crate::files::cause(source))]
     Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
+    /// A log to read could not be read.
+    #[error("{}: {}", path.display(), crate::files::cause(source))]
+    Read {
         /// The file.
         path: PathBuf,
         /// What the system said.
@@ -123,12 +131,18 @@ impl HdrLogWriter {
             path: path.to_path_buf(),
             source,
         };
+        let existed = std::fs::symlink_metadata(path).is_ok();
         if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0) {
             return Err(HdrLogError::Exists {
                 path: path.to_path_buf(),
             });
         }
         let mut file = File::create(path).map_err(io_err)?;
+        // A header that cannot be written (a full disk) leaves no empty file.
+        let abandon = |e| {
+            crate::files::remove_if_empty(path, !existed);
+            io_err(e)
+        };
         let mut head = Vec::new();
         for line in about {
             let _ = writeln!(head, "#{line}");
@@ -142,7 +156,7 @@ impl HdrLogWriter {
             head,
             "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
         );
-        file.write_all(&head).map_err(io_err)?;
+        file.write_all(&head).map_err(abandon)?;
         let (tx, rx) = mpsc::channel();
         let failure = Arc::new(Mutex::new(None));
         let told = Arc::clone(&failure);

@@ -38,7 +38,7 @@ impl LoggedRun {
 
 /// Reads the interval log at `path`.
 pub fn read(path: &Path) -> Result<LoggedRun, HdrLogError> {
-    let bytes = std::fs::read(path).map_err(|source| HdrLogError::Io {
+    let bytes = std::fs::read(path).map_err(|source| HdrLogError::Read {
         path: path.to_path_buf(),
         source,
     })?;

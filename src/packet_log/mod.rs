@@ -45,7 +45,7 @@ impl LogRow for Points {
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
     /// The file could not be created or opened.
-    #[error("cannot write the packet log {}: {source}", path.display())]
+    #[error("--log {}: {}", path.display(), crate::files::cause(source))]
     Open {
         /// The file.
         path: PathBuf,
@@ -53,7 +53,7 @@ pub enum LogError {
         source: io::Error,
     },
     /// Writing rows failed during the run.
-    #[error("packet log {}: {source}", path.display())]
+    #[error("packet log {}: {}", path.display(), crate::files::cause(source))]
     Write {
         /// The file.
         path: PathBuf,
@@ -75,6 +75,13 @@ pub enum LogError {
         /// The file.
         path: PathBuf,
     },
+}
+
+impl LogError {
+    /// The rows went to a pipe whose reader has closed it.
+    pub fn is_reader_closed(&self) -> bool {
+        matches!(self, LogError::Write { source, .. } if source.kind() == io::ErrorKind::BrokenPipe)
+    }
 }
 
 /// What sees each item the writer takes (see [`PacketLog::start_teed`]).
@@ -136,6 +143,8 @@ pub struct PacketLog {
     sink: Sink,
     /// Bytes already in the file (rows of earlier runs, when appending).
     start_len: u64,
+    /// This run made the file (it was not there before).
+    created: bool,
 }
 
 /// What the writer did.
@@ -151,6 +160,7 @@ struct Written {
 #[derive(Debug)]
 pub struct RunningLog {
     path: PathBuf,
+    created: bool,
     failure: Arc<Mutex<Option<String>>>,
     handle: JoinHandle<Written>,
 }
@@ -205,6 +215,7 @@ impl PacketLog {
                 path: path.to_path_buf(),
                 sink: Sink::Stdout,
                 start_len: 0,
+                created: false,
             });
         }
         let exists = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() > 0);
@@ -213,6 +224,7 @@ impl PacketLog {
                 path: path.to_path_buf(),
             });
         }
+        let created = std::fs::symlink_metadata(path).is_err();
         let append = how == Opening::Append;
         let file = std::fs::OpenOptions::new()
             .write(true)
@@ -226,6 +238,7 @@ impl PacketLog {
             path: path.to_path_buf(),
             sink: Sink::File(file),
             start_len,
+            created,
         })
     }
 
@@ -235,6 +248,7 @@ impl PacketLog {
             path: PathBuf::from("(none)"),
             sink: Sink::Null,
             start_len: 0,
+            created: false,
         }
     }
 
@@ -251,7 +265,7 @@ impl PacketLog {
         rings: Vec<rtrb::Consumer<R>>,
         tee: Option<Tee<R>>,
     ) -> io::Result<RunningLog> {
-        let path = self.path.clone();
+        let (path, created) = (self.path.clone(), self.created);
         let failure = Arc::new(Mutex::new(None));
         let told = Arc::clone(&failure);
         let handle = std::thread::Builder::new()
@@ -259,6 +273,7 @@ impl PacketLog {
             .spawn(move || self.write(rings, tee, &told))?;
         Ok(RunningLog {
             path,
+            created,
             failure,
             handle,
         })
@@ -341,7 +356,8 @@ impl PacketLog {
                 self.sink.cut_to(*good_len);
                 done.unwritten += *pending;
                 if let Ok(mut f) = failure.lock() {
-                    *f = Some(format!("packet log {}: {e}", self.path.display()));
+                    let cause = crate::files::cause(&e);
+                    *f = Some(format!("packet log {}: {cause}", self.path.display()));
                 }
                 done.error = Some(e);
             }
@@ -355,7 +371,12 @@ impl RunningLog {
     /// Waits for the writer (it ends once its threads have) and returns
     /// what the file holds.
     pub fn finish(self) -> LogResult {
-        match self.handle.join() {
+        let joined = self.handle.join();
+        if joined.as_ref().is_ok_and(|w| w.error.is_some()) {
+            // A first write that failed leaves no empty file behind.
+            crate::files::remove_if_empty(&self.path, self.created);
+        }
+        match joined {
             Ok(w) => LogResult {
                 rows: w.rows,
                 unwritten: w.unwritten,
@@ -604,7 +625,7 @@ mod tests {
         let e = PacketLog::create(Path::new("/nonexistent-dir/x.csv")).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "cannot write the packet log /nonexistent-dir/x.csv: No such file or directory (os error 2)"
+            "--log /nonexistent-dir/x.csv: No such file or directory"
         );
     }
 }

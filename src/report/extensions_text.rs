@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use synapse_engine::extensions::TlvSummary;
 use synapse_stats::cos::{DscpCount, EcnCounts, LegFigures};
 use synapse_stats::{CosFigures, Summary};
-use synapse_units::group_thousands;
+use synapse_units::{count_of, group_thousands};
 
 /// What the STAMP extensions say that the reader must know: one-way
 /// delays resting on a clock nobody synchronises.
@@ -145,10 +145,14 @@ fn write_tlvs(out: &mut impl Write, e: &TlvSummary) -> io::Result<()> {
     if let Some(f) = &e.follow_up {
         writeln!(
             out,
-            "  Follow-Up:  {} packets took the reflector's measured T3 ({} by its NIC); {} replies had none yet; {} named a packet whose reply was lost",
-            group_thousands(f.matched),
+            "  Follow-Up:  {} took the reflector's measured T3 ({} by its NIC); {} had none yet; {} named a packet whose reply was lost",
+            count_of(f.matched, "packet"),
             group_thousands(f.hardware),
-            group_thousands(f.none_yet),
+            if f.none_yet == 1 {
+                "1 reply".to_string()
+            } else {
+                format!("{} replies", group_thousands(f.none_yet))
+            },
             group_thousands(f.unmatched)
         )?;
     }

@@ -145,6 +145,20 @@ pub struct LogSummary {
     pub dropped: u64,
     /// Why writing stopped, if it did (the run then ended, exit 1).
     pub error: Option<String>,
+    /// The log went to a pipe whose reader closed it (`--log - | head`):
+    /// the normal end of a filter, not a failure.
+    #[serde(skip)]
+    pub reader_closed: bool,
+}
+
+/// Where a client sent from: `10.77.0.1:40312`, or with `--connect-each`
+/// (a new connection, so a new port, per transaction) the address alone.
+pub fn local_text(local: SocketAddr, connect_each: bool) -> String {
+    if connect_each {
+        format!("{} (a new port per connection)", local.ip())
+    } else {
+        local.to_string()
+    }
 }
 
 impl LogSummary {
@@ -155,11 +169,17 @@ impl LogSummary {
             rows: log.rows,
             dropped: log.dropped,
             error: log.error.as_ref().map(ToString::to_string),
+            reader_closed: log.error.as_ref().is_some_and(|e| e.is_reader_closed()),
         }
     }
 }
 
 impl Report {
+    /// Stopped before a measured request left: there are no figures.
+    pub fn nothing_measured(&self) -> bool {
+        self.interrupted && self.summary.packets.sent == 0
+    }
+
     /// Builds the report of a finished client run.
     pub fn new(
         plan: &ClientPlan,

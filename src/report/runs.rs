@@ -41,8 +41,10 @@ pub fn load(
         return baseline(name, config_file, prefix);
     }
     let path = Path::new(spec);
-    let bytes =
-        std::fs::read(path).map_err(|e| AppError::Usage(format!("{}: {e}", path.display())))?;
+    let bytes = std::fs::read(path).map_err(|source| hdr_log::HdrLogError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'{') {
         return Ok(vec![json_report(spec, &bytes)?]);

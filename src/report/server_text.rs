@@ -5,7 +5,7 @@ use crate::plan::ServerPlan;
 use crate::session::{ServerFinish, ServerSession, Side};
 use std::io::{self, Write};
 use synapse_engine::{ReflectorStamping, ReflectorTotals, SessionInfo, TcpEchoTotals};
-use synapse_units::count_of;
+use synapse_units::{count_of, group_thousands};
 
 /// Where the reflectors listen, how they run, and where the log goes.
 pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) -> io::Result<()> {
@@ -90,10 +90,13 @@ pub fn session_line(side: Side, s: &SessionInfo) -> String {
 fn unanswered(t: &ReflectorTotals) -> String {
     let mut parts = Vec::new();
     if t.oversized > 0 {
-        parts.push(format!("{} oversized dropped", t.oversized));
+        parts.push(format!(
+            "{} oversized dropped",
+            group_thousands(t.oversized)
+        ));
     }
     if t.send_errors > 0 {
-        parts.push(format!("{} send errors", t.send_errors));
+        parts.push(count_of(t.send_errors, "send error"));
     }
     if t.refused.total() > 0 {
         parts.push(format!("refused: {}", t.refused));
@@ -157,7 +160,7 @@ fn tcp_totals(t: &TcpEchoTotals) -> String {
         (t.open, "open at the stop"),
     ] {
         if n > 0 {
-            ended.push(format!("{n} {what}"));
+            ended.push(format!("{} {what}", group_thousands(n)));
         }
     }
     let mut refused = Vec::new();
@@ -167,7 +170,7 @@ fn tcp_totals(t: &TcpEchoTotals) -> String {
         (t.refused_total, "over --max-sessions"),
     ] {
         if n > 0 {
-            refused.push(format!("{n} {why}"));
+            refused.push(format!("{} {why}", group_thousands(n)));
         }
     }
     format!(

@@ -8,7 +8,7 @@
 use std::io::{self, Write};
 use synapse_stats::TcpFigures;
 use synapse_stats::tcp::Timing;
-use synapse_units::{count_of, format_ns};
+use synapse_units::{count_of, format_ns, group_thousands};
 
 /// Writes the section; `replies` is the run's answered requests.
 pub fn write_tcp(out: &mut impl Write, t: &TcpFigures, replies: u64) -> io::Result<()> {
@@ -23,21 +23,22 @@ pub fn write_tcp(out: &mut impl Write, t: &TcpFigures, replies: u64) -> io::Resu
         writeln!(
             out,
             "  far kernel's ACK of the request: {} on its own (kernel RTT split off), {} riding on the reply (far side answered within its delayed-ACK time: no split), {} not stamped",
-            a.separate, a.piggybacked, a.missing
+            group_thousands(a.separate),
+            group_thousands(a.piggybacked),
+            group_thousands(a.missing)
         )?;
     }
     write_kernel(out, t)?;
     if t.pieces.split > 0 {
         writeln!(
             out,
-            "  {} {} read in two or more pieces ({} with 30-250 ms between pieces)",
-            t.pieces.split,
+            "  {} read in two or more pieces ({} with 30-250 ms between pieces)",
             if t.pieces.split == 1 {
-                "reply"
+                "1 reply".to_string()
             } else {
-                "replies"
+                format!("{} replies", group_thousands(t.pieces.split))
             },
-            t.pieces.stalled
+            group_thousands(t.pieces.stalled)
         )?;
     }
     if t.nagle_suspected(replies) {
@@ -54,13 +55,13 @@ fn write_connections(out: &mut impl Write, t: &TcpFigures) -> io::Result<()> {
         .iter()
         .zip(t.broken)
         .filter(|(_, n)| *n > 0)
-        .map(|(name, n)| format!("{n} {}", name.replace('_', " ")))
+        .map(|(name, n)| format!("{} {}", group_thousands(n), name.replace('_', " ")))
         .collect();
     let failed: Vec<String> = TcpFigures::CONNECT_FAILURES
         .iter()
         .zip(t.connect_failed)
         .filter(|(_, n)| *n > 0)
-        .map(|(name, n)| format!("{n} {}", name.replace('_', " ")))
+        .map(|(name, n)| format!("{} {}", group_thousands(n), name.replace('_', " ")))
         .collect();
     writeln!(
         out,
@@ -69,7 +70,7 @@ fn write_connections(out: &mut impl Write, t: &TcpFigures) -> io::Result<()> {
         if t.connect_each {
             " (one per transaction)".to_string()
         } else {
-            format!(", {} reconnects", t.reconnects)
+            format!(", {}", count_of(t.reconnects, "reconnect"))
         },
         none_or(&broken),
         none_or(&failed)
@@ -77,9 +78,14 @@ fn write_connections(out: &mut impl Write, t: &TcpFigures) -> io::Result<()> {
     if t.lost_with_connection + t.unsent > 0 || t.disconnected.count > 0 {
         writeln!(
             out,
-            "  {} lost with their connection, {} never sent (no connection); {} without a connection, {:.1} ms in all, longest {:.1} ms",
+            "  {} lost with {} connection, {} never sent (no connection); {} without a connection, {:.1} ms in all, longest {:.1} ms",
             count_of(t.lost_with_connection, "request"),
-            t.unsent,
+            if t.lost_with_connection == 1 {
+                "its"
+            } else {
+                "their"
+            },
+            group_thousands(t.unsent),
             count_of(t.disconnected.count, "spell"),
             t.disconnected.total_ms,
             t.disconnected.longest_ms
@@ -104,8 +110,11 @@ fn write_kernel(out: &mut impl Write, t: &TcpFigures) -> io::Result<()> {
     if k.retransmits > 0 || k.dsack_dups > 0 || k.out_of_order_in > 0 {
         writeln!(
             out,
-            "  resends: {} segments ({} bytes), {} DSACK, {} out of order in",
-            k.retransmits, k.bytes_retrans, k.dsack_dups, k.out_of_order_in,
+            "  resends: {} ({}), {} DSACK, {} out of order in",
+            count_of(k.retransmits, "segment"),
+            count_of(k.bytes_retrans, "byte"),
+            group_thousands(k.dsack_dups),
+            group_thousands(k.out_of_order_in),
         )?;
     }
     if let Some(said) = &t.resends.summary {

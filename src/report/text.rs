@@ -1,4 +1,5 @@
-//! The text report, in the layout users of the original tool know.
+//! The text report a headless run prints: its set-up, packets and loss,
+//! the RTT figures and their distribution, and the PASS/FAIL verdict.
 
 use super::{BreakdownReport, Criterion, LogSummary, Report};
 use std::io::{self, Write};
@@ -35,7 +36,14 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     let paint = Paint(color);
     let s = &report.summary;
     write_setup(out, report)?;
-    write_packets(out, s)?;
+    if report.nothing_measured() {
+        // No figures, so no verdict on them: say what happened.
+        return writeln!(
+            out,
+            "Nothing was measured: the run was stopped before its first measured request (warm-up requests are not counted)."
+        );
+    }
+    write_packets(out, s, report.interrupted)?;
     if let Some(n) = report.unauthenticated_replies {
         writeln!(
             out,
@@ -127,7 +135,10 @@ fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
     writeln!(
         out,
         "Target:   {} ({}) from {}, {}-byte payload",
-        c.server, c.mode, c.local, c.size
+        c.server,
+        c.mode,
+        super::local_text(c.local, c.options.connect_each),
+        c.size
     )?;
     writeln!(out, "Mode:     {}", super::timing_text::mode_line(c))?;
     writeln!(
@@ -163,19 +174,22 @@ fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
 }
 
 /// Packet accounting, outages, duration and rate.
-fn write_packets(out: &mut impl Write, s: &Summary) -> io::Result<()> {
+fn write_packets(out: &mut impl Write, s: &Summary, interrupted: bool) -> io::Result<()> {
     let p = &s.packets;
     writeln!(
         out,
         "Packets:  {} sent, {} lost ({:.2}%)",
-        p.sent,
-        p.lost,
+        group_thousands(p.sent),
+        group_thousands(p.lost),
         p.loss_percent()
     )?;
     writeln!(
         out,
         "          {} late, {} duplicate, {} reordered, {} stray",
-        p.late, p.duplicate, p.reordered, p.stray
+        group_thousands(p.late),
+        group_thousands(p.duplicate),
+        group_thousands(p.reordered),
+        group_thousands(p.stray)
     )?;
     if p.lost + p.late > 0 {
         writeln!(
@@ -193,7 +207,7 @@ fn write_packets(out: &mut impl Write, s: &Summary) -> io::Result<()> {
         writeln!(
             out,
             "Outages:  {}, the longest {} ({}); {} without timely replies in all",
-            o.count,
+            group_thousands(o.count),
             format_ns(o.longest_ms * 1e6),
             count_of(o.longest_packets, "request"),
             format_ns(o.total_ms * 1e6)
@@ -203,7 +217,12 @@ fn write_packets(out: &mut impl Write, s: &Summary) -> io::Result<()> {
     writeln!(out, "Duration: {:.2}s", s.duration_s)?;
     writeln!(
         out,
-        "          └─ Test completed at {} packets/second",
+        "          └─ {} at {} packets/second",
+        if interrupted {
+            "Stopped"
+        } else {
+            "Test completed"
+        },
         format_rate(s.rate_pps)
     )?;
     writeln!(out)
@@ -267,8 +286,9 @@ fn failure(c: &Criterion) -> String {
             format_ns_plain(c.limit as u64)
         ),
         m if m.ends_with(" significant regression") => format!(
-            "{} is significantly worse than the baseline's runs: {value:+.1} %, beyond --min-effect {} %",
+            "{} is significantly worse than the baseline's runs: {} %, beyond --min-effect {} %",
             m.trim_end_matches(" significant regression"),
+            synapse_units::signed(value, 1),
             c.limit
         ),
         "unchecked regression" => {
@@ -305,19 +325,20 @@ fn write_baseline(
     ] {
         writeln!(
             out,
-            "  {:<8} {:>10} → {:>10}  ({change:+.1} %)",
+            "  {:<8} {:>10} → {:>10}  ({} %)",
             format!("{label}:"),
             format_ns(then as f64),
-            format_ns(now as f64)
+            format_ns(now as f64),
+            synapse_units::signed(change, 1)
         )?;
     }
     writeln!(
         out,
-        "  {:<8} {:>9.2}% → {:>9.2}%  ({:+.2} points)",
+        "  {:<8} {:>9.2}% → {:>9.2}%  ({} points)",
         "Loss:",
         b.baseline.loss_percent,
         report.summary.packets.loss_percent(),
-        b.loss_change_points
+        synapse_units::signed(b.loss_change_points, 2)
     )?;
     write_rule(out, b)?;
     if b.baseline.timestamp_source != report.config.timestamps {

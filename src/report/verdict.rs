@@ -48,9 +48,10 @@ impl Criterion {
     /// `p99 61.2 µs < 500 µs`, `loss 0.20 % ≤ 1 %`, with what was measured.
     pub fn describe(&self) -> String {
         if let Some(fig) = self.metric.strip_suffix(" significant regression") {
-            let change = self
-                .value
-                .map_or_else(|| "—".to_string(), |v| format!("{v:+.2} %"));
+            let change = self.value.map_or_else(
+                || "—".to_string(),
+                |v| format!("{} %", synapse_units::signed(v, 2)),
+            );
             let what = if self.held {
                 "no significant regression"
             } else {

@@ -44,25 +44,19 @@ impl IntervalTap {
         let writer = path
             .map(|p| HdrLogWriter::create(p, SystemTime::now(), &header(what)))
             .transpose()?;
-        Ok(Self {
-            recorder: IntervalRecorder::new(length),
-            writer,
-            keep,
-            kept: Vec::new(),
-            max_kept: MAX_KEPT,
-            base: Instant::now(),
-            offset_ns: 0,
-            last_ns: 0,
-            timeout_ns: 0,
-        })
+        Ok(Self::with(length, writer, keep))
     }
 
     /// Intervals `length` long, kept in memory only (no log).
     pub fn in_memory(length: Duration) -> Self {
+        Self::with(length, None, true)
+    }
+
+    fn with(length: Duration, writer: Option<HdrLogWriter>, keep: bool) -> Self {
         Self {
             recorder: IntervalRecorder::new(length),
-            writer: None,
-            keep: true,
+            writer,
+            keep,
             kept: Vec::new(),
             max_kept: MAX_KEPT,
             base: Instant::now(),

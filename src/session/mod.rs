@@ -28,8 +28,9 @@ use crate::packet_log::{LogError, PacketLog, RunningLog};
 use std::path::{Path, PathBuf};
 
 /// Records the ring holds for a live consumer: over half a second at 100 k
-/// packets/s (a UI frame is 33 ms, the headless poll 100 ms), in 4.5 MiB
-/// of 72-byte records, so memory stays flat.
+/// packets/s (a UI frame is 33 ms, the headless poll 100 ms), in 10 MiB
+/// of 160-byte records (the size `synapse_stats::Record` asserts), so
+/// memory stays flat.
 pub const RING_CAPACITY: usize = 1 << 16;
 
 /// What became of a log.

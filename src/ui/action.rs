@@ -39,41 +39,102 @@ pub enum Action {
     Quit,
 }
 
-/// The key table: key, its label in the help overlay, the action.
-pub const KEYS: &[(&str, &str, Action)] = &[
-    ("space", "start or stop measuring", Action::ToggleRun),
-    ("r", "switch role: client ↔ server", Action::SwitchRole),
-    ("c", "clear statistics", Action::Clear),
+/// Which view a key acts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// Both.
+    Both,
+    /// The client's (measuring).
+    Client,
+    /// The server's (reflecting).
+    Server,
+}
+
+impl View {
+    /// Whether a key of this view acts in `role`.
+    pub fn acts_in(self, role: super::app::Role) -> bool {
+        use super::app::Role;
+        matches!(
+            (self, role),
+            (View::Both, _) | (View::Client, Role::Client) | (View::Server, Role::Server)
+        )
+    }
+}
+
+/// The key table: key, its label in the help overlay, the action, and
+/// the view it acts in.
+pub const KEYS: &[(&str, &str, Action, View)] = &[
+    ("space", "start or stop", Action::ToggleRun, View::Both),
+    (
+        "r",
+        "switch role: client ↔ server",
+        Action::SwitchRole,
+        View::Both,
+    ),
+    ("c", "clear statistics", Action::Clear, View::Both),
     (
         "f",
         "freeze the display (measuring continues)",
         Action::Freeze,
+        View::Both,
     ),
-    ("+ / -", "zoom the histogram in / out", Action::ZoomIn),
+    (
+        "+ / -",
+        "zoom the histogram in / out",
+        Action::ZoomIn,
+        View::Client,
+    ),
     (
         "s",
         "save these settings as a profile (asks for a name)",
         Action::SaveProfile,
+        View::Client,
     ),
     (
         "b",
         "keep the figures so far as the profile's baseline",
         Action::SetBaseline,
+        View::Client,
     ),
     (
         "m",
         "mark a reference and compare the figures with it",
         Action::MarkReference,
+        View::Client,
     ),
     (
         "↑ ↓ PgUp PgDn",
-        "scroll the client table (server view)",
+        "scroll the client table",
         Action::ScrollDown,
+        View::Server,
     ),
-    ("?", "this help", Action::Help),
-    ("q  Esc  Ctrl-C", "quit and print the summary", Action::Quit),
-    ("Esc (in help)", "close this help", Action::Close),
+    ("?", "this help", Action::Help, View::Both),
+    (
+        "q  Esc  Ctrl-C",
+        "quit and print the summary",
+        Action::Quit,
+        View::Both,
+    ),
+    (
+        "Esc (in help)",
+        "close this help",
+        Action::Close,
+        View::Both,
+    ),
 ];
+
+/// The view an action acts in, from the key table (an action not listed
+/// acts in both: the scroll keys' other directions are the server's).
+pub fn view_of(action: Action) -> View {
+    match action {
+        Action::ScrollUp | Action::PageUp | Action::PageDown => View::Server,
+        Action::ZoomOut => View::Client,
+        _ => KEYS
+            .iter()
+            .find(|k| k.2 == action)
+            .map_or(View::Both, |k| k.3),
+    }
+}
 
 /// The action bound to a key press, if any.
 pub fn action_for(key: KeyEvent) -> Option<Action> {

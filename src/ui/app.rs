@@ -106,6 +106,11 @@ pub struct ServerView {
     /// Addresses a client can use to reach this reflector (the host's own,
     /// when it listens on the wildcard).
     pub reach: Vec<String>,
+    /// Datagrams answered per closed window (250 ms), oldest first, over
+    /// the last minute.
+    pub answers: VecDeque<u64>,
+    /// Datagrams answered in the window still open.
+    pub answers_open: u64,
 }
 
 /// Ended sessions kept for display.
@@ -119,6 +124,20 @@ impl ServerView {
             s.bytes = s.bytes.saturating_sub(*bytes);
         }
         s
+    }
+
+    /// Counts datagrams answered since the last call.
+    pub fn answered(&mut self, n: u64) {
+        self.answers_open += n;
+    }
+
+    /// Ends a window of the answer history (one minute of them is kept).
+    pub fn close_window(&mut self) {
+        if self.answers.len() == synapse_stats::HISTORY {
+            self.answers.pop_front();
+        }
+        self.answers
+            .push_back(std::mem::take(&mut self.answers_open));
     }
 
     /// Records a session that went idle.
@@ -139,6 +158,8 @@ impl ServerView {
         self.ended.clear();
         self.totals = ReflectorTotals::default();
         self.scroll = 0;
+        self.answers.clear();
+        self.answers_open = 0;
     }
 
     /// Moves the client table by `rows` (negative: up), within its rows.

@@ -1,8 +1,8 @@
 //! What a key does: typed into the profile-name prompt, an answer to a
 //! y/n question, or an action from the key table.
 
-use super::action::{Action, action_for};
-use super::app::{App, Prompt, Role};
+use super::action::{Action, action_for, view_of};
+use super::app::{App, Prompt};
 use super::station::Station;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
@@ -43,6 +43,9 @@ pub fn on_key(key: KeyEvent, app: &mut App, station: &mut Station) -> After {
         return After::Redraw;
     }
     match action_for(key) {
+        // A key of the other view does nothing here (the footer and the
+        // help list only this view's).
+        Some(action) if !view_of(action).acts_in(app.role) => After::Nothing,
         Some(action) if handle(action, app, station) => After::Quit,
         Some(_) => After::Redraw,
         None => After::Nothing,
@@ -95,9 +98,7 @@ fn handle(action: Action, app: &mut App, station: &mut Station) -> bool {
         Action::MarkReference => station.mark_reference(app),
         Action::ZoomIn => app.zoom_by(true),
         Action::ZoomOut => app.zoom_by(false),
-        Action::ScrollUp | Action::ScrollDown | Action::PageUp | Action::PageDown
-            if app.role == Role::Server =>
-        {
+        Action::ScrollUp | Action::ScrollDown | Action::PageUp | Action::PageDown => {
             let rows = match action {
                 Action::ScrollUp => -1,
                 Action::ScrollDown => 1,
@@ -106,7 +107,6 @@ fn handle(action: Action, app: &mut App, station: &mut Station) -> bool {
             };
             app.server.scroll_by(rows);
         }
-        Action::ScrollUp | Action::ScrollDown | Action::PageUp | Action::PageDown => {}
     }
     false
 }

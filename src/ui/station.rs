@@ -268,7 +268,10 @@ impl Station {
                 false,
                 "synapse client (live display: every run it started)",
             )
-            .map_err(|e| (e.to_string(), exit::USAGE))?;
+            .map_err(|e| {
+                let e = crate::error::AppError::from(e);
+                (e.to_string(), e.exit_code())
+            })?;
             self.hdr = Some(tap);
         }
         let session = ClientSession::start(&self.client_plan, against, log, StopFlag::new())
@@ -287,7 +290,8 @@ impl Station {
         // Another split (a role switch to another peer) starts the split
         // afresh; the RTT figures are kept.
         self.totals.stats.use_shape(session.shape());
-        app.client.info.local = session.local().to_string();
+        app.client.info.local =
+            crate::report::local_text(session.local(), self.client_plan.run.connect_each);
         app.client.info.target = session.server().to_string();
         app.client.stamping = Some(stamping.clone());
         self.totals.stamping = Some(stamping);
@@ -462,6 +466,7 @@ impl Station {
         if let Some(session) = self.server.as_mut() {
             let served = &mut self.served;
             session.drain(|side, ev| reflected += served.apply(side, ev, app));
+            app.server.answered(reflected);
         }
         let newest = app
             .client
@@ -477,6 +482,7 @@ impl Station {
         }
         while now.duration_since(self.window_started) >= WINDOW {
             app.client.live.close_window();
+            app.server.close_window();
             self.window_started += WINDOW;
         }
     }
@@ -612,6 +618,7 @@ impl Station {
                 rows: t.log_rows,
                 dropped: t.log_dropped,
                 error: t.log_error.clone(),
+                reader_closed: false,
             });
             report.compare_with_floor(crate::calibrate::kept_for_this_host().as_ref());
             report.hdr_log = hdr_log;

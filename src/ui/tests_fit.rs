@@ -65,15 +65,17 @@ fn the_smallest_frame_keeps_every_pane_readable() {
         .filter_map(|l| l.split("││").nth(1).map(str::to_string))
         .collect();
     for name in ["p50 ", "p99 ", "p99.9 "] {
-        let line = pane.iter().find(|l| l.starts_with(name)).unwrap();
+        // Each label has its chart on the row under it.
+        let at = pane.iter().position(|l| l.starts_with(name)).unwrap();
+        let chart = &pane[at + 1];
         assert!(
-            line.chars().any(|c| "▁▂▃▄▅▆▇█".contains(c)),
-            "{name} has no sparkline: {line}"
+            chart.chars().any(|c| "▁▂▃▄▅▆▇█".contains(c)),
+            "{name} has no sparkline: {chart}"
         );
     }
     let titles = screen.iter().find(|l| l.contains("RTT histogram")).unwrap();
     assert!(
-        titles.contains("┌ RTT histogram · 10 s · min–max ─"),
+        titles.contains("┌ RTT histogram · 10 s · min–max · log ─"),
         "{titles}"
     );
     assert!(titles.contains("┌ Percentiles per 250 ms ─"), "{titles}");
@@ -91,7 +93,12 @@ fn a_zoomed_histogram_fills_its_width() {
         .iter()
         .position(|l| l.contains("RTT histogram"))
         .unwrap();
-    let plot: Vec<&String> = screen[title + 1..title + 6].iter().collect();
+    let axis = title
+        + screen[title..]
+            .iter()
+            .position(|l| l.contains("timeout"))
+            .unwrap();
+    let plot: Vec<&String> = screen[title + 1..axis].iter().collect();
     let widest = plot
         .iter()
         .map(|l| {
@@ -256,13 +263,13 @@ fn large_server_figures_fit_their_pane() {
     app.server.totals.packets = 123_456_789;
     app.server.totals.bytes = 9_876_543_210;
     let screen = rows(&frame(&app, 80, 24));
-    // The Reflector pane: the first 32 cells of the rows under its title.
-    let pane: Vec<String> = screen[2..12]
+    // The Reflector pane: the first 34 cells of the rows under its title.
+    let pane: Vec<String> = screen[2..11]
         .iter()
-        .map(|l| l.chars().take(32).collect())
+        .map(|l| l.chars().take(34).collect())
         .collect();
     let text = pane.join("\n");
-    assert!(text.contains("│ Seen    3,000 since start"), "{text}");
+    assert!(text.contains("│ Clients 2 active · 3,000 in all"), "{text}");
     assert!(text.contains("│ Echoed  123.46M packets"), "{text}");
     assert!(text.contains("│ Bytes   9.88G"), "{text}");
     assert!(
@@ -320,7 +327,7 @@ fn tables_keep_their_columns_apart_at_every_width() {
             v
         };
         let head = with(&["send", "network", "dwell", "receive"], "software stamps");
-        check(find(&screen, "receive  "), &head);
+        check(find(&screen, "dwell   receive"), &head);
         let p50 = with(
             &["p50", "2.5 µs", "63.3 µs", "3.0 µs", "17.2 µs"],
             "since start or clear",

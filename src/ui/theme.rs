@@ -9,7 +9,7 @@ pub struct Theme {
     color: bool,
 }
 
-/// The seed's OSI layer colours, top (L7) to bottom (L1).
+/// One colour pair per OSI layer, top (L7) to bottom (L1).
 const LAYERS: [(Color, Color); 5] = [
     (Color::Blue, Color::LightBlue),
     (Color::Green, Color::LightGreen),
@@ -73,7 +73,8 @@ impl Theme {
         self.fg(Color::Red).add_modifier(Modifier::BOLD)
     }
 
-    /// The seed's RTT colour code: green < 0.5 ms, yellow to 1 ms, red above.
+    /// The RTT colour code: green < 0.5 ms, yellow to 1 ms (the default
+    /// threshold), red above.
     pub fn rtt(self, ns: u64) -> Style {
         match ns {
             0..500_000 => self.good(),

@@ -112,10 +112,10 @@ impl Versus {
             let Some(d) = f.difference_percent else {
                 continue;
             };
-            let sign = if d < 0.0 { "−" } else { "+" };
             let star = if f.excludes_zero { "*" } else { "" };
             any |= f.excludes_zero;
-            text.push_str(&format!(" {} {sign}{:.0}%{star}", f.figure.name(), d.abs()));
+            let d = synapse_units::signed(d, 0);
+            text.push_str(&format!(" {} {d}%{star}", f.figure.name()));
         }
         text.push(' ');
         self.view = Some((text, any));

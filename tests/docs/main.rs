@@ -7,8 +7,10 @@
 //!   `docs/options.md` lists for it (`help_matches`, against the rendering).
 //! - README.md and every `docs/*.md` name only options that exist
 //!   (`option_names`).
+//! - Their example outputs are what the program prints (`examples`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod examples;
 mod help_matches;
 mod option_names;
 mod options_md;

@@ -582,15 +582,15 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (
             vec!["--peer".into(), "nameless".into()],
-            "synapse: error: invalid value 'nameless' for '--peer <NAME=[tcp://]HOST[:PORT]>': 'nameless' is not NAME=HOST[:PORT] or NAME=tcp://HOST:PORT (see synapse --help)\n".into(),
+            "synapse: error: invalid value 'nameless' for '--peer <NAME=[tcp://]HOST[:PORT]>': 'nameless' is not NAME=HOST[:PORT] or NAME=tcp://HOST:PORT (see synapse agent --help)\n".into(),
         ),
         (
             vec!["--peer".into(), "db=tcp://127.0.0.1".into()],
-            "synapse: error: invalid value 'db=tcp://127.0.0.1' for '--peer <NAME=[tcp://]HOST[:PORT]>': 'tcp://127.0.0.1': a TCP peer needs its port (tcp://HOST:PORT) (see synapse --help)\n".into(),
+            "synapse: error: invalid value 'db=tcp://127.0.0.1' for '--peer <NAME=[tcp://]HOST[:PORT]>': 'tcp://127.0.0.1': a TCP peer needs its port (tcp://HOST:PORT) (see synapse agent --help)\n".into(),
         ),
         (
             vec!["--peer".into(), "x=ftp://x".into()],
-            "synapse: error: invalid value 'x=ftp://x' for '--peer <NAME=[tcp://]HOST[:PORT]>': 'ftp://x': unknown scheme 'ftp://' (a peer is HOST[:PORT], udp://HOST[:PORT] or tcp://HOST:PORT) (see synapse --help)\n".into(),
+            "synapse: error: invalid value 'x=ftp://x' for '--peer <NAME=[tcp://]HOST[:PORT]>': 'ftp://x': unknown scheme 'ftp://' (a peer is HOST[:PORT], udp://HOST[:PORT] or tcp://HOST:PORT) (see synapse agent --help)\n".into(),
         ),
         (
             vec!["--peer".into(), "db=tcp://127.0.0.1:9".into(), "--stamp".into()],

@@ -506,7 +506,7 @@ const LAYERS: &[&[&str]] = &[
     &["error"],
     &["cli", "config"],
     &["packet_log", "hdr_log"],
-    &["console"],
+    &["console", "files"],
 ];
 
 #[test]

@@ -52,6 +52,28 @@ fn help_explains_the_modes_and_exit_codes() {
         .stdout(predicate::str::contains("--threshold"));
 }
 
+/// Issue 36: a typo gets clap's suggestion, and a mistake in a subcommand
+/// points at that subcommand's help.
+#[test]
+fn typos_get_a_suggestion_and_the_help_that_applies() {
+    rejects(
+        &["clinet"],
+        "unrecognized subcommand 'clinet' (did you mean 'calibrate' or 'client'? see synapse --help)",
+    );
+    rejects(
+        &["client", "--stmp"],
+        "unexpected argument '--stmp' found (did you mean '--stamp'? see synapse client --help)",
+    );
+    rejects(
+        &["--interval", "61min"],
+        "'61min' is out of range: 10us to 1h (see synapse --help)",
+    );
+    rejects(
+        &["compare", "--min-effect", "x", "a"],
+        "(see synapse compare --help)",
+    );
+}
+
 #[test]
 fn bad_flags_and_values_are_one_line_exit_2() {
     rejects(&["client", "--bogus"], "unexpected argument '--bogus'");
@@ -156,7 +178,7 @@ fn text_report_has_the_seed_sections_and_passes() {
     let text = String::from_utf8(out.stdout).unwrap();
     for needle in [
         "Synapse Results",
-        "Packets:  2000 sent, 0 lost (0.00%)",
+        "Packets:  2,000 sent, 0 lost (0.00%)",
         "0 late, 0 duplicate, 0 reordered, 0 stray",
         "Duration:",
         "Latency Statistics (round-trip time):",

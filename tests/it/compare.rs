@@ -26,6 +26,20 @@ fn logged_run(peer: &str, dir: &Path, name: &str) -> (PathBuf, serde_json::Value
     (log, j)
 }
 
+/// A PNG's width, height and pixels as RGB.
+fn rgb_pixels(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
+    let decoder = png::Decoder::new(std::fs::File::open(path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.line_size / info.width as usize;
+    let pixels = buf[..info.buffer_size()]
+        .chunks(px)
+        .map(|p| [p[0], p[1], p[2]])
+        .collect();
+    (info.width, info.height, pixels)
+}
+
 fn compare(args: &[&Path], extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
     let out = synapse()
         .args(["compare", "--json"])
@@ -170,7 +184,7 @@ fn bad_inputs_are_one_line_errors() {
     for (args, want) in [
         (
             vec!["compare", "/nonexistent.hlog", "/nonexistent.hlog"],
-            "/nonexistent.hlog: No such file or directory (os error 2)",
+            "synapse: error: /nonexistent.hlog: No such file or directory\n",
         ),
         (
             vec!["compare", junk.to_str().unwrap(), junk.to_str().unwrap()],
@@ -202,6 +216,135 @@ fn bad_inputs_are_one_line_errors() {
     }
 }
 
+/// Issue 36: a picture that cannot be written is one line in plain words
+/// (no `ImageError(IoError(Os {…}))`), exit 2 for a path where no file can
+/// be made and 1 for a full device, and leaves no file behind.
+#[test]
+fn a_picture_that_cannot_be_written_is_one_plain_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = ScriptedPeer::start(|_| Answer::Echo);
+    let (log, _) = logged_run(&peer.addr(), dir.path(), "one");
+    let nowhere = dir.path().join("no/such/dir/x.png");
+    for kind in ["all", "percentiles"] {
+        let out = synapse()
+            .args(["plot", "--kind", kind])
+            .arg(&log)
+            .arg("-o")
+            .arg(&nowhere)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "synapse: error: plot -o {}: No such file or directory\n",
+                nowhere.display()
+            )
+        );
+    }
+    // A full device, written through a link named as a picture.
+    let link = dir.path().join("full.svg");
+    std::os::unix::fs::symlink("/dev/full", &link).unwrap();
+    let out = synapse()
+        .arg("plot")
+        .arg(&log)
+        .arg("-o")
+        .arg(&link)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "synapse: error: plot -o {}: No space left on device\n",
+            link.display()
+        )
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left.len(), 2, "the log and the link only: {left:?}");
+}
+
+/// Issue 36: the split's stacked bands each wear their legend's colour
+/// (they were drawn over each other with transparency, so none did), and
+/// JSON reports are drawn for what they hold, with one line saying what
+/// was left out.
+#[test]
+fn stacked_bands_wear_their_colours_and_reports_are_drawn_for_what_they_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = ScriptedPeer::start(|_| Answer::Echo);
+    let (log, report) = logged_run(&peer.addr(), dir.path(), "s");
+    let png = dir.path().join("split.png");
+    let out = synapse()
+        .args(["plot", "--kind", "split"])
+        .arg(&log)
+        .arg("-o")
+        .arg(&png)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let (w, h, pixels) = rgb_pixels(&png);
+    let share =
+        |rgb: [u8; 3]| pixels.iter().filter(|p| **p == rgb).count() as f64 / f64::from(w * h);
+    // send path, network + remote, receive path: the plot's first colours.
+    for rgb in [[31, 119, 180], [214, 39, 40], [44, 160, 44]] {
+        assert!(
+            share(rgb) > 0.002,
+            "{rgb:?}: {:.3} % of the picture",
+            share(rgb) * 100.0
+        );
+    }
+
+    let json = dir.path().join("r.json");
+    std::fs::write(&json, report.to_string()).unwrap();
+    let both = dir.path().join("both.svg");
+    let out = synapse()
+        .arg("plot")
+        .arg(&json)
+        .arg(&json)
+        .arg("-o")
+        .arg(&both)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        "synapse: note: r.json, r.json are JSON reports: drawn by percentile only \
+         (latency over time and the split need an interval log, --hdr-log)\n"
+    );
+    assert!(
+        std::fs::read_to_string(&both)
+            .unwrap()
+            .contains("RTT by percentile")
+    );
+    let out = synapse()
+        .arg("plot")
+        .arg(&log)
+        .arg(&json)
+        .arg("-o")
+        .arg(&both)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr)
+            .starts_with("synapse: note: r.json is a JSON report: drawn by percentile only")
+    );
+    let out = synapse()
+        .args(["plot", "--kind", "time"])
+        .arg(&json)
+        .arg("-o")
+        .arg(&both)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("r.json hold percentiles only (--kind percentiles draws them)")
+    );
+}
+
 #[test]
 fn plots_are_pictures() {
     let peer = ScriptedPeer::start(|seq| {
@@ -223,21 +366,13 @@ fn plots_are_pictures() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let decoder = png::Decoder::new(std::fs::File::open(&png).unwrap());
-    let mut reader = decoder.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
+    let (w, h, pixels) = rgb_pixels(&png);
     // Three charts (kernel stamps give a split) of 1200 × 675.
-    assert_eq!((info.width, info.height), (1200, 3 * 675));
-    let pixels = &buf[..info.buffer_size()];
-    let px = info.line_size / info.width as usize;
-    let inked = pixels
-        .chunks(px)
-        .filter(|p| p[..3] != [255, 255, 255])
-        .count();
-    let share = inked as f64 / (info.width * info.height) as f64;
+    assert_eq!((w, h), (1200, 3 * 675));
+    let inked = pixels.iter().filter(|p| **p != [255, 255, 255]).count();
+    let share = inked as f64 / f64::from(w * h);
     assert!((0.02..0.8).contains(&share), "{:.1} % inked", share * 100.0);
-    let colours: std::collections::BTreeSet<&[u8]> = pixels.chunks(px).map(|p| &p[..3]).collect();
+    let colours: std::collections::BTreeSet<&[u8; 3]> = pixels.iter().collect();
     assert!(colours.len() > 20, "{} colours", colours.len());
 
     let svg = dir.path().join("p.svg");

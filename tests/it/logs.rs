@@ -70,22 +70,8 @@ fn a_log_that_fills_its_disk_keeps_whole_rows_only() {
         eprintln!("skipped: mounting a 1 MiB tmpfs needs root (CI runs as root)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let mount = dir.path().join("tiny");
-    std::fs::create_dir(&mount).unwrap();
-    let ok = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m", "tiny"])
-        .arg(&mount)
-        .status()
-        .unwrap();
-    assert!(ok.success(), "mount tmpfs");
-    struct Unmount(std::path::PathBuf);
-    impl Drop for Unmount {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(&self.0).status();
-        }
-    }
-    let _unmount = Unmount(mount.clone());
+    let disk = TinyDisk::mount("1m");
+    let mount = disk.path();
     let log = mount.join("run.csv");
     let peer = ScriptedPeer::start(|_| Answer::Echo);
     let out = synapse()
@@ -121,6 +107,142 @@ fn a_log_that_fills_its_disk_keeps_whole_rows_only() {
             .unwrap()
             .contains("No space left on device")
     );
+}
+
+/// A tmpfs of `size` mounted for a test, unmounted when dropped.
+struct TinyDisk {
+    _dir: tempfile::TempDir,
+    mount: std::path::PathBuf,
+}
+
+impl TinyDisk {
+    fn mount(size: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let mount = dir.path().join("tiny");
+        std::fs::create_dir(&mount).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tiny"])
+            .arg(&mount)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mount tmpfs");
+        Self { _dir: dir, mount }
+    }
+
+    fn path(&self) -> &std::path::Path {
+        &self.mount
+    }
+
+    /// Fills the disk to its last byte.
+    fn fill(&self) {
+        let mut f = std::fs::File::create(self.mount.join("filler")).unwrap();
+        let block = vec![0u8; 4096];
+        while std::io::Write::write_all(&mut f, &block).is_ok() {}
+    }
+}
+
+impl Drop for TinyDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(&self.mount)
+            .status();
+    }
+}
+
+/// Issue 36: an interval log on a full disk is an I/O failure (exit 1, not
+/// 2 for bad input), said in one line, and leaves no empty file; so is a
+/// packet log whose first row cannot be written.
+#[test]
+fn a_full_disk_is_exit_1_in_one_line_and_leaves_no_empty_file() {
+    if !nix_is_root() {
+        eprintln!("skipped: mounting a tmpfs needs root (CI runs as root)");
+        return;
+    }
+    let disk = TinyDisk::mount("64k");
+    disk.fill();
+    let peer = ScriptedPeer::start(|_| Answer::Echo);
+    let hlog = disk.path().join("run.hlog");
+    let out = synapse()
+        .args(["client", &peer.addr(), "--no-ui", "--packets", "100"])
+        .arg("--hdr-log")
+        .arg(&hlog)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "synapse: error: --hdr-log {}: No space left on device\n",
+            hlog.display()
+        )
+    );
+    assert!(!hlog.exists(), "no empty file left behind");
+    let csv = disk.path().join("run.csv");
+    let out = synapse()
+        .args(["client", &peer.addr(), "--no-ui", "--packets", "100"])
+        .args(["--timestamps", "user", "--log"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains(&format!(
+            "packet log {}: No space left on device",
+            csv.display()
+        )),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!csv.exists(), "no empty file left behind");
+    // A path where no file can be made is bad input: exit 2.
+    let out = synapse()
+        .args(["client", &peer.addr(), "--no-ui", "--packets", "100"])
+        .args(["--hdr-log", "/nonexistent-dir/run.hlog"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        "synapse: error: --hdr-log /nonexistent-dir/run.hlog: No such file or directory\n"
+    );
+}
+
+/// Issue 36: a reader that closes the pipe (`| head -1`) ends the output as
+/// it ends any Unix filter: exit 0, nothing said. The rows of `--log -`
+/// are cut off after the first; the reports find the pipe closed before
+/// they are written.
+#[test]
+fn a_closed_pipe_downstream_is_a_quiet_exit_0() {
+    let peer = ScriptedPeer::start(|_| Answer::Echo);
+    for (args, lines_read) in [
+        (vec!["--log", "-", "--packets", "200000"], 1),
+        (vec!["--packets", "500"], 0),
+        (vec!["--json", "--packets", "500"], 0),
+    ] {
+        let mut child = synapse()
+            .args(["client", &peer.addr(), "--no-ui", "--timestamps", "user"])
+            .args(["--threshold", "1s"])
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        for _ in 0..lines_read {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            assert!(line.starts_with("SEQ,"), "{line}");
+        }
+        drop(stdout);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert_eq!(text(&out.stderr), "", "{args:?}");
+    }
 }
 
 fn nix_is_root() -> bool {
@@ -179,7 +301,7 @@ fn the_servers_full_log_is_said_at_once() {
         .expect("the failure said while running");
     assert_eq!(
         line,
-        "synapse: error: packet log /dev/full: No space left on device (os error 28); answering goes on without the log"
+        "synapse: error: packet log /dev/full: No space left on device; answering goes on without the log"
     );
     let (rest, code) = server.interrupt_and_collect();
     assert_eq!(code, Some(1), "{rest}");

@@ -403,9 +403,9 @@ fn bad_pacing_is_one_line_exit_2() {
     let _one = one_at_a_time();
     rejects(&["--poisson"], "--poisson draws gaps around a mean");
     rejects(&["--interval", "5"], "'5' needs a unit");
-    rejects(&["--interval", "1us"], "outside 10us..=1h");
+    rejects(&["--interval", "1us"], "out of range: 10us to 1h");
     rejects(&["--interval", "1ms", "--rate", "5"], "cannot be used with");
-    rejects(&["--rate", "0"], "outside");
+    rejects(&["--rate", "0"], "out of range: 1/h to 100000/s");
     rejects(
         &["--interval", "100us", "--timeout", "60s"],
         "keeps up to 600002 requests in flight",

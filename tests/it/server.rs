@@ -444,17 +444,7 @@ fn bursts_over_a_small_mtu_link_are_answered_whole() {
         netns::ip(&["-n", name, "link", "set", dev, "mtu", "1280"]);
     }
     let server = ns.two_sources_and_a_server(&[]);
-    let rcvbuf_errors = |name: &str| -> u64 {
-        let out = std::process::Command::new("ip")
-            .args(["netns", "exec", name, "cat", "/proc/net/snmp"])
-            .output()
-            .unwrap();
-        let snmp = String::from_utf8_lossy(&out.stdout).into_owned();
-        let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
-        let (names, values) = (udp.next().unwrap(), udp.next().unwrap());
-        let at = names.split(' ').position(|n| n == "RcvbufErrors").unwrap();
-        values.split(' ').nth(at).unwrap().parse().unwrap()
-    };
+    let rcvbuf_errors = |name: &str| ns.udp_counter(name, "RcvbufErrors");
     for size in ["1400", "200", "1400"] {
         let dropped_before = rcvbuf_errors(&ns.a);
         let out = ns

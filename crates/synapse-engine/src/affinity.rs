@@ -62,7 +62,8 @@ pub struct Placement {
 
 /// Validates a requested CPU, or picks one for `role`.
 pub fn choose_cpu(requested: Option<usize>, role: Role) -> Result<(usize, bool), EngineError> {
-    let allowed = sys::allowed_cpus().map_err(EngineError::io("cannot read CPU affinity"))?;
+    let allowed =
+        sys::affinity::allowed_cpus().map_err(EngineError::io("cannot read CPU affinity"))?;
     match requested {
         Some(cpu) if allowed.contains(&cpu) => Ok((cpu, false)),
         Some(cpu) => Err(EngineError::Cpu {
@@ -86,7 +87,7 @@ pub fn choose_cpu(requested: Option<usize>, role: Role) -> Result<(usize, bool),
 /// Pins the calling thread to `cpu` (used by benchmarks to place reference
 /// loops exactly like the engine's threads).
 pub fn pin_thread(cpu: usize) -> std::io::Result<()> {
-    sys::pin_current_thread(cpu)
+    sys::affinity::pin_current_thread(cpu)
 }
 
 /// A placed thread: where it is, and the idle-state request it holds
@@ -94,7 +95,7 @@ pub fn pin_thread(cpu: usize) -> std::io::Result<()> {
 #[derive(Debug)]
 pub(crate) struct Placed {
     pub placement: Placement,
-    _awake: Option<sys::NoIdle>,
+    _awake: Option<sys::sched::NoIdle>,
 }
 
 /// Pins the calling thread and, when asked, raises it to `SCHED_FIFO` and
@@ -104,12 +105,12 @@ pub(crate) fn place_current_thread(want: ThreadPlacement) -> Placed {
     let mut refused = Vec::new();
     // Deadlines are kept to the microsecond: no batching of this thread's
     // wake-ups. (Harmless if refused: waits just end a little later.)
-    let _ = sys::set_timer_slack(1);
-    if let Err(e) = sys::pin_current_thread(want.cpu) {
+    let _ = sys::sched::set_timer_slack(1);
+    if let Err(e) = sys::affinity::pin_current_thread(want.cpu) {
         refused.push(format!("could not pin to CPU {} ({e})", want.cpu));
     }
     let realtime = want.rt
-        && match sys::set_fifo(50) {
+        && match sys::sched::set_fifo(50) {
             Ok(()) => true,
             Err(e) => {
                 refused.push(format!(
@@ -121,7 +122,7 @@ pub(crate) fn place_current_thread(want: ThreadPlacement) -> Placed {
     let awake = want
         .keep_awake
         .then(|| {
-            sys::NoIdle::request()
+            sys::sched::NoIdle::request()
                 .map_err(|e| {
                     refused.push(format!(
                         "--keep-awake: cannot write /dev/cpu_dma_latency ({e}); CPUs may idle"
@@ -148,7 +149,7 @@ mod tests {
 
     #[test]
     fn automatic_choice_is_an_allowed_cpu() {
-        let allowed = sys::allowed_cpus().unwrap();
+        let allowed = sys::affinity::allowed_cpus().unwrap();
         let (c, auto) = choose_cpu(None, Role::Client).unwrap();
         assert!(auto && allowed.contains(&c));
         let (r, _) = choose_cpu(None, Role::Reflector).unwrap();

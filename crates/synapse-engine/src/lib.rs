@@ -79,15 +79,15 @@ pub use reflector::{
 };
 pub use socket::resolve;
 /// The CPUs this process may run on (`synapse calibrate` measures on them).
-pub use sys::allowed_cpus;
-/// `synapse server --user`: giving up root once the ports are bound.
-pub use sys::become_user;
+pub use sys::affinity::allowed_cpus;
 /// A NIC's interrupt coalescing, as `ethtool -c` shows it (`synapse
 /// calibrate`'s audit of this host).
 pub use sys::ethtool::{Coalesce, coalesce};
 /// Waiting for keys without crossterm's reader, which spins on a terminal
 /// that hung up (the agent's live table).
-pub use sys::terminal_input;
+pub use sys::terminal::terminal_input;
+/// `synapse server --user`: giving up root once the ports are bound.
+pub use sys::user::become_user;
 pub use timestamping::ReflectorStamping;
 pub use timestamping::capabilities;
 pub use timestamping::{TimestampMode, Timestamping};

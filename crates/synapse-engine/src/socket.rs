@@ -70,7 +70,7 @@ pub fn reachable_at(bind: SocketAddr) -> Vec<SocketAddr> {
     if !bind.ip().is_unspecified() {
         return vec![bind];
     }
-    let mut found: Vec<SocketAddr> = super::sys::interface_addresses()
+    let mut found: Vec<SocketAddr> = super::sys::interfaces::interface_addresses()
         .unwrap_or_default()
         .into_iter()
         .map(|(_, ip)| ip)
@@ -201,7 +201,7 @@ pub fn paced_socket(
 /// a reflector there reads the same clock as the client.
 pub fn is_this_host(ip: std::net::IpAddr) -> bool {
     ip.is_loopback()
-        || super::sys::interface_addresses()
+        || super::sys::interfaces::interface_addresses()
             .map(|all| all.iter().any(|(_, a)| *a == ip))
             .unwrap_or(false)
 }
@@ -229,7 +229,7 @@ fn bind_udp_with(addr: SocketAddr, reuse_port: bool) -> Result<Socket, EngineErr
             _ => e.to_string(),
         },
     })?;
-    sys::enable_recverr(socket.as_raw_fd(), addr.is_ipv6())
+    sys::sockopt::enable_recverr(socket.as_raw_fd(), addr.is_ipv6())
         .map_err(EngineError::io("cannot enable IP_RECVERR"))?;
     Ok(socket)
 }

@@ -10,7 +10,7 @@
 //! The offset is read again every so often, outside the timed part, so a
 //! step is followed within that many packets.
 
-use crate::sys::timestamping::realtime_ns;
+use crate::sys::clock::realtime_ns;
 use std::time::Instant;
 
 /// Tries at reading the two clocks together; the closest pair is kept.

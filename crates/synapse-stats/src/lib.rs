@@ -21,6 +21,7 @@ mod schedule;
 mod segment;
 mod signed_histogram;
 pub mod significance;
+mod split_mix;
 mod summary;
 pub mod tcp;
 pub mod tcp_legs;
@@ -31,7 +32,9 @@ pub use clock_offset::{DriftFigures, OffsetFigures, StepFigures};
 pub use cos::{CosFigures, CosStats, Dscp, Ecn, Marks};
 pub use direction::{DirectionStats, LossDirection};
 pub use jitter::{Jitter, JitterFigures};
-pub use live::{BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, WINDOW, WindowPoint};
+pub use live::{
+    BINS, HISTORY, LiveStats, LogBins, RECENT_WINDOWS, RecentHistogram, WINDOW, WindowPoint,
+};
 pub use one_way::{ClockErrors, CutPointFigures, DelayFigures, OneWay, OneWayFigures, TRUST_RATIO};
 pub use order::ReplyOrder;
 pub use outages::{Outage, OutageDetector, Outages};
@@ -39,6 +42,7 @@ pub use record::{FarSide, Record, RecordKind};
 pub use schedule::{Pattern, ScheduleFigures, ScheduleStats};
 pub use segment::{SEGMENTS, Segment, SegmentSet, Split};
 pub use signed_histogram::SignedHistogram;
+pub use split_mix::SplitMix;
 // `Shape` is defined below.
 pub use rtt_figures::RttFigures;
 pub use summary::{Distribution, DistributionBucket, Summary};

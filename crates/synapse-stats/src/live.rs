@@ -19,23 +19,28 @@ pub const HISTORY: usize = 240;
 /// Windows the live histogram covers (ten seconds).
 pub const RECENT_WINDOWS: usize = 40;
 
-/// Bins per doubling of RTT: each bin is about 9 % wide.
-pub const BINS_PER_OCTAVE: usize = 8;
+/// Bits of a value below its leading one that pick its bin.
+const SUB_BITS: u32 = 5;
+/// Bins per doubling of RTT: each bin is about 2 % wide, so a zoomed
+/// histogram still has bins to spread over its columns.
+pub const BINS_PER_OCTAVE: usize = 1 << SUB_BITS;
 /// Values below 2^MIN_EXP ns share bin 0.
 const MIN_EXP: u32 = 6;
-/// Number of bins; enough for any RTT up to 2^37 ns (137 s).
-pub const BINS: usize = 256;
+/// Number of bins; enough for any RTT up to 2^38 ns (275 s).
+pub const BINS: usize = 32 * BINS_PER_OCTAVE;
 
 /// Counts per logarithmic RTT bin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogBins {
     /// Samples per bin.
-    pub counts: [u64; BINS],
+    pub counts: Box<[u64; BINS]>,
 }
 
 impl Default for LogBins {
     fn default() -> Self {
-        Self { counts: [0; BINS] }
+        Self {
+            counts: Box::new([0; BINS]),
+        }
     }
 }
 
@@ -46,7 +51,7 @@ impl LogBins {
             return 0;
         }
         let exp = 63 - ns.leading_zeros();
-        let sub = ((ns >> (exp - 3)) & 7) as usize;
+        let sub = ((ns >> (exp - SUB_BITS)) as usize) & (BINS_PER_OCTAVE - 1);
         (((exp - MIN_EXP) as usize) * BINS_PER_OCTAVE + sub + 1).min(BINS - 1)
     }
 
@@ -57,12 +62,18 @@ impl LogBins {
         }
         let exp = (i - 1) / BINS_PER_OCTAVE + MIN_EXP as usize;
         let sub = ((i - 1) % BINS_PER_OCTAVE) as u64;
-        (8 + sub) << (exp - 3)
+        (BINS_PER_OCTAVE as u64 + sub) << (exp - SUB_BITS as usize)
     }
 
     fn add(&mut self, other: &LogBins) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
             *a += b;
+        }
+    }
+
+    fn subtract(&mut self, other: &LogBins) {
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a = a.saturating_sub(*b);
         }
     }
 
@@ -97,8 +108,23 @@ pub struct WindowPoint {
     pub p999: u64,
     /// Samples in the window.
     pub samples: u64,
-    /// Packets lost in the window.
+    /// Requests whose timeout came in the window (lost, or late once
+    /// their reply comes).
+    pub timed_out: u64,
+    /// Late replies that came in the window (each timed out before).
+    pub late: u64,
+}
+
+/// What the live histogram covers: the samples by bin, and the requests
+/// without a timely reply, split as the totals split them.
+#[derive(Debug, Clone, Default)]
+pub struct RecentHistogram {
+    /// RTT samples per bin.
+    pub bins: LogBins,
+    /// Requests that timed out and got no reply (yet).
     pub lost: u64,
+    /// Requests that timed out and got their reply late.
+    pub late: u64,
 }
 
 /// Everything a live display shows about a client run.
@@ -107,9 +133,12 @@ pub struct LiveStats {
     total: Stats,
     window: Histogram<u64>,
     window_bins: LogBins,
-    window_lost: u64,
+    window_timed_out: u64,
+    window_late: u64,
     history: VecDeque<WindowPoint>,
-    recent: VecDeque<(LogBins, u64)>,
+    /// The closed windows the histogram covers, and their sum.
+    recent: VecDeque<LogBins>,
+    recent_sum: LogBins,
     /// The most recent RTT sample (warm-up included), ns.
     pub last_rtt_ns: Option<u64>,
     /// Sequence number of the most recent sample.
@@ -138,9 +167,11 @@ impl LiveStats {
             total: Stats::new(),
             window,
             window_bins: LogBins::default(),
-            window_lost: 0,
+            window_timed_out: 0,
+            window_late: 0,
             history: VecDeque::with_capacity(HISTORY),
             recent: VecDeque::with_capacity(RECENT_WINDOWS),
+            recent_sum: LogBins::default(),
             last_rtt_ns: None,
             last_seq: 0,
             warmup_seen: 0,
@@ -169,7 +200,8 @@ impl LiveStats {
                     self.window_bins.counts[LogBins::index(r.rtt_ns)] += 1;
                 }
             }
-            RecordKind::Lost if !r.warmup => self.window_lost += 1,
+            RecordKind::Lost if !r.warmup => self.window_timed_out += 1,
+            RecordKind::Late { .. } if !r.warmup => self.window_late += 1,
             _ => {}
         }
     }
@@ -178,31 +210,32 @@ impl LiveStats {
     /// bins the recent histogram.
     pub fn close_window(&mut self) {
         let h = &self.window;
-        let point = if h.is_empty() {
-            WindowPoint {
-                lost: self.window_lost,
-                ..WindowPoint::default()
-            }
-        } else {
-            WindowPoint {
-                p50: h.value_at_quantile(0.5),
-                p99: h.value_at_quantile(0.99),
-                p999: h.value_at_quantile(0.999),
-                samples: h.len(),
-                lost: self.window_lost,
-            }
+        let mut point = WindowPoint {
+            timed_out: self.window_timed_out,
+            late: self.window_late,
+            ..WindowPoint::default()
         };
+        if !h.is_empty() {
+            point.p50 = h.value_at_quantile(0.5);
+            point.p99 = h.value_at_quantile(0.99);
+            point.p999 = h.value_at_quantile(0.999);
+            point.samples = h.len();
+        }
         if self.history.len() == HISTORY {
             self.history.pop_front();
         }
         self.history.push_back(point);
-        if self.recent.len() == RECENT_WINDOWS {
-            self.recent.pop_front();
+        if self.recent.len() == RECENT_WINDOWS
+            && let Some(old) = self.recent.pop_front()
+        {
+            self.recent_sum.subtract(&old);
         }
-        self.recent
-            .push_back((std::mem::take(&mut self.window_bins), self.window_lost));
+        let bins = std::mem::take(&mut self.window_bins);
+        self.recent_sum.add(&bins);
+        self.recent.push_back(bins);
         self.window.reset();
-        self.window_lost = 0;
+        self.window_timed_out = 0;
+        self.window_late = 0;
     }
 
     /// Takes the engine's shape (segments, schedule, one-way) from now on.
@@ -220,15 +253,24 @@ impl LiveStats {
         &self.history
     }
 
-    /// Samples and losses of the recent windows plus the open one.
-    pub fn recent_histogram(&self) -> (LogBins, u64) {
+    /// Samples of the recent windows plus the open one, and the requests
+    /// among them without a timely reply: lost and late, as the totals
+    /// count them (a late reply turns one that timed out from lost into
+    /// late).
+    pub fn recent_histogram(&self) -> RecentHistogram {
         let mut bins = self.window_bins.clone();
-        let mut lost = self.window_lost;
-        for (b, l) in &self.recent {
-            bins.add(b);
-            lost += l;
+        bins.add(&self.recent_sum);
+        let windows = self.history.len().min(self.recent.len());
+        let closed = self.history.iter().rev().take(windows);
+        let (timed_out, late) = closed
+            .fold((self.window_timed_out, self.window_late), |(t, l), w| {
+                (t + w.timed_out, l + w.late)
+            });
+        RecentHistogram {
+            bins,
+            lost: timed_out.saturating_sub(late),
+            late: late.min(timed_out),
         }
-        (bins, lost)
     }
 
     /// Packets per second (answered or lost) over the last second of closed
@@ -243,7 +285,7 @@ impl LiveStats {
             .iter()
             .rev()
             .take(n)
-            .map(|w| w.samples + w.lost)
+            .map(|w| w.samples + w.timed_out)
             .sum();
         count as f64 / (n as f64 * WINDOW.as_secs_f64())
     }
@@ -290,7 +332,7 @@ mod tests {
         l.close_window();
         let w = l.history()[0];
         assert_eq!(w.samples, 100);
-        assert_eq!(w.lost, 1);
+        assert_eq!(w.timed_out, 1);
         assert!((10_480..=10_520).contains(&w.p50), "{}", w.p50);
         assert!((l.rate_pps() - 404.0).abs() < 1e-9);
         assert_eq!(l.total().counters().lost, 1);
@@ -301,14 +343,58 @@ mod tests {
         let mut l = LiveStats::new();
         l.ingest(&Record::sample(0, 0, 50_000_000, false));
         l.close_window();
-        assert_eq!(l.recent_histogram().0.total(), 1);
+        assert_eq!(l.recent_histogram().bins.total(), 1);
         for i in 0..RECENT_WINDOWS as u64 {
             l.ingest(&Record::sample(i + 1, 0, 20_000, false));
             l.close_window();
         }
-        let (bins, _) = l.recent_histogram();
+        let bins = l.recent_histogram().bins;
         assert_eq!(bins.total(), RECENT_WINDOWS as u64);
         assert_eq!(bins.quantile_bin(1.0), Some(LogBins::index(20_000)));
+    }
+
+    /// Issue 36: the histogram said `lost 1,471` where the totals said
+    /// 626 lost and 845 late; it counts them as the totals do.
+    #[test]
+    fn the_histogram_splits_lost_and_late_as_the_totals_do() {
+        let mut l = LiveStats::new();
+        for seq in 0..10u64 {
+            l.ingest(&Record::event(RecordKind::Lost, seq, 0, false));
+        }
+        l.close_window();
+        // Four of them answer late, in the next window.
+        for seq in 0..4u64 {
+            l.ingest(&Record::event(
+                RecordKind::Late { reordered: false },
+                seq,
+                0,
+                false,
+            ));
+        }
+        let h = l.recent_histogram();
+        let c = *l.total().counters();
+        assert_eq!((h.lost, h.late), (6, 4));
+        assert_eq!((h.lost, h.late), (c.lost, c.late));
+        l.close_window();
+        let h = l.recent_histogram();
+        assert_eq!(
+            (h.lost, h.late),
+            (c.lost, c.late),
+            "closed windows agree too"
+        );
+    }
+
+    #[test]
+    fn finer_bins_keep_their_order_and_width() {
+        // About 2 % a bin: 100 µs and 102.5 µs fall in different bins.
+        assert!(LogBins::index(102_500) > LogBins::index(100_000));
+        for i in 1..BINS - 1 {
+            let (lo, hi) = (LogBins::lower_bound(i), LogBins::lower_bound(i + 1));
+            assert!(hi > lo, "{i}");
+            assert_eq!(LogBins::index(lo), i);
+            assert_eq!(LogBins::index(hi - 1), i);
+        }
+        assert_eq!(LogBins::index(u64::MAX), BINS - 1);
     }
 
     #[test]

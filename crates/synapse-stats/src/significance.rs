@@ -28,10 +28,10 @@
 //! probability, and an A/A comparison calls a difference in at most 5 %
 //! of cases, not in up to 26 %.
 
+use super::SplitMix;
 use super::intervals::{Interval, RTT, UNANSWERED};
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use synapse_units::format_ns;
 
 /// A figure compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -221,23 +221,6 @@ pub const MIN_INTERVALS: usize = 8;
 /// Bootstrap resamples per run.
 const RESAMPLES: usize = 2000;
 
-/// A small, seeded generator: the same inputs give the same intervals.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// The block length for `n` intervals: n^(1/3), the rate that balances a
 /// block bootstrap's bias and variance (Hall, Horowitz and Jing, 1995).
 fn block_length(n: usize) -> usize {
@@ -287,7 +270,7 @@ impl Run {
         let len = block_length(n);
         let starts = n - len + 1;
         let blocks = n.div_ceil(len);
-        let mut rng = SplitMix(seed);
+        let mut rng = SplitMix::new(seed);
         let mut acc = vec![0u64; self.values.len()];
         let mut pick = Vec::with_capacity(blocks * len);
         (0..RESAMPLES)
@@ -575,13 +558,11 @@ fn within_run(
     )
 }
 
-/// A time of either sign: `−2.0 µs`.
+/// A time of either sign: `−2.0 µs`, `3.1 µs` (no plus: a bound, not a
+/// change).
 fn signed_ns(v: f64) -> String {
-    if v < 0.0 {
-        format!("−{}", format_ns(-v))
-    } else {
-        format_ns(v)
-    }
+    let text = synapse_units::signed_ns(v);
+    text.strip_prefix('+').map_or(text.clone(), str::to_string)
 }
 
 /// `12.0 µs`, or `0.50 points` for the loss.
@@ -597,7 +578,11 @@ fn interval_text(c: &FigureComparison) -> Option<String> {
     let (lo, hi) = c.ci_low.zip(c.ci_high)?;
     let pct = (CONFIDENCE * 100.0).round();
     Some(if c.figure == Figure::Loss {
-        format!("{pct} % CI {lo:.2} to {hi:.2} points")
+        let bound = |v: f64| {
+            let text = synapse_units::signed(v, 2);
+            text.strip_prefix('+').map_or(text.clone(), str::to_string)
+        };
+        format!("{pct} % CI {} to {} points", bound(lo), bound(hi))
     } else {
         format!("{pct} % CI {} to {}", signed_ns(lo), signed_ns(hi))
     })

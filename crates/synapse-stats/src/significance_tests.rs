@@ -2,16 +2,17 @@ use super::*;
 use crate::intervals::{IntervalRecorder, empty_histogram};
 use crate::{Record, RecordKind};
 use std::time::Duration;
+use synapse_units::format_ns;
 
 /// A reproducible stream of numbers in [0, 1).
 struct Uniform(SplitMix);
 
 impl Uniform {
     fn new(seed: u64) -> Self {
-        Self(SplitMix(seed))
+        Self(SplitMix::new(seed))
     }
     fn next(&mut self) -> f64 {
-        (self.0.next() >> 11) as f64 / (1u64 << 53) as f64
+        (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
     /// Exponential with mean `m`.
     fn exp(&mut self, m: f64) -> f64 {

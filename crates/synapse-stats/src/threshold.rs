@@ -10,7 +10,7 @@ use synapse_units::{duration_text, millis};
 /// An RTT figure a threshold can judge.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RttMetric {
-    /// The arithmetic mean (the seed's verdict).
+    /// The arithmetic mean (what a bare limit, `1ms`, judges).
     Mean,
     /// A percentile, 0 < p < 100.
     Percentile(f64),
@@ -41,7 +41,7 @@ impl fmt::Display for RttMetric {
 }
 
 /// `--threshold`: an RTT figure that must stay below a limit. `1ms` means
-/// the mean (the seed's form); `p99=500us`, `mean=1ms`, `max=5ms` name it.
+/// the mean (the bare form); `p99=500us`, `mean=1ms`, `max=5ms` name it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Threshold {
     /// What is judged.

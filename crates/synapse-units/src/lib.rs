@@ -1,47 +1,93 @@
-//! Parsing and printing of times: `1ms`, `250us`, `250µs`, `1.5s`, `800ns`;
-//! and of rates and counts (`31.1k`, `264,000`, `1 packet`), with the
-//! serde helpers that put them in JSON. The leaf every other Synapse crate
-//! uses: the engine and the statistics for their messages, the app for
-//! its options and reports.
+//! Parsing and printing of times: `1ms`, `250us`, `250µs`, `1.5s`, `2min`,
+//! `1h`; of rates (`100/s`, `31.1k`) and counts (`264,000`, `1 packet`),
+//! with the serde helpers that put them in JSON. The leaf every other
+//! Synapse crate uses: the engine and the statistics for their messages,
+//! the app for its options and reports.
 
 use std::time::Duration;
 
-/// Unit assumed for a bare number.
-#[derive(Debug, Clone, Copy)]
+/// What a bare number (no unit) means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DefaultUnit {
     /// Bare numbers are milliseconds.
     Millis,
     /// Bare numbers are seconds.
     Seconds,
+    /// A unit is required.
+    None,
 }
 
-/// Parses a non-negative duration with an optional unit suffix.
-pub fn parse_duration(text: &str, default: DefaultUnit) -> Result<Duration, String> {
+/// The units a duration may carry, as every message lists them.
+pub const TIME_UNITS: &str = "ns, us, µs, ms, s, min, h";
+
+/// Seconds per unit, for every unit a duration may carry.
+fn time_unit(unit: &str) -> Option<f64> {
+    Some(match unit {
+        "ns" => 1e-9,
+        "us" | "µs" | "μs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "min" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    })
+}
+
+/// `text` split into its number and its unit (either may be empty).
+fn number_and_unit(text: &str) -> (&str, &str) {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration (try 1ms, 250us, 2s)"))?;
-    let scale = match unit.trim() {
-        "" => match default {
-            DefaultUnit::Millis => 1e-3,
-            DefaultUnit::Seconds => 1.0,
-        },
-        "ns" => 1e-9,
-        "us" | "µs" | "μs" => 1e-6,
-        "ms" => 1e-3,
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        other => {
-            return Err(format!(
-                "unknown time unit '{other}' in '{text}' (use ns, us, ms, s)"
-            ));
-        }
+    (num, unit.trim())
+}
+
+/// Parses a non-negative duration: a number and one of [`TIME_UNITS`]
+/// (`250us`, `1.5s`, `2min`, `1h`); a bare number as `default` says. Every
+/// message names the units it takes.
+pub fn parse_duration(text: &str, default: DefaultUnit) -> Result<Duration, String> {
+    let (num, unit) = number_and_unit(text);
+    let bare = match default {
+        DefaultUnit::Millis => "a bare number is milliseconds",
+        DefaultUnit::Seconds => "a bare number is seconds",
+        DefaultUnit::None => "a unit is required",
     };
-    Duration::try_from_secs_f64(value * scale).map_err(|_| format!("'{text}' is out of range"))
+    let Ok(value) = num.parse::<f64>() else {
+        return Err(format!(
+            "'{text}' is not a duration: a number and one of {TIME_UNITS} (e.g. 250us, 2min); {bare}"
+        ));
+    };
+    let scale = match (unit, default) {
+        ("", DefaultUnit::Millis) => 1e-3,
+        ("", DefaultUnit::Seconds) => 1.0,
+        ("", DefaultUnit::None) => {
+            return Err(format!("'{text}' needs a unit: 10ms, 100us, 1s"));
+        }
+        ("m", _) => return Err(format!("'{text}' is ambiguous: write {num}min or {num}ms")),
+        (unit, _) => time_unit(unit)
+            .ok_or_else(|| format!("'{text}': unknown unit '{unit}' (use {TIME_UNITS})"))?,
+    };
+    Duration::try_from_secs_f64(value * scale).map_err(|_| format!("'{text}' is too long"))
+}
+
+/// A duration within `lo..=hi`; out of range, the message gives the range
+/// in units the command line takes (`10us to 1h`).
+pub fn duration_within(
+    text: &str,
+    default: DefaultUnit,
+    lo: Duration,
+    hi: Option<Duration>,
+) -> Result<Duration, String> {
+    let d = parse_duration(text, default)?;
+    let range = match hi {
+        Some(hi) => format!("{} to {}", duration_text(lo), duration_text(hi)),
+        None => format!("at least {}", duration_text(lo)),
+    };
+    if d < lo || hi.is_some_and(|hi| d > hi) {
+        return Err(format!("'{text}' is out of range: {range}"));
+    }
+    Ok(d)
 }
 
 /// The largest count accepted anywhere: what a TOML integer can hold, so
@@ -77,12 +123,8 @@ pub fn millis(s: &str) -> Result<Duration, String> {
 
 /// A reply timeout: milliseconds when bare, 1 ms to 60 s.
 pub fn timeout(s: &str) -> Result<Duration, String> {
-    let d = millis(s)?;
-    if (Duration::from_millis(1)..=Duration::from_secs(60)).contains(&d) {
-        Ok(d)
-    } else {
-        Err(format!("'{s}' is outside 1ms..=60s"))
-    }
+    let hi = Duration::from_secs(60);
+    duration_within(s, DefaultUnit::Millis, Duration::from_millis(1), Some(hi))
 }
 
 /// Shortest paced interval: 100 000 requests a second.
@@ -93,31 +135,47 @@ pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 /// A paced interval: a unit is required (`10ms`, `100us`, `1s`), 10 µs to
 /// 1 hour.
 pub fn interval(s: &str) -> Result<Duration, String> {
-    if s.trim().chars().all(|c| c.is_ascii_digit() || c == '.') {
-        return Err(format!("'{s}' needs a unit: 10ms, 100us, 1s"));
-    }
-    let d = millis(s)?;
-    if (MIN_INTERVAL..=MAX_INTERVAL).contains(&d) {
-        Ok(d)
-    } else {
-        Err(format!("'{s}' is outside 10us..=1h"))
-    }
+    duration_within(s, DefaultUnit::None, MIN_INTERVAL, Some(MAX_INTERVAL))
 }
 
-/// A paced rate in requests per second: 1 every hour up to 100 000 a
-/// second (the same range as `--interval`).
+/// Per-unit spellings of a rate, and the seconds each unit holds.
+const RATE_UNITS: [(&str, u64); 3] = [("/s", 1), ("/min", 60), ("/h", 3600)];
+
+/// A rate as the command line takes it: `100000/s`, `30/min`, `1/h`.
+fn rate_text(per_hour: u64) -> String {
+    // Every count per hour is whole per hour, so one unit always fits.
+    let (unit, secs) = RATE_UNITS
+        .iter()
+        .find(|(_, secs)| per_hour.is_multiple_of(3600 / secs))
+        .unwrap_or(&("/h", 3600));
+    format!("{}{unit}", per_hour / (3600 / secs))
+}
+
+/// A paced rate, in requests per second: `100`, `100/s`, `30/min`, `1/h`;
+/// from one an hour to 100000 a second (the range of `--interval`).
 pub fn rate(s: &str) -> Result<f64, String> {
-    let max = 1.0 / MIN_INTERVAL.as_secs_f64();
-    let min = 1.0 / MAX_INTERVAL.as_secs_f64();
-    match s.trim().parse::<f64>() {
-        Ok(r) if (min..=max).contains(&r) => Ok(r),
-        Ok(_) => Err(format!(
-            "'{s}' is outside {min:.6}..={max} packets per second"
-        )),
-        Err(_) => Err(format!(
-            "'{s}' is not a rate in packets per second (e.g. 100, 0.5)"
-        )),
+    let t = s.trim();
+    let (num, secs) = RATE_UNITS
+        .iter()
+        .find_map(|(unit, secs)| t.strip_suffix(unit).map(|n| (n.trim(), *secs)))
+        .unwrap_or((t, 1));
+    let max_per_hour = 3600 * 1_000_000_000 / MIN_INTERVAL.as_nanos() as u64;
+    let min_per_hour = 3600 / MAX_INTERVAL.as_secs();
+    let Ok(value) = num.parse::<f64>() else {
+        return Err(format!(
+            "'{s}' is not a rate: requests per second, or per unit (e.g. 100, 100/s, 30/min, 1/h)"
+        ));
+    };
+    // Compared per hour, where both ends are whole numbers.
+    let per_hour = value * (3600 / secs) as f64;
+    if !(min_per_hour as f64..=max_per_hour as f64).contains(&per_hour) {
+        return Err(format!(
+            "'{s}' is out of range: {} to {}",
+            rate_text(min_per_hour),
+            rate_text(max_per_hour)
+        ));
     }
+    Ok(per_hour / 3600.0)
 }
 
 /// JSON: an optional duration as nanoseconds (null when absent).
@@ -170,14 +228,22 @@ pub fn serde_opt_display<T: std::fmt::Display, S: serde::Serializer>(
 }
 
 /// A duration as the command line takes it, in the largest unit that
-/// keeps it whole: `1s`, `250ms`, `500us`, `800ns`.
+/// keeps it whole: `1h`, `2min`, `1s`, `250ms`, `500us`, `800ns`.
 pub fn duration_text(d: Duration) -> String {
-    match d.as_nanos() {
-        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
-        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
-        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
-        n => format!("{n}ns"),
-    }
+    const UNITS: [(u128, &str); 6] = [
+        (3_600_000_000_000, "h"),
+        (60_000_000_000, "min"),
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+        (1, "ns"),
+    ];
+    let n = d.as_nanos();
+    let (size, unit) = UNITS
+        .iter()
+        .find(|(size, _)| n > 0 && n.is_multiple_of(*size))
+        .unwrap_or(&(1, "ns"));
+    format!("{}{unit}", n / size)
 }
 
 /// JSON: a list of values as their display texts.
@@ -199,6 +265,32 @@ pub fn format_ns(ns: f64) -> String {
         format!("{:.2} ms", ns / 1e6)
     } else {
         format!("{:.2} s", ns / 1e9)
+    }
+}
+
+/// A figure of either sign with `decimals` places: `+1.50`, `−7.07` (the
+/// minus sign of the times beside it, `−3.2 µs`), and no sign at all when
+/// it rounds to zero: `0.00`, never `-0.00` or `+0.00`.
+pub fn signed(v: f64, decimals: usize) -> String {
+    let text = format!("{:.decimals$}", v.abs());
+    if text.chars().all(|c| c == '0' || c == '.') {
+        text
+    } else if v < 0.0 {
+        format!("−{text}")
+    } else {
+        format!("+{text}")
+    }
+}
+
+/// A time of either sign: `+1.2 µs`, `−3.2 µs`, and `0 ns` with no sign.
+pub fn signed_ns(ns: f64) -> String {
+    let text = format_ns(ns.abs());
+    if text.starts_with("0 ") {
+        text
+    } else if ns < 0.0 {
+        format!("−{text}")
+    } else {
+        format!("+{text}")
     }
 }
 
@@ -274,29 +366,89 @@ mod tests {
             ("2", secs, Duration::from_secs(2)),
             ("1 min", secs, Duration::from_secs(60)),
             ("1 s", ms, Duration::from_secs(1)),
+            ("1h", secs, Duration::from_secs(3600)),
         ] {
             assert_eq!(parse_duration(text, unit), Ok(want), "{text}");
         }
     }
 
     #[test]
-    fn rejects_garbage_with_a_reason() {
-        assert!(
-            parse_duration("fast", DefaultUnit::Millis)
-                .unwrap_err()
-                .contains("not a duration")
+    fn rejects_garbage_with_a_reason_that_lists_every_unit() {
+        for (text, default, want) in [
+            ("fast", DefaultUnit::Millis, "not a duration"),
+            (
+                "3 fortnights",
+                DefaultUnit::Millis,
+                "unknown unit 'fortnights'",
+            ),
+            ("-1ms", DefaultUnit::Millis, "not a duration"),
+            ("5", DefaultUnit::None, "'5' needs a unit"),
+            ("2m", DefaultUnit::Seconds, "ambiguous: write 2min or 2ms"),
+        ] {
+            let e = parse_duration(text, default).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+            if !e.contains("ambiguous") && !e.contains("needs a unit") {
+                assert!(e.contains(TIME_UNITS), "{text}: {e}");
+            }
+        }
+    }
+
+    /// Issue 36: every unit a message lists is taken (`1h` was listed by
+    /// the range and refused by the parser; `min` taken and not listed).
+    #[test]
+    fn every_listed_unit_is_taken_and_ranges_print_as_written() {
+        for unit in TIME_UNITS
+            .split([',', '(', ')', ' '])
+            .filter(|u| !u.is_empty() && *u != "or")
+        {
+            assert!(
+                parse_duration(&format!("1{unit}"), DefaultUnit::None).is_ok(),
+                "{unit}"
+            );
+        }
+        assert_eq!(interval("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(
+            interval("61min").unwrap_err(),
+            "'61min' is out of range: 10us to 1h"
         );
-        assert!(
-            parse_duration("3 fortnights", DefaultUnit::Millis)
-                .unwrap_err()
-                .contains("unknown time unit")
+        assert_eq!(
+            interval("5us").unwrap_err(),
+            "'5us' is out of range: 10us to 1h"
         );
-        assert!(parse_duration("-1ms", DefaultUnit::Millis).is_err());
+        assert_eq!(
+            timeout("0").unwrap_err(),
+            "'0' is out of range: 1ms to 1min"
+        );
+        assert_eq!(timeout("60s"), Ok(Duration::from_secs(60)));
+        for (d, text) in [(3600, "1h"), (120, "2min"), (90, "90s")] {
+            assert_eq!(duration_text(Duration::from_secs(d)), text);
+        }
+        assert_eq!(duration_text(Duration::from_micros(10)), "10us");
+        assert_eq!(duration_text(Duration::ZERO), "0ns");
+    }
+
+    #[test]
+    fn rates_take_a_unit_and_keep_their_whole_range() {
+        assert_eq!(rate("100000"), Ok(100_000.0), "the top of the range");
+        assert_eq!(rate("100000/s"), Ok(100_000.0));
+        assert_eq!(rate("30/min"), Ok(0.5));
+        assert_eq!(rate("1/h"), Ok(1.0 / 3600.0));
+        for bad in ["100001", "0", "0.5/h"] {
+            assert_eq!(
+                rate(bad).unwrap_err(),
+                format!("'{bad}' is out of range: 1/h to 100000/s")
+            );
+        }
+        assert!(
+            rate("fast")
+                .unwrap_err()
+                .contains("e.g. 100, 100/s, 30/min, 1/h")
+        );
     }
 
     #[test]
     fn formats_with_fitting_units() {
-        let cases: [(String, &str); 18] = [
+        let cases: [(String, &str); 25] = [
             (format_ns(850.0), "850 ns"),
             (format_ns(22_800.0), "22.8 µs"),
             (format_ns(1_250_000.0), "1.25 ms"),
@@ -315,6 +467,13 @@ mod tests {
             (compact_count(99_999), "99,999"),
             (compact_count(227_000), "227.0k"),
             (compact_count(123_456_789), "123.46M"),
+            (signed(-7.071, 2), "−7.07"),
+            (signed(-0.001, 2), "0.00"),
+            (signed(0.0, 0), "0"),
+            (signed(1.5, 1), "+1.5"),
+            (signed_ns(-3_200.0), "−3.2 µs"),
+            (signed_ns(-0.3), "0 ns"),
+            (signed_ns(101.0), "+101 ns"),
         ];
         for (got, want) in cases {
             assert_eq!(got, want);

@@ -1,6 +1,7 @@
 //! One file per pane. Each is a free function `render(frame, area, …)`
 //! that reads state and draws; none changes anything.
 
+pub mod answers;
 pub mod figures;
 pub mod footer;
 pub mod header;

@@ -4,7 +4,7 @@
 use crate::ui::animation::{Animation, LAYERS, Position};
 use crate::ui::theme::Theme;
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 use synapse_units::format_ns;
@@ -45,7 +45,7 @@ fn stack(f: &mut Frame, area: Rect, labels: &StackLabels, active: Option<usize>,
             } else {
                 ""
             };
-            let text = format!("{marker} {:<15}{detail}", NAMES[i]);
+            let text = format!("{marker} {:<w$}{detail}", NAMES[i], w = usize::from(NAME));
             Line::from(Span::styled(format!("{text:<width$}"), t.layer(i, on)))
         })
         .collect();
@@ -53,32 +53,57 @@ fn stack(f: &mut Frame, area: Rect, labels: &StackLabels, active: Option<usize>,
     f.render_widget(Paragraph::new(lines).block(block), area);
 }
 
-/// Draws both stacks and the wire. `caption` goes under the wire: the
-/// packet shown, or why nothing moves. Returns the room left below it.
+/// The gap between the stacks, where the wire runs.
+const WIRE: u16 = 6;
+/// A layer's name column.
+const NAME: u16 = 15;
+
+/// The width a stack needs to show every detail whole, borders included.
+fn stack_width(labels: &StackLabels) -> u16 {
+    let longest = labels.details.iter().map(|d| d.chars().count()).max();
+    let title = labels.title.chars().count() as u16 + 4;
+    (2 + NAME + longest.unwrap_or(0) as u16 + 3).max(title)
+}
+
+/// The width the two stacks and the wire need, the pane's borders
+/// included: wider than this, the pane only adds empty space.
+pub fn natural_width(client: &StackLabels, server: &StackLabels) -> u16 {
+    2 * stack_width(client).max(stack_width(server)) + WIRE + 2
+}
+
+/// Draws both stacks and the wire, the two stacks no wider than their
+/// details need and centred. `caption` goes under the wire (the packet
+/// shown, or why nothing moves); without one, neither it nor the arrow's
+/// row is drawn (a short terminal). Returns the room left below.
 pub fn render(
     f: &mut Frame,
     area: Rect,
-    client: &StackLabels,
-    server: &StackLabels,
+    labels: (&StackLabels, &StackLabels),
     anim: &Animation,
-    caption: &str,
+    caption: Option<&str>,
     t: Theme,
 ) -> Rect {
+    let (client, server) = labels;
     let outer = Block::bordered().title(Span::styled(" Packet path ", t.title()));
     let inner = outer.inner(area);
     f.render_widget(outer, area);
+    let text_rows = if caption.is_some() { 1 } else { 0 };
     let [stacks, wire_row, caption_row, below] = Layout::vertical([
         Constraint::Length(7),
-        Constraint::Length(1),
-        Constraint::Length(1),
+        Constraint::Length(text_rows),
+        Constraint::Length(text_rows),
         Constraint::Fill(1),
     ])
     .areas(inner);
+    let each = stack_width(client)
+        .max(stack_width(server))
+        .min(inner.width.saturating_sub(WIRE) / 2);
     let [left, gap, right] = Layout::horizontal([
-        Constraint::Fill(1),
-        Constraint::Length(6),
-        Constraint::Fill(1),
+        Constraint::Length(each),
+        Constraint::Length(WIRE),
+        Constraint::Length(each),
     ])
+    .flex(Flex::Center)
     .areas(stacks);
     let pos = anim.position();
     let on_client = match pos {
@@ -109,14 +134,18 @@ pub fn render(
         Position::Server(_) if anim.step <= 2 * LAYERS as u8 => "request  ──▶",
         _ => "reply  ◀──",
     };
-    f.render_widget(
-        Paragraph::new(Line::from(Span::styled(arrow, t.dim())).centered()),
-        wire_row,
-    );
-    f.render_widget(
-        Paragraph::new(Line::from(Span::styled(caption.to_string(), t.dim())).centered()),
-        caption_row,
-    );
+    if caption.is_some() {
+        f.render_widget(
+            Paragraph::new(Line::from(Span::styled(arrow, t.dim())).centered()),
+            wire_row,
+        );
+    }
+    if let Some(caption) = caption {
+        f.render_widget(
+            Paragraph::new(Line::from(Span::styled(caption.to_string(), t.dim())).centered()),
+            caption_row,
+        );
+    }
     below
 }
 

@@ -13,10 +13,22 @@ fn clock(d: Duration) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
-/// The gauge's fill ratio and its label.
+/// The gauge's fill ratio and its label: during the warm-up, how far it
+/// is (its packets are not counted), then the run's progress.
 pub fn describe(v: &ClientView, running: bool) -> (f64, String) {
     let done = v.run_done;
     let elapsed = clock(v.run_elapsed);
+    let warmup = v.info.warmup;
+    if running && !v.live.warmed_up && warmup > 0 {
+        return (
+            (v.live.warmup_seen as f64 / warmup as f64).min(1.0),
+            format!(
+                "warm-up {}/{} (not counted)  [{elapsed}]",
+                group_thousands(v.live.warmup_seen.min(warmup)),
+                group_thousands(warmup)
+            ),
+        );
+    }
     match (v.info.packets, v.info.duration) {
         (Some(total), _) => (
             (done as f64 / total.max(1) as f64).min(1.0),

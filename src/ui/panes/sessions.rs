@@ -24,8 +24,9 @@ fn refused(r: &Refusals, t: Theme) -> Span<'static> {
 
 /// Draws the client table. Columns are as wide as their widest cell;
 /// a narrow terminal leaves out bytes, then the last-seen time, and says so
-/// in the title.
-pub fn render(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
+/// in the title. `running`: the reflector listens (else its title says
+/// so, rather than telling clients where to send).
+pub fn render(f: &mut Frame, area: Rect, v: &ServerView, running: bool, t: Theme) {
     let active = v
         .active
         .iter()
@@ -51,14 +52,19 @@ pub fn render(f: &mut Frame, area: Rect, v: &ServerView, t: Theme) {
     ];
     // Inside the block's borders.
     let fitted = fit(columns, area.width.saturating_sub(2));
-    let title = if shown.is_empty() {
-        let reach = v.reach.first().cloned().unwrap_or_else(|| v.bind.clone());
-        format!(" Clients · none yet: synapse client {reach} ")
+    let title = if shown.is_empty() && !running {
+        " Clients · not listening (space starts the reflector) ".to_string()
+    } else if shown.is_empty() {
+        match v.reach.first() {
+            Some(reach) => format!(" Clients · none yet: synapse client {reach} "),
+            None => format!(" Clients · none yet: listening on {} ", v.bind),
+        }
     } else if total > visible {
         format!(
-            " Clients · {}–{} of {total} (↑ ↓ PgUp PgDn) ",
+            " Clients · {}–{} of {} (↑ ↓ PgUp PgDn) ",
             first + 1,
-            (first + visible).min(total)
+            (first + visible).min(total),
+            group_thousands(total as u64)
         )
     } else {
         " Clients ".to_string()

@@ -66,6 +66,15 @@ const CELL: usize = 10;
 /// Width of the row label (` p50`).
 const LABEL: usize = 4;
 
+/// The widest the notes beside the columns get (`   1 packet in 256,
+/// since clear`).
+const NOTES: usize = 34;
+
+/// The width the table needs to show every column and note whole.
+pub fn natural_width(figures: &[SegmentFigures]) -> u16 {
+    (LABEL + figures.len() * CELL + NOTES) as u16
+}
+
 /// Three lines: segment names, then p50 and p99 under each, in columns;
 /// or why there is no split. Columns that do not fit are left out whole.
 pub fn render(

@@ -37,6 +37,7 @@ pub struct Namespaces {
 pub const A_ADDR: &str = "10.231.0.1";
 pub const B_ADDR: &str = "10.231.0.2";
 
+/// `ip ARGS`, which must succeed.
 pub fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().unwrap();
     assert!(
@@ -47,18 +48,58 @@ pub fn ip(args: &[&str]) {
     );
 }
 
+/// `TOOL ARGS` in namespace `ns`, which must succeed.
+pub fn exec_in(ns: &str, tool: &str, args: &[&str]) {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, tool])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{tool} {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// One fresh namespace name per role, `PREFIX-ROLE-PID-N`: tests running
+/// at the same time, in this process or another, never share one.
+pub fn fresh_names<const N: usize>(prefix: &str, roles: [&str; N]) -> [String; N] {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let id = format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    roles.map(|role| format!("{prefix}-{role}-{id}"))
+}
+
+/// The binary under test, run in namespace `ns`.
+pub fn synapse_in(ns: &str) -> Command {
+    let base = super::synapse();
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns]).arg(base.get_program());
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    c
+}
+
+/// Deletes namespaces (a veth goes with either end), as a drop does: also
+/// on a failing test's way out, so errors are not checked.
+pub fn delete(names: &[&String]) {
+    for ns in names {
+        let _ = Command::new("ip").args(["netns", "del", ns]).status();
+    }
+}
+
 impl Namespaces {
     pub fn new() -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let id = format!(
-            "{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        let ns = Self {
-            a: format!("syn-a-{id}"),
-            b: format!("syn-b-{id}"),
-        };
+        let [a, b] = fresh_names("syn", ["a", "b"]);
+        let ns = Self { a, b };
         ip(&["netns", "add", &ns.a]);
         ip(&["netns", "add", &ns.b]);
         ip(&[
@@ -75,15 +116,7 @@ impl Namespaces {
 
     /// The binary under test, run in namespace `ns`.
     pub fn synapse_in(&self, ns: &str) -> Command {
-        let base = super::synapse();
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", ns]).arg(base.get_program());
-        for (k, v) in base.get_envs() {
-            if let Some(v) = v {
-                c.env(k, v);
-            }
-        }
-        c
+        synapse_in(ns)
     }
 
     /// `synapse server` in namespace B, echo on 7007 and STAMP on 8862.
@@ -129,27 +162,29 @@ impl Namespaces {
         super::Server { guard, stdout }
     }
 
-    /// `iptables ARGS` in namespace `ns`.
-    pub fn iptables(&self, ns: &str, args: &[&str]) {
+    /// The kernel's UDP counter `name` (`/proc/net/snmp`, `Udp:` lines:
+    /// `RcvbufErrors`, `NoPorts` …) in namespace `ns`. A namespace has
+    /// counters of its own, starting at 0 when it is made.
+    pub fn udp_counter(&self, ns: &str, name: &str) -> u64 {
         let out = Command::new("ip")
-            .args(["netns", "exec", ns, "iptables"])
-            .args(args)
+            .args(["netns", "exec", ns, "cat", "/proc/net/snmp"])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "iptables {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let snmp = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut udp = snmp.lines().filter(|l| l.starts_with("Udp: "));
+        let (names, values) = (udp.next().unwrap(), udp.next().unwrap());
+        let at = names.split(' ').position(|n| n == name).unwrap();
+        values.split(' ').nth(at).unwrap().parse().unwrap()
+    }
+
+    /// `iptables ARGS` in namespace `ns`.
+    pub fn iptables(&self, ns: &str, args: &[&str]) {
+        exec_in(ns, "iptables", args);
     }
 }
 
 impl Drop for Namespaces {
     fn drop(&mut self) {
-        // Deleting a namespace deletes its end of the veth, and so both.
-        for ns in [&self.a, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
+        delete(&[&self.a, &self.b]);
     }
 }

@@ -4,10 +4,10 @@
 //! congestion, address translation), so the network does it, not either
 //! end.
 
-use super::{Server, success_json, synapse, wait_until_ready};
+use super::netns::{delete, exec_in, fresh_names, ip};
+use super::{Server, success_json, wait_until_ready};
 use serde_json::Value;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 pub const A_ADDR: &str = "10.232.1.2";
 pub const B_ADDR: &str = "10.232.2.2";
@@ -19,29 +19,10 @@ pub struct Routed {
     pub b: String,
 }
 
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 impl Routed {
     pub fn new() -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let id = format!(
-            "{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        let t = Self {
-            a: format!("cos-a-{id}"),
-            r: format!("cos-r-{id}"),
-            b: format!("cos-b-{id}"),
-        };
+        let [a, r, b] = fresh_names("cos", ["a", "r", "b"]);
+        let t = Self { a, r, b };
         for ns in [&t.a, &t.r, &t.b] {
             ip(&["netns", "add", ns]);
             ip(&["-n", ns, "link", "set", "lo", "up"]);
@@ -69,18 +50,9 @@ impl Routed {
         t
     }
 
+    /// `TOOL ARGS` in namespace `ns`, which must succeed.
     pub fn run(&self, ns: &str, tool: &str, args: &[&str]) {
-        let out = Command::new("ip")
-            .args(["netns", "exec", ns, tool])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{tool} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        exec_in(ns, tool, args);
     }
 
     /// A rule in the router's mangle FORWARD chain for packets coming in
@@ -116,15 +88,7 @@ impl Routed {
 
     /// The binary under test in namespace `ns`.
     pub fn synapse_in(&self, ns: &str) -> Command {
-        let base = synapse();
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", ns]).arg(base.get_program());
-        for (k, v) in base.get_envs() {
-            if let Some(v) = v {
-                c.env(k, v);
-            }
-        }
-        c
+        super::netns::synapse_in(ns)
     }
 
     /// `synapse server` in B: echo on 7007, STAMP on 8862.
@@ -155,8 +119,6 @@ impl Routed {
 
 impl Drop for Routed {
     fn drop(&mut self) {
-        for ns in [&self.a, &self.r, &self.b] {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
+        delete(&[&self.a, &self.r, &self.b]);
     }
 }

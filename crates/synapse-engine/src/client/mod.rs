@@ -6,15 +6,19 @@
 //! the [`ClientOutcome`] the thread returns, whose statistics are
 //! authoritative: a consumer that falls behind loses nothing from them.
 
+mod armed_wait;
 pub mod extensions;
 mod output;
 pub mod paced;
 mod pingpong;
 pub mod prober;
 mod recv_timeout;
+mod run_loop;
+mod run_token;
 mod seen;
 pub mod sequence;
 mod stamps;
+mod stop;
 mod tcp;
 
 use super::affinity::{Placement, Role, ThreadPlacement, place_current_thread};
@@ -29,7 +33,7 @@ use super::{EngineError, StopFlag};
 use output::{ClientSink, Output};
 use paced::schedule::Schedule;
 use paced::{Budget, PacedStamps, Pacer, PacerConfig, ProbeConfig, SlotWake};
-use pingpong::{Pinger, STOP_CHECK};
+use pingpong::Pinger;
 use recv_timeout::RecvTimeout;
 use stamps::ClientStamps;
 use std::net::SocketAddr;
@@ -38,6 +42,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use stop::STOP_CHECK;
 use synapse_stats::{Record, SegmentSet, Shape, Stats};
 
 /// Everything the client loop needs to know.
@@ -333,20 +338,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         follow_up: cfg.stamp && cfg.tlvs.follow_up,
         follow_up_hardware: false,
     };
-    let (log, points) = match cfg.log_capacity {
-        0 => (None, None),
-        n => {
-            let (p, c) = rtrb::RingBuffer::new(n);
-            (Some(p), Some(c))
-        }
-    };
-    let (producer, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
-    let overflow = Arc::new(AtomicU64::new(0));
-    let output = Output {
-        ring: producer,
-        overflow: Arc::clone(&overflow),
-        log,
-    };
+    let (output, rings) = Output::with_rings(cfg.ring_capacity, cfg.log_capacity);
     let shape = shape_of(&cfg, stamping.segments);
     let stats = Stats::shaped(shape);
     let (thread_info, thread_stop) = (stamping.clone(), stop.clone());
@@ -361,11 +353,9 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
             let outcome = match (work, stamps) {
                 (Work::PingPong(sockets, armed), stamps) => {
                     let stamps = stamps.map(Stamping::into_ping_pong);
-                    Pinger::new(&cfg, &sockets, armed, output, stamps.flatten(), stats).run(
-                        &cfg,
-                        &thread_stop,
-                        placement,
-                    )
+                    let mut pinger =
+                        Pinger::new(&cfg, &sockets, armed, output, stamps.flatten(), stats);
+                    run_loop::run(&mut pinger, &cfg, &thread_stop, placement)
                 }
                 (Work::Paced(socket, schedule), stamps) => {
                     let stamps = stamps.and_then(Stamping::into_paced);
@@ -387,14 +377,14 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         })
         .map_err(EngineError::io("cannot start the measurement thread"))?;
     Ok(ClientRun {
-        records,
-        points,
+        records: rings.records,
+        points: rings.points,
         local,
         shape,
         stamping,
         tcp_live: None,
         stop,
-        overflow,
+        overflow: rings.overflow,
         handle: Some(handle),
     })
 }

@@ -18,6 +18,43 @@ pub(super) struct Output {
     pub log: Option<rtrb::Producer<Points>>,
 }
 
+/// The consumer ends of a client's rings, handed to `ClientRun`.
+pub(super) struct Rings {
+    /// Every record.
+    pub records: rtrb::Consumer<Record>,
+    /// Every settled packet's points, when a log is kept.
+    pub points: Option<rtrb::Consumer<Points>>,
+    /// Records the record ring had no room for.
+    pub overflow: Arc<AtomicU64>,
+}
+
+impl Output {
+    /// A run's rings, allocated before its thread starts: `ring_capacity`
+    /// records (at least one) and, with a `log_capacity`, the log's.
+    pub(super) fn with_rings(ring_capacity: usize, log_capacity: usize) -> (Self, Rings) {
+        let (log, points) = match log_capacity {
+            0 => (None, None),
+            n => {
+                let (p, c) = rtrb::RingBuffer::new(n);
+                (Some(p), Some(c))
+            }
+        };
+        let (ring, records) = rtrb::RingBuffer::new(ring_capacity.max(1));
+        let overflow = Arc::new(AtomicU64::new(0));
+        let output = Self {
+            ring,
+            overflow: Arc::clone(&overflow),
+            log,
+        };
+        let rings = Rings {
+            records,
+            points,
+            overflow,
+        };
+        (output, rings)
+    }
+}
+
 /// A paced client's sink: its one peer's statistics and the rings.
 pub(super) struct ClientSink {
     pub out: Output,

@@ -17,32 +17,34 @@
 //! `STRAY_DRAIN_EVERY` packets and after each timeout. Anything else (a
 //! late reply, a timeout) is rare and may cost a syscall more.
 
+use super::armed_wait::{self, Receive, Waiting};
 use super::extensions::{Held, TlvTally, marks_of};
+use super::run_loop::{Exchanges, Packet};
+use super::run_token::run_token;
 use super::seen::{GIVE_UP_AFTER, Seen};
 use super::sequence::{Reply, SequenceTracker};
 use super::stamps::ClientStamps;
-use super::{ClientConfig, ClientOutcome, Output, StampingInfo};
-use crate::affinity::Placement;
+use super::stop::pause_until;
+use super::{ClientConfig, ClientOutcome, Output};
 use crate::points::{PacketStatus, Points};
 use crate::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use crate::socket::ClientSockets;
-use crate::sys::timestamping::{ControlBuf, Stamps};
-use crate::sys::{self, RawAddr, Readiness, is_network_error, is_send_drop};
+use crate::sys;
+use crate::sys::addr::RawAddr;
+use crate::sys::cmsg::ControlBuf;
+use crate::sys::errno::{is_network_error, is_send_drop};
+use crate::sys::timestamping::Stamps;
 use crate::wall_clock::WallClock;
 use crate::{EngineError, StopFlag};
 use socket2::Socket;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use synapse_stats::{Outage, OutageDetector, Record, RecordKind, Split, Stats};
 
 /// How often (in packets) the catch-all socket is checked for strays.
 const STRAY_DRAIN_EVERY: u64 = 1024;
-
-/// The longest a wait sleeps before looking at the stop flag: a long
-/// `--timeout` must not make Ctrl-C or the display's keys wait.
-pub(crate) const STOP_CHECK: Duration = Duration::from_millis(100);
 
 /// How waiting for one reply ended.
 enum Wait {
@@ -52,32 +54,6 @@ enum Wait {
     Unreachable(i32),
     /// The stop flag was raised while waiting; the packet is not counted.
     Stopped,
-}
-
-/// Sleeps until `deadline` in slices, so `stop` is still noticed. Returns
-/// whether it was.
-pub(crate) fn pause_until(deadline: Instant, stop: &StopFlag) -> bool {
-    loop {
-        if stop.is_raised() {
-            return true;
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return false;
-        }
-        std::thread::sleep((deadline - now).min(STOP_CHECK));
-    }
-}
-
-/// A per-run token: random, so another run's datagrams (or a restarted
-/// run's, in the live display) are never taken for replies.
-pub(crate) fn run_token(epoch: Instant) -> u64 {
-    sys::random_u64().unwrap_or_else(|_| {
-        // getrandom cannot fail on a kernel Synapse runs on; should it, the
-        // clock's low bits still differ from run to run.
-        let t = epoch.elapsed().as_nanos() as u64 ^ sys::timestamping::realtime_ns();
-        t.rotate_left(17) ^ u64::from(std::process::id())
-    })
 }
 
 /// The measurement loop's state. Everything is allocated in `new`.
@@ -181,66 +157,6 @@ impl<'a> Pinger<'a> {
         }
     }
 
-    pub(super) fn run(
-        &mut self,
-        cfg: &ClientConfig,
-        stop: &StopFlag,
-        placement: Placement,
-    ) -> Result<ClientOutcome, EngineError> {
-        let mut measure_start: Option<Instant> = None;
-        let mut seq = 0u64;
-        let mut last = Instant::now();
-        while !stop.is_raised() {
-            let warmup = seq < cfg.warmup;
-            if !warmup {
-                let start = *measure_start.get_or_insert(last);
-                let measured = seq - cfg.warmup;
-                if cfg.budget_spent(measured, last.duration_since(start)) {
-                    break;
-                }
-            }
-            if seq == cfg.warmup && cfg.warmup > 0 {
-                // Warm-up ends: whatever other sources sent meanwhile
-                // belongs to it, not to the figures.
-                self.drain_strays(seq, true);
-            }
-            if seq.is_multiple_of(STRAY_DRAIN_EVERY) {
-                self.drain_strays(seq, warmup);
-                // A step of the wall clock is followed within this many
-                // packets.
-                self.wall = WallClock::sync();
-            }
-            let (wait, now) = self.exchange(cfg, seq, warmup, stop)?;
-            last = now;
-            if matches!(wait, Wait::Stopped) {
-                break;
-            }
-            self.give_up_if_unreachable(cfg, seq, wait)?;
-            seq += 1;
-        }
-        self.drain_strays(seq, false);
-        self.release_held();
-        // An outage still going on when the run ends ends with it.
-        if let Some(o) = self.outages.end(self.at_ns(last)) {
-            self.emit_outage(o);
-        }
-        Ok(ClientOutcome {
-            stats: self.stats.clone(),
-            measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
-            placement,
-            interrupted: stop.is_raised(),
-            ring_overflow: self.out.overflow.load(Ordering::Relaxed),
-            log_overflow: self.log_overflow,
-            stale_stamps: self.stamps.as_ref().map_or(0, ClientStamps::stale),
-            unauthenticated: self.seen.unauthenticated,
-            stamping: StampingInfo::default(),
-            tcp: None,
-            extensions: (cfg.stamp && !cfg.tlvs.is_empty())
-                .then(|| self.tally.summary(cfg.tlvs, self.local(), cfg.server)),
-            nic_clock: None,
-        })
-    }
-
     /// The local address the requests leave from.
     fn local(&self) -> std::net::SocketAddr {
         self.socket
@@ -279,7 +195,7 @@ impl<'a> Pinger<'a> {
         let payload = self.codec.encode(seq, t1_user);
         let sent = match &self.stamps {
             Some(stamps) => stamps.send(fd, payload, stamped),
-            None => sys::send(fd, payload),
+            None => sys::io::send(fd, payload),
         };
         self.points = Points {
             seq,
@@ -302,7 +218,7 @@ impl<'a> Pinger<'a> {
             // It counts as lost after its timeout, as if it had gone out,
             // so a dead link paces the run instead of spinning it.
             Err(e) if e.raw_os_error().is_some_and(is_send_drop) => {
-                let _ = sys::drain_error_queue(fd);
+                let _ = sys::errqueue::drain_error_queue(fd);
                 let errno = e.raw_os_error().unwrap_or(0);
                 if self.seen.replies == 0 {
                     return Ok((Wait::Unreachable(errno), Instant::now()));
@@ -417,7 +333,7 @@ impl<'a> Pinger<'a> {
     #[inline]
     fn on_datagram(
         &mut self,
-        got: sys::Received,
+        got: sys::io::Received,
         rx: Stamps,
         seq: u64,
         t1: Instant,
@@ -509,12 +425,10 @@ impl<'a> Pinger<'a> {
         false
     }
 
-    /// One datagram with its RX stamps: spinning on the non-blocking
-    /// socket when busy-polling, else blocking in the receive itself (at
-    /// most the armed `SO_RCVTIMEO`) and waiting out what is left before
-    /// the deadline in `ppoll`, until something arrives, the deadline
-    /// passes or `stop` is raised (then `EAGAIN`). `fresh`: the packet was
-    /// just sent, so the whole timeout is ahead.
+    /// One datagram with its RX stamps, by the one armed wait
+    /// (`armed_wait.rs`): until something arrives, the deadline passes or
+    /// `stop` is raised (then `EAGAIN`). `fresh`: the packet was just
+    /// sent, so the whole timeout is ahead.
     #[inline]
     fn receive(
         &mut self,
@@ -522,72 +436,13 @@ impl<'a> Pinger<'a> {
         deadline: Instant,
         fresh: bool,
         stop: &StopFlag,
-    ) -> io::Result<(sys::Received, Stamps)> {
-        if self.busy_poll {
-            return self.spin(fd, deadline, stop);
-        }
-        let nothing = || Err(io::Error::from_raw_os_error(libc::EAGAIN));
-        if fresh && self.armed.is_some() && !stop.is_raised() {
-            match self.receive_once(fd) {
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
-                other => return other,
-            }
-        }
-        loop {
-            let now = Instant::now();
-            if now >= deadline || stop.is_raised() {
-                return nothing();
-            }
-            let left = deadline - now;
-            if self.armed.is_some_and(|a| left >= a) {
-                match self.receive_once(fd) {
-                    Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
-                    other => return other,
-                }
-                continue;
-            }
-            match sys::wait_readable(fd, left.min(STOP_CHECK))? {
-                Readiness::Readable => return self.receive_once_now(fd),
-                Readiness::TimedOut => {}
-                Readiness::ErrorQueue => {
-                    // The packet's TX stamps, or an ICMP report: taken now,
-                    // while the reply is on its way; an error the socket
-                    // holds comes back from the receive.
-                    if let Some(errno) = self.clear_error_queue(fd) {
-                        return Err(io::Error::from_raw_os_error(errno));
-                    }
-                }
-            }
-        }
-    }
-
-    /// Busy-polling: spins on the non-blocking socket until something
-    /// arrives, the deadline passes or `stop` is raised.
-    #[inline]
-    fn spin(
-        &mut self,
-        fd: i32,
-        deadline: Instant,
-        stop: &StopFlag,
-    ) -> io::Result<(sys::Received, Stamps)> {
-        loop {
-            match self.receive_once(fd) {
-                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                    if stop.is_raised() || Instant::now() >= deadline {
-                        return Err(e);
-                    }
-                    std::hint::spin_loop();
-                }
-                other => return other,
-            }
-        }
-    }
-
-    /// A datagram `ppoll` said is there. On a blocking socket the receive
-    /// is still told not to wait: readiness was for the queue, and a
-    /// second reader (there is none) or a bad checksum could empty it.
-    fn receive_once_now(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
-        self.receive_with(fd, true)
+    ) -> io::Result<(sys::io::Received, Stamps)> {
+        let how = Waiting {
+            fd,
+            busy_poll: self.busy_poll,
+            armed: self.armed,
+        };
+        armed_wait::receive(self, how, deadline, fresh, stop)
     }
 
     /// Empties the error queue: TX stamps go to the packet in flight; the
@@ -595,36 +450,8 @@ impl<'a> Pinger<'a> {
     fn clear_error_queue(&mut self, fd: i32) -> Option<i32> {
         match &mut self.stamps {
             Some(s) => s.absorb(fd),
-            None => sys::drain_error_queue(fd),
+            None => sys::errqueue::drain_error_queue(fd),
         }
-    }
-
-    /// One datagram, with its RX stamps when the packet in flight is one
-    /// of the stamped sample. The others are read with a plain `recv`: a
-    /// spin on `recvmsg` with control data polls more slowly, and their
-    /// RX stamps would be thrown away.
-    #[inline]
-    fn receive_once(&mut self, fd: i32) -> io::Result<(sys::Received, Stamps)> {
-        self.receive_with(fd, false)
-    }
-
-    /// One receive, told not to wait when `now`: with RX stamps in a
-    /// sample, with the reply's TOS when marks are read, else a bare one.
-    #[inline]
-    fn receive_with(&mut self, fd: i32, now: bool) -> io::Result<(sys::Received, Stamps)> {
-        use sys::timestamping::{recv_stamped, recv_stamped_now};
-        let (got, tos) = match (&mut self.stamps, &mut self.marks) {
-            (Some(s), _) if self.in_sample && now => s.recv_now(fd, &mut self.buf),
-            (Some(s), _) if self.in_sample => s.recv(fd, &mut self.buf),
-            // Class of service: the reply's TOS rides in the control data.
-            (_, Some(control)) if now => recv_stamped_now(fd, &mut self.buf, control, -1),
-            (_, Some(control)) => recv_stamped(fd, &mut self.buf, None, control, -1),
-            _ if now => return sys::recv_now(fd, &mut self.buf).map(|r| (r, Stamps::default())),
-            _ => return sys::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
-        }
-        .map(|m| (m.received, m))?;
-        self.reply_tos = tos.tos;
-        Ok((got, tos.stamps))
     }
 
     /// The packet in flight is settled (answered or lost): its TX stamps
@@ -694,7 +521,7 @@ impl<'a> Pinger<'a> {
     /// Counts whatever other sources sent to our port. Never blocks.
     fn drain_strays(&mut self, seq: u64, warmup: bool) {
         let fd = self.catcher.as_raw_fd();
-        while sys::recv_from(fd, &mut self.buf, &mut self.from).is_ok() {
+        while sys::io::recv_from(fd, &mut self.buf, &mut self.from).is_ok() {
             let at_ns = self.at_ns(Instant::now());
             self.emit(Record::event(RecordKind::Stray, seq, at_ns, warmup));
         }
@@ -744,5 +571,93 @@ impl<'a> Pinger<'a> {
         if self.out.ring.push(record).is_err() {
             self.out.overflow.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+impl Exchanges for Pinger<'_> {
+    /// Strays are drained and the wall clock followed every
+    /// `STRAY_DRAIN_EVERY` packets, and once as warm-up ends: whatever
+    /// other sources sent meanwhile belongs to it, not to the figures.
+    #[inline]
+    fn before(&mut self, seq: u64, warmup: bool, _: Instant, _: &StopFlag) -> bool {
+        if seq == self.warmup && self.warmup > 0 {
+            self.drain_strays(seq, true);
+        }
+        if seq.is_multiple_of(STRAY_DRAIN_EVERY) {
+            self.drain_strays(seq, warmup);
+            // A step of the wall clock is followed within this many
+            // packets.
+            self.wall = WallClock::sync();
+        }
+        false
+    }
+
+    #[inline]
+    fn packet(&mut self, cfg: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet {
+        let (wait, now) = self.exchange(cfg, seq, warmup, stop)?;
+        if matches!(wait, Wait::Stopped) {
+            return Ok((true, now));
+        }
+        self.give_up_if_unreachable(cfg, seq, wait)?;
+        Ok((false, now))
+    }
+
+    fn finish(&mut self, seq: u64, last: Instant) {
+        self.drain_strays(seq, false);
+        self.release_held();
+        // An outage still going on when the run ends ends with it.
+        if let Some(o) = self.outages.end(self.at_ns(last)) {
+            self.emit_outage(o);
+        }
+    }
+
+    fn tallies(&self) -> (&Stats, u64, u64) {
+        let ring = self.out.overflow.load(Ordering::Relaxed);
+        (&self.stats, ring, self.log_overflow)
+    }
+
+    fn outcome(&self, cfg: &ClientConfig, base: ClientOutcome) -> ClientOutcome {
+        ClientOutcome {
+            stale_stamps: self.stamps.as_ref().map_or(0, ClientStamps::stale),
+            unauthenticated: self.seen.unauthenticated,
+            extensions: (cfg.stamp && !cfg.tlvs.is_empty())
+                .then(|| self.tally.summary(cfg.tlvs, self.local(), cfg.server)),
+            ..base
+        }
+    }
+}
+
+impl Receive for Pinger<'_> {
+    type Got = (sys::io::Received, Stamps);
+
+    /// One datagram, told not to wait when `now`: with RX stamps when the
+    /// packet in flight is one of the stamped sample, with the reply's TOS
+    /// when marks are read, else a bare `recv` (a spin on `recvmsg` with
+    /// control data polls more slowly, and the RX stamps of packets outside
+    /// the sample would be thrown away).
+    #[inline]
+    fn recv_one(&mut self, fd: RawFd, now: bool) -> io::Result<(sys::io::Received, Stamps)> {
+        use sys::timestamping::{recv_stamped, recv_stamped_now};
+        let (got, tos) = match (&mut self.stamps, &mut self.marks) {
+            (Some(s), _) if self.in_sample && now => s.recv_now(fd, &mut self.buf),
+            (Some(s), _) if self.in_sample => s.recv(fd, &mut self.buf),
+            // Class of service: the reply's TOS rides in the control data.
+            (_, Some(control)) if now => recv_stamped_now(fd, &mut self.buf, control, -1),
+            (_, Some(control)) => recv_stamped(fd, &mut self.buf, None, control, -1),
+            _ if now => {
+                return sys::io::recv_now(fd, &mut self.buf).map(|r| (r, Stamps::default()));
+            }
+            _ => return sys::io::recv(fd, &mut self.buf).map(|r| (r, Stamps::default())),
+        }
+        .map(|m| (m.received, m))?;
+        self.reply_tos = tos.tos;
+        Ok((got, tos.stamps))
+    }
+
+    /// TX stamps go to the packet in flight; an ICMP error the queue held
+    /// ends the wait with its errno.
+    fn on_error_queue(&mut self, fd: RawFd) -> Option<io::Result<Self::Got>> {
+        self.clear_error_queue(fd)
+            .map(|errno| Err(io::Error::from_raw_os_error(errno)))
     }
 }

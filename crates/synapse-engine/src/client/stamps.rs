@@ -70,7 +70,7 @@ impl ClientStamps {
     #[inline]
     pub fn send(&self, fd: RawFd, payload: &[u8], sampled: bool) -> io::Result<usize> {
         if self.every == 1 || !sampled {
-            return crate::sys::send(fd, payload);
+            return crate::sys::io::send(fd, payload);
         }
         let mut tx = flags::TX_SOFTWARE;
         if self.hardware {

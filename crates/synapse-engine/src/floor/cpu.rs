@@ -14,19 +14,20 @@ const BATCH: usize = 1_000;
 /// The cost of one clock read: `CLOCK_MONOTONIC` (through the vDSO) and
 /// `CLOCK_REALTIME`, pinned to `cpu`.
 pub fn clock_read(cpu: usize, effort: Effort) -> io::Result<(Figure, Figure)> {
-    sys::pin_current_thread(cpu)?;
+    sys::affinity::pin_current_thread(cpu)?;
     let mono = per_op(effort, || {
         std::hint::black_box(Instant::now());
     });
     let real = per_op(effort, || {
-        std::hint::black_box(sys::timestamping::realtime_ns());
+        std::hint::black_box(sys::clock::realtime_ns());
     });
     Ok((mono, real))
 }
 
-/// The cost of a trivial syscall (`getpid`, as in the seed), pinned.
+/// The cost of a trivial syscall (`getpid`: the kernel does next to
+/// nothing, so this is the crossing alone), pinned.
 pub fn syscall(cpu: usize, effort: Effort) -> io::Result<Figure> {
-    sys::pin_current_thread(cpu)?;
+    sys::affinity::pin_current_thread(cpu)?;
     Ok(per_op(effort, || {
         std::hint::black_box(raw::getpid_syscall());
     }))
@@ -58,7 +59,7 @@ pub fn context_switch(a: usize, b: usize, effort: Effort) -> io::Result<Figure> 
     let echo = std::thread::Builder::new()
         .name("synapse-floor".into())
         .spawn(move || -> io::Result<()> {
-            sys::pin_current_thread(b)?;
+            sys::affinity::pin_current_thread(b)?;
             // Until the other side closes its end.
             while raw::take_byte(ping_rx.as_raw_fd()).is_ok() {
                 raw::put_byte(pong_tx.as_raw_fd())?;
@@ -66,7 +67,7 @@ pub fn context_switch(a: usize, b: usize, effort: Effort) -> io::Result<Figure> 
             Ok(())
         })?;
     let measured = (|| -> io::Result<Vec<f64>> {
-        sys::pin_current_thread(a)?;
+        sys::affinity::pin_current_thread(a)?;
         let mut samples = vec![0.0; rounds];
         // The first hand-overs wake a cold thread: not counted.
         for i in 0..rounds + 100 {
@@ -92,8 +93,8 @@ pub fn context_switch(a: usize, b: usize, effort: Effort) -> io::Result<Figure> 
 /// it), pinned.
 pub fn timer_overshoot(cpu: usize, effort: Effort) -> io::Result<Figure> {
     const SLEEP: Duration = Duration::from_micros(100);
-    sys::pin_current_thread(cpu)?;
-    sys::set_timer_slack(1)?;
+    sys::affinity::pin_current_thread(cpu)?;
+    sys::sched::set_timer_slack(1)?;
     let mut samples = vec![0.0; effort.scale(2_000)];
     for s in &mut samples {
         let t = Instant::now();

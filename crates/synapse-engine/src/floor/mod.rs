@@ -1,7 +1,7 @@
 //! The host's floor: what a clock read, a syscall, a context switch, a
 //! wake-up, a timer and a loopback round trip cost here, each on pinned
 //! threads, each as a median and a 99th percentile. Every application
-//! round trip sits on these (the seed `003_…` measures the first three);
+//! round trip sits on these;
 //! `synapse calibrate` reports them and runs are explained against them.
 
 mod calibration;

@@ -28,7 +28,7 @@ impl ClockState {
     /// This host's state now (unsynchronised if the kernel cannot be
     /// asked).
     pub fn of_this_host() -> Self {
-        match crate::sys::clock_sync() {
+        match crate::sys::clock::clock_sync() {
             Some((synchronized, max_us, est_us)) => Self {
                 synchronized,
                 max_error_ns: max_us.saturating_mul(1_000),

@@ -3,7 +3,7 @@
 //! anything else is done for it.
 
 use super::limits::Limits;
-use crate::sys::RawAddr;
+use crate::sys::addr::RawAddr;
 use std::net::IpAddr;
 
 /// Who the reflector answers, and how much.

@@ -9,7 +9,8 @@
 //! came left empty.
 
 use super::Protocol;
-use crate::sys::timestamping::{self, Stamps, TxPoint, flags};
+use crate::sys::errqueue::TxPoint;
+use crate::sys::timestamping::{self, Stamps, flags};
 use crate::timestamping::tx_matcher::{TxEntry, TxMatcher, TxPoints, TxStampReader};
 use std::io;
 use std::net::SocketAddr;

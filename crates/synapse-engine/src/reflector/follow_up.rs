@@ -25,7 +25,8 @@
 use super::stamp_counters::StampCounters;
 use crate::protocol::stamp::TimeFormat;
 use crate::protocol::tlv_reflect::follow_up_of;
-use crate::sys::timestamping::{Stamps, TxPoint};
+use crate::sys::errqueue::TxPoint;
+use crate::sys::timestamping::Stamps;
 use crate::timestamping::phc_map::PhcMap;
 use crate::timestamping::tx_matcher::{TxEntry, TxMatcher, TxStampReader};
 use std::net::SocketAddr;
@@ -195,7 +196,7 @@ fn later(a: u32, b: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sys::RawAddr;
+    use crate::sys::addr::RawAddr;
 
     fn peer(port: u16) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], port))

@@ -3,8 +3,8 @@
 //! place).
 //!
 //! - `serve`: the pinned loop. One unconnected socket serves every client,
-//!   so no client is ever locked out (the original tool's connected fast
-//!   path refused other peers for ~300 ms after a run).
+//!   so no client is ever locked out (a socket connected to one client for
+//!   speed refuses every other peer while it stays connected).
 //! - `sessions`: one session per peer, reported as ended after
 //!   `session_idle` of silence.
 //! - `answer_log`: with `synapse server --log`, the socket also stamps in the
@@ -432,7 +432,7 @@ fn enable_timestamps(
         (None, None, None)
     };
     if cfg.protocol == Protocol::Stamp {
-        timestamping::enable_ttl(fd, local.is_ipv6())
+        crate::sys::sockopt::enable_ttl(fd, local.is_ipv6())
             .map_err(EngineError::io("cannot enable IP_RECVTTL"))?;
         // The CoS TLV reports what each request arrived with.
         crate::sys::marks::enable_recv_tos(fd, local.is_ipv6())

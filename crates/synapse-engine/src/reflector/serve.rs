@@ -28,11 +28,16 @@ use crate::protocol::stamp::{self, Layout, Reflection, WireTime};
 use crate::protocol::stamp_key::StampKey;
 use crate::protocol::tlv_reflect::{self, Answered, Answering};
 use crate::protocol::{self, RECV_BUFFER, tlv};
+use crate::sys;
+use crate::sys::addr::RawAddr;
 use crate::sys::batch::{BATCH, Batch};
+use crate::sys::clock::realtime_ns;
+use crate::sys::cmsg::ControlBuf;
+use crate::sys::errno::is_network_error;
+use crate::sys::io::Received;
 use crate::sys::marks::{self, Answer};
 use crate::sys::pktinfo::Arrival;
-use crate::sys::timestamping::{self, ControlBuf, Stamps};
-use crate::sys::{self, RawAddr, Received, is_network_error};
+use crate::sys::timestamping::{self, Stamps};
 use crate::timestamping::phc_map::PhcMap;
 use crate::{EngineError, StopFlag};
 use std::io;
@@ -297,7 +302,7 @@ impl Reflector {
             // queue itself, so TX stamps are kept.
             Some(errno) if is_network_error(errno) => {
                 if self.log.is_none() && self.follow_ups.is_none() {
-                    let _ = sys::drain_error_queue(self.fd);
+                    let _ = sys::errqueue::drain_error_queue(self.fd);
                 } else {
                     self.collect_follow_ups();
                 }
@@ -311,7 +316,7 @@ impl Reflector {
     fn receive(&mut self) -> io::Result<Datagram> {
         match (self.wire.rx_cmsg, self.wire.answer_from_arrival) {
             (None, false) => {
-                sys::recv_from(self.fd, &mut self.buf, &mut self.from).map(|got| Datagram {
+                sys::io::recv_from(self.fd, &mut self.buf, &mut self.from).map(|got| Datagram {
                     got,
                     rx: Stamps::default(),
                     ttl: None,
@@ -383,11 +388,11 @@ impl Reflector {
     fn answer(&mut self, d: &Datagram, idx: usize, now_ns: u64) -> Result<(), Refusal> {
         let logging = self.log.is_some();
         let mut logged_seq = None;
-        let t2_user = logging.then(timestamping::realtime_ns);
+        let t2_user = logging.then(realtime_ns);
         let mut send = StampSend::default();
         // The user-space T3, if one was read.
         let t3_user = match self.wire.protocol {
-            Protocol::Echo => logging.then(timestamping::realtime_ns),
+            Protocol::Echo => logging.then(realtime_ns),
             Protocol::Stamp => {
                 // Logged as the sender numbered it, like an echo's.
                 logged_seq = stamp::sequence_of(&self.buf[..d.got.len]).map(u64::from);
@@ -531,12 +536,12 @@ impl Reflector {
         let totals = &mut self.sessions.totals;
         let t2 = d.rx.software.unwrap_or_else(|| {
             totals.t2_from_user += 1;
-            timestamping::realtime_ns()
+            realtime_ns()
         });
         let mut t3 = 0;
         let format = self.wire.format;
         let read_t3 = || {
-            t3 = timestamping::realtime_ns();
+            t3 = realtime_ns();
             WireTime::encode(t3, format)
         };
         let packet = &mut self.buf[..len];

@@ -5,7 +5,7 @@
 
 use super::limits::{Limits, Pace, SourceBuckets};
 use super::{ReflectorEvent, ReflectorTotals, Refusal, SessionInfo};
-use crate::sys::RawAddr;
+use crate::sys::addr::RawAddr;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;

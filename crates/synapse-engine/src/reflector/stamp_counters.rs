@@ -16,7 +16,7 @@
 //! the kernel's TX stamp of it is in.
 
 use crate::protocol::tlv::FollowUp;
-use crate::sys::RawAddr;
+use crate::sys::addr::RawAddr;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;

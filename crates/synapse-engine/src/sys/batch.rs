@@ -10,11 +10,11 @@
 //! that refuses GSO gets them one by one, and no more GSO: of that size or
 //! larger past an MTU, at all otherwise. A group that fails for another
 //! reason is sent again one by one.
-#![allow(unsafe_code)]
 
+use super::addr::RawAddr;
+use super::cmsg::Encoder;
+use super::io::{Received, received};
 use super::pktinfo::{self, Arrival, ArrivalControl};
-use super::timestamping;
-use super::{RawAddr, Received, received};
 use std::cell::Cell;
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -125,11 +125,9 @@ impl Batch {
         self.len = n as usize;
         for (i, m) in msgs.iter().take(self.len).enumerate() {
             self.from[i].set_len(m.msg_hdr.msg_namelen);
-            self.arrival[i] = self
-                .controls
-                .is_some()
-                .then(|| timestamping::arrival_of(&m.msg_hdr))
-                .flatten();
+            self.arrival[i] = self.controls.as_deref().and_then(|controls| {
+                pktinfo::arrival_in(controls[i].filled(m.msg_hdr.msg_controllen))
+            });
             let truncated = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
             let len = m.msg_len as usize;
             self.got[i] = if truncated {
@@ -234,12 +232,16 @@ impl Batch {
             m.msg_iovlen = members.len();
             m.msg_name = self.from[lead].storage_ptr_const().cast_mut().cast();
             m.msg_namelen = self.from[lead].len;
+            let mut control = Encoder::new(&mut controls[g]);
             if let Some(from) = self.arrival[lead] {
-                pktinfo::put_source(m, &mut controls[g], from);
+                pktinfo::push_source(&mut control, from);
             }
             if members.len() > 1 {
-                put_segment_size(m, &mut controls[g], self.got[lead].len as u16);
+                // Every datagram's size but the last's.
+                let size = self.got[lead].len as u16;
+                control.push(libc::SOL_UDP, UDP_SEGMENT, size);
             }
+            control.attach(m);
             firsts[g] = at;
             at += members.len();
         }
@@ -285,34 +287,6 @@ fn refuses_gso(errno: i32) -> bool {
     matches!(errno, libc::EINVAL | libc::EIO | libc::EMSGSIZE)
 }
 
-/// Adds a `UDP_SEGMENT` control message (`size`: every datagram's but the
-/// last) after whatever `msg` already carries in `control`.
-fn put_segment_size(msg: &mut libc::msghdr, control: &mut ArrivalControl, size: u16) {
-    if msg.msg_control.is_null() {
-        msg.msg_control = control.as_mut_ptr();
-        msg.msg_controllen = 0;
-    }
-    let at = msg.msg_controllen;
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as usize;
-    debug_assert!(at + space <= control.capacity(), "control data overflow");
-    // SAFETY: `at` is 0 or a pktinfo's CMSG_SPACE (32 or 40), a multiple of
-    // 8 in the 8-aligned 64-byte buffer, and this message's 24 bytes end
-    // within it (40 + 24 = 64).
-    unsafe {
-        let cmsg = control
-            .as_mut_ptr()
-            .cast::<u8>()
-            .add(at)
-            .cast::<libc::cmsghdr>();
-        (*cmsg).cmsg_level = libc::SOL_UDP;
-        (*cmsg).cmsg_type = UDP_SEGMENT;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), size);
-    }
-    msg.msg_controllen = (at + space) as _;
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -322,18 +296,7 @@ mod tests {
 
     /// Switches a socket's integer option `name` on.
     fn switch_on(socket: &UdpSocket, level: libc::c_int, name: libc::c_int) {
-        let on: libc::c_int = 1;
-        // SAFETY: a c_int option of the stated size, on a live socket.
-        let rc = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                level,
-                name,
-                (&raw const on).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+        crate::sys::sockopt::set_int(socket.as_raw_fd(), level, name, 1).unwrap();
     }
 
     fn pair() -> (UdpSocket, UdpSocket) {

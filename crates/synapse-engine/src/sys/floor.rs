@@ -1,5 +1,6 @@
 //! The raw calls the floor is measured with: a trivial syscall, and one
-//! byte through a pipe (the seed's context-switch method).
+//! byte through a pipe (two threads handing it back and forth: two
+//! context switches per round).
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};

@@ -5,12 +5,12 @@
 //! reflector's answers, whose marks differ per request, with their
 //! source address, TOS and TX-stamp request as control messages of the
 //! one `sendmsg` that sends them.
-#![allow(unsafe_code)]
 
-use super::RawAddr;
-use super::pktinfo::Arrival;
+use super::addr::RawAddr;
+use super::cmsg::{Encoder, Space};
+use super::pktinfo::{self, Arrival};
+use super::sockopt::set_int;
 use std::io;
-use std::mem::{size_of, zeroed};
 use std::os::fd::RawFd;
 
 /// Sends with TOS byte `tos` from now on (IPv4, and IPv4-mapped on a
@@ -19,21 +19,21 @@ use std::os::fd::RawFd;
 pub fn set_tos(fd: RawFd, ipv6: bool, tos: u8) -> io::Result<()> {
     let v = libc::c_int::from(tos);
     if ipv6 {
-        super::set_int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, v)?;
+        set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, v)?;
         // A dual-stack socket's IPv4 packets take IP_TOS.
-        let _ = super::set_int_option(fd, libc::IPPROTO_IP, libc::IP_TOS, v);
+        let _ = set_int(fd, libc::IPPROTO_IP, libc::IP_TOS, v);
         Ok(())
     } else {
-        super::set_int_option(fd, libc::IPPROTO_IP, libc::IP_TOS, v)
+        set_int(fd, libc::IPPROTO_IP, libc::IP_TOS, v)
     }
 }
 
 /// Asks for each received datagram's TOS (Traffic Class) byte.
 pub fn enable_recv_tos(fd: RawFd, ipv6: bool) -> io::Result<()> {
     if ipv6 {
-        super::set_int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1)?;
+        set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1)?;
     }
-    super::set_int_option(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1)
+    set_int(fd, libc::IPPROTO_IP, libc::IP_RECVTOS, 1)
         .or_else(|e| if ipv6 { Ok(()) } else { Err(e) })
 }
 
@@ -42,10 +42,7 @@ pub fn enable_recv_tos(fd: RawFd, ipv6: bool) -> io::Result<()> {
 pub(crate) fn parse_tos(level: i32, kind: i32, data: &[u8]) -> Option<u8> {
     match (level, kind) {
         (libc::IPPROTO_IP, libc::IP_TOS) => data.first().copied(),
-        (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) => data
-            .get(..4)
-            .and_then(|b| b.try_into().ok())
-            .map(|b| i32::from_ne_bytes(b) as u8),
+        (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) => super::cmsg::int_of(data).map(|t| t as u8),
         _ => None,
     }
 }
@@ -61,56 +58,9 @@ pub struct Answer {
     pub tx_stamps: u32,
 }
 
-/// Room for the answer's control messages, aligned as the kernel wants:
-/// an in6_pktinfo (20 octets), an int and a u32, each with its header.
-#[repr(C, align(8))]
-struct Control([u8; 128]);
-
-/// Appends control messages to a `msghdr`'s buffer.
-struct Builder<'a> {
-    msg: &'a mut libc::msghdr,
-    used: usize,
-}
-
-impl<'a> Builder<'a> {
-    fn new(msg: &'a mut libc::msghdr, control: &'a mut Control) -> Self {
-        msg.msg_control = control.0.as_mut_ptr().cast();
-        msg.msg_controllen = control.0.len() as _;
-        Self { msg, used: 0 }
-    }
-
-    /// One control message holding `value`.
-    fn push<T: Copy>(&mut self, level: i32, kind: i32, value: T) {
-        let len = size_of::<T>() as u32;
-        // SAFETY: CMSG_SPACE only computes a size.
-        let space = unsafe { libc::CMSG_SPACE(len) } as usize;
-        debug_assert!(self.used + space <= 128);
-        // SAFETY: msg_control points at the 128-octet, 8-aligned Control
-        // buffer; `used` is a multiple of the cmsg alignment and `used +
-        // space` fits in it (three messages of at most 40 octets), so the
-        // header and its data are written inside the buffer.
-        unsafe {
-            let cmsg = self
-                .msg
-                .msg_control
-                .cast::<u8>()
-                .add(self.used)
-                .cast::<libc::cmsghdr>();
-            (*cmsg).cmsg_level = level;
-            (*cmsg).cmsg_type = kind;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(len) as _;
-            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<T>(), value);
-        }
-        self.used += space;
-    }
-
-    fn finish(self) {
-        self.msg.msg_controllen = self.used as _;
-        if self.used == 0 {
-            self.msg.msg_control = std::ptr::null_mut();
-        }
-    }
-}
+/// Room for the answer's control messages: an in6_pktinfo (20 octets),
+/// an int and a u32, each with its header.
+type AnswerControl = Space<128>;
 
 /// Whether an answer to `to` leaves as IPv4: an IPv4 destination, or an
 /// IPv4-mapped one on a dual-stack socket.
@@ -129,54 +79,23 @@ pub fn send_answer(fd: RawFd, buf: &[u8], to: &RawAddr, how: &Answer) -> io::Res
     if how.tos.is_none() && how.tx_stamps == 0 {
         return super::pktinfo::send_to_from(fd, buf, to, how.from);
     }
-    let mut iov = libc::iovec {
-        iov_base: buf.as_ptr().cast_mut().cast(),
-        iov_len: buf.len(),
-    };
-    let mut control = Control([0; 128]);
-    // SAFETY: msghdr is plain old data; all-zero is valid.
-    let mut msg: libc::msghdr = unsafe { zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_name = to.storage_ptr_const().cast_mut().cast();
-    msg.msg_namelen = to.len;
-    let mut b = Builder::new(&mut msg, &mut control);
-    match how.from {
-        Some(Arrival::V4(addr)) => {
-            // SAFETY: in_pktinfo is plain old data; all-zero is valid.
-            let mut info: libc::in_pktinfo = unsafe { zeroed() };
-            info.ipi_spec_dst.s_addr = u32::from_ne_bytes(addr);
-            b.push(libc::IPPROTO_IP, libc::IP_PKTINFO, info);
-        }
-        Some(Arrival::V6(addr, ifindex)) => {
-            // SAFETY: in6_pktinfo is plain old data; all-zero is valid.
-            let mut info: libc::in6_pktinfo = unsafe { zeroed() };
-            info.ipi6_addr.s6_addr = addr;
-            info.ipi6_ifindex = ifindex;
-            b.push(libc::IPPROTO_IPV6, libc::IPV6_PKTINFO, info);
-        }
-        None => {}
+    let mut space = AnswerControl::default();
+    let mut control = Encoder::new(&mut space);
+    if let Some(from) = how.from {
+        pktinfo::push_source(&mut control, from);
     }
     if let Some(tos) = how.tos {
         let v = libc::c_int::from(tos);
         if ipv4_destination(to) {
-            b.push(libc::IPPROTO_IP, libc::IP_TOS, v);
+            control.push(libc::IPPROTO_IP, libc::IP_TOS, v);
         } else {
-            b.push(libc::IPPROTO_IPV6, libc::IPV6_TCLASS, v);
+            control.push(libc::IPPROTO_IPV6, libc::IPV6_TCLASS, v);
         }
     }
     if how.tx_stamps != 0 {
-        b.push(libc::SOL_SOCKET, libc::SO_TIMESTAMPING, how.tx_stamps);
+        control.push(libc::SOL_SOCKET, libc::SO_TIMESTAMPING, how.tx_stamps);
     }
-    b.finish();
-    // SAFETY: every pointer in msg refers to a live buffer of the stated
-    // length (payload, address, control data); the kernel only reads.
-    let n = unsafe { libc::sendmsg(fd, &raw const msg, 0) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    super::io::send_msg(fd, buf, Some(to), &mut control, 0)
 }
 
 /// Sends `buf` to `to` with TOS byte `tos` (one `sendmsg`): for a socket
@@ -194,7 +113,8 @@ pub fn send_to_marked(fd: RawFd, buf: &[u8], to: &RawAddr, tos: u8) -> io::Resul
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::sys::timestamping::{ControlBuf, recv_stamped};
+    use crate::sys::cmsg::ControlBuf;
+    use crate::sys::timestamping::recv_stamped;
     use std::net::UdpSocket;
     use std::os::fd::AsRawFd;
 

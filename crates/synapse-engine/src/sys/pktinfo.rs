@@ -5,11 +5,12 @@
 //! most) drops the answer. `IP_PKTINFO` / `IPV6_RECVPKTINFO` say, per
 //! datagram, which local address it came to, and the same control message
 //! on the answer's `sendmsg` makes that its source.
-#![allow(unsafe_code)]
 
-use super::RawAddr;
+use super::addr::RawAddr;
+use super::cmsg::{self, Encoder, Space};
+use super::sockopt::set_int;
 use std::io;
-use std::mem::{size_of, zeroed};
+use std::mem::zeroed;
 use std::os::fd::RawFd;
 
 /// The local address a datagram arrived on, as its answer's source.
@@ -23,28 +24,9 @@ pub enum Arrival {
     V6([u8; 16], u32),
 }
 
-/// Room for one packet-info control message, aligned as the kernel wants.
-#[repr(C, align(8))]
-#[derive(Clone, Copy)]
-pub struct ArrivalControl([u8; 64]);
-
-impl Default for ArrivalControl {
-    fn default() -> Self {
-        Self([0; 64])
-    }
-}
-
-impl ArrivalControl {
-    /// Where `recvmsg` may write.
-    pub(crate) fn as_mut_ptr(&mut self) -> *mut libc::c_void {
-        self.0.as_mut_ptr().cast()
-    }
-
-    /// Its size, for `msg_controllen`.
-    pub(crate) fn capacity(&self) -> usize {
-        self.0.len()
-    }
-}
+/// Room for the control messages of one answer that leaves from its
+/// arrival address: the packet info, and a GSO segment size after it.
+pub type ArrivalControl = Space<64>;
 
 /// Asks the kernel to say which local address each datagram came to.
 pub fn enable(fd: RawFd, ipv6: bool) -> io::Result<()> {
@@ -53,39 +35,19 @@ pub fn enable(fd: RawFd, ipv6: bool) -> io::Result<()> {
     } else {
         (libc::IPPROTO_IP, libc::IP_PKTINFO)
     };
-    let on: libc::c_int = 1;
-    // SAFETY: a c_int option value of the stated size, read by the kernel.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&raw const on).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_int(fd, level, name, 1)
 }
 
 /// The arrival a control message of `level`/`kind` with `data` says, if it
 /// is one. A multicast destination is no source, so it gives none.
 pub(crate) fn parse(level: i32, kind: i32, data: &[u8]) -> Option<Arrival> {
     match (level, kind) {
-        (libc::IPPROTO_IP, libc::IP_PKTINFO) if data.len() >= size_of::<libc::in_pktinfo>() => {
-            // SAFETY: the kernel put an in_pktinfo here (length checked);
-            // read_unaligned copes with any alignment.
-            let info: libc::in_pktinfo = unsafe { std::ptr::read_unaligned(data.as_ptr().cast()) };
+        (libc::IPPROTO_IP, libc::IP_PKTINFO) => {
+            let info: libc::in_pktinfo = cmsg::read(data)?;
             Some(Arrival::V4(info.ipi_spec_dst.s_addr.to_ne_bytes()))
         }
-        (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO)
-            if data.len() >= size_of::<libc::in6_pktinfo>() =>
-        {
-            // SAFETY: as above, for in6_pktinfo.
-            let info: libc::in6_pktinfo = unsafe { std::ptr::read_unaligned(data.as_ptr().cast()) };
+        (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO) => {
+            let info: libc::in6_pktinfo = cmsg::read(data)?;
             let addr = info.ipi6_addr.s6_addr;
             (addr[0] != 0xff).then_some(Arrival::V6(addr, info.ipi6_ifindex))
         }
@@ -93,46 +55,29 @@ pub(crate) fn parse(level: i32, kind: i32, data: &[u8]) -> Option<Arrival> {
     }
 }
 
-/// Writes the control message that makes `from` an answer's source into
-/// `control`, and points `msg` at it.
-pub(crate) fn put_source(msg: &mut libc::msghdr, control: &mut ArrivalControl, from: Arrival) {
-    let (level, kind, len) = match from {
-        Arrival::V4(_) => (
-            libc::IPPROTO_IP,
-            libc::IP_PKTINFO,
-            size_of::<libc::in_pktinfo>(),
-        ),
-        Arrival::V6(..) => (
-            libc::IPPROTO_IPV6,
-            libc::IPV6_PKTINFO,
-            size_of::<libc::in6_pktinfo>(),
-        ),
-    };
-    msg.msg_control = control.as_mut_ptr();
-    // SAFETY: CMSG_SPACE only computes a size.
-    msg.msg_controllen = unsafe { libc::CMSG_SPACE(len as u32) } as _;
-    // SAFETY: the control buffer is 64 bytes, more than CMSG_SPACE of
-    // either pktinfo (32 and 40), so the header and its data lie inside it.
-    unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(msg);
-        (*cmsg).cmsg_level = level;
-        (*cmsg).cmsg_type = kind;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(len as u32) as _;
-        let data = libc::CMSG_DATA(cmsg);
-        match from {
-            Arrival::V4(addr) => {
-                // The interface is left to the route back (0): only the
-                // source is chosen.
-                let mut info: libc::in_pktinfo = zeroed();
-                info.ipi_spec_dst.s_addr = u32::from_ne_bytes(addr);
-                std::ptr::write_unaligned(data.cast(), info);
-            }
-            Arrival::V6(addr, ifindex) => {
-                let mut info: libc::in6_pktinfo = zeroed();
-                info.ipi6_addr.s6_addr = addr;
-                info.ipi6_ifindex = ifindex;
-                std::ptr::write_unaligned(data.cast(), info);
-            }
+/// Where a datagram came to, from its receive's control data (`None`:
+/// not said, or a multicast destination).
+pub(super) fn arrival_in(control: &[u8]) -> Option<Arrival> {
+    cmsg::Iter::new(control).find_map(|c| parse(c.level, c.kind, c.data))
+}
+
+/// Adds the control message that makes `from` an answer's source.
+pub(super) fn push_source(control: &mut Encoder<'_>, from: Arrival) {
+    match from {
+        Arrival::V4(addr) => {
+            // SAFETY: in_pktinfo is plain old data; all-zero is valid.
+            let mut info: libc::in_pktinfo = unsafe { zeroed() };
+            // The interface is left to the route back (0): only the
+            // source is chosen.
+            info.ipi_spec_dst.s_addr = u32::from_ne_bytes(addr);
+            control.push(libc::IPPROTO_IP, libc::IP_PKTINFO, info);
+        }
+        Arrival::V6(addr, ifindex) => {
+            // SAFETY: in6_pktinfo is plain old data; all-zero is valid.
+            let mut info: libc::in6_pktinfo = unsafe { zeroed() };
+            info.ipi6_addr.s6_addr = addr;
+            info.ipi6_ifindex = ifindex;
+            control.push(libc::IPPROTO_IPV6, libc::IPV6_PKTINFO, info);
         }
     }
 }
@@ -147,35 +92,21 @@ pub fn send_to_from(
     from: Option<Arrival>,
 ) -> io::Result<usize> {
     let Some(from) = from else {
-        return super::send_to(fd, buf, to);
+        return super::io::send_to(fd, buf, to);
     };
-    let mut iov = libc::iovec {
-        iov_base: buf.as_ptr().cast_mut().cast(),
-        iov_len: buf.len(),
-    };
-    let mut control = ArrivalControl::default();
-    // SAFETY: msghdr is plain old data; all-zero is valid.
-    let mut msg: libc::msghdr = unsafe { zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_name = to.storage_ptr_const().cast_mut().cast();
-    msg.msg_namelen = to.len;
-    put_source(&mut msg, &mut control, from);
-    // SAFETY: every pointer in msg refers to a live buffer of the stated
-    // length (payload, address, control data); the kernel only reads.
-    let n = unsafe { libc::sendmsg(fd, &raw const msg, 0) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
+    let mut space = ArrivalControl::default();
+    let mut control = Encoder::new(&mut space);
+    push_source(&mut control, from);
+    super::io::send_msg(fd, buf, Some(to), &mut control, 0)
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::sys::timestamping::{ControlBuf, recv_stamped};
+    use crate::sys::cmsg::ControlBuf;
+    use crate::sys::timestamping::recv_stamped;
+    use std::mem::size_of;
     use std::net::{SocketAddr, UdpSocket};
     use std::os::fd::AsRawFd;
 

@@ -99,7 +99,9 @@ pub fn choose(mode: TimestampMode, local: IpAddr) -> Result<Timestamping, Engine
             clock: None,
         });
     }
-    let interface = sys::interface_with_address(local).ok().flatten();
+    let interface = sys::interfaces::interface_with_address(local)
+        .ok()
+        .flatten();
     choose_on(mode, "--timestamps", interface)
 }
 

@@ -70,7 +70,7 @@ impl ReflectorStamping {
         let interface = match &self.interface {
             Some(i) => Some(i.clone()),
             None if bind.is_unspecified() => None,
-            None => sys::interface_with_address(bind).ok().flatten(),
+            None => sys::interfaces::interface_with_address(bind).ok().flatten(),
         };
         if interface.is_none() && self.mode != TimestampMode::Software {
             return match self.mode {

@@ -11,7 +11,9 @@
 //! the next stamp of the newest datagram (the queue is in send order).
 
 use super::phc_map::PhcMap;
-use crate::sys::timestamping::{self, ControlBuf, ErrQueue, ErrQueueBatch, Stamps, TxPoint};
+use crate::sys::cmsg::ControlBuf;
+use crate::sys::errqueue::{self, ErrQueue, ErrQueueBatch, TxPoint};
+use crate::sys::timestamping::{self, Stamps};
 use std::os::fd::RawFd;
 
 /// What waits in the table for its TX stamps.
@@ -283,7 +285,7 @@ impl TxStampReader {
     /// found fewer than a batch: the queue was empty then, and another read
     /// now would most likely only say so (a syscall saved).
     pub fn drained(&self) -> bool {
-        self.handed == self.read && self.read < timestamping::ERRQUEUE_BATCH
+        self.handed == self.read && self.read < errqueue::ERRQUEUE_BATCH
     }
 
     /// The errno of an ICMP error read past since the last call, if any.

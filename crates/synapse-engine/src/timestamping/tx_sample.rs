@@ -35,7 +35,7 @@ impl TxSample {
     /// Seeded from the kernel's random bytes (once, at the start), else
     /// from the clock.
     pub fn seeded(every: u32) -> Self {
-        let seed = crate::sys::random_u64().unwrap_or_else(|_| {
+        let seed = crate::sys::random::random_u64().unwrap_or_else(|_| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0x9E37_79B9, |d| d.as_nanos() as u64)

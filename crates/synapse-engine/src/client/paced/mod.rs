@@ -24,11 +24,15 @@ mod waiter;
 pub use probe::{Budget, MAX_IN_FLIGHT, ProbeConfig, in_flight_bound};
 pub use stamps::PacedStamps;
 
-use crate::client::pingpong::STOP_CHECK;
 use crate::client::seen::GIVE_UP_AFTER;
+use crate::client::stop::STOP_CHECK;
 use crate::points::{PacketStatus, Points};
-use crate::sys::timestamping::{ControlBuf, realtime_ns};
-use crate::sys::{self, RawAddr, Readiness, is_send_drop};
+use crate::sys;
+use crate::sys::addr::RawAddr;
+use crate::sys::clock::realtime_ns;
+use crate::sys::cmsg::ControlBuf;
+use crate::sys::errno::is_send_drop;
+use crate::sys::poll::Readiness;
 use crate::{EngineError, StopFlag};
 use in_flight::{Entry, State};
 use probe::Probe;
@@ -145,7 +149,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
         sink: S,
     ) -> Self {
         let fd = socket.as_raw_fd();
-        let token = sys::random_u64().unwrap_or_else(|_| realtime_ns());
+        let token = sys::random::random_u64().unwrap_or_else(|_| realtime_ns());
         // Slots are monotonic times, and the log writes them as wall-clock
         // ones through this pair: read as one instant (the closest of a few
         // tries), since a preemption between two bare reads put the slots
@@ -237,7 +241,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
     /// request, or until `stop` is raised.
     pub fn run(&mut self, stop: &StopFlag) -> Result<Ended, EngineError> {
         // Sleeps end when asked, not up to 50 µs later.
-        let _ = sys::set_timer_slack(1);
+        let _ = sys::sched::set_timer_slack(1);
         loop {
             let now = self.now_ns();
             if let Some(&Reverse((due, p))) = self.slots.peek()
@@ -292,7 +296,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             std::hint::spin_loop();
             return Ok(());
         };
-        let readiness = sys::wait_readable(self.fd, sleep)
+        let readiness = sys::poll::wait_readable(self.fd, sleep)
             .map_err(EngineError::io("cannot wait for the socket"))?;
         match readiness {
             Readiness::TimedOut => {
@@ -351,7 +355,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
         let (mut t1_user, mut t1, mut sent) = self.send_once(p, seq);
         if sent
             .as_ref()
-            .is_err_and(|e| e.raw_os_error().is_some_and(sys::is_pending_icmp))
+            .is_err_and(|e| e.raw_os_error().is_some_and(sys::errno::is_pending_icmp))
         {
             // A pending ICMP error about an earlier request (a dead peer's,
             // sent just before in the same tick) fails this send without
@@ -406,7 +410,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             // route, a firewall, a full queue): lost at its deadline, like
             // any other, so a dead link costs one loss per slot.
             Err(e) if e.raw_os_error().is_some_and(is_send_drop) => {
-                let _ = sys::drain_error_queue(self.fd);
+                let _ = sys::errqueue::drain_error_queue(self.fd);
                 self.refused_before_any_reply(p, e.raw_os_error())
             }
             Err(e) => Err(EngineError::Send {
@@ -425,7 +429,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
         let t1 = self.epoch.elapsed().as_nanos() as u64;
         let payload = probe.codec.encode(seq, t1_user);
         let sent = match probe.send_tos {
-            None => sys::send_to(self.fd, payload, &probe.raw),
+            None => sys::io::send_to(self.fd, payload, &probe.raw),
             Some(tos) => sys::marks::send_to_marked(self.fd, payload, &probe.raw, tos),
         };
         (t1_user, t1, sent)

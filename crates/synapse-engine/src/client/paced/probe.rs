@@ -10,7 +10,7 @@ use crate::protocol::stamp::TimeFormat;
 use crate::protocol::stamp_key::StampKey;
 use crate::protocol::tlv::StampTlvs;
 use crate::protocol::{Codec, EchoCodec, StampSender};
-use crate::sys::RawAddr;
+use crate::sys::addr::RawAddr;
 use std::net::SocketAddr;
 use std::time::Duration;
 use synapse_stats::OutageDetector;

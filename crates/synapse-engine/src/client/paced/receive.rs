@@ -10,8 +10,11 @@ use crate::EngineError;
 use crate::client::extensions::{Held, marks_of};
 use crate::client::sequence::Reply;
 use crate::points::{PacketStatus, Points};
-use crate::sys::timestamping::{Stamps, realtime_ns};
-use crate::sys::{self, Received, is_network_error};
+use crate::sys;
+use crate::sys::clock::realtime_ns;
+use crate::sys::errno::is_network_error;
+use crate::sys::io::Received;
+use crate::sys::timestamping::Stamps;
 use crate::timestamping::tx_matcher::TxPoints;
 use synapse_stats::{FarSide, Record, RecordKind};
 
@@ -40,7 +43,7 @@ impl<S: Sink> Pacer<'_, S> {
                     -1,
                 )
                 .map(|m| (m.received, m.stamps, m.tos)),
-                (None, None) => sys::recv_from(self.fd, &mut self.buf, &mut self.from)
+                (None, None) => sys::io::recv_from(self.fd, &mut self.buf, &mut self.from)
                     .map(|r| (r, Stamps::default(), None)),
             };
             let now = self.now_ns();
@@ -72,7 +75,7 @@ impl<S: Sink> Pacer<'_, S> {
                 let probes = &mut self.probes;
                 stamps.absorb(self.fd, |t| file_into(probes, t))
             }
-            None => sys::drain_error_queue(self.fd),
+            None => sys::errqueue::drain_error_queue(self.fd),
         };
         match errno {
             Some(errno) => self.refused_before_any_reply(0, Some(errno)),

@@ -8,7 +8,7 @@
 //! schedule does not drift however long the run.
 
 use std::time::Duration;
-use synapse_stats::Pattern;
+use synapse_stats::{Pattern, SplitMix};
 
 /// A paced run's send schedule, as configured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,26 +29,6 @@ impl Schedule {
     /// Later than this, it is skipped (counted as missed).
     pub fn tolerance_ns(&self) -> u64 {
         self.interval_ns() / 2
-    }
-}
-
-/// A small, fast generator for Poisson gaps (SplitMix64): statistically
-/// sound for drawing exponentials, allocation-free, seeded per run.
-#[derive(Debug, Clone, Copy)]
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1]: never 0, so its logarithm is finite.
-    fn unit(&mut self) -> f64 {
-        ((self.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -73,7 +53,7 @@ impl Slots {
             start_ns,
             index: 0,
             due_ns: start_ns,
-            rng: SplitMix(seed),
+            rng: SplitMix::new(seed),
         }
     }
 

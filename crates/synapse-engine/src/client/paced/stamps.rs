@@ -2,8 +2,9 @@
 //! stamp is filed under the (peer, sequence number) it belongs to, and the
 //! request gets it whenever it comes, until its deadline settles it.
 
-use crate::sys::RawAddr;
-use crate::sys::timestamping::{self, RecvMeta, Stamps, TxPoint};
+use crate::sys::addr::RawAddr;
+use crate::sys::errqueue::TxPoint;
+use crate::sys::timestamping::{self, RecvMeta, Stamps};
 use crate::timestamping::phc_map::PhcMap;
 use crate::timestamping::tx_matcher::{TxEntry, TxMatcher, TxPoints, TxStampReader};
 use std::io;

@@ -4,8 +4,8 @@
 //! once it is established, the kernel stamps.
 
 use super::stamps::TcpStamps;
-use crate::client::pingpong::STOP_CHECK;
 use crate::client::recv_timeout::RecvTimeout;
+use crate::client::stop::STOP_CHECK;
 use crate::sys::marks;
 use crate::sys::tcp as sys_tcp;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -173,7 +173,7 @@ impl Conn {
             if now >= deadline {
                 return Ok(Sent::Lost(Break::Stalled));
             }
-            sys_tcp::wait_writable(self.fd, deadline - now)?;
+            crate::sys::poll::wait_writable(self.fd, deadline - now)?;
             match sys_tcp::send_now(self.fd, rest) {
                 Ok(n) => {
                     if let Some(s) = &mut self.stamps {
@@ -208,7 +208,9 @@ impl Conn {
 /// A send error: the connection's loss, or a failure of its own.
 fn lost_or(e: io::Error) -> io::Result<Sent> {
     match e.raw_os_error() {
-        Some(errno) if sys_tcp::is_connection_lost(errno) => Ok(Sent::Lost(break_of(errno))),
+        Some(errno) if crate::sys::errno::is_connection_lost(errno) => {
+            Ok(Sent::Lost(break_of(errno)))
+        }
         _ => Err(e),
     }
 }

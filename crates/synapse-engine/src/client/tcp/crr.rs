@@ -10,18 +10,19 @@
 
 use super::conn::{Opener, failure_of};
 use super::frame::Frame;
-use crate::affinity::Placement;
 use crate::client::output::Output;
-use crate::client::pingpong::{STOP_CHECK, pause_until};
 use crate::client::recv_timeout::armed_for;
+use crate::client::run_loop::{Exchanges, Packet};
 use crate::client::seen::{GIVE_UP_AFTER, Seen};
 use crate::client::sequence::SequenceTracker;
-use crate::client::{ClientConfig, ClientOutcome, StampingInfo};
+use crate::client::stop::{STOP_CHECK, pause_until};
+use crate::client::{ClientConfig, ClientOutcome};
 use crate::points::{PacketStatus, Points};
 use crate::protocol::EchoCodec;
+use crate::sys;
+use crate::sys::clock::realtime_ns;
+use crate::sys::poll::Readiness;
 use crate::sys::tcp as sys_tcp;
-use crate::sys::timestamping::realtime_ns;
-use crate::sys::{self, Readiness};
 use crate::{EngineError, StopFlag};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
@@ -99,57 +100,6 @@ impl<'a> TcpCrr<'a> {
             refused: false,
             strays: 0,
         }
-    }
-
-    pub(crate) fn run(
-        &mut self,
-        stop: &StopFlag,
-        placement: Placement,
-    ) -> Result<ClientOutcome, EngineError> {
-        let cfg = self.cfg;
-        let mut measure_start: Option<Instant> = None;
-        let mut seq = 0u64;
-        let mut last = Instant::now();
-        while !stop.is_raised() {
-            let warmup = seq < cfg.warmup;
-            if !warmup {
-                let start = *measure_start.get_or_insert(last);
-                if cfg.budget_spent(seq - cfg.warmup, last.duration_since(start)) {
-                    break;
-                }
-            }
-            let done = self.transact(seq, warmup, stop)?;
-            last = Instant::now();
-            if matches!(done, Done::Stopped) {
-                break;
-            }
-            if self.seen.replies == 0 && seq + 1 >= GIVE_UP_AFTER {
-                return Err(self.silence(seq + 1));
-            }
-            seq += 1;
-        }
-        if let Some(o) = self.outages.end(self.at_ns(last)) {
-            self.emit(Record::outage(
-                o.seq,
-                o.packets as u32,
-                self.at_ns(last),
-                o.length_ns,
-            ));
-        }
-        Ok(ClientOutcome {
-            stats: self.stats.clone(),
-            measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
-            placement,
-            interrupted: stop.is_raised(),
-            ring_overflow: self.out.overflow.load(Ordering::Relaxed),
-            log_overflow: self.log_overflow,
-            stale_stamps: 0,
-            unauthenticated: 0,
-            stamping: StampingInfo::default(),
-            extensions: None,
-            tcp: Some(self.tcp.figures()),
-            nic_clock: None,
-        })
     }
 
     /// Why no transaction was ever answered.
@@ -353,7 +303,7 @@ impl<'a> TcpCrr<'a> {
             return Ok(());
         }
         let left = deadline.saturating_duration_since(Instant::now());
-        sys_tcp::wait_writable(fd, left.min(STOP_CHECK))
+        crate::sys::poll::wait_writable(fd, left.min(STOP_CHECK))
             .map(|_| ())
             .map_err(EngineError::io("waiting for a connection failed"))
     }
@@ -375,7 +325,7 @@ impl<'a> TcpCrr<'a> {
                     if self.opener.busy_poll {
                         std::hint::spin_loop();
                     } else if let Readiness::Readable =
-                        sys::wait_readable(fd, (deadline - now).min(STOP_CHECK))?
+                        sys::poll::wait_readable(fd, (deadline - now).min(STOP_CHECK))?
                     {
                         return sys_tcp::recv_now(fd, self.frame.rest());
                     }
@@ -398,6 +348,49 @@ impl<'a> TcpCrr<'a> {
         self.stats.record(&record);
         if self.out.ring.push(record).is_err() {
             self.out.overflow.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Exchanges for TcpCrr<'_> {
+    fn before(&mut self, _: u64, _: bool, _: Instant, _: &StopFlag) -> bool {
+        false
+    }
+
+    #[inline]
+    fn packet(&mut self, _: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet {
+        let done = self.transact(seq, warmup, stop)?;
+        let now = Instant::now();
+        if matches!(done, Done::Stopped) {
+            return Ok((true, now));
+        }
+        if self.seen.replies == 0 && seq + 1 >= GIVE_UP_AFTER {
+            return Err(self.silence(seq + 1));
+        }
+        Ok((false, now))
+    }
+
+    /// An outage still going on when the run ends ends with it.
+    fn finish(&mut self, _: u64, last: Instant) {
+        if let Some(o) = self.outages.end(self.at_ns(last)) {
+            self.emit(Record::outage(
+                o.seq,
+                o.packets as u32,
+                self.at_ns(last),
+                o.length_ns,
+            ));
+        }
+    }
+
+    fn tallies(&self) -> (&Stats, u64, u64) {
+        let ring = self.out.overflow.load(Ordering::Relaxed);
+        (&self.stats, ring, self.log_overflow)
+    }
+
+    fn outcome(&self, _: &ClientConfig, base: ClientOutcome) -> ClientOutcome {
+        ClientOutcome {
+            tcp: Some(self.tcp.figures()),
+            ..base
         }
     }
 }

@@ -141,11 +141,18 @@ impl KernelWatch {
     /// After a slow reply (or a late one): reads the connection and hands
     /// `facts` (its delay and ACK), with the resend and DSACK counters'
     /// growth, to the statistics; a resend without a DSACK yet is held
-    /// until the next reply.
-    pub fn explain_slow(&mut self, fd: RawFd, live: &TcpLive, facts: SlowReply, measured: bool) {
-        if let Some(grown) = self.read(fd, live) {
-            self.place(grown, facts, measured);
-        }
+    /// until the next reply. Returns how many resends the reading found
+    /// (none when the connection could not be read).
+    pub fn explain_slow(
+        &mut self,
+        fd: RawFd,
+        live: &TcpLive,
+        facts: SlowReply,
+        measured: bool,
+    ) -> Option<u64> {
+        let grown = self.read(fd, live)?;
+        self.place(grown, facts, measured);
+        Some(grown.0)
     }
 
     /// A slow reply's counters' growth (already credited to a held

@@ -8,6 +8,7 @@
 //! - `frame`: one reply, read in however many pieces the stream gives.
 //! - `wait`: waiting for it (blocking in the receive, or spinning).
 //! - `settle`: what becomes of each request and reply.
+//! - `slow`: which replies have the kernel asked whether it resent.
 //! - `stamps`: SCHED, SND and ACK stamps numbered by byte; RX stamps.
 //! - `kernel`: `TCP_INFO`, off the per-transaction path.
 //! - `link`: losing the connection and opening it again, with backoff.
@@ -19,14 +20,16 @@ mod kernel;
 mod link;
 mod pingpong;
 mod settle;
+mod slow;
 mod stamps;
 mod wait;
 
 pub(crate) use conn::Opener;
 
 use super::output::Output;
-use super::pingpong::run_token;
 use super::recv_timeout::kernel_tick;
+use super::run_loop;
+use super::run_token::run_token;
 use super::{ClientConfig, ClientRun, StampingInfo};
 use crate::affinity::place_current_thread;
 use crate::socket::wildcard_for;
@@ -35,7 +38,6 @@ use crate::{EngineError, StopFlag};
 use conn::{Conn, OpenError};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 use synapse_stats::tcp::ConnectFailure;
 use synapse_stats::{SegmentSet, Shape, Stats, TcpLive};
@@ -165,20 +167,7 @@ fn spawn(
     local: SocketAddr,
     stamping: StampingInfo,
 ) -> Result<ClientRun, EngineError> {
-    let (log, points) = match cfg.log_capacity {
-        0 => (None, None),
-        n => {
-            let (p, c) = rtrb::RingBuffer::new(n);
-            (Some(p), Some(c))
-        }
-    };
-    let (producer, records) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
-    let overflow = Arc::new(AtomicU64::new(0));
-    let output = Output {
-        ring: producer,
-        overflow: Arc::clone(&overflow),
-        log,
-    };
+    let (output, rings) = Output::with_rings(cfg.ring_capacity, cfg.log_capacity);
     let shape = Shape {
         segments: stamping.segments,
         schedule: None,
@@ -197,12 +186,13 @@ fn spawn(
             let outcome = match work {
                 Work::PingPong(first) => {
                     let link = link::Link::new(opener, first.map(|c| *c));
-                    pingpong::TcpPinger::new(&cfg, link, output, stats, thread_live, token)
-                        .run(&thread_stop, placement)
+                    let mut pinger =
+                        pingpong::TcpPinger::new(&cfg, link, output, stats, thread_live, token);
+                    run_loop::run(&mut pinger, &cfg, &thread_stop, placement)
                 }
                 Work::ConnectEach(tick) => {
-                    crr::TcpCrr::new(&cfg, opener, output, stats, token, tick)
-                        .run(&thread_stop, placement)
+                    let mut crr = crr::TcpCrr::new(&cfg, opener, output, stats, token, tick);
+                    run_loop::run(&mut crr, &cfg, &thread_stop, placement)
                 }
             };
             outcome.map(|o| super::ClientOutcome {
@@ -212,14 +202,14 @@ fn spawn(
         })
         .map_err(EngineError::io("cannot start the measurement thread"))?;
     Ok(ClientRun {
-        records,
-        points,
+        records: rings.records,
+        points: rings.points,
         local,
         stamping,
         shape,
         tcp_live: Some(live),
         stop,
-        overflow,
+        overflow: rings.overflow,
         handle: Some(handle),
     })
 }

@@ -18,16 +18,17 @@ use super::conn::Sent;
 use super::frame::Frame;
 use super::kernel::KernelWatch;
 use super::link::Link;
-use crate::affinity::Placement;
+use super::slow::SlowRule;
 use crate::client::output::Output;
 use crate::client::paced::schedule::Slots;
+use crate::client::run_loop::{Exchanges, Packet};
 use crate::client::seen::{GIVE_UP_AFTER, Seen};
 use crate::client::sequence::SequenceTracker;
-use crate::client::{ClientConfig, ClientOutcome, StampingInfo};
+use crate::client::{ClientConfig, ClientOutcome};
 use crate::points::Points;
 use crate::protocol::EchoCodec;
+use crate::sys::clock::realtime_ns;
 use crate::sys::tcp as sys_tcp;
-use crate::sys::timestamping::realtime_ns;
 use crate::{EngineError, StopFlag};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -78,9 +79,9 @@ pub(crate) struct TcpPinger<'a> {
     pub(super) unanswered: u64,
     /// A reply came on the open connection.
     pub(super) replied_on_conn: bool,
-    /// The fastest round trip so far: a reply far slower than it has the
-    /// kernel asked what happened.
-    pub(super) fastest: u64,
+    /// Which replies have the kernel asked whether it resent: those far
+    /// slower than the fastest so far, or as late as a resend makes one.
+    pub(super) slow: SlowRule,
     /// Replies that were not our requests.
     pub(super) strays: u64,
     /// Paced (the agent's peers): the slots requests leave in.
@@ -120,63 +121,12 @@ impl<'a> TcpPinger<'a> {
             segs_before: None,
             unanswered: 0,
             replied_on_conn: false,
-            fastest: u64::MAX,
+            slow: SlowRule::default(),
             strays: 0,
             slots: cfg
                 .schedule
                 .map(|sch| Slots::new(sch, cfg.phase.as_nanos() as u64, token.rotate_left(29))),
         }
-    }
-
-    pub(crate) fn run(
-        &mut self,
-        stop: &StopFlag,
-        placement: Placement,
-    ) -> Result<ClientOutcome, EngineError> {
-        let cfg = self.cfg;
-        let mut measure_start: Option<Instant> = None;
-        let mut seq = 0u64;
-        let mut last = Instant::now();
-        while !stop.is_raised() {
-            let warmup = seq < cfg.warmup;
-            if !warmup {
-                let start = *measure_start.get_or_insert(last);
-                let measured = seq - cfg.warmup;
-                if cfg.budget_spent(measured, last.duration_since(start)) {
-                    break;
-                }
-            }
-            if self.kernel.due(last)
-                && let Some(conn) = &self.link.conn
-            {
-                let _ = self.kernel.read(conn.fd, &self.live);
-            }
-            if self.wait_for_slot(seq, warmup, stop) {
-                break;
-            }
-            let (wait, now) = self.transact(seq, warmup, stop)?;
-            last = now;
-            if wait == Wait::Stopped {
-                break;
-            }
-            self.give_up_if_unreachable(seq, wait)?;
-            seq += 1;
-        }
-        self.finish_run(last);
-        Ok(ClientOutcome {
-            stats: self.stats.clone(),
-            measured: measure_start.map_or(Duration::ZERO, |s| last.duration_since(s)),
-            placement,
-            interrupted: stop.is_raised(),
-            ring_overflow: self.out.overflow.load(Ordering::Relaxed),
-            log_overflow: self.log_overflow,
-            stale_stamps: self.link.stale,
-            unauthenticated: 0,
-            stamping: StampingInfo::default(),
-            extensions: None,
-            tcp: Some(self.figures()),
-            nic_clock: None,
-        })
     }
 
     /// Paced: waits for the next slot; slots already more than half an
@@ -198,7 +148,7 @@ impl<'a> TcpPinger<'a> {
         for _ in 0..missed {
             self.emit(Record::event(RecordKind::Missed, seq, now, warmup));
         }
-        crate::client::pingpong::pause_until(due, stop)
+        crate::client::stop::pause_until(due, stop)
     }
 
     /// The run is over: the connection closes, an outage still going on
@@ -243,7 +193,7 @@ impl<'a> TcpPinger<'a> {
                 return Ok((self.unsent(seq, slot_end - self.cfg.timeout, warmup), now));
             }
             let retry = self.link.next_try().min(slot_end);
-            if crate::client::pingpong::pause_until(retry, stop) {
+            if crate::client::stop::pause_until(retry, stop) {
                 return Ok((Wait::Stopped, Instant::now()));
             }
         }
@@ -327,5 +277,45 @@ impl<'a> TcpPinger<'a> {
     #[inline]
     pub(super) fn at_ns(&self, now: Instant) -> u64 {
         now.duration_since(self.epoch).as_nanos() as u64
+    }
+}
+
+impl Exchanges for TcpPinger<'_> {
+    /// `TCP_INFO` read when due; a paced run waits for its slot.
+    #[inline]
+    fn before(&mut self, seq: u64, warmup: bool, last: Instant, stop: &StopFlag) -> bool {
+        if self.kernel.due(last)
+            && let Some(conn) = &self.link.conn
+        {
+            let _ = self.kernel.read(conn.fd, &self.live);
+        }
+        self.wait_for_slot(seq, warmup, stop)
+    }
+
+    #[inline]
+    fn packet(&mut self, _: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet {
+        let (wait, now) = self.transact(seq, warmup, stop)?;
+        if wait == Wait::Stopped {
+            return Ok((true, now));
+        }
+        self.give_up_if_unreachable(seq, wait)?;
+        Ok((false, now))
+    }
+
+    fn finish(&mut self, _: u64, last: Instant) {
+        self.finish_run(last);
+    }
+
+    fn tallies(&self) -> (&Stats, u64, u64) {
+        let ring = self.out.overflow.load(Ordering::Relaxed);
+        (&self.stats, ring, self.log_overflow)
+    }
+
+    fn outcome(&self, _: &ClientConfig, base: ClientOutcome) -> ClientOutcome {
+        ClientOutcome {
+            stale_stamps: self.link.stale,
+            tcp: Some(self.figures()),
+            ..base
+        }
     }
 }

@@ -14,11 +14,6 @@ use synapse_stats::tcp::Break;
 use synapse_stats::tcp_legs::{AckSeen, SlowReply};
 use synapse_stats::{Record, RecordKind, Split, TcpFigures};
 
-/// A reply this many times slower than the fastest (and at least a
-/// millisecond) has the kernel asked whether it resent anything.
-const SLOW_FACTOR: u64 = 4;
-const SLOW_FLOOR_NS: u64 = 1_000_000;
-
 impl TcpPinger<'_> {
     /// Classifies the whole reply in the frame, which arrived at `now`
     /// while `seq` (sent at `t1`) was awaited. Returns whether it was
@@ -109,15 +104,11 @@ impl TcpPinger<'_> {
         }
     }
 
-    /// A reply far slower than the fastest: did the kernel resend? (The
-    /// reply after one that was resent for settles that resend.) The first
-    /// reply has no fastest to be slower than, so it is always asked
-    /// about: a request lost first of all is resent like any other (seen
-    /// in the lab: the first of 500 replies 232 ms late, and not placed).
+    /// A reply slow enough to have been resent (see `slow.rs`): did the
+    /// kernel resend? (The reply after one that was resent for settles
+    /// that resend.)
     fn ask_if_slow(&mut self, rtt: u64, warmup: bool) {
-        let first = self.fastest == u64::MAX;
-        self.fastest = self.fastest.min(rtt);
-        let slow = first || (rtt >= SLOW_FLOOR_NS && rtt / SLOW_FACTOR >= self.fastest);
+        let (slow, extra_ns) = self.slow.take(rtt);
         let Some(fd) = self.link.conn.as_ref().map(|c| c.fd) else {
             return;
         };
@@ -128,11 +119,13 @@ impl TcpPinger<'_> {
                 .zip(p.t1_driver.or(p.t1_user))
                 .map(|(ack, sent)| ack.saturating_sub(sent));
             let facts = SlowReply {
-                extra_ns: rtt - self.fastest,
+                extra_ns,
                 ack: AckSeen::of(p.ack_with_reply, ack_after),
                 ..SlowReply::default()
             };
-            self.kernel.explain_slow(fd, &self.live, facts, !warmup);
+            if let Some(resent) = self.kernel.explain_slow(fd, &self.live, facts, !warmup) {
+                self.slow.told(resent > 0);
+            }
         } else if self.kernel.awaiting_dsack() {
             self.kernel.confirm(fd, &self.live);
         }

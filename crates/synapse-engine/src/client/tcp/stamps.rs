@@ -8,8 +8,9 @@
 //! option was set. They are read off the error queue after the reply is in
 //! hand, outside the timed part.
 
+use crate::sys::errqueue::TxPoint;
 use crate::sys::tcp as sys_tcp;
-use crate::sys::timestamping::{self, TxPoint, flags};
+use crate::sys::timestamping::{self, flags};
 use crate::timestamping::tx_matcher::TxStampReader;
 use crate::timestamping::tx_sample::TxSample;
 use std::io;
@@ -191,7 +192,7 @@ mod tests {
         timestamping::wait_for_rx_stamping(std::time::Duration::from_millis(500));
         let mut rx_seen = 0;
         for round in 0..5u64 {
-            let t1 = timestamping::realtime_ns();
+            let t1 = crate::sys::clock::realtime_ns();
             assert_eq!(st.send(fd, &[round as u8; 16], true).unwrap(), 16);
             assert_eq!(st.want, Some((16 * (round + 1) - 1) as u32), "byte numbers");
             let mut buf = [0u8; 16];

@@ -1,30 +1,18 @@
-//! Waiting for a reply on the connection, as the UDP client waits for a
-//! datagram: busy-polling spins on the non-blocking receive; blocking, the
-//! receive itself is the wait (`SO_RCVTIMEO` armed once), and only what is
-//! left of a wait after it is waited in `ppoll`, to the nanosecond. A
-//! reply that comes in pieces is read on until whole, within the same
-//! deadline.
+//! Waiting for a reply on the connection: the receive is the client's one
+//! armed wait (`client/armed_wait.rs`), as for a UDP datagram. A reply
+//! that comes in pieces is read on until whole, within the same deadline.
 
 use super::conn::break_of;
 use super::pingpong::{TcpPinger, Wait};
 use crate::EngineError;
 use crate::StopFlag;
-use crate::client::pingpong::STOP_CHECK;
-use crate::sys::tcp as sys_tcp;
-use crate::sys::timestamping::realtime_ns;
-use crate::sys::{self, Readiness};
+use crate::client::armed_wait::{self, Receive, Waiting, nothing};
+use crate::sys::clock::realtime_ns;
+use crate::sys::errno::is_again as again;
 use std::io;
+use std::os::fd::RawFd;
 use std::time::Instant;
 use synapse_stats::tcp::Break;
-
-/// `EAGAIN`: nothing came before the deadline, or stop was raised.
-fn nothing<T>() -> io::Result<T> {
-    Err(io::Error::from_raw_os_error(libc::EAGAIN))
-}
-
-fn again(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR))
-}
 
 impl TcpPinger<'_> {
     /// Waits for the reply to `seq`, sent at `t1`, classifying whatever
@@ -66,7 +54,7 @@ impl TcpPinger<'_> {
                     }
                 }
                 Err(e) => match e.raw_os_error() {
-                    Some(errno) if sys_tcp::is_connection_lost(errno) => {
+                    Some(errno) if crate::sys::errno::is_connection_lost(errno) => {
                         return Ok((self.broke(break_of(errno), seq, t1, warmup), now));
                     }
                     _ => return Err(EngineError::io("receive failed")(e)),
@@ -75,74 +63,31 @@ impl TcpPinger<'_> {
         }
     }
 
-    /// Reads more of the reply: the bytes read (0: the peer closed its
-    /// side), or `EAGAIN` when nothing came by `deadline` or `stop` was
-    /// raised. `fresh`: the request was just sent, the whole wait ahead.
+    /// Reads more of the reply, by the one armed wait (`armed_wait.rs`):
+    /// the bytes read (0: the peer closed its side), or `EAGAIN` when
+    /// nothing came by `deadline` or `stop` was raised. `fresh`: the
+    /// request was just sent, the whole wait ahead.
     #[inline]
     fn receive(&mut self, deadline: Instant, fresh: bool, stop: &StopFlag) -> io::Result<usize> {
-        let (busy_poll, armed, fd) = match &self.link.conn {
-            Some(c) => (self.link.opener().busy_poll, c.armed, c.fd),
+        let how = match &self.link.conn {
+            Some(c) => Waiting {
+                fd: c.fd,
+                busy_poll: self.link.opener().busy_poll,
+                armed: c.armed,
+            },
             None => return nothing(),
         };
-        if busy_poll {
-            return self.spin(deadline, stop);
-        }
-        if fresh && armed.is_some() && !stop.is_raised() {
-            match self.read(false) {
-                Err(e) if again(&e) => {}
-                other => return other,
-            }
-        }
-        loop {
-            let now = Instant::now();
-            if now >= deadline || stop.is_raised() {
-                return nothing();
-            }
-            let left = deadline - now;
-            if armed.is_some_and(|a| left >= a) {
-                match self.read(false) {
-                    Err(e) if again(&e) => continue,
-                    other => return other,
-                }
-            }
-            match sys::wait_readable(fd, left.min(STOP_CHECK))? {
-                Readiness::TimedOut => {}
-                Readiness::Readable => return self.read(true),
-                Readiness::ErrorQueue => {
-                    // TX stamps woke the wait: kept for the request they
-                    // are of; a failure of the socket comes from the read.
-                    if let Some(s) = self.link.conn.as_mut().and_then(|c| c.stamps.as_mut()) {
-                        s.absorb(fd);
-                    }
-                    match self.read(true) {
-                        Err(e) if again(&e) => {}
-                        other => return other,
-                    }
-                }
-            }
-        }
+        armed_wait::receive(self, how, deadline, fresh, stop)
     }
+}
 
-    /// Busy-polling: spins on the non-blocking receive.
-    #[inline]
-    fn spin(&mut self, deadline: Instant, stop: &StopFlag) -> io::Result<usize> {
-        loop {
-            match self.read(false) {
-                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                    if stop.is_raised() || Instant::now() >= deadline {
-                        return Err(e);
-                    }
-                    std::hint::spin_loop();
-                }
-                other => return other,
-            }
-        }
-    }
+impl Receive for TcpPinger<'_> {
+    type Got = usize;
 
     /// One receive into what is left of the reply; with its RX stamp when
     /// the transaction is a sample. `now`: never wait.
     #[inline]
-    fn read(&mut self, now: bool) -> io::Result<usize> {
+    fn recv_one(&mut self, _fd: RawFd, now: bool) -> io::Result<usize> {
         let Some(conn) = self.link.conn.as_mut() else {
             return nothing();
         };
@@ -151,5 +96,17 @@ impl TcpPinger<'_> {
             self.frame.took(n, rx);
         }
         Ok(n)
+    }
+
+    /// TX stamps woke the wait: kept for the request they are of; a
+    /// failure of the socket comes from the read.
+    fn on_error_queue(&mut self, fd: RawFd) -> Option<io::Result<usize>> {
+        if let Some(s) = self.link.conn.as_mut().and_then(|c| c.stamps.as_mut()) {
+            s.absorb(fd);
+        }
+        match self.recv_one(fd, true) {
+            Err(e) if again(&e) => None,
+            other => Some(other),
+        }
     }
 }

@@ -128,7 +128,7 @@ pub fn start_tcp_echo(cfg: TcpEchoConfig, stop: StopFlag) -> Result<TcpEchoRun, 
     let listener = listen(cfg.bind)?;
     let local = listener.local_addr().unwrap_or(cfg.bind);
     // Thousands of connections need more descriptors than the usual 1,024.
-    let _ = crate::sys::tcp::raise_fd_limit();
+    let _ = crate::sys::epoll::raise_fd_limit();
     let mut echo = serve::TcpEcho::new(listener, &cfg)
         .map_err(EngineError::io("cannot set up epoll for TCP echo"))?;
     let thread_stop = stop.clone();

@@ -6,7 +6,8 @@
 use super::conns::{Conn, Conns, Refuse};
 use super::{STALL, TcpEchoConfig, TcpEchoTotals};
 use crate::reflector::admission::AllowList;
-use crate::sys::tcp::{self, Epoll, HANGUP, READABLE, Ready, WRITABLE};
+use crate::sys::epoll::{Epoll, HANGUP, READABLE, Ready, WRITABLE};
+use crate::sys::tcp;
 use crate::{EngineError, StopFlag};
 use std::io;
 use std::net::TcpListener;
