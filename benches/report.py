@@ -890,6 +890,123 @@ p("Reading: " + (f"the agent costs {says(r50(FA, 'agent', 'c'), digits=2)} the C
   f"probes; its `/metrics` holds {series:,.0f} series for 20 peers." if series else f"{fa.missing('agent')}."))
 p()
 
+# 20. instructions ------------------------------------------------------------------------
+p("## 20. The instrument's own cost in instructions")
+p()
+p("`benches/instructions.sh`: user-space instructions under `valgrind --tool=callgrind")
+p("--separate-threads=yes`, the release binary, blocking, the far side running natively; each")
+p("configuration run for two lengths and the difference divided by the round trips between them, so")
+p("start-up, warm-up and the report cancel (../shared/GUIDE.md §9). Client rows against the bare C")
+p("reflector (`benches/pingpong_c`, `BLOCK=1`); reflector rows driven by the bare C client. An")
+p("instruction count does not wobble: it resolves what §2's timings cannot. Busy-poll is not counted:")
+p("its empty spins would be, and a busy-poll round trip runs the same per-packet code as a blocking")
+p("one with a non-blocking receive in place of the blocking one. Paced mode (`--interval`) is not")
+p("counted either: under callgrind its waiter wakes a varying number of times before each slot, so")
+p("two runs' difference is the waiting, not the work (it came out negative). The consumer thread's")
+p("count varies between runs (it drains the ring in as many wake-ups as the timing gives); the")
+p("measurement thread's repeats within 1 % (to the instruction with `--timestamps user`; with kernel")
+p("stamps the packets that ask for TX stamps are drawn at random, so a run's number of them varies).")
+p("The last column is issue 38's table as filed (the landed tree then), for the trend.")
+p()
+IN = "instructions"
+def ins(v):
+    return "–" if v is None else f"{v:,.0f}"
+# (label, config, thread, reference config, reference thread, reference label)
+rows = [
+    ("bare C client, send/recv, no stamps", "c-plain", "all", None, None, None),
+    ("bare C client, RX software stamps read (`FLAGS=0x18`)", "c-rx", "all", None, None, None),
+    ("Synapse client, defaults: measurement thread", "syn-default", "t2", "c-rx", "all", "C, RX stamps"),
+    ("Synapse client, defaults: consumer (main) thread", "syn-default", "main", None, None, None),
+    ("Synapse client, `--timestamps user`: measurement thread", "syn-user", "t2", "c-plain", "all", "C, no stamps"),
+    ("Synapse client, `--timestamps user`: consumer (main) thread", "syn-user", "main", None, None, None),
+    ("Synapse client, `--stamp` (against `synapse server`): all threads", "syn-stamp", "all", "c-rx", "all", "C, RX stamps"),
+    ("bare C TCP client", "c-tcp", "all", None, None, None),
+    ("Synapse client, `--tcp`: all threads", "syn-tcp", "all", "c-tcp", "all", "C TCP client"),
+    ("bare C reflector, per answer", "c-reflector", "all", None, None, None),
+    ("`synapse server`, per answer, back-to-back requests (its batch path under callgrind): all threads", "syn-server", "all", "c-reflector", "all", "C reflector"),
+    ("`synapse server`, per answer, one request a millisecond (its `recvfrom` path): all threads", "syn-server-paced", "all", "c-reflector", "all", "C reflector"),
+    ("`synapse server`'s STAMP port, per answer: all threads", "syn-server-stamp", "all", "c-reflector", "all", "C reflector"),
+]
+ir = run(IN)
+def ins_get(config, thread):
+    for r in ir.results.get(config, []):
+        if r and r[0] == thread:
+            return float(r[1])
+    return None
+out_rows = []
+for label, c, t, rc, rt, rl in rows:
+    v = ins_get(c, t)
+    if v is None:
+        out_rows.append((label, None, None, ir.missing(c), IN))
+        continue
+    r = ins_get(rc, rt) if rc else None
+    if rc is None:
+        out_rows.append((label, ins(v), "", "", IN))
+    elif r is None:
+        out_rows.append((label, ins(v), rl, ir.missing(rc), IN))
+    else:
+        out_rows.append((label, ins(v), f"{rl}: {ins(r)}", f"**{rfmt(ratio(v, r), 2)}**", IN))
+FILED = {"c-plain": 582, "c-rx": 609, "syn-default": 1411, "syn-server": 1674, "c-reflector": 36}
+filed_rows = []
+for (label, c, t, *_), r in zip(rows, out_rows):
+    f = FILED.get(c) if t in ("all", "t2") else (202 if c == "syn-default" else None)
+    filed_rows.append(r[:4] + (r[4], f"{f:,}" if f else "–"))
+p("| measured | instructions per round trip | bare C, same run | ratio | commit | command | issue 38 as filed |")
+p("|---|---|---|---|---|---|---|")
+for label, fig, ref, rat, name, f in filed_rows:
+    cmd = code(run(name).cmd)
+    if fig is None:
+        p(f"| {label} | {rat} | | | {commit} | {cmd} | {f} |")
+    else:
+        p(f"| {label} | {fig} | {ref} | {rat} | {commit} | {cmd} | {f} |")
+p()
+targets = [
+    ("client defaults ≤ 1.3 × the C client with the same RX stamps", ratio(ins_get("syn-default", "t2"), ins_get("c-rx", "all")), 1.3),
+    ("client `--timestamps user` ≤ 1.3 × the C client without stamps", ratio(ins_get("syn-user", "t2"), ins_get("c-plain", "all")), 1.3),
+]
+srv = ins_get("syn-server-paced", "all") or ins_get("syn-server", "all")
+p("Against issue 38's aims: " + "; ".join(f"{l}: {says(r, t, 2)}" for l, r, t in targets) +
+  (f"; `synapse server` ≤ 400 per answer: {srv:,.0f} ({'met' if srv <= 400 else 'not met'})." if srv else "."))
+p()
+prof = {}
+for line in (read(IN, "out") or "").splitlines():
+    parts = line.split(None, 4)
+    if len(parts) == 5 and parts[0] == "profile":
+        prof.setdefault((parts[1], parts[2]), []).append((float(parts[3]), parts[4]))
+for (c, t), fns in prof.items():
+    if c not in ("syn-default", "syn-server", "syn-server-paced"):
+        continue
+    who = {"syn-default": "the client's", "syn-server": "the reflector's",
+           "syn-server-paced": "the paced reflector's"}[c]
+    what = {"syn-default": "measurement thread", "syn-server": "serving thread",
+            "syn-server-paced": "serving thread"}[c] if t != "main" else "consumer (main) thread"
+    p(f"Where {who} {what} spends them (`{c}`, thread `{t}`; self instructions per round trip, "
+      "the costliest functions, `benches/callgrind_diff.py`):")
+    p()
+    if t != "main":
+        p("(The loop itself is inlined into its thread's entry: `__rust_begin_short_backtrace` in the")
+        p("client, `start_reflector::{{closure}}` in the reflector.)")
+        p()
+    p("| per round trip | function |")
+    p("|---|---|")
+    for v, fn in fns:
+        p(f"| {v:,.1f} | `{fn}` |")
+    p()
+
+p("Reading the maps (where issue 38's reductions are). Client: `Stats::record` and")
+p("`saturating_record` are the measurement thread recording each sample into its own histograms;")
+p("`sub_timespec` and `Timespec::now` are `Instant` arithmetic where integer nanoseconds would do;")
+p("`memcpy` is the 136-byte `Record` pushed into the ring (the consumer pays it again popping it);")
+p("`release_held` and `TlvTally::reply` run on a plain echo with nothing held and no TLV;")
+p("`__pthread_enable/disable_asynccancel` wrap each blocking libc call, which a direct system call")
+p("would not. Reflector: after every answer the loop tries a `recvmmsg` for more queued datagrams,")
+p("and `Batch::recv` (sys/batch.rs, inlined into the loop) zeroes and refills all 32 message and")
+p("buffer headers for it each time: the `memset`, most of the loop's own count and the failing")
+p("`recvmmsg` with its `receive_failed` are that try, about half of an answer on the `recvfrom`")
+p("path; headers built once would leave it the system call. `admit` is the source checks and the")
+p("session look-up; `sub_timespec` the `Instant` behind each clock read.")
+p()
+
 # not measured ---------------------------------------------------------------------------
 p("## What is not measured here")
 p()

@@ -85,6 +85,7 @@ run syscalls "strace gcc python3" "benches/syscalls.sh"
 run stamp_tlv "gcc python3 bc taskset" "benches/stamp_tlv_capacity.sh $(q 4 10)"
 run tcp "gcc python3 taskset" "PACKETS=$(q 50000 100000) CRR=$(q 5000 10000) benches/tcp_vs_c.sh $(q 10 15)"
 run tcp_idle "python3 taskset" "PACKETS=$(q 10000 20000) benches/tcp_idle_conns.sh $(q 3 5)"
+run instructions "valgrind gcc python3" "benches/instructions.sh $(q '5000 10000' '10000 20000')"
 run compare_aa "python3" "benches/compare_aa.sh $(q 200 200) $(q 3000 10000)"
 
 # The machine, from the commands that say so.

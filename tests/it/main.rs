@@ -25,6 +25,7 @@ mod edges;
 mod engine;
 mod fail_on_regression;
 mod hdr;
+mod instructions;
 mod interop;
 mod interop_tlv;
 mod limits;

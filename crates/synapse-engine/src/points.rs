@@ -167,6 +167,18 @@ impl Points {
     /// The segments the points allow. A segment whose end points are out of
     /// order (a clock step mid-packet) is missing, not negative.
     pub fn split(&self) -> Split {
+        // User-space stamps on a plain echo (every packet of
+        // `--timestamps user`): no segment has both its ends, so nothing
+        // below is worth computing per packet.
+        if self.t1_driver.is_none()
+            && self.t4_driver.is_none()
+            && self.t1_hw.is_none()
+            && self.t4_hw.is_none()
+            && self.t2.is_none()
+            && self.ack_with_reply.is_none()
+        {
+            return Split::NONE;
+        }
         let between = |a: Option<u64>, b: Option<u64>| b?.checked_sub(a?);
         // The send path to the wire may read below zero by the error of
         // the NIC clock's reading: kept as it is, not dropped.
@@ -205,6 +217,39 @@ impl Points {
 mod tests {
     use super::*;
     use synapse_stats::Segment;
+
+    /// The shortcut for user-space stamps gives what the segments would.
+    #[test]
+    fn user_space_points_split_into_nothing() {
+        let user = Points {
+            t1_user: Some(1_000),
+            t4_user: Some(12_000),
+            t3: Some(5_000),
+            t1_wire: Some(1_500),
+            t1_ack: Some(2_000),
+            rtt_ns: Some(11_000),
+            ..Points::default()
+        };
+        assert_eq!(user.split(), Split::NONE);
+        assert_eq!(
+            user.split(),
+            Split::from_parts([None; 5]).with_wire(None),
+            "the long way agrees"
+        );
+        assert!(user.split().is_empty());
+        // Any kernel point and the shortcut is not taken.
+        let stamped = Points {
+            t1_driver: Some(900),
+            ..user
+        };
+        assert_eq!(stamped.split().get(Segment::Send), None);
+        assert_eq!(stamped.split().get(Segment::ToWire), Some(600));
+        let acked = Points {
+            ack_with_reply: Some(true),
+            ..user
+        };
+        assert!(acked.split().is_piggybacked(Segment::KernelRtt));
+    }
 
     fn full() -> Points {
         Points {

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# What the instrument costs, counted in instructions (issue 38): user-space
+# instructions per round trip of each thread of the client, and per answer
+# of each thread of the reflector, under callgrind, beside the bare C
+# programs (benches/pingpong_c) doing the same kernel work. Instruction
+# counts do not wobble as the VM's timings do (../shared/GUIDE.md §9).
+#
+# Each configuration runs twice, SHORT and LONG round trips, with the far
+# side running natively; (LONG - SHORT) / (LONG - SHORT round trips) is
+# the per-round-trip cost: start-up, warm-up and the final report cancel.
+# Everything runs blocking: in busy-poll the empty spins would be counted
+# too, and they are the loop waiting, not the instrument's work (a
+# busy-poll round trip runs the same per-packet code as a blocking one,
+# with a non-blocking receive in place of the blocking one). The main
+# (consumer) thread's count varies between runs (it drains the ring in as
+# many wake-ups as the timing gives); a measurement thread's repeats to
+# within 0.2 %.
+#
+# Client side (against the bare C reflector, BLOCK=1):
+#   c-plain        bare C client, send/recv, no stamps
+#   c-rx           bare C client, FLAGS=0x18: RX software stamps read from
+#                  each reply's control data (recvmsg), error queue polled
+#   syn-default    `synapse client` defaults (kernel stamps)
+#   syn-user       `synapse client --timestamps user`
+#   syn-paced      `synapse client --interval 1ms` (the schedule; not run by
+#                  default: its waiter wakes a varying number of times before
+#                  each slot under callgrind, so the difference is the waiting)
+#   c-tcp          bare C TCP client against the bare C TCP reflector
+#   syn-tcp        `synapse client --tcp` against the same
+#   syn-stamp      `synapse client --stamp`, against a native `synapse
+#                  server` (a STAMP reflector is needed; the C one echoes)
+# Reflector side (driven by the bare C client, natively, BLOCK=1):
+#   c-reflector    bare C reflector, recvfrom/sendto
+#   syn-server     `synapse server` defaults
+#   syn-server-stamp  `synapse server`'s STAMP port, driven by a native
+#                  `synapse client --stamp --timestamps user`
+#   syn-server-paced  `synapse server` defaults, driven by a native
+#                  `synapse client --interval 1ms --timestamps user`: under
+#                  callgrind the slowed reflector finds the bare C client's
+#                  next request already queued after each answer and takes
+#                  its batch path (`recvmmsg`/`sendmmsg` of one); a request
+#                  each millisecond finds it waiting in `recvfrom`, the path
+#                  a native reflector takes
+#
+#   benches/instructions.sh [SHORT LONG]   (default 10000 20000;
+#   CONFIGS="c-plain syn-default …"; KEEP=DIR keeps the LONG runs'
+#   callgrind files there, for callgrind_annotate)
+#
+# Prints, per configuration, one line per thread, then machine-readable
+#   result CONFIG THREAD PER_ROUND_TRIP
+# where THREAD is `main`, `t2`, `t3`… in creation order, and `all`; and,
+# for each Synapse thread of 50 instructions or more, where they go (the
+# 12 costliest functions, self cost, benches/callgrind_diff.py):
+#   profile CONFIG THREAD PER_ROUND_TRIP FUNCTION (FILE)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+short=${1:-10000}; long=${2:-20000}
+port=${PORT:-26300}
+bin=${SYNAPSE_BIN:-target/release/synapse}
+command -v valgrind > /dev/null || { echo "valgrind is not installed" >&2; exit 3; }
+[ -x "$bin" ] || cargo build --release --quiet
+dir=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
+for p in client reflector tcp_client tcp_reflector; do
+  gcc -O2 -o "$dir/$p" "benches/pingpong_c/$p.c"
+done
+vg() { # OUT COMMAND…: COMMAND under callgrind, one file per thread
+  local out=$1; shift
+  valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out" "$@"
+}
+far() { # native far side: c|tcp|synapse
+  case $1 in
+    c) BLOCK=1 "$dir/reflector" "$port" 1 > /dev/null 2>&1 & ;;
+    tcp) "$dir/tcp_reflector" "$port" 1 > /dev/null 2>&1 & ;;
+    synapse) "$bin" server --no-ui --bind "127.0.0.1:$((port + 1))" --stamp-port "$port" \
+      > /dev/null 2>&1 & ;;
+  esac
+  echo $! > "$dir/far"
+  sleep 0.5
+}
+stop() { kill "$(cat "$dir/$1")" 2>/dev/null; wait "$(cat "$dir/$1")" 2>/dev/null || true; }
+syn_client() { # OUT N ARGS…
+  local out=$1 n=$2; shift 2
+  vg "$out" "$bin" client "127.0.0.1:$port" --no-ui --json --packets "$n" "$@" > /dev/null
+}
+# One configuration, one length: the callgrind files' prefix is $dir/CONFIG.N
+measure() { # CONFIG N
+  local c=$1 n=$2 out=$dir/$1.$2
+  case $c in
+    c-plain) far c; BLOCK=1 vg "$out" "$dir/client" "$port" "$n" 200 0 > /dev/null ;;
+    c-rx) far c; BLOCK=1 vg "$out" "$dir/client" "$port" "$n" 200 0 0x18 > /dev/null ;;
+    syn-default) far c; syn_client "$out" "$n" ;;
+    syn-user) far c; syn_client "$out" "$n" --timestamps user ;;
+    syn-paced) far c; syn_client "$out" "$n" --interval 1ms ;;
+    c-tcp) far tcp; vg "$out" "$dir/tcp_client" "$port" "$n" 200 0 > /dev/null ;;
+    syn-tcp) far tcp; syn_client "$out" "$n" --tcp ;;
+    syn-stamp) far synapse; syn_client "$out" "$n" --stamp ;;
+    c-reflector | syn-server*) reflect "$c" "$n" "$out"; return ;;
+    *) echo "unknown config $c" >&2; exit 2 ;;
+  esac
+  stop far
+}
+reflect() { # CONFIG N OUT: the reflector under callgrind, N answers
+  local c=$1 n=$2 out=$3
+  local cmd=("$bin" server --no-ui --bind "127.0.0.1:$port" --stamp-port "$((port + 1))")
+  [ "$c" = c-reflector ] && cmd=("$dir/reflector" "$port" 1)
+  # valgrind itself in the background (not a function: $! must be its pid)
+  BLOCK=1 valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$out" \
+    "${cmd[@]}" > /dev/null 2>&1 &
+  echo $! > "$dir/near"
+  # Ready when it answers (under callgrind start-up takes seconds).
+  python3 - "$port" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.2)
+for _ in range(300):
+    s.sendto(b"x" * 8, ("127.0.0.1", int(sys.argv[1])))
+    try:
+        s.recv(64); sys.exit(0)
+    except OSError:
+        time.sleep(0.1)
+sys.exit("the reflector never answered")
+PY
+  if [ "$c" = syn-server-stamp ]; then
+    "$bin" client "127.0.0.1:$((port + 1))" --no-ui --json --stamp --timestamps user \
+      --packets "$n" > /dev/null
+  elif [ "$c" = syn-server-paced ]; then
+    "$bin" client "127.0.0.1:$port" --no-ui --json --interval 1ms --timestamps user \
+      --packets "$n" > /dev/null
+  else
+    BLOCK=1 "$dir/client" "$port" "$n" 200 0 > /dev/null
+  fi
+  # SIGTERM: synapse stops cleanly, the C loop dies of it; callgrind
+  # writes its files either way.
+  stop near
+}
+per_thread() { # CONFIG: "THREAD PER_ROUND_TRIP" lines
+  python3 - "$dir/$1" "$short" "$long" <<'PY'
+import glob, sys
+base, short, long = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def summary(n):
+    out = {}
+    for f in sorted(glob.glob(f"{base}.{n}-*")):
+        t = int(f.rsplit("-", 1)[1])
+        for line in open(f):
+            if line.startswith("summary:"):
+                out[t] = int(line.split()[1])
+    return out
+a, b = summary(short), summary(long)
+total = 0
+for t in sorted(set(a) | set(b)):
+    d = (b.get(t, 0) - a.get(t, 0)) / (long - short)
+    total += d
+    print(("main" if t == 1 else f"t{t}"), f"{d:.0f}")
+print("all", f"{total:.0f}")
+PY
+}
+
+read -r -a configs <<< "${CONFIGS:-c-plain c-rx syn-default syn-user c-tcp syn-tcp syn-stamp c-reflector syn-server syn-server-paced syn-server-stamp}"
+for c in "${configs[@]}"; do
+  measure "$c" "$short"
+  measure "$c" "$long"
+  per_thread "$c" | while read -r t v; do
+    printf '%-17s %-5s %8s instructions per round trip\n' "$c" "$t" "$v"
+    echo "result $c $t $v"
+  done
+  case $c in
+    syn-*) per_thread "$c" | while read -r t v; do
+      [ "$t" = all ] || [ "${v%.*}" -lt 50 ] && continue
+      n=${t#t}; [ "$t" = main ] && n=1
+      f=$(printf '%02d' "$n")
+      python3 benches/callgrind_diff.py "$dir/$c.$short-$f" "$dir/$c.$long-$f" \
+        $((long - short)) 13 | tail -n +2 | sed "s/^ */profile $c $t /"
+    done ;;
+  esac
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$dir/$c.$long"-* "$KEEP/"; fi
+done

@@ -1,0 +1,137 @@
+//! The client's own cost, counted in instructions (issue 38): user-space
+//! instructions per round trip of its measurement thread, under
+//! `valgrind --tool=callgrind`, must not grow more than 10 % over the
+//! reference below. An instruction count does not wobble as the VM's
+//! timings do, so a few per cent can be gated on. Two runs of different
+//! lengths are counted and subtracted: start-up, warm-up and the report
+//! cancel (the method of `benches/instructions.sh`, shorter).
+//!
+//! What is counted is the release build (`--release`: the profile that
+//! ships, where the count means something). `SYNAPSE_RELEASE_BIN` names
+//! one already built (`.ci/run` builds it first, as the package needs it
+//! too); without it the test builds one in a target directory of its own
+//! (a nested build cannot take the running `cargo test`'s directory).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common::{self, start_server, tool};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Instructions per round trip of the measurement thread, blocking, kernel
+/// stamps (the defaults), on this tree. Lower it when a change lowers the
+/// count; raise it only with a reason in the commit. Repeated runs give
+/// it within 1 %: the packets that ask for TX stamps are drawn at random,
+/// so how many a run has varies a little.
+const REFERENCE_DEFAULTS: f64 = 1523.0;
+/// The same with `--timestamps user` (repeats to the instruction).
+const REFERENCE_USER: f64 = 1511.0;
+/// How far over its reference a count may go before the test fails.
+const MARGIN: f64 = 1.10;
+
+/// The release binary: `SYNAPSE_RELEASE_BIN`, or built here.
+fn release_binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("SYNAPSE_RELEASE_BIN") {
+        return PathBuf::from(bin);
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| manifest.join("target"), PathBuf::from)
+        .join("instructions-gate");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let built = Command::new(cargo)
+        .args(["build", "--release", "--quiet", "--bin", "synapse"])
+        .arg("--target-dir")
+        .arg(&target)
+        .current_dir(manifest)
+        .status()
+        .unwrap();
+    assert!(built.success(), "cargo build --release failed");
+    target.join("release").join("synapse")
+}
+
+/// Each thread's instructions (by creation order: 1 is the main thread)
+/// for a run of `packets` round trips.
+fn count(valgrind: &Path, bin: &Path, port: u16, packets: u64, extra: &[&str]) -> Vec<u64> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("callgrind.out");
+    let run = Command::new(valgrind)
+        .args(["--tool=callgrind", "--separate-threads=yes"])
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(bin)
+        .args(["client", &format!("127.0.0.1:{port}"), "--json"])
+        .args(["--packets", &packets.to_string()])
+        .args(extra)
+        .env(
+            "XDG_STATE_HOME",
+            std::env::temp_dir().join("synapse-tests-no-state"),
+        )
+        .current_dir(common::scratch_dir())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let json = common::json_of(&run.stdout);
+    assert_eq!(
+        json["packets"]["received"], packets,
+        "every packet answered"
+    );
+    let mut threads = Vec::new();
+    for t in 1.. {
+        let Ok(text) = std::fs::read_to_string(format!("{}-{t:02}", out.display())) else {
+            break;
+        };
+        let summary = text
+            .lines()
+            .find_map(|l| l.strip_prefix("summary: "))
+            .expect("a summary line");
+        threads.push(summary.trim().parse().unwrap());
+    }
+    threads
+}
+
+/// The measurement thread's instructions per round trip: the thread whose
+/// count grows most between a short and a long run.
+fn per_round_trip(valgrind: &Path, bin: &Path, extra: &[&str]) -> f64 {
+    let (_server, port) = start_server(&[]);
+    let (short, long) = (2_000u64, 4_000u64);
+    let a = count(valgrind, bin, port, short, extra);
+    let b = count(valgrind, bin, port, long, extra);
+    assert_eq!(a.len(), b.len(), "the same threads in both runs");
+    let per: Vec<f64> = a
+        .iter()
+        .zip(&b)
+        .map(|(a, b)| (*b as f64 - *a as f64) / (long - short) as f64)
+        .collect();
+    println!("{extra:?}: per round trip, each thread: {per:.0?}");
+    per.into_iter().fold(0.0, f64::max)
+}
+
+#[test]
+fn the_clients_instructions_per_round_trip_stay_within_ten_per_cent() {
+    let test = "the_clients_instructions_per_round_trip_stay_within_ten_per_cent";
+    let Some(valgrind) = tool("valgrind", test) else {
+        return;
+    };
+    // The build and callgrind load the machine: nothing timed beside them.
+    let _one = common::one_at_a_time();
+    let bin = release_binary();
+    for (extra, reference) in [
+        (&[][..], REFERENCE_DEFAULTS),
+        (&["--timestamps", "user"][..], REFERENCE_USER),
+    ] {
+        let per = per_round_trip(&valgrind, &bin, extra);
+        println!("{extra:?}: {per:.0} per round trip, reference {reference:.0}");
+        assert!(
+            per <= reference * MARGIN,
+            "{extra:?}: {per:.0} instructions per round trip, over {reference:.0} + 10 %"
+        );
+        // A count far below the reference is not a failure, but it is a
+        // sign that the reference should come down with it.
+        if per < reference * 0.9 {
+            println!("{extra:?}: {per:.0} is well under {reference:.0}: lower the reference");
+        }
+    }
+}
