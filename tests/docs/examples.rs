@@ -208,8 +208,15 @@ fn normal(line: &str) -> String {
         if i > 0 && text[i - 1].ends_with('#') {
             let unit = w.trim_end_matches([',', ';', ')', '.']);
             let rest = &w[unit.len()..];
+            let glued = ["ns", "µs", "us", "ms", "s"].into_iter().find(|u| {
+                w.strip_prefix(u)
+                    .is_some_and(|r| r.starts_with(['–', '-', ']']))
+            });
             if ["ns", "µs", "us", "ms", "s", "k", "M", "G"].contains(&unit) {
                 text[i] = format!("t{rest}");
+            } else if let Some(u) = glued {
+                // A range's first end: `[# µs–# µs]`.
+                text[i] = format!("t{}", &w[u.len()..]);
             } else if let Some(one) = unit.strip_suffix("ies") {
                 text[i] = format!("{one}y{rest}");
             } else if let Some(one) = unit.strip_suffix('s') {
@@ -403,6 +410,10 @@ fn masking_keeps_the_words_and_drops_the_figures() {
         normal("network + remote +101 ns")
     );
     assert_ne!(normal("P50: 3 µs"), normal("P99: 3 µs"));
+    assert_eq!(
+        normal("  P99:       272.9 µs  [231.5 µs–301.2 µs]   ← 99%"),
+        normal("  P99:        3.90 ms  [3.84 ms–3.95 ms]     ← 99%")
+    );
     let doc = json_of_doc(r#"{"a": {"b": 1, …}, "c": [1, …]}"#);
     let real = serde_json::json!({"a": {"b": 2, "x": 3}, "c": [4]});
     assert!(same_shape(&doc, &real, "").is_ok());
