@@ -281,8 +281,10 @@ fn echo(sheet: &mut Sheet, s: &Scenario, server: &[super::outputs::ServerRow], b
     let lost = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("Packets:"))
-        .and_then(|l| l.split(',').nth(1))
-        .and_then(|l| l.split_whitespace().next())
+        // `3,000 sent, 155 lost (5.17%)`: the word before "lost" (the
+        // counts have thousands separators, so no splitting on commas).
+        .and_then(|l| l.split(" lost").next())
+        .and_then(|l| l.split_whitespace().last())
         .and_then(|n| n.replace(',', "").parse::<i64>().ok())
         .unwrap_or(-1);
     sheet.exact(
