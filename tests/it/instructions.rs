@@ -21,10 +21,12 @@ use std::process::Command;
 /// stamps (the defaults), on this tree. Lower it when a change lowers the
 /// count; raise it only with a reason in the commit. Repeated runs give
 /// it within 1 %: the packets that ask for TX stamps are drawn at random,
-/// so how many a run has varies a little.
-const REFERENCE_DEFAULTS: f64 = 1523.0;
-/// The same with `--timestamps user` (repeats to the instruction).
-const REFERENCE_USER: f64 = 1511.0;
+/// so how many a run has varies a little. (1523 until issue 38's plan-time
+/// skips of the TLV tally and the held-reply release: 1446.)
+const REFERENCE_DEFAULTS: f64 = 1446.0;
+/// The same with `--timestamps user` (repeats to the instruction; 1511
+/// before the same change).
+const REFERENCE_USER: f64 = 1427.0;
 /// How far over its reference a count may go before the test fails.
 const MARGIN: f64 = 1.10;
 
@@ -92,8 +94,10 @@ fn count(valgrind: &Path, bin: &Path, port: u16, packets: u64, extra: &[&str]) -
     threads
 }
 
-/// The measurement thread's instructions per round trip: the thread whose
-/// count grows most between a short and a long run.
+/// The measurement thread's instructions per round trip: the client's
+/// second thread (the main one consumes the ring and, at the end, builds
+/// the report, whose cost varies from run to run by more than a round
+/// trip's: taking the thread that grew most took it at times).
 fn per_round_trip(valgrind: &Path, bin: &Path, extra: &[&str]) -> f64 {
     let (_server, port) = start_server(&[]);
     let (short, long) = (2_000u64, 4_000u64);
@@ -106,7 +110,7 @@ fn per_round_trip(valgrind: &Path, bin: &Path, extra: &[&str]) -> f64 {
         .map(|(a, b)| (*b as f64 - *a as f64) / (long - short) as f64)
         .collect();
     println!("{extra:?}: per round trip, each thread: {per:.0?}");
-    per.into_iter().fold(0.0, f64::max)
+    *per.get(1).expect("a measurement thread")
 }
 
 #[test]
