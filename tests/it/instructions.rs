@@ -94,10 +94,13 @@ fn count(valgrind: &Path, bin: &Path, port: u16, packets: u64, extra: &[&str]) -
     threads
 }
 
-/// The measurement thread's instructions per round trip: the client's
-/// second thread (the main one consumes the ring and, at the end, builds
-/// the report, whose cost varies from run to run by more than a round
-/// trip's: taking the thread that grew most took it at times).
+/// The measurement thread's instructions per round trip: of the threads
+/// the engine starts (not the main thread, 1, which drains the ring and
+/// reports), the one whose count grows most between a short and a long
+/// run. The main thread is left out because its count follows the wall
+/// clock, not the round trips: it waits for samples with a timed wake-up,
+/// and under callgrind on a busy machine it woke 54,000 instructions' worth
+/// per round trip (the measurement thread: 1,539).
 fn per_round_trip(valgrind: &Path, bin: &Path, extra: &[&str]) -> f64 {
     let (_server, port) = start_server(&[]);
     let (short, long) = (2_000u64, 4_000u64);
@@ -110,7 +113,8 @@ fn per_round_trip(valgrind: &Path, bin: &Path, extra: &[&str]) -> f64 {
         .map(|(a, b)| (*b as f64 - *a as f64) / (long - short) as f64)
         .collect();
     println!("{extra:?}: per round trip, each thread: {per:.0?}");
-    *per.get(1).expect("a measurement thread")
+    assert!(per.len() >= 2, "a measurement thread beside the main one");
+    per.into_iter().skip(1).fold(0.0, f64::max)
 }
 
 #[test]
