@@ -903,7 +903,9 @@ p("its empty spins would be, and a busy-poll round trip runs the same per-packet
 p("one with a non-blocking receive in place of the blocking one. Paced mode (`--interval`) is not")
 p("counted either: under callgrind its waiter wakes a varying number of times before each slot, so")
 p("two runs' difference is the waiting, not the work (it came out negative). The consumer thread's")
-p("count varies between runs (it drains the ring in as many wake-ups as the timing gives); the")
+p("count varies between runs (it drains the ring in as many wake-ups as the timing gives, and since")
+p("e26bf12 it includes the end-of-run report, `Report::new`, whose cost differs by thousands of")
+p("instructions per round trip from run to run, so the client's rows count its measurement thread); the")
 p("measurement thread's repeats within 1 % (to the instruction with `--timestamps user`; with kernel")
 p("stamps the packets that ask for TX stamps are drawn at random, so a run's number of them varies).")
 p("The last column is issue 38's table as filed (the landed tree then), for the trend.")
@@ -919,9 +921,9 @@ rows = [
     ("Synapse client, defaults: consumer (main) thread", "syn-default", "main", None, None, None),
     ("Synapse client, `--timestamps user`: measurement thread", "syn-user", "t2", "c-plain", "all", "C, no stamps"),
     ("Synapse client, `--timestamps user`: consumer (main) thread", "syn-user", "main", None, None, None),
-    ("Synapse client, `--stamp` (against `synapse server`): all threads", "syn-stamp", "all", "c-rx", "all", "C, RX stamps"),
+    ("Synapse client, `--stamp` (against `synapse server`): measurement thread", "syn-stamp", "t2", "c-rx", "all", "C, RX stamps"),
     ("bare C TCP client", "c-tcp", "all", None, None, None),
-    ("Synapse client, `--tcp`: all threads", "syn-tcp", "all", "c-tcp", "all", "C TCP client"),
+    ("Synapse client, `--tcp`: measurement thread", "syn-tcp", "t2", "c-tcp", "all", "C TCP client"),
     ("bare C reflector, per answer", "c-reflector", "all", None, None, None),
     ("`synapse server`, per answer, back-to-back requests (its batch path under callgrind): all threads", "syn-server", "all", "c-reflector", "all", "C reflector"),
     ("`synapse server`, per answer, one request a millisecond (its `recvfrom` path): all threads", "syn-server-paced", "all", "c-reflector", "all", "C reflector"),
@@ -968,6 +970,30 @@ srv = ins_get("syn-server-paced", "all") or ins_get("syn-server", "all")
 p("Against issue 38's aims: " + "; ".join(f"{l}: {says(r, t, 2)}" for l, r, t in targets) +
   (f"; `synapse server` ≤ 400 per answer: {srv:,.0f} ({'met' if srv <= 400 else 'not met'})." if srv else "."))
 p()
+# Issue 38's reductions step by step: one run of `benches/instructions.sh 10000 20000` before
+# and after each (the serving or measurement thread, per round trip), on this machine.
+STEPS = [
+    ("receive headers built once; a `recv` resets only what the kernel wrote (`Batch::recv`)",
+     "`synapse server`, back-to-back requests (batch path)", "1,697", "1,156"),
+    ("send headers, buffers and control data written for the groups sent only, not zeroed for 32 (`Batch::send_groups`)",
+     "the same", "1,156", "825"),
+    ("per-peer tables (sessions, sources, STAMP counters) hashed by a keyed multiply-rotate, not SipHash",
+     "`synapse server`'s STAMP port", "1,715", "1,497"),
+    ("`release_held` and `TlvTally::reply` skipped at plan time when nothing can be held or tallied",
+     "client defaults / `--timestamps user`", "1,532 / 1,520", "1,445 / 1,428"),
+]
+p("Issue 38's reductions, step by step (one run before and one after each, e26bf12 and on):")
+p()
+p("| step | measured (serving / measurement thread) | before | after |")
+p("|---|---|---|---|")
+for step, what, before, after in STEPS:
+    p(f"| {step} | {what} | {before} | {after} |")
+p()
+p("Tried and not kept: each clock reading turned into nanoseconds since the epoch once, the wall")
+p("time taken as the wall time at the epoch plus that (exact to the nanosecond): 1,445 → 1,451 and")
+p("1,428 → 1,433, no gain, since `sub_timespec`'s 111 per round trip are not the wall-clock")
+p("conversions.")
+p()
 prof = {}
 for line in (read(IN, "out") or "").splitlines():
     parts = line.split(None, 4)
@@ -993,18 +1019,19 @@ for (c, t), fns in prof.items():
         p(f"| {v:,.1f} | `{fn}` |")
     p()
 
-p("Reading the maps (where issue 38's reductions are). Client: `Stats::record` and")
-p("`saturating_record` are the measurement thread recording each sample into its own histograms;")
-p("`sub_timespec` and `Timespec::now` are `Instant` arithmetic where integer nanoseconds would do;")
-p("`memcpy` is the 136-byte `Record` pushed into the ring (the consumer pays it again popping it);")
-p("`release_held` and `TlvTally::reply` run on a plain echo with nothing held and no TLV;")
-p("`__pthread_enable/disable_asynccancel` wrap each blocking libc call, which a direct system call")
-p("would not. Reflector: after every answer the loop tries a `recvmmsg` for more queued datagrams,")
-p("and `Batch::recv` (sys/batch.rs, inlined into the loop) zeroes and refills all 32 message and")
-p("buffer headers for it each time: the `memset`, most of the loop's own count and the failing")
-p("`recvmmsg` with its `receive_failed` are that try, about half of an answer on the `recvfrom`")
-p("path; headers built once would leave it the system call. `admit` is the source checks and the")
-p("session look-up; `sub_timespec` the `Instant` behind each clock read.")
+p("Reading the maps (what the remaining instructions buy). Client: `on_datagram` and the loop")
+p("(`__rust_begin_short_backtrace`) are the decode, the sequence tracker, the points and the")
+p("record; `Stats::record` and `saturating_record` record each sample into the measurement")
+p("thread's own histograms (the authoritative statistics); `sub_timespec` and `Timespec::now` are")
+p("`Instant` arithmetic (about four subtractions a round trip: the RTT, the record's time, the")
+p("deadline's checks); `memcpy` is the `Record` pushed into the ring (the consumer pays it again")
+p("popping it); `settle` fetches the TX stamps; `__pthread_enable/disable_asynccancel` wrap each")
+p("blocking libc call, which a direct system call would not. Reflector: after every answer the")
+p("loop tries a `recvmmsg` for more queued datagrams: with its headers built once (`Batch::recv`)")
+p("that try is the system call and its wrapper; `send_groups` writes one header and its control")
+p("data per group sent; `admit` is the source checks and the session look-up (the previous peer's")
+p("fast path, no hash); `sub_timespec` and `Timespec::now` the `Instant` behind each clock read;")
+p("`memcmp` the address comparison.")
 p()
 
 # not measured ---------------------------------------------------------------------------

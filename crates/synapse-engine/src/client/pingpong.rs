@@ -102,7 +102,9 @@ pub(super) struct Pinger<'a> {
     /// Follow-Up Telemetry: the answered packet waiting for the next reply.
     holding: bool,
     held: Option<Held>,
-    /// What the replies' TLVs said.
+    /// What the replies' TLVs said, kept only when the report shows it
+    /// (STAMP with TLVs asked): a plain echo has nothing to tally.
+    tallying: bool,
     tally: TlvTally,
 }
 
@@ -153,6 +155,7 @@ impl<'a> Pinger<'a> {
             reply_tos: None,
             holding: cfg.stamp && cfg.tlvs.follow_up,
             held: None,
+            tallying: cfg.stamp && !cfg.tlvs.is_empty(),
             tally: TlvTally::default(),
         }
     }
@@ -380,7 +383,9 @@ impl<'a> Pinger<'a> {
                 return true;
             }
             Some((r, Reply::Late { reordered })) => {
-                self.tally.reply(&r.tlv);
+                if self.tallying {
+                    self.tally.reply(&r.tlv);
+                }
                 (RecordKind::Late { reordered }, r.seq)
             }
             Some((r, Reply::Duplicate)) => (RecordKind::Duplicate, r.seq),
@@ -544,6 +549,10 @@ impl<'a> Pinger<'a> {
     /// held for it, which is then released (see `extensions`).
     #[inline]
     fn follow_up(&mut self, reply: &crate::protocol::Reply) {
+        // Nothing is held without TLVs (`holding` implies `tallying`).
+        if !self.tallying {
+            return;
+        }
         self.tally.reply(&reply.tlv);
         if let (Some(fu), Some(held)) = (reply.tlv.follow_up, self.held.as_mut()) {
             let matched = held.follow_up(&fu, reply.reflector_error.format());
@@ -557,6 +566,11 @@ impl<'a> Pinger<'a> {
     /// The held packet goes out as it is: its record, then its row.
     #[inline]
     fn release_held(&mut self) {
+        // Nothing is ever held without Follow-Up asked: skip the take
+        // (it moves the whole slot out) on every other run.
+        if !self.holding {
+            return;
+        }
         if let Some(h) = self.held.take() {
             self.emit_now(h.record);
             if let Some(row) = h.row {

@@ -9,7 +9,7 @@
 //! reflection victim is an address, and a stranger spoofing it from many
 //! ports must not multiply its share.
 
-use std::collections::HashMap;
+use super::peer_hash::{PeerMap, peer_map};
 use std::net::IpAddr;
 
 /// The reflector's limits.
@@ -131,7 +131,7 @@ pub struct SourceBuckets {
     room: usize,
     slots: Vec<Source>,
     free: Vec<usize>,
-    index: HashMap<IpAddr, usize>,
+    index: PeerMap<IpAddr, usize>,
 }
 
 impl SourceBuckets {
@@ -143,7 +143,7 @@ impl SourceBuckets {
             room,
             slots: Vec::with_capacity(room),
             free: Vec::with_capacity(room),
-            index: HashMap::with_capacity(room),
+            index: peer_map(room),
         }
     }
 

@@ -15,6 +15,7 @@ pub mod admission;
 mod answer_log;
 mod follow_up;
 pub mod limits;
+mod peer_hash;
 mod serve;
 mod sessions;
 mod stamp_counters;

@@ -4,9 +4,9 @@
 //! hot path, and a peer beyond it is refused until a session ends.
 
 use super::limits::{Limits, Pace, SourceBuckets};
+use super::peer_hash::{PeerMap, peer_map};
 use super::{ReflectorEvent, ReflectorTotals, Refusal, SessionInfo};
 use crate::sys::addr::RawAddr;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ pub struct Sessions {
     sessions: Vec<Session>,
     /// Where each peer's session is in `sessions`. Sized for
     /// `MAX_SESSIONS` up front, so a new peer never allocates.
-    index: HashMap<SocketAddr, usize>,
+    index: PeerMap<SocketAddr, usize>,
     /// Index of the session that sent the previous datagram: the common case
     /// of one busy client skips the table search.
     last: usize,
@@ -47,7 +47,7 @@ impl Sessions {
         let pace = Pace::new(limits.per_source_pps, limits.burst);
         Self {
             sessions: Vec::with_capacity(max),
-            index: HashMap::with_capacity(max),
+            index: peer_map(max),
             last: usize::MAX,
             max,
             sources: SourceBuckets::new(pace, max),

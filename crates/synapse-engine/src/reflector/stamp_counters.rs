@@ -15,9 +15,9 @@
 //! Follow-Up Telemetry, the real send time of its previous answer once
 //! the kernel's TX stamp of it is in.
 
+use super::peer_hash::{PeerMap, peer_map};
 use crate::protocol::tlv::FollowUp;
 use crate::sys::addr::RawAddr;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -72,7 +72,7 @@ pub struct Counted {
 /// Per-sender sequence numbers.
 #[derive(Debug)]
 pub struct StampCounters {
-    counters: HashMap<SocketAddr, Counter>,
+    counters: PeerMap<SocketAddr, Counter>,
     idle_ns: u64,
 }
 
@@ -86,7 +86,7 @@ impl StampCounters {
     /// An empty table whose counts are forgotten after `idle` of silence.
     pub fn new(idle: Duration) -> Self {
         Self {
-            counters: HashMap::with_capacity(MAX_COUNTERS),
+            counters: peer_map(MAX_COUNTERS),
             idle_ns: idle.as_nanos() as u64,
         }
     }

@@ -17,7 +17,7 @@ use super::io::{Received, received};
 use super::pktinfo::{self, Arrival, ArrivalControl};
 use std::cell::Cell;
 use std::io;
-use std::mem::{size_of, zeroed};
+use std::mem::{MaybeUninit, size_of, zeroed};
 use std::os::fd::RawFd;
 
 /// Datagrams per `recvmmsg`: enough to amortise the syscall, small enough
@@ -39,7 +39,15 @@ pub struct Batch {
     /// `BATCH` slots of `slot` bytes each.
     bufs: Box<[u8]>,
     slot: usize,
-    from: [RawAddr; BATCH],
+    /// On the heap, as the slots and control data: the headers point at
+    /// them and must stay valid when the batch moves.
+    from: Box<[RawAddr; BATCH]>,
+    /// The receive headers, built once: a `recv` resets only what the
+    /// kernel wrote into those it filled (the reflector tries one after
+    /// every answer, most finding nothing).
+    headers: Box<[libc::mmsghdr; BATCH]>,
+    /// Their buffers, one slot each (the headers point here).
+    iov: Box<[libc::iovec; BATCH]>,
     got: [Received; BATCH],
     /// Where each came to, when asked for (see [`pktinfo`]).
     arrival: [Option<Arrival>; BATCH],
@@ -57,15 +65,54 @@ impl Batch {
     /// with `arrivals`, where each datagram came to (the socket must have
     /// [`pktinfo::enable`]d it), for each answer to leave from there.
     pub fn new(slot: usize, arrivals: bool) -> Self {
-        Self {
+        let mut batch = Self {
             bufs: vec![0u8; slot * BATCH].into_boxed_slice(),
             slot,
-            from: [RawAddr::empty(); BATCH],
+            from: Box::new([RawAddr::empty(); BATCH]),
+            // SAFETY: mmsghdr and iovec are plain old data; all-zero is valid.
+            headers: Box::new(unsafe { zeroed() }),
+            // SAFETY: as above.
+            iov: Box::new(unsafe { zeroed() }),
             got: [Received::default(); BATCH],
             arrival: [None; BATCH],
             controls: arrivals.then(|| Box::new([ArrivalControl::default(); BATCH])),
             len: 0,
             gso_limit: Cell::new(usize::from(u16::MAX)),
+        };
+        batch.point_headers();
+        batch
+    }
+
+    /// Points each receive header at its slot, address and control data
+    /// (all on the heap, owned by the batch, so this holds for its life).
+    fn point_headers(&mut self) {
+        let base = self.bufs.as_mut_ptr();
+        let slots = self.headers.iter_mut().zip(self.iov.iter_mut());
+        for (i, (m, v)) in slots.enumerate() {
+            // SAFETY: slot i lies inside `bufs` (BATCH slots of `slot` bytes).
+            v.iov_base = unsafe { base.add(i * self.slot) }.cast();
+            v.iov_len = self.slot;
+            m.msg_hdr.msg_iov = v;
+            m.msg_hdr.msg_iovlen = 1;
+            m.msg_hdr.msg_name = self.from[i].storage_ptr().cast();
+            if let Some(controls) = self.controls.as_deref_mut() {
+                m.msg_hdr.msg_control = controls[i].as_mut_ptr();
+            }
+        }
+        for i in 0..BATCH {
+            self.reset_header(i);
+        }
+    }
+
+    /// Restores what the kernel writes into header `i` when it fills it.
+    #[inline]
+    fn reset_header(&mut self, i: usize) {
+        let m = &mut self.headers[i];
+        m.msg_len = 0;
+        m.msg_hdr.msg_flags = 0;
+        m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        if let Some(controls) = self.controls.as_deref() {
+            m.msg_hdr.msg_controllen = controls[i].capacity() as _;
         }
     }
 
@@ -90,40 +137,24 @@ impl Batch {
     /// blocking (one `recvmmsg`, `MSG_DONTWAIT`): `EAGAIN` when nothing is.
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
         self.len = 0;
-        // SAFETY: iovec and mmsghdr are plain old data; all-zero is valid.
-        let mut iov: [libc::iovec; BATCH] = unsafe { zeroed() };
-        // SAFETY: as above.
-        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
-        let base = self.bufs.as_mut_ptr();
-        for (i, (m, v)) in msgs.iter_mut().zip(iov.iter_mut()).enumerate() {
-            // SAFETY: slot i lies inside `bufs` (BATCH slots of `slot` bytes).
-            v.iov_base = unsafe { base.add(i * self.slot) }.cast();
-            v.iov_len = self.slot;
-            m.msg_hdr.msg_iov = v;
-            m.msg_hdr.msg_iovlen = 1;
-            m.msg_hdr.msg_name = self.from[i].storage_ptr().cast();
-            m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            if let Some(controls) = self.controls.as_deref_mut() {
-                m.msg_hdr.msg_control = controls[i].as_mut_ptr();
-                m.msg_hdr.msg_controllen = controls[i].capacity() as _;
-            }
-        }
-        // SAFETY: every header points at a live slot and address of the
-        // sizes given, all owned by `self` and the stack for the call.
+        // SAFETY: every header points at a live slot, address and control
+        // buffer of the sizes given, all owned by `self` on the heap.
         let n = unsafe {
             libc::recvmmsg(
                 fd,
-                msgs.as_mut_ptr(),
+                self.headers.as_mut_ptr(),
                 BATCH as libc::c_uint,
                 libc::MSG_DONTWAIT,
                 std::ptr::null_mut(),
             )
         };
         if n < 0 {
+            // The kernel writes back a header only for a datagram received.
             return Err(io::Error::last_os_error());
         }
         self.len = n as usize;
-        for (i, m) in msgs.iter().take(self.len).enumerate() {
+        for i in 0..self.len {
+            let m = self.headers[i];
             self.from[i].set_len(m.msg_hdr.msg_namelen);
             self.arrival[i] = self.controls.as_deref().and_then(|controls| {
                 pktinfo::arrival_in(controls[i].filled(m.msg_hdr.msg_controllen))
@@ -135,6 +166,7 @@ impl Batch {
             } else {
                 received(len, self.slot)
             };
+            self.reset_header(i);
         }
         Ok(self.len)
     }
@@ -212,27 +244,31 @@ impl Batch {
     /// Sends `order`, cut into groups of `sizes`, a message per group.
     /// Returns how many datagrams could not be sent.
     fn send_groups(&self, fd: RawFd, order: &[u8], sizes: &[u8]) -> u64 {
-        // SAFETY: iovec and mmsghdr are plain old data; all-zero is valid.
-        let mut iov: [libc::iovec; BATCH] = unsafe { zeroed() };
-        // SAFETY: as above.
-        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { zeroed() };
-        let mut controls = [ArrivalControl::default(); BATCH];
+        // Only the headers, buffers and control data of the groups sent are
+        // written (most sends are one group): zeroing all `BATCH` of each
+        // cost more than the rest of an answer.
+        let mut iov = [MaybeUninit::<libc::iovec>::uninit(); BATCH];
+        let mut msgs = [MaybeUninit::<libc::mmsghdr>::uninit(); BATCH];
+        let mut controls = [MaybeUninit::<ArrivalControl>::uninit(); BATCH];
         let mut firsts = [0usize; BATCH];
         let mut at = 0;
         for (g, &size) in sizes.iter().enumerate() {
             let members = &order[at..at + usize::from(size)];
             for (v, &slot) in iov[at..].iter_mut().zip(members) {
                 let (bytes, _, _) = self.datagram(usize::from(slot));
-                v.iov_base = bytes.as_ptr().cast_mut().cast();
-                v.iov_len = bytes.len();
+                v.write(libc::iovec {
+                    iov_base: bytes.as_ptr().cast_mut().cast(),
+                    iov_len: bytes.len(),
+                });
             }
             let lead = usize::from(members[0]);
-            let m = &mut msgs[g].msg_hdr;
-            m.msg_iov = &raw mut iov[at];
+            // SAFETY: mmsghdr is plain old data; all-zero is valid.
+            let m = &mut msgs[g].write(unsafe { zeroed() }).msg_hdr;
+            m.msg_iov = (&raw mut iov[at]).cast();
             m.msg_iovlen = members.len();
             m.msg_name = self.from[lead].storage_ptr_const().cast_mut().cast();
             m.msg_namelen = self.from[lead].len;
-            let mut control = Encoder::new(&mut controls[g]);
+            let mut control = Encoder::new(controls[g].write(ArrivalControl::default()));
             if let Some(from) = self.arrival[lead] {
                 pktinfo::push_source(&mut control, from);
             }
@@ -247,11 +283,16 @@ impl Batch {
         }
         let (groups, mut failed, mut g) = (sizes.len(), 0, 0);
         while g < groups {
-            // SAFETY: headers g..groups point at live iovecs, slots,
-            // addresses and control data; the kernel only reads them for
-            // the duration of the call.
+            // SAFETY: headers g..groups were written above and point at
+            // live iovecs (written), slots, addresses and control data; the
+            // kernel only reads them for the duration of the call.
             let n = unsafe {
-                libc::sendmmsg(fd, msgs[g..].as_mut_ptr(), (groups - g) as libc::c_uint, 0)
+                libc::sendmmsg(
+                    fd,
+                    msgs[g..].as_mut_ptr().cast::<libc::mmsghdr>(),
+                    (groups - g) as libc::c_uint,
+                    0,
+                )
             };
             if n > 0 {
                 g += n as usize;
