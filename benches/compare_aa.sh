@@ -62,9 +62,9 @@ for i in $(seq 1 "$pairs"); do
   for state in assumed host; do
     s=$empty; [ "$state" = host ] && s=$host
     tally "one,$state,none" "$(verdict "$s" "$a" "$b")"
-    tally "one,$state,10" "$(verdict "$s" "$a" "$b" --min-effect 10)"
+    tally "one,$state,10" "$(verdict "$s" --min-effect 10 "$a" "$b")"
     tally "three,$state,none" "$(verdict "$s" "${three[@]}")"
-    tally "three,$state,10" "$(verdict "$s" "${three[@]}" --min-effect 10)"
+    tally "three,$state,10" "$(verdict "$s" --min-effect 10 "${three[@]}")"
   done
   [ $((i % 25)) -eq 0 ] && echo "  $i of $pairs comparisons"
 done
