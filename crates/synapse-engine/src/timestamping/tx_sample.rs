@@ -4,8 +4,10 @@
 //! times are random cannot lock onto a period in the traffic or the
 //! system, as every N-th packet could). Warm-up packets all are.
 //!
-//! The draw is a xorshift64* step and a comparison: no allocation, no
-//! system call, about a nanosecond.
+//! The draw is a step of the one seeded generator (`synapse_stats::SplitMix`)
+//! and a comparison: no allocation, no system call, about a nanosecond.
+
+use synapse_stats::SplitMix;
 
 /// The sampling state of one run. Allocation-free.
 #[derive(Debug, Clone, Copy)]
@@ -13,12 +15,11 @@ pub struct TxSample {
     /// A packet is taken when the draw is below this (`u64::MAX`: all).
     threshold: u64,
     every: u64,
-    state: u64,
+    rng: SplitMix,
 }
 
 impl TxSample {
-    /// One packet in `every` on average, the draws started from `seed`
-    /// (any value; 0 is moved off the generator's fixed point).
+    /// One packet in `every` on average, the draws started from `seed`.
     pub fn new(every: u32, seed: u64) -> Self {
         let every = u64::from(every.max(1));
         Self {
@@ -28,7 +29,7 @@ impl TxSample {
                 u64::MAX / every
             },
             every,
-            state: seed | 1,
+            rng: SplitMix::new(seed),
         }
     }
 
@@ -55,13 +56,7 @@ impl TxSample {
         if index.is_none() || self.every == 1 {
             return true;
         }
-        // xorshift64* (Vigna 2016).
-        let mut x = self.state;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.state = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D) < self.threshold
+        self.rng.next_u64() < self.threshold
     }
 }
 
@@ -105,9 +100,13 @@ mod tests {
         // P(gap = 1) = 1/256 for a geometric law; every 256th never is.
         let ones = gaps.iter().filter(|&&g| g == 1.0).count() as f64;
         assert!((ones / n - 1.0 / 256.0).abs() < 0.002, "{ones} gaps of 1");
-        assert_ne!(
-            TxSample::new(256, 1).state,
-            TxSample::new(256, 2).state | 1 ^ 2
-        );
+        // Another seed, another sample.
+        let taken = |seed| {
+            let mut s = TxSample::new(256, seed);
+            (0..10_000u64)
+                .filter(|&i| s.take(Some(i)))
+                .collect::<Vec<_>>()
+        };
+        assert_ne!(taken(1), taken(2));
     }
 }
