@@ -199,7 +199,16 @@ fn the_paced_live_display_shows_the_schedule_jitter_and_one_way_delay() {
     tmux.keys("q");
     tmux.wait_for("the program to exit", |s| s.contains("EXIT="));
     let after = tmux.screen_and_scrollback();
-    assert!(after.contains("EXIT=0"), "{after}");
+    // This test checks the display and the summary. A loaded machine can
+    // starve the reflector into late replies or an outage, and then
+    // --max-loss or --max-outage rightly fails the run (exit 3, with its
+    // reason); any other exit is a fault.
+    assert!(
+        after.contains("EXIT=0")
+            || (after.contains("EXIT=3")
+                && (after.contains("✗ FAIL: loss") || after.contains("✗ FAIL: outage"))),
+        "{after}"
+    );
     assert!(
         after.contains("Mode:     paced, periodic every 1.00 ms"),
         "{after}"
