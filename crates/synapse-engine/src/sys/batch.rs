@@ -140,12 +140,11 @@ impl Batch {
         // SAFETY: every header points at a live slot, address and control
         // buffer of the sizes given, all owned by `self` on the heap.
         let n = unsafe {
-            libc::recvmmsg(
+            super::direct::recvmmsg(
                 fd,
                 self.headers.as_mut_ptr(),
                 BATCH as libc::c_uint,
                 libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
             )
         };
         if n < 0 {
@@ -287,7 +286,7 @@ impl Batch {
             // live iovecs (written), slots, addresses and control data; the
             // kernel only reads them for the duration of the call.
             let n = unsafe {
-                libc::sendmmsg(
+                super::direct::sendmmsg(
                     fd,
                     msgs[g..].as_mut_ptr().cast::<libc::mmsghdr>(),
                     (groups - g) as libc::c_uint,

@@ -165,12 +165,11 @@ impl ErrQueueBatch {
         // lengths (the shared scratch iovec, its own control buffer); the
         // count is the array's length; no timeout.
         let n = unsafe {
-            libc::recvmmsg(
+            super::direct::recvmmsg(
                 fd,
                 msgs.as_mut_ptr(),
                 ERRQUEUE_BATCH as libc::c_uint,
                 libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
             )
         };
         self.filled = usize::try_from(n).unwrap_or(0).min(ERRQUEUE_BATCH);

@@ -5,6 +5,7 @@
 
 use super::addr::RawAddr;
 use super::cmsg::Encoder;
+use super::direct;
 use super::errno::count;
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -31,7 +32,7 @@ pub(super) fn received(real: usize, capacity: usize) -> Received {
 #[inline]
 pub(super) fn send_flags(fd: RawFd, buf: &[u8], flags: i32) -> io::Result<usize> {
     // SAFETY: buf is valid for buf.len() bytes for the duration of the call.
-    count(unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), flags) })
+    count(unsafe { direct::send(fd, buf.as_ptr().cast(), buf.len(), flags) })
 }
 
 /// One `recv` with `flags`: the bytes received (with `MSG_TRUNC` on a
@@ -39,7 +40,7 @@ pub(super) fn send_flags(fd: RawFd, buf: &[u8], flags: i32) -> io::Result<usize>
 #[inline]
 pub(super) fn recv_flags(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<usize> {
     // SAFETY: buf is writable for buf.len() bytes; the kernel writes no further.
-    count(unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) })
+    count(unsafe { direct::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) })
 }
 
 /// Sends one datagram on a connected socket. One `send` syscall.
@@ -54,7 +55,7 @@ pub fn send_to(fd: RawFd, buf: &[u8], to: &RawAddr) -> io::Result<usize> {
     // SAFETY: buf and the address are valid for the lengths passed; the kernel
     // only reads them for the duration of the call.
     count(unsafe {
-        libc::sendto(
+        direct::sendto(
             fd,
             buf.as_ptr().cast(),
             buf.len(),
@@ -89,7 +90,7 @@ pub fn recv_from(fd: RawFd, buf: &mut [u8], from: &mut RawAddr) -> io::Result<Re
     // SAFETY: buf is writable for buf.len() bytes and from.storage for from.len
     // bytes; the kernel writes no further and updates from.len.
     let n = count(unsafe {
-        libc::recvfrom(
+        direct::recvfrom(
             fd,
             buf.as_mut_ptr().cast(),
             buf.len(),
@@ -137,7 +138,7 @@ pub(super) fn recv_msg(
     }
     // SAFETY: every pointer in msg refers to a live buffer of the stated
     // length (buf, the caller's control buffer, and the address storage).
-    let n = count(unsafe { libc::recvmsg(fd, &raw mut msg, flags) })?;
+    let n = count(unsafe { direct::recvmsg(fd, &raw mut msg, flags) })?;
     if let Some(f) = from {
         f.set_len(msg.msg_namelen);
     }
@@ -171,5 +172,5 @@ pub(super) fn send_msg(
     control.attach(&mut msg);
     // SAFETY: every pointer in msg refers to a live buffer of the stated
     // length (payload, address, control data); the kernel only reads.
-    count(unsafe { libc::sendmsg(fd, &raw const msg, flags) })
+    count(unsafe { direct::sendmsg(fd, &raw const msg, flags) })
 }

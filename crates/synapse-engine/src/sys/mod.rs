@@ -27,6 +27,7 @@ pub mod affinity;
 pub mod batch;
 pub mod clock;
 pub mod cmsg;
+mod direct;
 pub mod epoll;
 pub mod errno;
 pub mod errqueue;
