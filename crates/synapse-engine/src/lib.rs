@@ -47,6 +47,7 @@ mod affinity;
 mod client;
 mod error;
 pub mod floor;
+mod mono;
 pub mod peer_address;
 mod points;
 pub mod protocol;

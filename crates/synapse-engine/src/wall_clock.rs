@@ -10,8 +10,8 @@
 //! The offset is read again every so often, outside the timed part, so a
 //! step is followed within that many packets.
 
+use crate::mono::Mono;
 use crate::sys::clock::realtime_ns;
-use std::time::Instant;
 
 /// Tries at reading the two clocks together; the closest pair is kept.
 const TRIES: usize = 3;
@@ -19,7 +19,7 @@ const TRIES: usize = 3;
 /// A monotonic instant and the wall time at it.
 #[derive(Debug, Clone, Copy)]
 pub struct WallClock {
-    at: Instant,
+    at: Mono,
     real_ns: u64,
 }
 
@@ -29,9 +29,9 @@ impl WallClock {
     pub fn sync() -> Self {
         let mut best = None;
         for _ in 0..TRIES {
-            let before = Instant::now();
+            let before = Mono::now();
             let real_ns = realtime_ns();
-            let after = Instant::now();
+            let after = Mono::now();
             let span = after - before;
             if best.is_none_or(|(s, _)| span < s) {
                 best = Some((
@@ -45,7 +45,7 @@ impl WallClock {
         }
         best.map_or_else(
             || Self {
-                at: Instant::now(),
+                at: Mono::now(),
                 real_ns: realtime_ns(),
             },
             |(_, w)| w,
@@ -54,11 +54,11 @@ impl WallClock {
 
     /// The wall time at `t`, ns since the Unix epoch.
     #[inline]
-    pub fn at(&self, t: Instant) -> u64 {
+    pub fn at(&self, t: Mono) -> u64 {
         if t >= self.at {
-            self.real_ns + (t - self.at).as_nanos() as u64
+            self.real_ns + t.ns_since(self.at)
         } else {
-            self.real_ns - (self.at - t).as_nanos() as u64
+            self.real_ns - self.at.ns_since(t)
         }
     }
 }
@@ -71,7 +71,7 @@ mod tests {
     #[test]
     fn the_wall_time_of_an_instant_is_the_wall_clock_read_then() {
         let w = WallClock::sync();
-        let mono = Instant::now();
+        let mono = Mono::now();
         let real = realtime_ns();
         // Read back to back: the same instant within a few µs (a loaded
         // machine may preempt between the two reads; retry once).
@@ -79,7 +79,7 @@ mod tests {
         let off = if off < 50_000 {
             off
         } else {
-            let (m, r) = (Instant::now(), realtime_ns());
+            let (m, r) = (Mono::now(), realtime_ns());
             w.at(m).abs_diff(r)
         };
         assert!(off < 50_000, "{off} ns apart");

@@ -11,12 +11,13 @@
 
 use super::stop::STOP_CHECK;
 use crate::StopFlag;
+use crate::mono::Mono;
 use crate::sys;
 use crate::sys::errno::is_again;
 use crate::sys::poll::Readiness;
 use std::io;
 use std::os::fd::RawFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One transport's receive, as the wait drives it.
 pub(super) trait Receive {
@@ -56,7 +57,7 @@ pub(super) fn nothing<T>() -> io::Result<T> {
 pub(super) fn receive<R: Receive>(
     r: &mut R,
     how: Waiting,
-    deadline: Instant,
+    deadline: Mono,
     fresh: bool,
     stop: &StopFlag,
 ) -> io::Result<R::Got> {
@@ -70,7 +71,7 @@ pub(super) fn receive<R: Receive>(
         }
     }
     loop {
-        let now = Instant::now();
+        let now = Mono::now();
         if now >= deadline || stop.is_raised() {
             return nothing();
         }
@@ -96,16 +97,11 @@ pub(super) fn receive<R: Receive>(
 /// Busy-polling: spins on the non-blocking receive until something
 /// arrives, the deadline passes or `stop` is raised.
 #[inline]
-fn spin<R: Receive>(
-    r: &mut R,
-    fd: RawFd,
-    deadline: Instant,
-    stop: &StopFlag,
-) -> io::Result<R::Got> {
+fn spin<R: Receive>(r: &mut R, fd: RawFd, deadline: Mono, stop: &StopFlag) -> io::Result<R::Got> {
     loop {
         match r.recv_one(fd, false) {
             Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                if stop.is_raised() || Instant::now() >= deadline {
+                if stop.is_raised() || Mono::now() >= deadline {
                     return Err(e);
                 }
                 std::hint::spin_loop();
@@ -151,7 +147,7 @@ mod tests {
             busy_poll: false,
             armed: Some(Duration::from_millis(1)),
         };
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Mono::now() + Duration::from_secs(5);
         let got = receive(&mut s, how, deadline, true, &StopFlag::new());
         assert_eq!(got.unwrap(), 7);
         assert_eq!(s.calls, [false], "one receive, allowed to block");
@@ -171,7 +167,7 @@ mod tests {
                 busy_poll,
                 armed: Some(Duration::from_millis(1)),
             };
-            let deadline = Instant::now() + Duration::from_secs(60);
+            let deadline = Mono::now() + Duration::from_secs(60);
             let e = receive(&mut s, how, deadline, true, &stop).unwrap_err();
             assert_eq!(e.raw_os_error(), Some(libc::EAGAIN));
         }
@@ -188,7 +184,7 @@ mod tests {
             busy_poll: false,
             armed: None,
         };
-        let e = receive(&mut s, how, Instant::now(), false, &StopFlag::new()).unwrap_err();
+        let e = receive(&mut s, how, Mono::now(), false, &StopFlag::new()).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EAGAIN));
         assert!(s.calls.is_empty(), "nothing received after the deadline");
     }

@@ -22,6 +22,7 @@ mod stop;
 mod tcp;
 
 use super::affinity::{Placement, Role, ThreadPlacement, place_current_thread};
+use super::mono::Mono;
 use super::points::Points;
 use super::protocol::stamp::TimeFormat;
 use super::protocol::stamp_key::StampKey;
@@ -105,10 +106,14 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// A ping-pong run's budget is spent: `measured` requests sent after
-    /// the warm-up, or `elapsed` since the first of them.
+    /// the warm-up, or the time from `start` (the first of them) to `now`
+    /// (worked out only when the budget is a time).
     #[inline]
-    pub(crate) fn budget_spent(&self, measured: u64, elapsed: std::time::Duration) -> bool {
-        self.packets.is_some_and(|n| measured >= n) || self.duration.is_some_and(|d| elapsed >= d)
+    pub(crate) fn budget_spent(&self, measured: u64, start: Mono, now: Mono) -> bool {
+        self.packets.is_some_and(|n| measured >= n)
+            || self
+                .duration
+                .is_some_and(|d| now.duration_since(start) >= d)
     }
 
     /// Plain echo to `server` until stopped: no warm-up, 100 ms timeout,

@@ -26,6 +26,7 @@ use super::sequence::{Reply, SequenceTracker};
 use super::stamps::ClientStamps;
 use super::stop::pause_until;
 use super::{ClientConfig, ClientOutcome, Output};
+use crate::mono::Mono;
 use crate::points::{PacketStatus, Points};
 use crate::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use crate::socket::ClientSockets;
@@ -40,7 +41,7 @@ use socket2::Socket;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use synapse_stats::{Outage, OutageDetector, Record, RecordKind, Split, Stats};
 
 /// How often (in packets) the catch-all socket is checked for strays.
@@ -81,12 +82,17 @@ pub(super) struct Pinger<'a> {
     /// split comes only from those, so that every segment is from the same
     /// packets.
     in_sample: bool,
+    /// Whether a packet's points can split its round trip at all: only
+    /// with kernel stamps or STAMP's T2/T3 (a plain echo with user-space
+    /// stamps has no segment with both ends, `Split::NONE`, known at plan
+    /// time).
+    splitting: bool,
     out: Output,
     log_overflow: u64,
     tracker: SequenceTracker,
     stats: Stats,
     outages: OutageDetector,
-    epoch: Instant,
+    epoch: Mono,
     timeout: Duration,
     busy_poll: bool,
     /// Blocking mode: how long one receive may block on its own (the
@@ -117,7 +123,7 @@ impl<'a> Pinger<'a> {
         stamps: Option<ClientStamps>,
         stats: Stats,
     ) -> Self {
-        let epoch = Instant::now();
+        let epoch = Mono::now();
         let token = run_token(epoch);
         let codec = if cfg.stamp {
             let sender = StampSender::new(cfg.size, cfg.ssid, cfg.stamp_key.clone())
@@ -134,6 +140,7 @@ impl<'a> Pinger<'a> {
             buf: vec![0; RECV_BUFFER],
             // STAMP carries T1; kernel stamps are subtracted from user ones.
             realtime: cfg.stamp || stamps.is_some(),
+            splitting: cfg.stamp || stamps.is_some(),
             read_realtime: false,
             wall: WallClock::sync(),
             stamps,
@@ -177,7 +184,7 @@ impl<'a> Pinger<'a> {
         seq: u64,
         warmup: bool,
         stop: &StopFlag,
-    ) -> Result<(Wait, Instant), EngineError> {
+    ) -> Result<(Wait, Mono), EngineError> {
         let fd = self.socket.as_raw_fd();
         self.tracker.sent(seq);
         // The wall time is the monotonic reading's own (see wall_clock.rs),
@@ -189,7 +196,7 @@ impl<'a> Pinger<'a> {
         // The wall clock only where something needs it: STAMP's T1, or a
         // split (packets outside the sample have none).
         self.read_realtime = self.realtime && (cfg.stamp || stamped);
-        let t1 = Instant::now();
+        let t1 = Mono::now();
         let t1_user = if self.read_realtime {
             self.wall.at(t1)
         } else {
@@ -224,10 +231,10 @@ impl<'a> Pinger<'a> {
                 let _ = sys::errqueue::drain_error_queue(fd);
                 let errno = e.raw_os_error().unwrap_or(0);
                 if self.seen.replies == 0 {
-                    return Ok((Wait::Unreachable(errno), Instant::now()));
+                    return Ok((Wait::Unreachable(errno), Mono::now()));
                 }
                 let stopped = pause_until(t1 + self.timeout, stop);
-                let now = Instant::now();
+                let now = Mono::now();
                 if stopped {
                     return Ok((Wait::Stopped, now));
                 }
@@ -272,10 +279,10 @@ impl<'a> Pinger<'a> {
     fn wait_for(
         &mut self,
         seq: u64,
-        t1: Instant,
+        t1: Mono,
         warmup: bool,
         stop: &StopFlag,
-    ) -> Result<(Wait, Instant), EngineError> {
+    ) -> Result<(Wait, Mono), EngineError> {
         let fd = self.socket.as_raw_fd();
         let deadline = t1 + self.timeout;
         // The first receive starts right after the send, with the whole
@@ -284,7 +291,7 @@ impl<'a> Pinger<'a> {
         loop {
             let received = self.receive(fd, deadline, fresh, stop);
             fresh = false;
-            let now = Instant::now();
+            let now = Mono::now();
             let t4_user = if self.read_realtime {
                 self.wall.at(now)
             } else {
@@ -339,8 +346,8 @@ impl<'a> Pinger<'a> {
         got: sys::io::Received,
         rx: Stamps,
         seq: u64,
-        t1: Instant,
-        now: Instant,
+        t1: Mono,
+        now: Mono,
         t4_user: u64,
         warmup: bool,
     ) -> bool {
@@ -355,7 +362,7 @@ impl<'a> Pinger<'a> {
         let (kind, about) = match decoded.map(|r| (r, self.tracker.on_reply(r.seq))) {
             Some((reply, Reply::Fresh)) => {
                 self.seen.replies += 1;
-                let rtt = now.duration_since(t1).as_nanos() as u64;
+                let rtt = now.ns_since(t1);
                 let t4_user = self.read_realtime.then_some(t4_user);
                 self.points.answered(rtt, &reply, rx, t4_user);
                 self.points.marks = marks_of(&reply, self.reply_tos);
@@ -438,7 +445,7 @@ impl<'a> Pinger<'a> {
     fn receive(
         &mut self,
         fd: i32,
-        deadline: Instant,
+        deadline: Mono,
         fresh: bool,
         stop: &StopFlag,
     ) -> io::Result<(sys::io::Received, Stamps)> {
@@ -477,9 +484,12 @@ impl<'a> Pinger<'a> {
         // A packet held for its follow-up is logged when released.
         let held = self.holding && self.points.rtt_ns.is_some();
         if !(warmup || held) {
-            self.log(self.points);
+            self.release_held();
+            self.log_overflow += u64::from(self.out.log_row(&self.points));
         }
-        if self.in_sample {
+        if !self.splitting {
+            Split::NONE
+        } else if self.in_sample {
             self.points.split()
         } else {
             Split::UNSAMPLED
@@ -498,14 +508,10 @@ impl<'a> Pinger<'a> {
 
     #[inline]
     fn log_now(&mut self, row: Points) {
-        if let Some(log) = &mut self.out.log
-            && log.push(row).is_err()
-        {
-            self.log_overflow += 1;
-        }
+        self.log_overflow += u64::from(self.out.log_row(&row));
     }
 
-    fn time_out(&mut self, seq: u64, t1: Instant, warmup: bool) -> Wait {
+    fn time_out(&mut self, seq: u64, t1: Mono, warmup: bool) -> Wait {
         self.settle(warmup);
         self.tracker.timed_out(seq);
         let at_ns = self.at_ns(t1 + self.timeout);
@@ -519,7 +525,7 @@ impl<'a> Pinger<'a> {
 
     fn emit_outage(&mut self, o: Outage) {
         let packets = u32::try_from(o.packets).unwrap_or(u32::MAX);
-        let at_ns = self.at_ns(Instant::now());
+        let at_ns = self.at_ns(Mono::now());
         self.emit(Record::outage(o.seq, packets, at_ns, o.length_ns));
     }
 
@@ -527,14 +533,14 @@ impl<'a> Pinger<'a> {
     fn drain_strays(&mut self, seq: u64, warmup: bool) {
         let fd = self.catcher.as_raw_fd();
         while sys::io::recv_from(fd, &mut self.buf, &mut self.from).is_ok() {
-            let at_ns = self.at_ns(Instant::now());
+            let at_ns = self.at_ns(Mono::now());
             self.emit(Record::event(RecordKind::Stray, seq, at_ns, warmup));
         }
     }
 
     #[inline]
-    fn at_ns(&self, now: Instant) -> u64 {
-        now.duration_since(self.epoch).as_nanos() as u64
+    fn at_ns(&self, now: Mono) -> u64 {
+        now.ns_since(self.epoch)
     }
 
     /// Records into the authoritative statistics, then offers the record to
@@ -593,7 +599,7 @@ impl Exchanges for Pinger<'_> {
     /// `STRAY_DRAIN_EVERY` packets, and once as warm-up ends: whatever
     /// other sources sent meanwhile belongs to it, not to the figures.
     #[inline]
-    fn before(&mut self, seq: u64, warmup: bool, _: Instant, _: &StopFlag) -> bool {
+    fn before(&mut self, seq: u64, warmup: bool, _: Mono, _: &StopFlag) -> bool {
         if seq == self.warmup && self.warmup > 0 {
             self.drain_strays(seq, true);
         }
@@ -616,7 +622,7 @@ impl Exchanges for Pinger<'_> {
         Ok((false, now))
     }
 
-    fn finish(&mut self, seq: u64, last: Instant) {
+    fn finish(&mut self, seq: u64, last: Mono) {
         self.drain_strays(seq, false);
         self.release_held();
         // An outage still going on when the run ends ends with it.

@@ -7,20 +7,21 @@
 
 use super::{ClientConfig, ClientOutcome, StampingInfo};
 use crate::affinity::Placement;
+use crate::mono::Mono;
 use crate::{EngineError, StopFlag};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use synapse_stats::Stats;
 
 /// How one packet ended: whether stop was raised while it was in flight
 /// (then it is not counted), and when; an error ends the run.
-pub(super) type Packet = Result<(bool, Instant), EngineError>;
+pub(super) type Packet = Result<(bool, Mono), EngineError>;
 
 /// What a transport does in the shared run.
 pub(super) trait Exchanges {
     /// Before packet `seq` (the previous exchange ended at `last`): the
     /// transport's housekeeping, and a paced slot's wait. `true`: stop was
     /// raised meanwhile, the run ends.
-    fn before(&mut self, seq: u64, warmup: bool, last: Instant, stop: &StopFlag) -> bool;
+    fn before(&mut self, seq: u64, warmup: bool, last: Mono, stop: &StopFlag) -> bool;
 
     /// Packet `seq`, sent and settled. An error ends the run (a refused
     /// or silent peer, a failing socket).
@@ -28,7 +29,7 @@ pub(super) trait Exchanges {
 
     /// The run is over after `seq` packets, the last ended at `last`:
     /// whatever is still open (an outage, a connection) closes.
-    fn finish(&mut self, seq: u64, last: Instant);
+    fn finish(&mut self, seq: u64, last: Mono);
 
     /// The run's statistics, and what had no room: records in the live
     /// ring, rows in the log's.
@@ -47,14 +48,14 @@ pub(super) fn run<E: Exchanges>(
     stop: &StopFlag,
     placement: Placement,
 ) -> Result<ClientOutcome, EngineError> {
-    let mut measure_start: Option<Instant> = None;
+    let mut measure_start: Option<Mono> = None;
     let mut seq = 0u64;
-    let mut last = Instant::now();
+    let mut last = Mono::now();
     while !stop.is_raised() {
         let warmup = seq < cfg.warmup;
         if !warmup {
             let start = *measure_start.get_or_insert(last);
-            if cfg.budget_spent(seq - cfg.warmup, last.duration_since(start)) {
+            if cfg.budget_spent(seq - cfg.warmup, start, last) {
                 break;
             }
         }
@@ -102,14 +103,14 @@ mod tests {
     }
 
     impl Exchanges for Counting {
-        fn before(&mut self, _: u64, _: bool, _: Instant, _: &StopFlag) -> bool {
+        fn before(&mut self, _: u64, _: bool, _: Mono, _: &StopFlag) -> bool {
             false
         }
         fn packet(&mut self, _: &ClientConfig, seq: u64, warmup: bool, _: &StopFlag) -> Packet {
             self.exchanged.push((seq, warmup));
-            Ok((self.stop_at == Some(seq), Instant::now()))
+            Ok((self.stop_at == Some(seq), Mono::now()))
         }
-        fn finish(&mut self, seq: u64, _: Instant) {
+        fn finish(&mut self, seq: u64, _: Mono) {
             self.finished = Some(seq);
         }
         fn tallies(&self) -> (&Stats, u64, u64) {

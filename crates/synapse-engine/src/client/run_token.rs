@@ -1,15 +1,15 @@
 //! The per-run token every client's requests carry.
 
+use crate::mono::Mono;
 use crate::sys;
-use std::time::Instant;
 
 /// A per-run token: random, so another run's datagrams (or a restarted
 /// run's, in the live display) are never taken for replies.
-pub(crate) fn run_token(epoch: Instant) -> u64 {
+pub(crate) fn run_token(epoch: Mono) -> u64 {
     sys::random::random_u64().unwrap_or_else(|_| {
         // getrandom cannot fail on a kernel Synapse runs on; should it, the
         // clock's low bits still differ from run to run.
-        let t = epoch.elapsed().as_nanos() as u64 ^ sys::clock::realtime_ns();
+        let t = epoch.elapsed_ns() ^ sys::clock::realtime_ns();
         t.rotate_left(17) ^ u64::from(std::process::id())
     })
 }
@@ -20,7 +20,7 @@ mod tests {
 
     #[test]
     fn two_runs_get_different_tokens() {
-        let epoch = Instant::now();
+        let epoch = Mono::now();
         assert_ne!(run_token(epoch), run_token(epoch));
     }
 }

@@ -23,6 +23,7 @@ use super::sessions::Sessions;
 use super::stamp_counters::{Counted, StampCounters};
 use super::{Protocol, ReflectorEvent, ReflectorOutcome, Refusal};
 use crate::affinity::Placement;
+use crate::mono::Mono;
 use crate::protocol::clock_state::ClockWatch;
 use crate::protocol::stamp::{self, Layout, Reflection, WireTime};
 use crate::protocol::stamp_key::StampKey;
@@ -43,7 +44,7 @@ use crate::{EngineError, StopFlag};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How often the reflector wakes when idle, and publishes session state.
 pub const TICK: Duration = Duration::from_millis(100);
@@ -101,7 +102,7 @@ pub struct Reflector {
     buf: Vec<u8>,
     from: RawAddr,
     control: ControlBuf,
-    epoch: Instant,
+    epoch: Mono,
     /// The sources answered.
     allow: AllowList,
     /// `--max-total-pps`, and when its bucket is empty again.
@@ -145,7 +146,7 @@ impl Reflector {
             buf: vec![0u8; RECV_BUFFER],
             from: RawAddr::empty(),
             control: ControlBuf::default(),
-            epoch: Instant::now(),
+            epoch: Mono::now(),
             allow: admission.allow,
             total: Pace::new(limits.total_pps, limits.burst),
             total_tat: 0,
@@ -378,7 +379,7 @@ impl Reflector {
     /// Nanoseconds since the reflector started.
     #[inline]
     fn clock(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
+        self.epoch.elapsed_ns()
     }
 
     /// Answers one admitted datagram of session `idx` and accounts for it,

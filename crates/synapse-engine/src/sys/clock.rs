@@ -14,6 +14,17 @@ pub fn realtime_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Nanoseconds of `CLOCK_MONOTONIC`, the clock `Instant` reads. (vDSO:
+/// no syscall.)
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    // SAFETY: timespec is plain old data; all-zero is valid.
+    let mut ts: libc::timespec = unsafe { zeroed() };
+    // SAFETY: ts is a live timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// What the kernel says of the system clock (`adjtimex` with modes 0, as
 /// `ntp_adjtime` reads it): whether it is synchronised (a time daemon
 /// clears `STA_UNSYNC`; the call returns `TIME_ERROR` otherwise), its

@@ -26,6 +26,7 @@ pub use stamps::PacedStamps;
 
 use crate::client::seen::GIVE_UP_AFTER;
 use crate::client::stop::STOP_CHECK;
+use crate::mono::Mono;
 use crate::points::{PacketStatus, Points};
 use crate::sys;
 use crate::sys::addr::RawAddr;
@@ -41,7 +42,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use synapse_stats::{Outage, Record, RecordKind};
 use waiter::Waiter;
 
@@ -88,7 +89,7 @@ pub struct Pacer<'a, S: Sink> {
     stamps: Option<PacedStamps>,
     buf: Vec<u8>,
     from: RawAddr,
-    epoch: Instant,
+    epoch: Mono,
     /// `CLOCK_REALTIME` at the epoch, to write slots as wall-clock times.
     realtime_epoch: u64,
     timeout_ns: u64,
@@ -155,7 +156,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
         // tries), since a preemption between two bare reads put the slots
         // that much late on the wall clock (a packet then logged as sent
         // before its slot).
-        let epoch = Instant::now();
+        let epoch = Mono::now();
         let realtime_epoch = crate::wall_clock::WallClock::sync().at(epoch);
         // The first slots leave a little after the start, so setting up
         // is not counted as lateness.
@@ -234,7 +235,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
 
     #[inline]
     fn now_ns(&self) -> u64 {
-        self.epoch.elapsed().as_nanos() as u64
+        self.epoch.elapsed_ns()
     }
 
     /// Runs until every probe has spent its budget and settled its last
@@ -430,7 +431,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
     fn send_once(&mut self, p: usize, seq: u64) -> (u64, u64, std::io::Result<usize>) {
         let probe = &mut self.probes[p];
         let t1_user = realtime_ns();
-        let t1 = self.epoch.elapsed().as_nanos() as u64;
+        let t1 = self.epoch.elapsed_ns();
         let payload = probe.codec.encode(seq, t1_user);
         let sent = match probe.send_tos {
             None => sys::io::send_to(self.fd, payload, &probe.raw),

@@ -6,13 +6,14 @@
 use super::stamps::TcpStamps;
 use crate::client::recv_timeout::RecvTimeout;
 use crate::client::stop::STOP_CHECK;
+use crate::mono::Mono;
 use crate::sys::marks;
 use crate::sys::tcp as sys_tcp;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use synapse_stats::tcp::{Break, ConnectFailure};
 
 /// How the run's connections are opened.
@@ -151,7 +152,7 @@ impl Conn {
     /// and only when the kernel takes part of it (the peer stopped
     /// reading) waits for room, until `deadline`.
     #[inline]
-    pub fn send(&mut self, payload: &[u8], sampled: bool, deadline: Instant) -> io::Result<Sent> {
+    pub fn send(&mut self, payload: &[u8], sampled: bool, deadline: Mono) -> io::Result<Sent> {
         let first = match &mut self.stamps {
             Some(s) => s.send(self.fd, payload, sampled),
             None => sys_tcp::send_now(self.fd, payload),
@@ -167,9 +168,9 @@ impl Conn {
 
     /// The rest of a request the kernel did not take at once.
     #[cold]
-    fn send_rest(&mut self, mut rest: &[u8], deadline: Instant) -> io::Result<Sent> {
+    fn send_rest(&mut self, mut rest: &[u8], deadline: Mono) -> io::Result<Sent> {
         while !rest.is_empty() {
-            let now = Instant::now();
+            let now = Mono::now();
             if now >= deadline {
                 return Ok(Sent::Lost(Break::Stalled));
             }
@@ -248,7 +249,7 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let mut c = opener(l.local_addr().unwrap()).open().unwrap();
         let (s, _) = l.accept().unwrap();
-        let deadline = Instant::now() + Duration::from_millis(200);
+        let deadline = Mono::now() + Duration::from_millis(200);
         assert!(matches!(
             c.send(b"0123456789abcdef", false, deadline).unwrap(),
             Sent::Whole

@@ -17,6 +17,7 @@ use crate::client::seen::{GIVE_UP_AFTER, Seen};
 use crate::client::sequence::SequenceTracker;
 use crate::client::stop::{STOP_CHECK, pause_until};
 use crate::client::{ClientConfig, ClientOutcome};
+use crate::mono::Mono;
 use crate::points::{PacketStatus, Points};
 use crate::protocol::EchoCodec;
 use crate::sys;
@@ -28,7 +29,7 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use synapse_stats::tcp::{Break, ConnectFailure};
 use synapse_stats::{OutageDetector, Record, RecordKind, Stats, TcpStats};
 
@@ -36,8 +37,8 @@ use synapse_stats::{OutageDetector, Record, RecordKind, Stats, TcpStats};
 enum Done {
     /// The reply, whole: when it was in, and when the connection was.
     Answered {
-        end: Instant,
-        connected: Instant,
+        end: Mono,
+        connected: Mono,
     },
     /// No reply by the deadline, or no connection.
     Lost,
@@ -59,7 +60,7 @@ pub(crate) struct TcpCrr<'a> {
     out: Output,
     log_overflow: u64,
     outages: OutageDetector,
-    epoch: Instant,
+    epoch: Mono,
     seen: Seen,
     /// Wall clock reads for the log's rows (only with a log).
     realtime: bool,
@@ -95,7 +96,7 @@ impl<'a> TcpCrr<'a> {
             out,
             log_overflow: 0,
             outages: OutageDetector::default(),
-            epoch: Instant::now(),
+            epoch: Mono::now(),
             seen: Seen::default(),
             refused: false,
             strays: 0,
@@ -120,7 +121,7 @@ impl<'a> TcpCrr<'a> {
     /// One transaction: connect, request, reply, close.
     fn transact(&mut self, seq: u64, warmup: bool, stop: &StopFlag) -> Result<Done, EngineError> {
         let t0_user = self.realtime.then(realtime_ns);
-        let t0 = Instant::now();
+        let t0 = Mono::now();
         let deadline = t0 + self.cfg.timeout;
         self.tracker.sent(seq);
         let done = match self.socket() {
@@ -134,13 +135,11 @@ impl<'a> TcpCrr<'a> {
         };
         match done {
             Done::Answered { end, connected } => {
-                let rtt = end.duration_since(t0).as_nanos() as u64;
+                let rtt = end.ns_since(t0);
                 let first = self.frame.first_at.unwrap_or(end);
                 if !warmup {
-                    self.tcp.handshake(
-                        connected.duration_since(t0).as_nanos() as u64,
-                        first.saturating_duration_since(t0).as_nanos() as u64,
-                    );
+                    self.tcp
+                        .handshake(connected.ns_since(t0), first.ns_since(t0));
                     self.tcp
                         .reply_pieces(self.frame.pieces, self.frame.spread_ns(end));
                 }
@@ -155,8 +154,7 @@ impl<'a> TcpCrr<'a> {
                 if !warmup && let Some(o) = self.outages.answered(at_ns) {
                     self.emit(Record::outage(o.seq, o.packets as u32, at_ns, o.length_ns));
                 }
-                let to_wall =
-                    |i: Instant| t0_user.map(|t| t + i.duration_since(t0).as_nanos() as u64);
+                let to_wall = |i: Mono| t0_user.map(|t| t + i.ns_since(t0));
                 row.status = PacketStatus::Ok;
                 row.rtt_ns = Some(rtt);
                 row.connected = to_wall(connected);
@@ -184,11 +182,8 @@ impl<'a> TcpCrr<'a> {
             }
             Done::Stopped => return Ok(Done::Stopped),
         }
-        if !warmup
-            && let Some(log) = &mut self.out.log
-            && log.push(row).is_err()
-        {
-            self.log_overflow += 1;
+        if !warmup {
+            self.log_overflow += u64::from(self.out.log_row(&row));
         }
         Ok(done)
     }
@@ -223,12 +218,12 @@ impl<'a> TcpCrr<'a> {
         &mut self,
         socket: &Socket,
         seq: u64,
-        deadline: Instant,
+        deadline: Mono,
         stop: &StopFlag,
     ) -> Result<Done, EngineError> {
         let fd = socket.as_raw_fd();
         let connected = match socket.connect(&self.server) {
-            Ok(()) => Some(Instant::now()),
+            Ok(()) => Some(Mono::now()),
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) && self.nonblocking() => None,
             Err(e) => return Ok(self.failed(&e)),
         };
@@ -236,13 +231,13 @@ impl<'a> TcpCrr<'a> {
         let sent = loop {
             let payload = self.codec.encode(seq);
             match sys_tcp::send_now(fd, payload) {
-                Ok(n) if n == len => break Instant::now(),
+                Ok(n) if n == len => break Mono::now(),
                 Ok(_) => return Ok(self.lost(Break::Stalled)),
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && connected.is_none() => {
                     if stop.is_raised() {
                         return Ok(Done::Stopped);
                     }
-                    if Instant::now() >= deadline {
+                    if Mono::now() >= deadline {
                         self.tcp.connect_failed(ConnectFailure::TimedOut);
                         return Ok(Done::Lost);
                     }
@@ -271,7 +266,7 @@ impl<'a> TcpCrr<'a> {
                 }
             }
         }
-        let end = Instant::now();
+        let end = Mono::now();
         if self.codec.decode(&self.frame.buf) != Some(seq) {
             // Not our request back: not an echo server.
             self.strays += 1;
@@ -297,19 +292,19 @@ impl<'a> TcpCrr<'a> {
 
     /// Blocking with short timeouts: waits (`ppoll`) until the handshake
     /// is done; busy-polling spins on the send instead.
-    fn wait_connect(&self, fd: i32, deadline: Instant) -> Result<(), EngineError> {
+    fn wait_connect(&self, fd: i32, deadline: Mono) -> Result<(), EngineError> {
         if self.opener.busy_poll {
             std::hint::spin_loop();
             return Ok(());
         }
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.saturating_duration_since(Mono::now());
         crate::sys::poll::wait_writable(fd, left.min(STOP_CHECK))
             .map(|_| ())
             .map_err(EngineError::io("waiting for a connection failed"))
     }
 
     /// More of the reply, within the deadline: `EAGAIN` when none came.
-    fn read(&mut self, fd: i32, deadline: Instant, stop: &StopFlag) -> io::Result<usize> {
+    fn read(&mut self, fd: i32, deadline: Mono, stop: &StopFlag) -> io::Result<usize> {
         loop {
             let got = if self.opener.busy_poll || self.armed.is_none() {
                 sys_tcp::recv_now(fd, self.frame.rest())
@@ -318,7 +313,7 @@ impl<'a> TcpCrr<'a> {
             };
             match got {
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {
-                    let now = Instant::now();
+                    let now = Mono::now();
                     if now >= deadline || stop.is_raised() {
                         return Err(io::Error::from_raw_os_error(libc::EAGAIN));
                     }
@@ -340,8 +335,8 @@ impl<'a> TcpCrr<'a> {
         Done::Lost
     }
 
-    fn at_ns(&self, now: Instant) -> u64 {
-        now.duration_since(self.epoch).as_nanos() as u64
+    fn at_ns(&self, now: Mono) -> u64 {
+        now.ns_since(self.epoch)
     }
 
     fn emit(&mut self, record: Record) {
@@ -353,14 +348,14 @@ impl<'a> TcpCrr<'a> {
 }
 
 impl Exchanges for TcpCrr<'_> {
-    fn before(&mut self, _: u64, _: bool, _: Instant, _: &StopFlag) -> bool {
+    fn before(&mut self, _: u64, _: bool, _: Mono, _: &StopFlag) -> bool {
         false
     }
 
     #[inline]
     fn packet(&mut self, _: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet {
         let done = self.transact(seq, warmup, stop)?;
-        let now = Instant::now();
+        let now = Mono::now();
         if matches!(done, Done::Stopped) {
             return Ok((true, now));
         }
@@ -371,7 +366,7 @@ impl Exchanges for TcpCrr<'_> {
     }
 
     /// An outage still going on when the run ends ends with it.
-    fn finish(&mut self, _: u64, last: Instant) {
+    fn finish(&mut self, _: u64, last: Mono) {
         if let Some(o) = self.outages.end(self.at_ns(last)) {
             self.emit(Record::outage(
                 o.seq,

@@ -3,7 +3,7 @@
 //! receive and nothing else; one that comes in pieces also notes when its
 //! first piece came, so a stall between pieces can be seen.
 
-use std::time::Instant;
+use crate::mono::Mono;
 
 /// The reply being read.
 #[derive(Debug)]
@@ -15,7 +15,7 @@ pub(crate) struct Frame {
     /// Receives that returned some of it.
     pub pieces: u32,
     /// When its first piece came, if that piece was not the whole reply.
-    pub first_at: Option<Instant>,
+    pub first_at: Option<Mono>,
     /// The RX stamp of the first read (the last segment it took).
     pub rx_first: Option<u64>,
     /// The RX stamp of the last read.
@@ -49,7 +49,7 @@ impl Frame {
             self.rx_first = rx;
             if self.have + n < self.buf.len() {
                 // Split: only then is the clock read for it.
-                self.first_at = Some(Instant::now());
+                self.first_at = Some(Mono::now());
             }
         }
         self.rx_last = rx.or(self.rx_last);
@@ -65,9 +65,8 @@ impl Frame {
     /// How long after its first piece the reply was complete at `now`
     /// (0 when it came whole).
     #[inline]
-    pub fn spread_ns(&self, now: Instant) -> u64 {
-        self.first_at
-            .map_or(0, |f| now.saturating_duration_since(f).as_nanos() as u64)
+    pub fn spread_ns(&self, now: Mono) -> u64 {
+        self.first_at.map_or(0, |f| now.ns_since(f))
     }
 
     /// Ready for the next reply.
@@ -92,7 +91,7 @@ mod tests {
         f.took(16, Some(5));
         assert!(f.complete());
         assert_eq!((f.pieces, f.first_at, f.rx_first), (1, None, Some(5)));
-        assert_eq!(f.spread_ns(Instant::now()), 0);
+        assert_eq!(f.spread_ns(Mono::now()), 0);
         f.reset();
         f.took(10, Some(7));
         assert!(!f.complete() && f.first_at.is_some());
@@ -101,6 +100,6 @@ mod tests {
         f.took(6, None);
         assert!(f.complete());
         assert_eq!((f.pieces, f.rx_first, f.rx_last), (2, Some(7), Some(7)));
-        assert!(f.spread_ns(Instant::now()) >= 2_000_000);
+        assert!(f.spread_ns(Mono::now()) >= 2_000_000);
     }
 }

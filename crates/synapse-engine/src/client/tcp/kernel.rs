@@ -7,9 +7,10 @@
 //! until the next reply: a DSACK for it can come just after the reply
 //! when the far kernel's own resend of the reply crossed ours.
 
+use crate::mono::Mono;
 use crate::sys::tcp::{self as sys_tcp, TcpInfo};
 use std::os::fd::RawFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use synapse_stats::TcpLive;
 use synapse_stats::tcp::{KernelView, Resends};
 use synapse_stats::tcp_legs::SlowReply;
@@ -54,7 +55,7 @@ pub(crate) struct KernelWatch {
     /// Connections already closed.
     closed: Counts,
     view: KernelView,
-    last_read: Instant,
+    last_read: Mono,
     /// Slow replies put down to what they point to.
     pub resends: Resends,
     /// A slow reply this client resent for, no DSACK seen yet (and whether
@@ -68,7 +69,7 @@ impl Default for KernelWatch {
             current: Counts::default(),
             closed: Counts::default(),
             view: KernelView::default(),
-            last_read: Instant::now(),
+            last_read: Mono::now(),
             resends: Resends::default(),
             pending: None,
         }
@@ -78,7 +79,7 @@ impl Default for KernelWatch {
 impl KernelWatch {
     /// Whether a refresh is due at `now`.
     #[inline]
-    pub fn due(&self, now: Instant) -> bool {
+    pub fn due(&self, now: Mono) -> bool {
         now.duration_since(self.last_read) >= REFRESH
     }
 
@@ -86,7 +87,7 @@ impl KernelWatch {
     /// much its resend and DSACK counters grew since the last reading.
     pub fn read(&mut self, fd: RawFd, live: &TcpLive) -> Option<(u64, u64)> {
         let info = sys_tcp::tcp_info(fd).ok()?;
-        self.last_read = Instant::now();
+        self.last_read = Mono::now();
         let now = Counts::of(&info);
         let grown = (
             now.retrans.saturating_sub(self.current.retrans),
@@ -198,7 +199,7 @@ mod tests {
     fn the_view_follows_the_connection_and_sums_closed_ones() {
         let live = TcpLive::default();
         let mut w = KernelWatch::default();
-        assert!(!w.due(Instant::now()));
+        assert!(!w.due(Mono::now()));
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         for _ in 0..2 {
             let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();

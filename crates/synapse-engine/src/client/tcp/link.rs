@@ -5,7 +5,8 @@
 
 use super::conn::{Conn, OpenError, Opener};
 use super::kernel::KernelWatch;
-use std::time::{Duration, Instant};
+use crate::mono::Mono;
+use std::time::Duration;
 use synapse_stats::tcp::{Break, ConnectFailure};
 use synapse_stats::{TcpLive, TcpStats};
 
@@ -21,8 +22,8 @@ pub(crate) struct Link {
     /// The open connection, if there is one.
     pub conn: Option<Conn>,
     backoff: Duration,
-    next_try: Instant,
-    down_since: Option<Instant>,
+    next_try: Mono,
+    down_since: Option<Mono>,
     /// Connections the peer ended before any reply came, and how the last
     /// one ended.
     pub ended_before_reply: (u64, Break),
@@ -39,7 +40,7 @@ impl Link {
             opener,
             conn: first,
             backoff: BACKOFF_MIN,
-            next_try: Instant::now(),
+            next_try: Mono::now(),
             down_since: None,
             ended_before_reply: (0, Break::Closed),
             last_failure: None,
@@ -53,7 +54,7 @@ impl Link {
     }
 
     /// When the next attempt to open may be made.
-    pub fn next_try(&self) -> Instant {
+    pub fn next_try(&self) -> Mono {
         self.next_try
     }
 
@@ -70,7 +71,7 @@ impl Link {
     /// Returns whether one is open.
     pub fn reopen(
         &mut self,
-        now: Instant,
+        now: Mono,
         tcp: &mut TcpStats,
         kernel: &mut KernelWatch,
         live: &TcpLive,
@@ -86,7 +87,7 @@ impl Link {
                 tcp.connections += 1;
                 tcp.reconnects += 1;
                 if let Some(since) = self.down_since.take() {
-                    tcp.reconnected_after(Instant::now().duration_since(since).as_nanos() as u64);
+                    tcp.reconnected_after(Mono::now().ns_since(since));
                 }
                 self.backoff = BACKOFF_MIN;
                 let _ = kernel.read(conn.fd, live);
@@ -97,7 +98,7 @@ impl Link {
             Err(failure) => {
                 tcp.connect_failed(failure.0);
                 self.last_failure = Some(failure);
-                self.next_try = Instant::now() + self.backoff;
+                self.next_try = Mono::now() + self.backoff;
                 self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
                 false
             }
@@ -119,7 +120,7 @@ impl Link {
         if !replied {
             self.ended_before_reply = (self.ended_before_reply.0 + 1, why);
         }
-        let now = Instant::now();
+        let now = Mono::now();
         self.down_since.get_or_insert(now);
         self.next_try = now + self.backoff;
         self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
@@ -131,7 +132,7 @@ impl Link {
     pub fn close(&mut self, tcp: &mut TcpStats, kernel: &mut KernelWatch, live: &TcpLive) {
         self.drop_conn(kernel, live);
         if let Some(since) = self.down_since.take() {
-            tcp.reconnected_after(since.elapsed().as_nanos() as u64);
+            tcp.reconnected_after(since.elapsed_ns());
             // Not a reconnect: the spell is counted, the connection never came back.
         }
     }
@@ -171,10 +172,10 @@ mod tests {
         assert!(!live.view().connected);
         drop(l);
         // Too soon: the backoff says wait, and nothing is tried.
-        assert!(!link.reopen(Instant::now(), &mut tcp, &mut kernel, &live));
+        assert!(!link.reopen(Mono::now(), &mut tcp, &mut kernel, &live));
         assert_eq!(tcp.figures().connect_failed, [0, 0, 0]);
         std::thread::sleep(Duration::from_millis(25));
-        let before = Instant::now();
+        let before = Mono::now();
         assert!(!link.reopen(before, &mut tcp, &mut kernel, &live));
         assert!(link.refused(), "nothing listens any more");
         let waited = link.next_try.duration_since(before);
@@ -182,7 +183,7 @@ mod tests {
         assert_eq!(link.backoff, Duration::from_millis(40), "and doubles again");
         let l = TcpListener::bind(addr).unwrap();
         std::thread::sleep(waited + Duration::from_millis(5));
-        assert!(link.reopen(Instant::now(), &mut tcp, &mut kernel, &live));
+        assert!(link.reopen(Mono::now(), &mut tcp, &mut kernel, &live));
         let f = tcp.figures();
         assert_eq!((f.reconnects, f.broken[0], f.connect_failed[0]), (1, 1, 1));
         assert_eq!(f.disconnected.count, 1);

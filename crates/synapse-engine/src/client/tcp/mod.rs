@@ -32,13 +32,14 @@ use super::run_loop;
 use super::run_token::run_token;
 use super::{ClientConfig, ClientRun, StampingInfo};
 use crate::affinity::place_current_thread;
+use crate::mono::Mono;
 use crate::socket::wildcard_for;
 use crate::timestamping::{self, TimestampMode, capabilities::Source};
 use crate::{EngineError, StopFlag};
 use conn::{Conn, OpenError};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use synapse_stats::tcp::ConnectFailure;
 use synapse_stats::{SegmentSet, Shape, Stats, TcpLive};
 
@@ -182,7 +183,7 @@ fn spawn(
         .spawn(move || {
             let placement = place_current_thread(cfg.thread).placement;
             let stats = Stats::shaped(shape);
-            let token = run_token(Instant::now());
+            let token = run_token(Mono::now());
             let outcome = match work {
                 Work::PingPong(first) => {
                     let link = link::Link::new(opener, first.map(|c| *c));

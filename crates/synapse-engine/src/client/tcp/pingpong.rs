@@ -25,6 +25,7 @@ use crate::client::run_loop::{Exchanges, Packet};
 use crate::client::seen::{GIVE_UP_AFTER, Seen};
 use crate::client::sequence::SequenceTracker;
 use crate::client::{ClientConfig, ClientOutcome};
+use crate::mono::Mono;
 use crate::points::Points;
 use crate::protocol::EchoCodec;
 use crate::sys::clock::realtime_ns;
@@ -32,7 +33,7 @@ use crate::sys::tcp as sys_tcp;
 use crate::{EngineError, StopFlag};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use synapse_stats::tcp::Break;
 use synapse_stats::{OutageDetector, Record, RecordKind, Stats, TcpLive, TcpStats};
 
@@ -67,7 +68,7 @@ pub(crate) struct TcpPinger<'a> {
     /// left. Every loss of a connection is an outage, however few
     /// requests it took.
     pub(super) broken_since: Option<(u64, u64)>,
-    pub(super) epoch: Instant,
+    pub(super) epoch: Mono,
     pub(super) seen: Seen,
     /// The request in flight's points.
     pub(super) points: Points,
@@ -114,7 +115,7 @@ impl<'a> TcpPinger<'a> {
             log_overflow: 0,
             outages: OutageDetector::default(),
             broken_since: None,
-            epoch: Instant::now(),
+            epoch: Mono::now(),
             seen: Seen::default(),
             points: Points::default(),
             sampled: false,
@@ -137,7 +138,7 @@ impl<'a> TcpPinger<'a> {
             return false;
         };
         let tolerance = self.cfg.schedule.map_or(0, |s| s.tolerance_ns());
-        let now = Instant::now().duration_since(self.epoch).as_nanos() as u64;
+        let now = Mono::now().ns_since(self.epoch);
         let mut missed = 0u32;
         while now > slots.due_ns().saturating_add(tolerance) {
             slots.advance();
@@ -153,7 +154,7 @@ impl<'a> TcpPinger<'a> {
 
     /// The run is over: the connection closes, an outage still going on
     /// ends with it.
-    fn finish_run(&mut self, last: Instant) {
+    fn finish_run(&mut self, last: Mono) {
         self.link.close(&mut self.tcp, &mut self.kernel, &self.live);
         let at = self.at_ns(last);
         let forced = self.broken_since.take();
@@ -173,10 +174,10 @@ impl<'a> TcpPinger<'a> {
         seq: u64,
         warmup: bool,
         stop: &StopFlag,
-    ) -> Result<(Wait, Instant), EngineError> {
-        let slot_end = Instant::now() + self.cfg.timeout;
+    ) -> Result<(Wait, Mono), EngineError> {
+        let slot_end = Mono::now() + self.cfg.timeout;
         loop {
-            let now = Instant::now();
+            let now = Mono::now();
             if self
                 .link
                 .reopen(now, &mut self.tcp, &mut self.kernel, &self.live)
@@ -186,7 +187,7 @@ impl<'a> TcpPinger<'a> {
             if !self.cfg.keep_trying && self.seen.replies == 0 && self.link.refused() {
                 return Err(EngineError::TcpRefused(self.cfg.server));
             }
-            let now = Instant::now();
+            let now = Mono::now();
             // Paced, a request that finds no connection is lost at once:
             // waiting for one would cost the following slots.
             if now >= slot_end || self.slots.is_some() {
@@ -194,7 +195,7 @@ impl<'a> TcpPinger<'a> {
             }
             let retry = self.link.next_try().min(slot_end);
             if crate::client::stop::pause_until(retry, stop) {
-                return Ok((Wait::Stopped, Instant::now()));
+                return Ok((Wait::Stopped, Mono::now()));
             }
         }
     }
@@ -205,10 +206,10 @@ impl<'a> TcpPinger<'a> {
         seq: u64,
         warmup: bool,
         stop: &StopFlag,
-    ) -> Result<(Wait, Instant), EngineError> {
+    ) -> Result<(Wait, Mono), EngineError> {
         let index = seq.checked_sub(self.cfg.warmup);
         let Some(conn) = self.link.conn.as_mut() else {
-            return Ok((Wait::Unsent, Instant::now()));
+            return Ok((Wait::Unsent, Mono::now()));
         };
         self.sampled = conn.stamps.as_mut().is_some_and(|s| s.samples(index));
         self.segs_before = if self.sampled {
@@ -219,7 +220,7 @@ impl<'a> TcpPinger<'a> {
             None
         };
         let t1_user = if self.sampled { realtime_ns() } else { 0 };
-        let t1 = Instant::now();
+        let t1 = Mono::now();
         let payload = self.codec.encode(seq);
         let sent = conn.send(payload, self.sampled, t1 + self.cfg.timeout);
         self.tracker.sent(seq);
@@ -231,7 +232,7 @@ impl<'a> TcpPinger<'a> {
         self.unanswered += 1;
         match sent {
             Ok(Sent::Whole) => self.wait_for(seq, t1, warmup, stop),
-            Ok(Sent::Lost(why)) => Ok((self.broke(why, seq, t1, warmup), Instant::now())),
+            Ok(Sent::Lost(why)) => Ok((self.broke(why, seq, t1, warmup), Mono::now())),
             Err(e) => Err(EngineError::Send {
                 addr: self.cfg.server,
                 source: e,
@@ -275,15 +276,15 @@ impl<'a> TcpPinger<'a> {
 
     /// Nanoseconds since the run started.
     #[inline]
-    pub(super) fn at_ns(&self, now: Instant) -> u64 {
-        now.duration_since(self.epoch).as_nanos() as u64
+    pub(super) fn at_ns(&self, now: Mono) -> u64 {
+        now.ns_since(self.epoch)
     }
 }
 
 impl Exchanges for TcpPinger<'_> {
     /// `TCP_INFO` read when due; a paced run waits for its slot.
     #[inline]
-    fn before(&mut self, seq: u64, warmup: bool, last: Instant, stop: &StopFlag) -> bool {
+    fn before(&mut self, seq: u64, warmup: bool, last: Mono, stop: &StopFlag) -> bool {
         if self.kernel.due(last)
             && let Some(conn) = &self.link.conn
         {
@@ -302,7 +303,7 @@ impl Exchanges for TcpPinger<'_> {
         Ok((false, now))
     }
 
-    fn finish(&mut self, _: u64, last: Instant) {
+    fn finish(&mut self, _: u64, last: Mono) {
         self.finish_run(last);
     }
 

@@ -6,10 +6,10 @@
 
 use super::pingpong::{TcpPinger, Wait};
 use crate::client::sequence::Reply;
+use crate::mono::Mono;
 use crate::points::{PacketStatus, Points};
 use crate::sys::tcp as sys_tcp;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 use synapse_stats::tcp::Break;
 use synapse_stats::tcp_legs::{AckSeen, SlowReply};
 use synapse_stats::{Record, RecordKind, Split, TcpFigures};
@@ -21,8 +21,8 @@ impl TcpPinger<'_> {
     pub(super) fn on_frame(
         &mut self,
         seq: u64,
-        t1: Instant,
-        now: Instant,
+        t1: Mono,
+        now: Mono,
         t4_user: u64,
         warmup: bool,
     ) -> bool {
@@ -36,7 +36,7 @@ impl TcpPinger<'_> {
                 self.seen.replies += 1;
                 self.replied_on_conn = true;
                 self.unanswered = self.unanswered.saturating_sub(1);
-                let rtt = now.duration_since(t1).as_nanos() as u64;
+                let rtt = now.ns_since(t1);
                 if !warmup {
                     self.tcp.reply_pieces(pieces, spread);
                 }
@@ -74,12 +74,13 @@ impl TcpPinger<'_> {
                     .explain_slow(fd, &self.live, facts, !about_warmup);
             }
             if !about_warmup {
-                self.log(Points {
+                let row = Points {
                     seq: about,
                     status: PacketStatus::Late,
                     t4_driver: rx_last,
                     ..Points::default()
-                });
+                };
+                self.log_overflow += u64::from(self.out.log_row(&row));
             }
         }
         false
@@ -164,7 +165,7 @@ impl TcpPinger<'_> {
             PacketStatus::Lost
         };
         if !warmup {
-            self.log(self.points);
+            self.log_overflow += u64::from(self.out.log_row(&self.points));
         }
         if sampled {
             self.points.split()
@@ -196,7 +197,7 @@ impl TcpPinger<'_> {
     /// Request `seq`, sent at `t1`, got no reply by its deadline: lost
     /// (until a late reply says otherwise). The next request goes out on
     /// the same connection, behind it.
-    pub(super) fn time_out(&mut self, seq: u64, t1: Instant, warmup: bool) -> Wait {
+    pub(super) fn time_out(&mut self, seq: u64, t1: Mono, warmup: bool) -> Wait {
         self.settle(false, None, warmup);
         self.tracker.timed_out(seq);
         let at_ns = self.at_ns(t1 + self.cfg.timeout);
@@ -209,10 +210,10 @@ impl TcpPinger<'_> {
 
     /// The connection was lost (`why`) while `seq`, sent at `t1`, waited:
     /// it and every request still unanswered on it are lost with it.
-    pub(super) fn broke(&mut self, why: Break, seq: u64, t1: Instant, warmup: bool) -> Wait {
+    pub(super) fn broke(&mut self, why: Break, seq: u64, t1: Mono, warmup: bool) -> Wait {
         self.settle(false, None, warmup);
         self.tracker.timed_out(seq);
-        let at_ns = self.at_ns(Instant::now());
+        let at_ns = self.at_ns(Mono::now());
         self.emit(Record::event(RecordKind::Lost, seq, at_ns, warmup));
         if !warmup {
             self.tcp.lost_with_connection += self.unanswered;
@@ -230,7 +231,7 @@ impl TcpPinger<'_> {
 
     /// No connection could be had for request `seq` by its timeout (its
     /// slot began at `slot`): lost without being sent.
-    pub(super) fn unsent(&mut self, seq: u64, slot: Instant, warmup: bool) -> Wait {
+    pub(super) fn unsent(&mut self, seq: u64, slot: Mono, warmup: bool) -> Wait {
         self.tracker.sent(seq);
         self.points = Points {
             seq,
@@ -254,18 +255,8 @@ impl TcpPinger<'_> {
 
     pub(super) fn emit_outage(&mut self, seq: u64, packets: u64, length_ns: u64) {
         let packets = u32::try_from(packets).unwrap_or(u32::MAX);
-        let at_ns = self.at_ns(Instant::now());
+        let at_ns = self.at_ns(Mono::now());
         self.emit(Record::outage(seq, packets, at_ns, length_ns));
-    }
-
-    /// A row for the per-packet log; a full ring costs the log that row.
-    #[inline]
-    fn log(&mut self, row: Points) {
-        if let Some(log) = &mut self.out.log
-            && log.push(row).is_err()
-        {
-            self.log_overflow += 1;
-        }
     }
 
     /// Into the authoritative statistics, then to the live consumer.

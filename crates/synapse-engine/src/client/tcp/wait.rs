@@ -7,11 +7,11 @@ use super::pingpong::{TcpPinger, Wait};
 use crate::EngineError;
 use crate::StopFlag;
 use crate::client::armed_wait::{self, Receive, Waiting, nothing};
+use crate::mono::Mono;
 use crate::sys::clock::realtime_ns;
 use crate::sys::errno::is_again as again;
 use std::io;
 use std::os::fd::RawFd;
-use std::time::Instant;
 use synapse_stats::tcp::Break;
 
 impl TcpPinger<'_> {
@@ -21,16 +21,16 @@ impl TcpPinger<'_> {
     pub(super) fn wait_for(
         &mut self,
         seq: u64,
-        t1: Instant,
+        t1: Mono,
         warmup: bool,
         stop: &StopFlag,
-    ) -> Result<(Wait, Instant), EngineError> {
+    ) -> Result<(Wait, Mono), EngineError> {
         let deadline = t1 + self.cfg.timeout;
         let mut fresh = true;
         loop {
             let received = self.receive(deadline, fresh, stop);
             fresh = false;
-            let now = Instant::now();
+            let now = Mono::now();
             match received {
                 Ok(0) => return Ok((self.broke(Break::Closed, seq, t1, warmup), now)),
                 Ok(_) if !self.frame.complete() => {}
@@ -68,7 +68,7 @@ impl TcpPinger<'_> {
     /// nothing came by `deadline` or `stop` was raised. `fresh`: the
     /// request was just sent, the whole wait ahead.
     #[inline]
-    fn receive(&mut self, deadline: Instant, fresh: bool, stop: &StopFlag) -> io::Result<usize> {
+    fn receive(&mut self, deadline: Mono, fresh: bool, stop: &StopFlag) -> io::Result<usize> {
         let how = match &self.link.conn {
             Some(c) => Waiting {
                 fd: c.fd,
