@@ -861,6 +861,18 @@ if rows:
         p(f"| {side} | {state} | {margin} | **{reg} of {n}** | {100 * low:.1f}-{100 * high:.1f} % | "
           f"{aim} | {figs} | {inc} | {ok} | {commit} | {code(C.cmd)} |")
     p()
+    met = [r for r in rows if float(r[8]) <= 0.05]
+    worst = max(rows, key=lambda r: float(r[8]))
+    p(f"Reading: {len(met)} of {len(rows)} modes meet the aim (the upper end of the false-alarm "
+      f"interval at most 5 %); the widest upper end is {100 * float(worst[8]):.1f} % "
+      f"({worst[0]} run{'s' if worst[0] == 'three' else ''} a side, {worst[1]} spread, "
+      f"margin {worst[2]}). A pair that is not called a regression is *inconclusive* unless "
+      "the interval lies inside the margin (*no regression*); nothing differed between the "
+      "sides, so a *no regression* is right and an *inconclusive* is the method saying the "
+      "runs cannot tell. The bench ran alone on the machine, under its lock: on a host whose "
+      "load changes between the runs compared, the sides differ by that load and false alarms "
+      "are more frequent (docs/compare.md).")
+    p()
 else:
     p(f"A/A: {C.missing('aa')}.")
     p()
