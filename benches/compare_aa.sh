@@ -49,22 +49,30 @@ verdict() {
   local rc=0
   XDG_STATE_HOME="$state" "$bin" compare --json "$@" > "$dir/cmp.json" || rc=$?
   [ "$rc" -le 4 ] || { echo "compare failed (exit $rc)" >&2; exit 1; }
-  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["verdict"].replace(" ", "_"))' "$dir/cmp.json"
+  # The verdict, then the figures called a regression (which figure cries wolf).
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+figs = [f["figure"] for c in d.get("comparisons", [d]) for f in c["figures"] if f["verdict"] == "regression"]
+print(d["verdict"].replace(" ", "_"), *figs)' "$dir/cmp.json"
 }
 
-declare -A count
-tally() { count["$1 $2"]=$(( ${count["$1 $2"]:-0} + 1 )); }
+declare -A count figs
+tally() {
+  local mode=$1 verdict=$2; shift 2
+  count["$mode $verdict"]=$(( ${count["$mode $verdict"]:-0} + 1 ))
+  local f; for f in "$@"; do figs["$mode"]="${figs["$mode"]:-} $f"; done
+}
 for i in $(seq 1 "$pairs"); do
   a="$dir/r$((2 * i - 1)).json"; b="$dir/r$((2 * i)).json"
   base=$((2 * pairs + 6 * (i - 1)))
   three=("$dir/r$((base + 1)).json" "$dir/r$((base + 2)).json" "$dir/r$((base + 3)).json" --
          "$dir/r$((base + 4)).json" "$dir/r$((base + 5)).json" "$dir/r$((base + 6)).json")
   for state in assumed host; do
+    # verdict's words (the verdict, then the figures) are split on purpose.
     s=$empty; [ "$state" = host ] && s=$host
-    tally "one,$state,none" "$(verdict "$s" "$a" "$b")"
-    tally "one,$state,10" "$(verdict "$s" --min-effect 10 "$a" "$b")"
-    tally "three,$state,none" "$(verdict "$s" "${three[@]}")"
-    tally "three,$state,10" "$(verdict "$s" --min-effect 10 "${three[@]}")"
+    tally "one,$state,none" $(verdict "$s" "$a" "$b")
+    tally "one,$state,10" $(verdict "$s" --min-effect 10 "$a" "$b")
+    tally "three,$state,none" $(verdict "$s" "${three[@]}")
+    tally "three,$state,10" $(verdict "$s" --min-effect 10 "${three[@]}")
   done
   [ $((i % 25)) -eq 0 ] && echo "  $i of $pairs comparisons"
 done
@@ -76,9 +84,12 @@ for side in one three; do
     for m in none 10; do
       k="$side,$state,$m"
       r=${count["$k regression"]:-0}; inc=${count["$k inconclusive"]:-0}; ok=${count["$k no_regression"]:-0}
-      python3 - "$side" "$state" "$m" "$pairs" "$r" "$inc" "$ok" << 'EOF'
+      python3 - "$side" "$state" "$m" "$pairs" "$r" "$inc" "$ok" ${figs["$k"]:-} << 'EOF'
 import sys
-side, state, m, n, r, inc, ok = sys.argv[1:4] + [int(x) for x in sys.argv[4:]]
+side, state, m = sys.argv[1:4]
+n, r, inc, ok = [int(x) for x in sys.argv[4:8]]
+from collections import Counter
+by_figure = Counter(sys.argv[8:])
 def cdf(k, n, p):  # P(X <= k), X ~ Binomial(n, p)
     from math import comb
     return sum(comb(n, i) * p**i * (1 - p)**(n - i) for i in range(k + 1))
@@ -96,7 +107,10 @@ spread = {"assumed": "assumed spread", "host": "this host's spread"}[state]
 margin = "no --min-effect" if m == "none" else f"--min-effect {m}"
 aim = "met" if high <= 0.05 else "not met"
 print(f"{label}, {spread}, {margin}: regression {r} of {n} ({100*r/n:.1f} %, 95 % CI {100*low:.1f}-{100*high:.1f} %: aim ≤ 5 % {aim}); inconclusive {inc}, no regression {ok}")
-print(f"result aa {side} {state} {m} {n} {r} {inc} {ok} {low:.4f} {high:.4f}")
+figures = ",".join(f"{f}:{c}" for f, c in sorted(by_figure.items())) or "-"
+if by_figure:
+    print(f"  figures called a regression: {figures.replace(',', ', ')}")
+print(f"result aa {side} {state} {m} {n} {r} {inc} {ok} {low:.4f} {high:.4f} {figures}")
 EOF
     done
   done

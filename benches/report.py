@@ -846,8 +846,8 @@ p()
 C = run("compare_aa")
 rows = C.results.get("aa") or []
 if rows:
-    p("| comparison | spread between runs | margin | regression (false alarm) | 95 % interval | aim ≤ 5 % | inconclusive | no regression | commit | command |")
-    p("|---|---|---|---|---|---|---|---|---|---|")
+    p("| comparison | spread between runs | margin | regression (false alarm) | 95 % interval | aim ≤ 5 % | figures called a regression | inconclusive | no regression | commit | command |")
+    p("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         side, state, m, n, reg, inc, ok, low, high = r[:9]
         n, reg, inc, ok, low, high = int(n), int(reg), int(inc), int(ok), float(low), float(high)
@@ -855,8 +855,23 @@ if rows:
         state = {"assumed": "assumed", "host": "this host's (calibrate)"}.get(state, state)
         margin = "none" if m == "none" else f"`--min-effect {m}`"
         aim = "met" if high <= 0.05 else "**not met**"
+        # Which figures the false alarms were on (older logs lack the column).
+        figs = r[9] if len(r) > 9 else "not logged"
+        figs = "none" if figs == "-" else figs.replace(":", " ×").replace(",", ", ")
         p(f"| {side} | {state} | {margin} | **{reg} of {n}** | {100 * low:.1f}-{100 * high:.1f} % | "
-          f"{aim} | {inc} | {ok} | {commit} | {code(C.cmd)} |")
+          f"{aim} | {figs} | {inc} | {ok} | {commit} | {code(C.cmd)} |")
+    p()
+    met = [r for r in rows if float(r[8]) <= 0.05]
+    worst = max(rows, key=lambda r: float(r[8]))
+    p(f"Reading: {len(met)} of {len(rows)} modes meet the aim (the upper end of the false-alarm "
+      f"interval at most 5 %); the widest upper end is {100 * float(worst[8]):.1f} % "
+      f"({worst[0]} run{'s' if worst[0] == 'three' else ''} a side, {worst[1]} spread, "
+      f"margin {worst[2]}). A pair that is not called a regression is *inconclusive* unless "
+      "the interval lies inside the margin (*no regression*); nothing differed between the "
+      "sides, so a *no regression* is right and an *inconclusive* is the method saying the "
+      "runs cannot tell. The bench ran alone on the machine, under its lock: on a host whose "
+      "load changes between the runs compared, the sides differ by that load and false alarms "
+      "are more frequent (docs/compare.md).")
     p()
 else:
     p(f"A/A: {C.missing('aa')}.")

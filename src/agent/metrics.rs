@@ -679,30 +679,13 @@ fn register(r: &mut Registry, f: &Families) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-    use synapse_engine::Schedule;
-    use synapse_stats::{Pattern, Split};
+    use synapse_stats::Split;
 
     fn peer(name: &str, stamp: bool) -> PeerConfig {
         PeerConfig {
-            name: name.into(),
             address: format!("{name}.example:8080"),
-            addr: "127.0.0.1:8080".parse().unwrap(),
-            schedule: Schedule {
-                pattern: Pattern::Periodic,
-                interval: Duration::from_millis(100),
-            },
-            phase: Duration::ZERO,
-            size: 8,
             stamp,
-            ssid: 0,
-            key: None,
-            marks: None,
-            tlvs: Default::default(),
-            stamp_format: Default::default(),
-            transport: synapse_engine::Transport::Udp,
-            labels: Default::default(),
-            chosen: Default::default(),
+            ..PeerConfig::for_test(name, "127.0.0.1:8080".parse().unwrap())
         }
     }
 

@@ -276,30 +276,9 @@ pub fn run_headless(agent: &mut Agent, signals: &Signals, json: bool) -> Result<
 mod tests {
     use super::*;
     use std::time::Duration;
-    use synapse_engine::Schedule;
-    use synapse_stats::Pattern;
 
     fn peer(name: &str) -> PeerConfig {
-        PeerConfig {
-            name: name.into(),
-            address: "10.0.0.2".into(),
-            addr: "10.0.0.2:8080".parse().unwrap(),
-            schedule: Schedule {
-                pattern: Pattern::Periodic,
-                interval: Duration::from_millis(100),
-            },
-            phase: Duration::ZERO,
-            size: 8,
-            stamp: false,
-            ssid: 0,
-            key: None,
-            marks: None,
-            tlvs: Default::default(),
-            stamp_format: Default::default(),
-            transport: synapse_engine::Transport::Udp,
-            labels: Default::default(),
-            chosen: Default::default(),
-        }
+        PeerConfig::for_test(name, "10.0.0.2:8080".parse().unwrap())
     }
 
     #[test]

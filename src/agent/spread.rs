@@ -55,30 +55,12 @@ pub fn check_rate(peers: &[PeerConfig], max_pps: f64) -> Result<(), AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use synapse_engine::Schedule;
-    use synapse_stats::Pattern;
 
     fn peer(name: &str, interval: Duration) -> PeerConfig {
-        PeerConfig {
-            name: name.into(),
-            address: "127.0.0.1".into(),
-            addr: "127.0.0.1:8080".parse().unwrap(),
-            schedule: Schedule {
-                pattern: Pattern::Periodic,
-                interval,
-            },
-            phase: phase_of("a", name, interval),
-            size: 8,
-            stamp: false,
-            ssid: 0,
-            key: None,
-            marks: None,
-            tlvs: Default::default(),
-            stamp_format: Default::default(),
-            transport: synapse_engine::Transport::Udp,
-            labels: Default::default(),
-            chosen: Default::default(),
-        }
+        let mut p = PeerConfig::for_test(name, "127.0.0.1:8080".parse().unwrap());
+        p.schedule.interval = interval;
+        p.phase = phase_of("a", name, interval);
+        p
     }
 
     #[test]

@@ -120,6 +120,32 @@ impl PeerConfig {
     pub fn protocol(&self) -> &'static str {
         if self.stamp { "stamp" } else { "echo" }
     }
+
+    /// For tests: a plain echo peer `name` at `addr` (written as its IP),
+    /// probed every 100 ms from phase 0, 8-byte payloads, no labels.
+    #[cfg(test)]
+    pub fn for_test(name: &str, addr: SocketAddr) -> Self {
+        Self {
+            name: name.into(),
+            address: addr.ip().to_string(),
+            addr,
+            schedule: Schedule {
+                pattern: synapse_stats::Pattern::Periodic,
+                interval: Duration::from_millis(100),
+            },
+            phase: Duration::ZERO,
+            size: 8,
+            stamp: false,
+            ssid: 0,
+            key: None,
+            marks: None,
+            tlvs: Default::default(),
+            stamp_format: Default::default(),
+            transport: synapse_engine::Transport::Udp,
+            labels: Default::default(),
+            chosen: Default::default(),
+        }
+    }
 }
 
 /// The whole agent, resolved.

@@ -215,19 +215,20 @@ impl ReflectorPacket {
     /// Reads a reflector packet in layout `at` (an HMAC is not checked
     /// here).
     pub fn decode_as(b: &[u8], at: Layout) -> Result<Self, StampError> {
-        let b = whole(b, at)?;
-        let p = Self {
-            seq: be32(&b[..4]),
-            timestamp: WireTime::read(&b[at.timestamp..]),
-            error: ErrorEstimate::from_bits(be16(&b[at.error..])),
-            ssid: be16(&b[at.ssid..]),
+        // Both packets start with the same four fields, read and checked
+        // (length, error estimate) as the sender's.
+        let head = SenderPacket::decode_as(b, at)?;
+        Ok(Self {
+            seq: head.seq,
+            timestamp: head.timestamp,
+            error: head.error,
+            ssid: head.ssid,
             receive_timestamp: WireTime::read(&b[at.receive_timestamp..]),
             sender_seq: be32(&b[at.sender_seq..]),
             sender_timestamp: WireTime::read(&b[at.sender_timestamp..]),
             sender_error: ErrorEstimate::from_bits(be16(&b[at.sender_error..])),
             sender_ttl: b[at.sender_ttl],
-        };
-        check(p.error).map(|()| p)
+        })
     }
 }
 
