@@ -996,6 +996,16 @@ STEPS = [
      "`synapse server`'s STAMP port", "1,715", "1,497"),
     ("`release_held` and `TlvTally::reply` skipped at plan time when nothing can be held or tallied",
      "client defaults / `--timestamps user`", "1,532 / 1,520", "1,445 / 1,428"),
+    ("the socket calls made through `syscall(2)`, not libc's wrappers, whose cancellation points cost "
+     "`__pthread_enable/disable_asynccancel` around each (`sys::direct`); the per-packet log's row "
+     "offered by reference, copied only when a log is kept (`Output::log_row`)",
+     "client defaults / `--timestamps user`", "1,446 / 1,430", "1,294 / 1,277"),
+    ("clock readings as integer nanoseconds of `CLOCK_MONOTONIC` (`Mono`), not `Instant` and its "
+     "`timespec` arithmetic; the split not worked out on a run that cannot have one (plain echo, user "
+     "stamps: `Split::NONE` at plan time); the duration budget's time taken only when there is one",
+     "the same", "1,294 / 1,277", "1,116 / 1,050"),
+    ("the same two (direct socket calls, `Mono` for the reflector's clock)",
+     "`synapse server`, one request a millisecond / back-to-back requests", "788 / 828", "530 / 623"),
 ]
 p("Issue 38's reductions, step by step (one run before and one after each, e26bf12 and on):")
 p()
@@ -1007,7 +1017,10 @@ p()
 p("Tried and not kept: each clock reading turned into nanoseconds since the epoch once, the wall")
 p("time taken as the wall time at the epoch plus that (exact to the nanosecond): 1,445 → 1,451 and")
 p("1,428 → 1,433, no gain, since `sub_timespec`'s 111 per round trip are not the wall-clock")
-p("conversions.")
+p("conversions. The record written in place in its ring slot (`write_chunk_uninit`, the statistics")
+p("recorded from the slot, then the commit): the compiler still built it on the stack and copied it")
+p("in (`memcpy` 29 per round trip before and after, then from `MaybeUninit::write`), so the `unsafe`")
+p("commit it needs bought nothing.")
 p()
 prof = {}
 for line in (read(IN, "out") or "").splitlines():
@@ -1037,16 +1050,16 @@ for (c, t), fns in prof.items():
 p("Reading the maps (what the remaining instructions buy). Client: `on_datagram` and the loop")
 p("(`__rust_begin_short_backtrace`) are the decode, the sequence tracker, the points and the")
 p("record; `Stats::record` and `saturating_record` record each sample into the measurement")
-p("thread's own histograms (the authoritative statistics); `sub_timespec` and `Timespec::now` are")
-p("`Instant` arithmetic (about four subtractions a round trip: the RTT, the record's time, the")
-p("deadline's checks); `memcpy` is the `Record` pushed into the ring (the consumer pays it again")
-p("popping it); `settle` fetches the TX stamps; `__pthread_enable/disable_asynccancel` wrap each")
-p("blocking libc call, which a direct system call would not. Reflector: after every answer the")
-p("loop tries a `recvmmsg` for more queued datagrams: with its headers built once (`Batch::recv`)")
-p("that try is the system call and its wrapper; `send_groups` writes one header and its control")
-p("data per group sent; `admit` is the source checks and the session look-up (the previous peer's")
-p("fast path, no hash); `sub_timespec` and `Timespec::now` the `Instant` behind each clock read;")
-p("`memcmp` the address comparison.")
+p("thread's own histograms (the authoritative statistics: the RTT, and the jitter's two series, each")
+p("an `hdrhistogram` record of about 60 instructions); `memcpy` is the `Record` (160 bytes) pushed")
+p("into the ring (the consumer pays it again popping it); `settle` fetches the TX stamps;")
+p("`syscall` is the `send` and the `recv`, made directly (`sys::direct`: libc's wrappers are")
+p("cancellation points, 62 instructions a round trip more); `clock_gettime` the two clock")
+p("reads, as integer nanoseconds (`Mono`). Reflector: after every answer the loop tries a")
+p("`recvmmsg` for more queued datagrams: with its headers built once (`Batch::recv`) that try is")
+p("the system call; `send_groups` writes one header and its control data per group sent;")
+p("`admit` is the source checks and the session look-up (the previous peer's fast path, no")
+p("hash); `memcmp` the address comparison.")
 p()
 
 # not measured ---------------------------------------------------------------------------
