@@ -94,7 +94,8 @@ for k, (p50, p99) in med.items():
     r50 = f"{p50 / b50:9.3f}" if b50 else "        -"
     r99 = f"{p99 / b99:9.3f}" if b99 else "        -"
     print(f"{k:<13} {p50:>7.0f} {p99:>7.0f}  {r50}  {r99}   {sorted(p for p, _ in rows[k])}")
-# Machine-readable: result CONFIG P50_NS P99_NS ROUNDS (medians over the rounds)
-for k, (p50, p99) in med.items():
-    print(f"result {k} {p50:.0f} {p99:.0f} {len(rows[k])}")
+# Machine-readable: result CONFIG P50_NS P99_NS ROUNDS, a line a round
+for k in med:  # one line a round, in round order (report.py pairs them)
+    for p50, p99 in rows[k]:
+        print(f"result {k} {p50} {p99} {len(rows[k])}")
 PY

@@ -129,14 +129,18 @@ for k, (p50, p99) in best.items():
     base = ref.get(k, "c-tcp")
     r = f"{p50 / best[base][0]:9.3f}" if base in best else "        -"
     print(f"{k:<13} {p50:>7} {p99:>8}  {base:<6} {r}")
-# Machine-readable: result CONFIG P50_NS P99_NS ROUNDS (medians over the
-# rounds); result CONFIG.tps TRANSACTIONS_PER_S ROUNDS; the same with
+# Machine-readable: result CONFIG P50_NS P99_NS ROUNDS and result
+# CONFIG.tps TRANSACTIONS_PER_S ROUNDS, a line a round; the same with
 # .best: the lowest round (the highest rate).
-for k, (p50, p99) in med.items():
-    print(f"result {k} {p50:.0f} {p99:.0f} {len(rows[k])}")
+for k in med:  # one line a round, in round order (report.py pairs them)
+    for p50, p99 in rows[k]:
+        print(f"result {k} {p50} {p99} {len(rows[k])}")
+for k in med:
     print(f"result {k}.best {best[k][0]} {best[k][1]} {len(rows[k])}")
-for k, v in mt.items():
-    print(f"result {k}.tps {v:.0f} {len(tps[k])}")
+for k in mt:
+    for v in tps[k]:
+        print(f"result {k}.tps {v} {len(tps[k])}")
+for k in mt:
     print(f"result {k}.tps.best {bt[k]} {len(tps[k])}")
 for a, b in (("syn-tcp", "c-tcp"), ("syn-tcp", "sockperf"), ("syn-tcp-user", "sockperf")):
     if a in med and b in med:

@@ -165,7 +165,7 @@ pub struct Metrics {
     clock: super::clock_metrics::ClockMetrics,
     /// This host's labels, and the keys of them (and of the peers') that
     /// series carry.
-    own_labels: super::labels::Labels,
+    own_labels: crate::plan::agent::labels::Labels,
     series_labels: Vec<String>,
     families: Families,
     peers: Vec<PeerSeries>,
@@ -248,7 +248,7 @@ impl Metrics {
             source: source.into(),
             fleet: super::fleet_metrics::FleetMetrics::new(registry, source),
             clock: super::clock_metrics::ClockMetrics::new(registry),
-            own_labels: super::labels::Labels::new(),
+            own_labels: crate::plan::agent::labels::Labels::new(),
             series_labels: Vec::new(),
             families: f,
             peers: Vec::new(),
@@ -262,7 +262,7 @@ impl Metrics {
 
     /// Puts `allowed` of this host's and each peer's labels on the series
     /// of peers set from now on.
-    pub fn set_topology(&mut self, own: &super::labels::Labels, allowed: &[String]) {
+    pub fn set_topology(&mut self, own: &crate::plan::agent::labels::Labels, allowed: &[String]) {
         self.own_labels = own.clone();
         self.series_labels = allowed.to_vec();
     }
@@ -316,7 +316,11 @@ impl Metrics {
             protocol: p.protocol(),
             timestamps: timestamps.into(),
             chosen: p.chosen.name(),
-            topo: super::labels::series_pairs(&self.series_labels, &self.own_labels, &p.labels),
+            topo: crate::plan::agent::labels::series_pairs(
+                &self.series_labels,
+                &self.own_labels,
+                &p.labels,
+            ),
         }
     }
 

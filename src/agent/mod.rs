@@ -1,11 +1,11 @@
 //! `synapse agent`: many peers, measured all the time, kept in Prometheus.
 //!
-//! - [`config`]: the `[agent]` table, the peers and their profiles, layered
-//!   and resolved; read again on SIGHUP.
+//! - The `[agent]` table, the peers and their profiles, layered and
+//!   resolved (read again on SIGHUP), each host pair's phase and the
+//!   `max_pps` budget, topology labels: planning, in
+//!   [`crate::plan::agent`].
 //! - [`discovery`]: peers from a peers file, DNS and SRV, asked again while
-//!   running; [`subset`]: which of them this host probes (tier, fanout);
-//!   [`labels`]: their topology labels.
-//! - [`spread`]: each host pair's phase, and the `max_pps` budget.
+//!   running; [`subset`]: which of them this host probes (tier, fanout).
 //! - [`paths`]: each peer's paths (`--paths`); [`inbound`]: who probes
 //!   this host.
 //! - [`metrics`]: the Prometheus families and what each record adds;
@@ -22,18 +22,15 @@
 
 pub mod buckets;
 pub mod clock_metrics;
-pub mod config;
 pub mod discovery;
 pub mod fleet_metrics;
 pub mod http;
 pub mod inbound;
-pub mod labels;
 pub mod live;
 pub mod metrics;
 pub mod pair;
 pub mod paths;
 pub mod report;
-pub mod spread;
 pub mod subset;
 pub mod table;
 pub mod window;
@@ -41,9 +38,10 @@ pub mod window;
 use crate::cli::AgentArgs;
 use crate::console;
 use crate::error::{AppError, exit};
+use crate::plan::agent::load::{self, Loaded, Sources};
+use crate::plan::agent::phase;
 use crate::plan::agent::{AgentConfig, PeerConfig};
 use crate::session::{AgentSession, Side};
-use config::{Loaded, Sources};
 use discovery::{Discoverer, Discovery, Round, SourceStatus};
 use metrics::Metrics;
 use paths::PeerPaths;
@@ -135,7 +133,7 @@ pub fn run(args: AgentArgs, matches: &clap::ArgMatches) -> Result<i32, AppError>
         typed: crate::config::Settings::from_matches(sub, &schema),
         config: args.config.clone(),
     };
-    let loaded = config::load(&sources)?;
+    let loaded = load::load(&sources)?;
     if args.check {
         let (cfg, first) = with_first_round(loaded)?;
         print!("{}", report::check_text(&cfg));
@@ -337,11 +335,11 @@ impl Agent {
     /// one (the peers' prober is restarted, discovery asks every source
     /// again), a bad one is reported and the last good one keeps running.
     pub fn reload(&mut self) {
-        let loaded = match config::load(&self.sources).and_then(|l| {
+        let loaded = match load::load(&self.sources).and_then(|l| {
             // A peers file that does not parse refuses the reload, as the
             // main file does; DNS is asked on discovery's own thread.
             if let Some(p) = &l.cfg.discovery.peers_file {
-                config::read_peers_file(p)?;
+                load::read_peers_file(p)?;
             }
             Ok(l)
         }) {
@@ -514,7 +512,7 @@ fn merge(named: &[PeerConfig], discovered: &[PeerConfig], cfg: &AgentConfig) -> 
         .or(cfg.bind.map(|b| b.is_ipv4()))
         .or(discovered.first().map(|p| p.addr.is_ipv4()));
     let mut out = named.to_vec();
-    let mut pps = spread::total_pps(named);
+    let mut pps = phase::total_pps(named);
     let (mut other_family, mut over) = (0, 0);
     for p in discovered {
         let rate = 1.0 / p.schedule.interval.as_secs_f64();

@@ -142,7 +142,7 @@ pub fn summary_line(peers: &[PeerConfig], figures: &[Figures]) -> String {
 pub fn check_text(c: &crate::plan::agent::AgentConfig) -> String {
     let reflect = c.reflect.map_or_else(|| "none".into(), |a| a.to_string());
     // `+ 0.0`: a sum of no rates is -0.0, which prints as "-0".
-    let pps = super::spread::total_pps(&c.peers) + 0.0;
+    let pps = crate::plan::agent::phase::total_pps(&c.peers) + 0.0;
     let mut out = format!(
         "agent '{}': reflect {reflect}, metrics on {}, {} at {} probes/s (max_pps {})\n",
         c.name,

@@ -128,12 +128,11 @@ fn keep(args: &CalibrateArgs, c: &Calibration) -> Option<std::path::PathBuf> {
     }
 }
 
-/// The run-to-run spread a comparison starts from: this host's, measured
-/// by `synapse calibrate`, else the assumed allowance.
+/// The run-to-run spread a comparison starts from: the assumed allowance,
+/// or this host's (measured by `synapse calibrate`) where that is wider.
 pub fn spread_for_this_host() -> synapse_stats::significance::Spread {
-    kept_for_this_host()
-        .and_then(|c| c.run_to_run)
-        .map_or_else(synapse_stats::significance::Spread::assumed, |r| r.spread)
+    let kept = kept_for_this_host().and_then(|c| c.run_to_run);
+    synapse_stats::significance::Spread::for_comparison(kept.as_ref().map(|r| &r.spread))
 }
 
 /// The calibration kept for this host, if any (a note says why one that

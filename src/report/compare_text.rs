@@ -128,7 +128,9 @@ pub fn method(c: &Comparison) -> String {
         SpreadSource::Assumed => format!(
             "the assumed allowance ({sds}; not measured on this host: synapse calibrate measures it)"
         ),
-        SpreadSource::Host { .. } => format!("{} ({sds})", spread.describe()),
+        SpreadSource::Host { .. } | SpreadSource::HostOrAssumed { .. } => {
+            format!("{} ({sds})", spread.describe())
+        }
     };
     let mut s = match between {
         Some(Between::Runs) => format!(

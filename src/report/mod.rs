@@ -206,11 +206,11 @@ impl Report {
         calibration: Option<&synapse_engine::floor::Calibration>,
     ) -> Self {
         let summary = Summary::from_stats(&outcome.stats, outcome.measured);
-        let spread = calibration
-            .and_then(|c| c.run_to_run.as_ref())
-            .map_or_else(synapse_stats::significance::Spread::assumed, |r| {
-                r.spread.clone()
-            });
+        let spread = synapse_stats::significance::Spread::for_comparison(
+            calibration
+                .and_then(|c| c.run_to_run.as_ref())
+                .map(|r| &r.spread),
+        );
         let baseline = regression::judge(plan, &summary, &slices, spread);
         let extension_warnings = extensions_text::warnings(
             &summary,

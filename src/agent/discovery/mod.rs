@@ -13,10 +13,10 @@
 
 pub mod dns;
 
-use super::config::{PeerEntry, PeerMaker};
-use super::labels::{self, Labels};
 use super::subset::{self, Choice, Host};
 use crate::error::AppError;
+use crate::plan::agent::labels::{self, Labels};
+use crate::plan::agent::load::{PeerEntry, PeerMaker};
 use crate::plan::agent::{Chosen, DiscoveryPlan, PeerConfig};
 use dns::Resolver;
 use std::net::SocketAddr;
@@ -354,7 +354,7 @@ fn file_stamp(path: &Path) -> Option<(SystemTime, u64)> {
 /// The peers file's tables, each with its labels (its own `label` key,
 /// then those its name gives).
 fn read_file(path: &Path, rules: &[(String, usize)]) -> Result<Vec<Found>, AppError> {
-    let entries = super::config::read_peers_file(path)?;
+    let entries = crate::plan::agent::load::read_peers_file(path)?;
     Ok(entries
         .into_iter()
         .map(|mut e| {
@@ -515,8 +515,8 @@ pub fn me_of(name: &str, own: &Labels, plan: &DiscoveryPlan, reflect: Option<Soc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::config::{Sources, load};
     use crate::config::Settings;
+    use crate::plan::agent::load::{Sources, load};
 
     /// A discovery over the peers file `path` (and whatever else `cli`
     /// adds), as an agent named `me` would run it.

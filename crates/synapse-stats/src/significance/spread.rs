@@ -8,9 +8,13 @@
 //!
 //! Where it comes from, best first: the runs compared, when a side has two
 //! or more (pooled with what follows, as a prior: Smyth's moderated
-//! variance, 2004); this host's, measured by `synapse calibrate` (runs of
-//! Synapse's own loopback ping-pong); else an assumed one, wide enough to
-//! cover the spreads measured on the development VM (docs/compare.md).
+//! variance, 2004); else an assumed one, wide enough to cover the spreads
+//! measured on the development VM (docs/compare.md), or this host's,
+//! measured by `synapse calibrate`, where that is wider. A calibration's
+//! runs are taken back to back, so they show how runs of one moment differ,
+//! not runs an hour apart: where it measured less than the allowance, it
+//! does not narrow it (measured: BENCHMARKS.md §18, false alarms above 5 %
+//! when it did).
 
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +27,14 @@ pub enum SpreadSource {
     /// Measured on this host by `synapse calibrate`.
     Host {
         /// When (RFC 3339).
+        calibrated_at: String,
+        /// How many runs it measured.
+        runs: usize,
+    },
+    /// This host's where wider than the assumed allowance, the allowance
+    /// elsewhere ([`Spread::for_comparison`]).
+    HostOrAssumed {
+        /// When the host's was measured (RFC 3339).
         calibrated_at: String,
         /// How many runs it measured.
         runs: usize,
@@ -86,9 +98,43 @@ impl Spread {
         })
     }
 
+    /// What a comparison starts from, given this host's calibration: per
+    /// figure the wider of it and the assumed allowance, held with the
+    /// degrees of freedom of the one that stands (the fewer, where they
+    /// mix).
+    pub fn for_comparison(host: Option<&Spread>) -> Spread {
+        let assumed = Self::assumed();
+        let Some(host) = host else {
+            return assumed;
+        };
+        let SpreadSource::Host {
+            calibrated_at,
+            runs,
+        } = &host.source
+        else {
+            return host.clone();
+        };
+        if host.log_sd.iter().zip(ASSUMED_LOG_SD).all(|(h, a)| *h >= a) {
+            return host.clone();
+        }
+        let mut log_sd = host.log_sd;
+        for (sd, floor) in log_sd.iter_mut().zip(ASSUMED_LOG_SD) {
+            *sd = sd.max(floor);
+        }
+        Spread {
+            source: SpreadSource::HostOrAssumed {
+                calibrated_at: calibrated_at.clone(),
+                runs: *runs,
+            },
+            log_sd,
+            df: host.df.min(ASSUMED_DF),
+        }
+    }
+
     /// In a sentence: `assumed (not measured on this host: synapse
     /// calibrate measures it)` or `this host's (8 runs, calibrated …)`.
     pub fn describe(&self) -> String {
+        let day = |at: &String| at.get(..10).unwrap_or(at).to_string();
         match &self.source {
             SpreadSource::Assumed => {
                 "assumed, not measured on this host (synapse calibrate measures it)".into()
@@ -98,7 +144,16 @@ impl Spread {
                 runs,
             } => format!(
                 "this host's, from {runs} runs of synapse calibrate ({})",
-                calibrated_at.get(..10).unwrap_or(calibrated_at)
+                day(calibrated_at)
+            ),
+            SpreadSource::HostOrAssumed {
+                calibrated_at,
+                runs,
+            } => format!(
+                "the assumed allowance, or this host's where wider ({runs} runs of synapse \
+                 calibrate, {}: back-to-back runs, which cannot show how runs at other times \
+                 differ, so they do not narrow it)",
+                day(calibrated_at)
             ),
         }
     }
@@ -128,5 +183,39 @@ mod tests {
             s.describe()
         );
         assert!(Spread::measured("x", &runs[..2], [0.0; 5]).is_none());
+    }
+
+    fn host(log_sd: [f64; 5]) -> Spread {
+        Spread {
+            source: SpreadSource::Host {
+                calibrated_at: "2026-11-27T00:00:00Z".into(),
+                runs: 10,
+            },
+            log_sd,
+            df: 9.0,
+        }
+    }
+
+    #[test]
+    fn a_calibration_widens_the_allowance_but_never_narrows_it() {
+        assert_eq!(Spread::for_comparison(None), Spread::assumed());
+        // Quieter than assumed everywhere: the allowance stands, and says why.
+        let quiet = Spread::for_comparison(Some(&host([0.03; 5])));
+        assert_eq!(quiet.log_sd, ASSUMED_LOG_SD);
+        assert_eq!(quiet.df, ASSUMED_DF);
+        assert!(
+            quiet
+                .describe()
+                .starts_with("the assumed allowance, or this host's where wider (10 runs"),
+            "{}",
+            quiet.describe()
+        );
+        // Noisier everywhere: the host's, as measured.
+        let noisy = host([0.6; 5]);
+        assert_eq!(Spread::for_comparison(Some(&noisy)), noisy);
+        // Mixed: each figure the wider, on the fewer degrees of freedom.
+        let mixed = Spread::for_comparison(Some(&host([0.05, 0.05, 0.9, 0.05, 0.05])));
+        assert_eq!(mixed.log_sd, [0.20, 0.20, 0.9, 0.50, 0.20]);
+        assert_eq!(mixed.df, ASSUMED_DF);
     }
 }

@@ -5,7 +5,8 @@
 //! ([`crate::cli::agent`]), so a key means what its flag means. Loaded at
 //! start and again on SIGHUP: an error names file, line and key.
 
-use super::spread::{check_rate, phase_of};
+use super::phase::{check_rate, phase_of};
+use super::{AgentConfig, Chosen, DiscoveryPlan, Labels, PeerConfig};
 use crate::cli::agent::{
     DEFAULT_INTERVAL, agent_schema, peer_schema, split_name_port, split_peer, split_source_labels,
 };
@@ -15,7 +16,6 @@ use crate::config::settings::TableReader;
 use crate::config::{self, ConfigError, ConfigFile, Loc, Settings};
 use crate::error::AppError;
 use crate::plan::DEFAULT_PORT;
-use crate::plan::agent::{AgentConfig, Chosen, DiscoveryPlan, Labels, PeerConfig};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use synapse_engine::reflector_admission::{Admission, AllowList};
@@ -559,7 +559,7 @@ mod tests {
             config: Some(path),
         };
         load(&src)
-            .and_then(super::super::with_first_round)
+            .and_then(crate::agent::with_first_round)
             .map(|(cfg, _)| cfg)
             .map_err(|e| {
                 e.to_string()

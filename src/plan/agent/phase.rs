@@ -6,8 +6,8 @@
 //! started by one deployment at once, do not fire together. The total rate
 //! of a mesh is then N × peers × rate, spread evenly over each interval.
 
+use super::PeerConfig;
 use crate::error::AppError;
-use crate::plan::agent::PeerConfig;
 use std::time::Duration;
 
 /// FNV-1a, 64 bits: stable across builds and platforms (std's hasher is

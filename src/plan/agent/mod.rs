@@ -1,6 +1,11 @@
 //! What an agent runs: its peers and its reflector, resolved from the
-//! command line and the configuration file by [`crate::agent`]'s loader.
+//! command line and the configuration file ([`load`]), each host pair's
+//! phase and the packet budget ([`phase`]), topology labels ([`labels`]).
 //! The agent session starts from it; the agent front end reports on it.
+
+pub mod labels;
+pub mod load;
+pub mod phase;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

@@ -9,8 +9,8 @@
 //! Prometheus' series by nothing (a host has one rack), but an unbounded
 //! set of keys would let discovery invent labels.
 
+pub use super::Labels;
 pub use crate::cli::agent::{label_key, label_pair, name_rule};
-pub use crate::plan::agent::Labels;
 
 /// Labels read off a host name by the rules: `h7.r3.fleet.test` with
 /// `rack=2` is rack `r3`. A name with too few parts gets no such label.
