@@ -675,7 +675,8 @@ def onset(kind):
 p(f"Reading: capacity against the bare C loop {says(ratio(sc, cc), 1.5, 2, at_least=True) if sc and cc else '(not resolvable in this run)'}; "
   f"the batching reflector answers a burst with `recvmmsg` and one GSO `sendmmsg` per "
   f"source. Loss onset {onset('synapse')} for Synapse, {onset('c')} for the C loop. On loopback GSO "
-  "also saves the receive path, which a real network puts on the far host.")
+  "also saves the receive path, which a real network puts on the far host. Capacity is the "
+  "highest rate answered in one sweep of each, so this ratio has no rounds to give it an interval.")
 p()
 
 # 14. syscalls --------------------------------------------------------------------------

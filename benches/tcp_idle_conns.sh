@@ -70,7 +70,9 @@ base = med.get("idle-0")
 for k, (p50, p99) in med.items():
     r = f"  {p50 / base[0]:.3f}  {p99 / base[1]:.3f}" if base else ""
     print(f"{k:<10} p50 {p50:>7.0f} p99 {p99:>8.0f}{r}   {sorted(p for p, _ in rows[k])}")
-# Machine-readable: result idle-N P50_NS P99_NS ROUNDS BUSY (medians)
-for k, (p50, p99) in med.items():
-    print(f"result {k} {p50:.0f} {p99:.0f} {len(rows[k])} {sys.argv[3]}")
+# Machine-readable: result idle-N P50_NS P99_NS ROUNDS BUSY, a line a round
+# in round order (report.py pairs them).
+for k in med:
+    for p50, p99 in rows[k]:
+        print(f"result {k} {p50} {p99} {len(rows[k])} {sys.argv[3]}")
 PY

@@ -56,6 +56,11 @@ median() { printf "%s\n" "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1
 m_a50=$(median "${a50[@]}"); m_b50=$(median "${b50[@]}"); m_a99=$(median "${a99[@]}"); m_b99=$(median "${b99[@]}")
 printf "median %11s µs %11s µs %11s µs %11s µs\n" "$m_a50" "$m_a99" "$m_b50" "$m_b99"
 awk -v a="$m_a50" -v b="$m_b50" -v c="$m_a99" -v d="$m_b99" 'BEGIN { printf "ratio tui/no-ui: p50 %.3f  p99 %.3f\n", b / a, d / c }'
-# Machine-readable (benches/run-all.sh): result MODE P50_NS P99_NS ROUNDS
-awk -v a="$m_a50" -v b="$m_b50" -v c="$m_a99" -v d="$m_b99" -v r="$rounds" 'BEGIN {
-  printf "result noui %.0f %.0f %d\nresult tui %.0f %.0f %d\n", a * 1000, c * 1000, r, b * 1000, d * 1000, r }'
+# Machine-readable (benches/run-all.sh): result MODE P50_NS P99_NS ROUNDS,
+# a line a round in round order (report.py pairs them).
+for i in "${!a50[@]}"; do
+  awk -v a="${a50[$i]}" -v c="${a99[$i]}" -v r="$rounds" 'BEGIN { printf "result noui %.0f %.0f %d\n", a * 1000, c * 1000, r }'
+done
+for i in "${!b50[@]}"; do
+  awk -v b="${b50[$i]}" -v d="${b99[$i]}" -v r="$rounds" 'BEGIN { printf "result tui %.0f %.0f %d\n", b * 1000, d * 1000, r }'
+done

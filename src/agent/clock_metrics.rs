@@ -208,47 +208,20 @@ mod tests {
         }
         let t = text(&r);
         let has = |line: &str| t.lines().any(|l| l == line);
-        assert!(
-            has(r#"synapse_clock_offset_seconds{source="a",peer="b",transport="udp"} 0.002"#),
-            "{t}"
-        );
-        assert!(
-            has(
-                r#"synapse_clock_offset_bound_seconds{source="a",peer="b",transport="udp"} 0.00005"#
-            ),
-            "{t}"
-        );
-        assert!(
-            has(r#"synapse_clock_synchronized{source="a",peer="b",transport="udp",end="peer"} 0"#),
-            "{t}"
-        );
-        // prometheus-client writes +Inf as `inf`; Prometheus reads it
-        // with Go's ParseFloat, which takes both spellings.
-        assert!(
-            has(
-                r#"synapse_clock_error_seconds{source="a",peer="b",transport="udp",end="peer"} inf"#
-            ),
-            "{t}"
-        );
-        assert!(
-            has(
-                r#"synapse_clock_error_seconds{source="a",peer="b",transport="udp",end="source"} 0.0000015"#
-            ),
-            "{t}"
-        );
-        assert!(
-            has(
-                r#"synapse_one_way_delay_seconds_count{source="a",peer="b",transport="udp",direction="backward"} 100"#
-            ),
-            "{t}"
-        );
-        // The backward delay reads −1.95 ms (the offset): observed as 0.
-        assert!(
-            has(
-                r#"synapse_one_way_delay_seconds_sum{source="a",peer="b",transport="udp",direction="backward"} 0.0"#
-            ),
-            "{t}"
-        );
+        for line in [
+            r#"synapse_clock_offset_seconds{source="a",peer="b",transport="udp"} 0.002"#,
+            r#"synapse_clock_offset_bound_seconds{source="a",peer="b",transport="udp"} 0.00005"#,
+            r#"synapse_clock_synchronized{source="a",peer="b",transport="udp",end="peer"} 0"#,
+            // prometheus-client writes +Inf as `inf`; Prometheus reads it
+            // with Go's ParseFloat, which takes both spellings.
+            r#"synapse_clock_error_seconds{source="a",peer="b",transport="udp",end="peer"} inf"#,
+            r#"synapse_clock_error_seconds{source="a",peer="b",transport="udp",end="source"} 0.0000015"#,
+            r#"synapse_one_way_delay_seconds_count{source="a",peer="b",transport="udp",direction="backward"} 100"#,
+            // The backward delay reads −1.95 ms (the offset): observed as 0.
+            r#"synapse_one_way_delay_seconds_sum{source="a",peer="b",transport="udp",direction="backward"} 0.0"#,
+        ] {
+            assert!(has(line), "{line} missing from:\n{t}");
+        }
         m.forget(&pair());
         assert!(!text(&r).contains("peer=\"b\""), "gone");
     }

@@ -238,42 +238,35 @@ mod tests {
         }
     }
 
+    /// Each slow reply against the cause it must be given.
+    fn check(cases: &[(SlowReply, Cause)]) {
+        for (reply, want) in cases {
+            assert_eq!(classify(reply), *want, "{reply:?}");
+        }
+    }
+
     #[test]
     fn a_resend_here_is_the_forward_leg_unless_a_dsack_says_it_arrived() {
-        assert_eq!(
-            classify(&slow(LATE, 1, 0, AckSeen::WithReply)),
-            Cause::Forward
-        );
-        assert_eq!(
-            classify(&slow(LATE, 1, 1, AckSeen::Prompt)),
-            Cause::ReverseDsack
-        );
-        // The resend is the evidence, whatever the delay.
-        assert_eq!(
-            classify(&slow(5_000_000, 2, 0, AckSeen::Unknown)),
-            Cause::Forward
-        );
+        check(&[
+            (slow(LATE, 1, 0, AckSeen::WithReply), Cause::Forward),
+            (slow(LATE, 1, 1, AckSeen::Prompt), Cause::ReverseDsack),
+            // The resend is the evidence, whatever the delay.
+            (slow(5_000_000, 2, 0, AckSeen::Unknown), Cause::Forward),
+        ]);
     }
 
     #[test]
     fn without_a_resend_here_the_ack_stamp_tells_the_far_side_cases_apart() {
-        assert_eq!(
-            classify(&slow(LATE, 0, 0, AckSeen::WithReply)),
-            Cause::ReverseFar
-        );
-        assert_eq!(
-            classify(&slow(LATE, 0, 0, AckSeen::Prompt)),
-            Cause::AfterAck
-        );
-        assert_eq!(
-            classify(&slow(LATE, 0, 0, AckSeen::Unknown)),
-            Cause::FarSide
-        );
-        // Slow, but less than any retransmission timeout: not a resend.
-        assert_eq!(
-            classify(&slow(RTO_MIN_NS - 1, 0, 0, AckSeen::WithReply)),
-            Cause::NotResend
-        );
+        check(&[
+            (slow(LATE, 0, 0, AckSeen::WithReply), Cause::ReverseFar),
+            (slow(LATE, 0, 0, AckSeen::Prompt), Cause::AfterAck),
+            (slow(LATE, 0, 0, AckSeen::Unknown), Cause::FarSide),
+            // Slow, but less than any retransmission timeout: not a resend.
+            (
+                slow(RTO_MIN_NS - 1, 0, 0, AckSeen::WithReply),
+                Cause::NotResend,
+            ),
+        ]);
     }
 
     #[test]
