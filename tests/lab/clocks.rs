@@ -62,7 +62,7 @@ pub fn check(sheet: &mut Sheet, s: &Scenario) {
          B; before and after each run an independent probe (tests/lab/clockprobe.py, \
          user-space clock reads, the fastest of 100 exchanges) reads B's clock minus \
          A's. B's clock is stepped −40 ms (`clock_settime`) 3 s into a run, then its \
-         frequency raised +50 ppm (`adjtimex -f`) for a 20 s run; last, Debian's chronyd \
+         frequency raised +100 ppm (`adjtimex -f`) for a 20 s run; last, Debian's chronyd \
          in B synchronises its clock to one in A while a run goes on. Every bound on an \
          offset is half a round trip less the far end's dwell.",
     );
@@ -165,7 +165,7 @@ fn step(sheet: &mut Sheet, s: &Scenario) {
 fn slew(sheet: &mut Sheet, s: &Scenario) {
     let j = s.json("slew");
     let (p0, p1) = (probe(s, "slew-probe0.json"), probe(s, "slew-probe1.json"));
-    offset_row(sheet, "slew: clock offset (+50 ppm)", &j, &p0, &p1);
+    offset_row(sheet, "slew: clock offset (+100 ppm)", &j, &p0, &p1);
     let d = &clocks(&j)["drift"];
     let (ppm, within) = (f(&d["ppm"]), f(&d["interval_ppm"]));
     let span = p1.at - p0.at;
