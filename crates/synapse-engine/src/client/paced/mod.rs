@@ -501,7 +501,15 @@ impl<'a, S: Sink> Pacer<'a, S> {
             self.sink.row(p, entry.points);
         }
         let probe = &self.probes[p];
-        if self.give_up && probe.seen.replies == 0 && probe.unanswered >= GIVE_UP_AFTER {
+        // Requests in flight together time out together: silence is given
+        // up on after as long as ping-pong waits (GIVE_UP_AFTER timeouts
+        // back to back), not after ten timeouts a millisecond apart, which
+        // a reflector starved for 110 ms on a busy host would fail.
+        if self.give_up
+            && probe.seen.replies == 0
+            && probe.unanswered >= GIVE_UP_AFTER
+            && at_ns >= GIVE_UP_AFTER * self.timeout_ns
+        {
             return Err(probe.seen.silence(
                 probe.cfg.addr,
                 probe.unanswered,
