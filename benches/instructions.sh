@@ -37,10 +37,10 @@
 #   syn-server-paced  `synapse server` defaults, driven by a native
 #                  `synapse client --interval 1ms --timestamps user`: under
 #                  callgrind the slowed reflector finds the bare C client's
-#                  next request already queued after each answer and takes
-#                  its batch path (`recvmmsg`/`sendmmsg` of one); a request
-#                  each millisecond finds it waiting in `recvfrom`, the path
-#                  a native reflector takes
+#                  next request already queued when it turns to receive; a
+#                  request each millisecond finds it waiting, as a native
+#                  reflector mostly is (both take one `recvmmsg` and one
+#                  `sendto` an answer)
 #
 #   benches/instructions.sh [SHORT LONG]   (default 10000 20000;
 #   CONFIGS="c-plain syn-default …"; KEEP=DIR keeps the LONG runs'

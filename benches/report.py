@@ -941,8 +941,8 @@ rows = [
     ("bare C TCP client", "c-tcp", "all", None, None, None),
     ("Synapse client, `--tcp`: measurement thread", "syn-tcp", "t2", "c-tcp", "all", "C TCP client"),
     ("bare C reflector, per answer", "c-reflector", "all", None, None, None),
-    ("`synapse server`, per answer, back-to-back requests (its batch path under callgrind): all threads", "syn-server", "all", "c-reflector", "all", "C reflector"),
-    ("`synapse server`, per answer, one request a millisecond (its `recvfrom` path): all threads", "syn-server-paced", "all", "c-reflector", "all", "C reflector"),
+    ("`synapse server`, per answer, back-to-back requests (each waiting when it is received, under callgrind): all threads", "syn-server", "all", "c-reflector", "all", "C reflector"),
+    ("`synapse server`, per answer, one request a millisecond (each waited for): all threads", "syn-server-paced", "all", "c-reflector", "all", "C reflector"),
     ("`synapse server`'s STAMP port, per answer: all threads", "syn-server-stamp", "all", "c-reflector", "all", "C reflector"),
 ]
 ir = run(IN)
@@ -1010,6 +1010,18 @@ STEPS = [
     ("`on_datagram` and `settle` always inlined into the wait (their prologues, epilogues and "
      "argument moves; the table above is from before this step)",
      "client defaults / `--timestamps user`", "1,104 / 1,046", "1,079 / 1,028"),
+    ("plain echo waits in one `recvmmsg` with `MSG_WAITFORONE` (the first datagram waited for, "
+     "whatever is queued beside it taken in the same call) and answers a lone one with a `sendto` "
+     "(`Batch::send_one`), not a `sendmmsg` header: no `EAGAIN` try after every answer (three "
+     "system calls an answer to two, as the bare C loop makes); one clock read an answer, not two "
+     "(the one that accounts an answer is the next admission's); the address compared as integers, "
+     "not by `memcmp` (`RawAddr::same_as`)",
+     "`synapse server`, one request a millisecond / back-to-back requests (all threads)",
+     "530 / 622", "334 / 289"),
+    ("the same two (one clock read, the integer compare); admission its own `Gate` beside the "
+     "sessions, so the STAMP path no longer copies the 132-byte source address to admit it; the "
+     "request decoded once (`stamp::reflect_decoded`), not again to answer it",
+     "`synapse server`'s STAMP port (all threads)", "1,288", "1,107"),
 ]
 p("Issue 38's reductions, step by step (one run before and one after each, e26bf12 and on):")
 p()
@@ -1024,7 +1036,9 @@ p("1,428 → 1,433, no gain, since `sub_timespec`'s 111 per round trip are not t
 p("conversions. The record written in place in its ring slot (`write_chunk_uninit`, the statistics")
 p("recorded from the slot, then the commit): the compiler still built it on the stack and copied it")
 p("in (`memcpy` 29 per round trip before and after, then from `MaybeUninit::write`), so the `unsafe`")
-p("commit it needs bought nothing.")
+p("commit it needs bought nothing. The reflector's admission always inlined (`#[inline(always)]`")
+p("on `Gate::admit`, to save its prologue and epilogue): 289 → 301 per answer back to back, as the")
+p("compiler then left the session look-up (`Sessions::find`) out of line instead.")
 p()
 prof = {}
 for line in (read(IN, "out") or "").splitlines():
@@ -1059,11 +1073,21 @@ p("an `hdrhistogram` record of about 60 instructions); `memcpy` is the `Record` 
 p("into the ring (the consumer pays it again popping it); `settle` fetches the TX stamps;")
 p("`syscall` is the `send` and the `recv`, made directly (`sys::direct`: libc's wrappers are")
 p("cancellation points, 62 instructions a round trip more); `clock_gettime` the two clock")
-p("reads, as integer nanoseconds (`Mono`). Reflector: after every answer the loop tries a")
-p("`recvmmsg` for more queued datagrams: with its headers built once (`Batch::recv`) that try is")
-p("the system call; `send_groups` writes one header and its control data per group sent;")
-p("`admit` is the source checks and the session look-up (the previous peer's fast path, no")
-p("hash); `memcmp` the address comparison.")
+p("reads, as integer nanoseconds (`Mono`). Reflector (plain echo): the loop waits in one")
+p("`recvmmsg` (`MSG_WAITFORONE`: the first datagram waited for, whatever is queued beside it taken")
+p("in the same call) and answers a lone request with one `sendto` (`Batch::send_one`): `syscall` is")
+p("those two, the bare C loop's two system calls. The loop (`start_reflector::{{closure}}`, all")
+p("inlined) is that receive's header read back and reset for the next, the answer's accounting")
+p("(the totals, the session's packets, bytes and last-seen time, kept for the session reports,")
+p("the metrics and the idle expiry), the one clock read an answer (`clock_gettime`; admission and")
+p("the tick take the reading that accounted the previous answer) and the tick's check. `admit`")
+p("(`Gate::admit`) is the source-port and `--allow` checks, the session look-up (the previous")
+p("peer's fast path: the address compared as integers, no hash) and the two rate buckets the")
+p("defaults configure (`--max-pps` per source and `--max-total-pps`: a compare and an add each).")
+p("Several requests queued together go back with one `sendmmsg` (`send_groups`). The STAMP port")
+p("reads its control data (RX stamp, TTL, TOS: `recv_stamped_flags`), decodes and rewrites the")
+p("test packet (`decode_as`, `write_head`, `WireTime`), keeps the sender's STAMP counters and")
+p("reads the wall clock for T3.")
 p()
 
 # not measured ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
-//! The client's own cost, counted in instructions (issue 38): user-space
-//! instructions per round trip of its measurement thread, under
-//! `valgrind --tool=callgrind`, must not grow more than 10 % over the
-//! reference below. An instruction count does not wobble as the VM's
+//! The instrument's own cost, counted in instructions (issue 38): user-space
+//! instructions per round trip of the client's measurement thread, and per
+//! answer of the reflector, under `valgrind --tool=callgrind`, must not
+//! grow more than 10 % over the references below. An instruction count does not wobble as the VM's
 //! timings do, so a few per cent can be gated on. Two runs of different
 //! lengths are counted and subtracted: start-up, warm-up and the report
 //! cancel (the method of `benches/instructions.sh`, shorter).
@@ -144,5 +144,96 @@ fn the_clients_instructions_per_round_trip_stay_within_ten_per_cent() {
         if per < reference * 0.9 {
             println!("{extra:?}: {per:.0} is well under {reference:.0}: lower the reference");
         }
+    }
+}
+
+/// Instructions per answer of `synapse server` (defaults, plain echo), all
+/// its threads, driven one request at a time from here (issue 38; the
+/// method of `benches/instructions.sh`'s `syn-server` row, shorter), the
+/// gate's own run. (The bench counted 622 back to back before the reflector
+/// waited in one `recvmmsg` and answered a lone request with a `sendto`.)
+const REFERENCE_REFLECTOR: f64 = 289.0;
+
+/// All of a `synapse server`'s threads' instructions under callgrind for a
+/// run that answers `answers` requests (and its start-up and stop).
+fn reflector_count(valgrind: &Path, bin: &Path, answers: u64) -> u64 {
+    use std::net::UdpSocket;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("callgrind.out");
+    let port = common::free_udp_port();
+    let server = Command::new(valgrind)
+        .args(["--tool=callgrind", "--separate-threads=yes"])
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(bin)
+        .args(["server", "--no-ui", "--stamp-port", "0", "--bind"])
+        .arg(format!("127.0.0.1:{port}"))
+        .env(
+            "XDG_STATE_HOME",
+            std::env::temp_dir().join("synapse-tests-no-state"),
+        )
+        .current_dir(common::scratch_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.connect(("127.0.0.1", port)).unwrap();
+    // Ready when it answers: under callgrind, start-up takes seconds.
+    client
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let (mut buf, request) = ([0u8; 64], [7u8; 32]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client.send(&request).is_err() || client.recv(&mut buf).is_err() {
+        assert!(Instant::now() < deadline, "the reflector never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    client
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    for _ in 0..answers {
+        client.send(&request).unwrap();
+        assert_eq!(client.recv(&mut buf).unwrap(), request.len());
+    }
+    // SIGTERM: it stops cleanly and callgrind writes its files.
+    common::unsafe_free_kill(server.id(), "TERM");
+    let mut server = server;
+    server.wait().unwrap();
+    let mut total = 0;
+    for t in 1.. {
+        let Ok(text) = std::fs::read_to_string(format!("{}-{t:02}", out.display())) else {
+            break;
+        };
+        let summary = text
+            .lines()
+            .find_map(|l| l.strip_prefix("summary: "))
+            .expect("a summary line");
+        total += summary.trim().parse::<u64>().unwrap();
+    }
+    assert!(total > 0, "callgrind wrote no thread's count");
+    total
+}
+
+#[test]
+fn the_reflectors_instructions_per_answer_stay_within_ten_per_cent() {
+    let test = "the_reflectors_instructions_per_answer_stay_within_ten_per_cent";
+    let Some(valgrind) = tool("valgrind", test) else {
+        return;
+    };
+    let _one = common::one_at_a_time();
+    let bin = release_binary();
+    let (short, long) = (2_000u64, 4_000u64);
+    let a = reflector_count(&valgrind, &bin, short);
+    let b = reflector_count(&valgrind, &bin, long);
+    let per = (b as f64 - a as f64) / (long - short) as f64;
+    let reference = REFERENCE_REFLECTOR;
+    println!("reflector: {per:.0} per answer, reference {reference:.0}");
+    assert!(
+        per <= reference * MARGIN,
+        "{per:.0} instructions per answer, over {reference:.0} + 10 %"
+    );
+    if per < reference * 0.9 {
+        println!("reflector: {per:.0} is well under {reference:.0}: lower the reference");
     }
 }

@@ -264,6 +264,21 @@ pub fn reflect_in_place(
     t3: impl FnOnce() -> WireTime,
 ) -> Result<(), StampError> {
     let sender = SenderPacket::decode_as(request, at)?;
+    reflect_decoded(request, at, &sender, how, t3)
+}
+
+/// [`reflect_in_place`] for a request the caller has already decoded as
+/// `sender` (and not changed since): the reflector checks each request
+/// before it answers, and decoding it twice was a tenth of an answer.
+/// A `request` shorter than its layout is refused, as there.
+pub fn reflect_decoded(
+    request: &mut [u8],
+    at: Layout,
+    sender: &SenderPacket,
+    how: Reflection,
+    t3: impl FnOnce() -> WireTime,
+) -> Result<(), StampError> {
+    whole(request, at)?;
     let (t2, ttl) = (how.t2, how.ttl);
     let reply = ReflectorPacket {
         seq: how.seq.unwrap_or(sender.seq),
@@ -445,5 +460,22 @@ mod tests {
             Err(StampError::ZeroMultiplier)
         );
         assert_eq!(SenderPacket::decode(&[]), Err(StampError::TooShort(0)));
+    }
+
+    /// The reflector's path, the request decoded once by the caller, gives
+    /// the RFC example's answer too, and refuses a short buffer untouched.
+    #[test]
+    fn a_request_decoded_beforehand_is_reflected_the_same() {
+        let mut buf = SENDER;
+        let sender = SenderPacket::decode(&buf).unwrap();
+        let how = stateless(t(0xA000_0000), 64);
+        reflect_decoded(&mut buf, Layout::OPEN, &sender, how, || t(0xC000_0000)).unwrap();
+        assert_eq!(buf, REFLECTOR);
+        let mut short = [1u8; 43];
+        assert_eq!(
+            reflect_decoded(&mut short, Layout::OPEN, &sender, how, || t(0)),
+            Err(StampError::TooShort(43))
+        );
+        assert_eq!(short, [1u8; 43]);
     }
 }

@@ -2,7 +2,10 @@
 //! A source outside every listed network is counted and dropped before
 //! anything else is done for it.
 
-use super::limits::Limits;
+use super::Refusal;
+use super::limits::{Limits, Pace};
+use super::sessions::Sessions;
+use crate::mono::Mono;
 use crate::sys::addr::RawAddr;
 use std::net::IpAddr;
 
@@ -127,6 +130,56 @@ impl AllowList {
     /// Whether `ip` may be answered (a TCP connection's peer).
     pub fn allows_ip(&self, ip: std::net::IpAddr) -> bool {
         self.0.is_empty() || self.0.iter().any(|n| n.contains(ip))
+    }
+}
+
+/// The checks every datagram passes before its answer, in the order
+/// that lets a refusal cost no more than the checks before it: its source
+/// port, `--allow`, its session (opened when new), its source's rate and
+/// the total rate.
+pub(super) struct Gate {
+    /// The sources answered.
+    pub allow: AllowList,
+    /// `--max-total-pps`, and when its bucket is empty again.
+    pub total: Pace,
+    pub total_tat: u64,
+    /// The reflector's epoch: a bucket about to refuse reads the clock.
+    pub epoch: Mono,
+}
+
+impl Gate {
+    /// Whether a datagram from `from` may be answered: its session's index
+    /// in `sessions`, or why not.
+    #[inline]
+    pub fn admit(
+        &mut self,
+        sessions: &mut Sessions,
+        from: &RawAddr,
+        now_ns: u64,
+    ) -> Result<usize, Refusal> {
+        if from.port() < 1024 {
+            return Err(Refusal::ServicePort);
+        }
+        if !self.allow.allows(from) {
+            return Err(Refusal::NotAllowed);
+        }
+        let idx = sessions.find(from, now_ns)?;
+        // `now_ns` was read after the previous answer, so it may be behind:
+        // before a bucket refuses, it is asked again at the clock's time (a
+        // bucket that refuses books nothing, so none is charged twice).
+        let epoch = self.epoch;
+        let mut fresh = None;
+        let mut later = || *fresh.get_or_insert_with(|| epoch.elapsed_ns());
+        let source = sessions.within_rate(idx, now_ns) || sessions.within_rate(idx, later());
+        let total = source
+            && (!self.total.is_limited()
+                || self.total.admit(&mut self.total_tat, now_ns)
+                || self.total.admit(&mut self.total_tat, later()));
+        if total {
+            Ok(idx)
+        } else {
+            Err(sessions.refuse(idx, Refusal::Rate))
+        }
     }
 }
 

@@ -8,14 +8,14 @@
 //! wildcard address, it reads where each request came to and answers from
 //! there (`recvmsg`, `sendmsg`: see `sys::pktinfo`).
 //!
-//! A plain echo reflector (no stamps, no log) batches when datagrams queue
-//! up: after each answer it asks, without waiting, for up to `BATCH` more
-//! at once (`recvmmsg`) and answers them together (`sendmmsg`). A lone
-//! ping-pong packet is still received by the single `recvfrom` it waits
-//! in, so it is never delayed; the batch try costs it one `EAGAIN` after
-//! its answer has left.
+//! A plain echo reflector (no stamps, no log) receives with one
+//! `recvmmsg` that waits for the first datagram and takes, without
+//! waiting, up to `BATCH` already queued beside it (`MSG_WAITFORONE`). A
+//! lone ping-pong packet costs that one call and its `sendto`, as in the
+//! bare C loop, and is never delayed; datagrams that queued up are
+//! answered together (`sendmmsg`).
 
-use super::admission::{Admission, AllowList};
+use super::admission::{Admission, Gate};
 use super::answer_log::{AnswerLog, AnswerPoints};
 use super::follow_up::FollowUpStamps;
 use super::limits::Pace;
@@ -103,20 +103,15 @@ pub struct Reflector {
     from: RawAddr,
     control: ControlBuf,
     epoch: Mono,
-    /// The sources answered.
-    allow: AllowList,
-    /// `--max-total-pps`, and when its bucket is empty again.
-    total: Pace,
-    total_tat: u64,
+    /// Who is answered, and how much.
+    gate: Gate,
     /// STAMP authenticated mode's key.
     key: Option<StampKey>,
-    /// Plain echo only: slots for answering queued datagrams together.
+    /// Plain echo only: the slots it receives into, one datagram or many.
     batch: Option<Box<Batch>>,
     /// The NIC's clock on the system clock: a Follow-Up carries the
     /// answer's NIC stamp placed there (else the kernel's).
     clock: Option<PhcMap>,
-    /// The last receive got something, so more may be queued.
-    more_waiting: bool,
 }
 
 impl Reflector {
@@ -129,6 +124,7 @@ impl Reflector {
         admission: Admission,
     ) -> Self {
         let limits = admission.limits;
+        let epoch = Mono::now();
         let follow_ups = match (wire.protocol, wire.rx_cmsg, &log) {
             (Protocol::Stamp, Some(kind), None) => {
                 Some(FollowUpStamps::new(kind, wire.hardware, wire.format))
@@ -146,14 +142,16 @@ impl Reflector {
             buf: vec![0u8; RECV_BUFFER],
             from: RawAddr::empty(),
             control: ControlBuf::default(),
-            epoch: Mono::now(),
-            allow: admission.allow,
-            total: Pace::new(limits.total_pps, limits.burst),
-            total_tat: 0,
+            epoch,
+            gate: Gate {
+                allow: admission.allow,
+                total: Pace::new(limits.total_pps, limits.burst),
+                total_tat: 0,
+                epoch,
+            },
             key: None,
             batch: (wire.protocol == Protocol::Echo && wire.rx_cmsg.is_none())
                 .then(|| Box::new(Batch::new(RECV_BUFFER, wire.answer_from_arrival))),
-            more_waiting: false,
             clock: None,
         }
     }
@@ -180,13 +178,13 @@ impl Reflector {
         // read: what admission sees is a moment old (see `admit`).
         let mut now_ns = self.clock();
         loop {
-            if self.more_waiting {
-                self.more_waiting = self.serve_batch(now_ns)?;
-            }
-            if !self.more_waiting {
-                self.serve_one(now_ns)?;
-            }
-            now_ns = self.clock();
+            let answered_at = if self.batch.is_some() {
+                self.serve_batch(now_ns)?
+            } else {
+                self.serve_one(now_ns)?
+            };
+            // The clock read to account an answer is the one after it.
+            now_ns = answered_at.unwrap_or_else(|| self.clock());
             if now_ns >= next_tick {
                 next_tick = now_ns + TICK.as_nanos() as u64;
                 self.clock_state.tick(now_ns);
@@ -224,46 +222,74 @@ impl Reflector {
     }
 
     /// Receives one datagram (waiting or spinning for it) and answers it.
+    /// Returns the clock read after the answer, when one was sent.
     #[inline]
-    fn serve_one(&mut self, now_ns: u64) -> Result<(), EngineError> {
+    fn serve_one(&mut self, now_ns: u64) -> Result<Option<u64>, EngineError> {
         match self.receive() {
             Ok(d) if d.got.truncated => self.sessions.totals.oversized += 1,
             Ok(d) => {
-                let from = self.from;
                 let answered = self
-                    .admit(&from, now_ns)
+                    .gate
+                    .admit(&mut self.sessions, &self.from, now_ns)
                     .and_then(|i| self.answer(&d, i, now_ns));
-                if let Err(why) = answered {
-                    self.sessions.totals.refused.count(why);
+                match answered {
+                    Ok(at) => return Ok(Some(at)),
+                    Err(why) => self.sessions.totals.refused.count(why),
                 }
             }
-            Err(e) => return self.receive_failed(e),
+            Err(e) => return self.receive_failed(e).map(|()| None),
         }
-        self.more_waiting = self.batch.is_some();
-        Ok(())
+        Ok(None)
     }
 
-    /// Answers whatever else is queued, up to `BATCH` datagrams, with one
-    /// `recvmmsg` and one `sendmmsg`. Returns whether anything was queued.
-    fn serve_batch(&mut self, now_ns: u64) -> Result<bool, EngineError> {
+    /// Plain echo: waits for a datagram and answers it with whatever else
+    /// is already queued, up to `BATCH` (one `recvmmsg`; one `sendto` for
+    /// one, one `sendmmsg` for more). Returns the clock read after the
+    /// answers, when any was sent.
+    #[inline]
+    fn serve_batch(&mut self, now_ns: u64) -> Result<Option<u64>, EngineError> {
         // Out of `self` while it is served, so admission can borrow `self`.
         let Some(mut batch) = self.batch.take() else {
-            return Ok(false);
+            return Ok(None);
         };
-        let served = match batch.recv(self.fd) {
-            Ok(_) => {
-                self.answer_batch(&batch, now_ns);
-                Ok(!batch.is_empty())
-            }
-            Err(e) => self.receive_failed(e).map(|()| false),
+        let served = match batch.recv_waiting(self.fd) {
+            Ok(1) => Ok(self.answer_lone(&batch, now_ns)),
+            Ok(_) => Ok(self.answer_batch(&batch, now_ns)),
+            Err(e) => self.receive_failed(e).map(|()| None),
         };
         self.batch = Some(batch);
         served
     }
 
+    /// Answers a batch of one: the ping-pong case, a `sendto` (no
+    /// `sendmmsg` header to build). Returns the clock read after it.
+    #[inline]
+    fn answer_lone(&mut self, batch: &Batch, now_ns: u64) -> Option<u64> {
+        let (bytes, got, from) = batch.datagram(0);
+        if got.truncated {
+            self.sessions.totals.oversized += 1;
+            return None;
+        }
+        match self.gate.admit(&mut self.sessions, from, now_ns) {
+            Ok(idx) => {
+                if batch.send_one(self.fd, 0).is_err() {
+                    self.sessions.totals.send_errors += 1;
+                }
+                let now_ns = self.clock();
+                self.sessions.account(idx, bytes.len() as u64, now_ns);
+                Some(now_ns)
+            }
+            Err(why) => {
+                self.sessions.totals.refused.count(why);
+                None
+            }
+        }
+    }
+
     /// Admits each datagram of `batch`, sends the admitted back at once,
-    /// then accounts for them.
-    fn answer_batch(&mut self, batch: &Batch, now_ns: u64) {
+    /// then accounts for them. Returns the clock read after the send, when
+    /// anything was sent.
+    fn answer_batch(&mut self, batch: &Batch, now_ns: u64) -> Option<u64> {
         let mut slots = [0u8; BATCH];
         let mut sessions = [0usize; BATCH];
         let mut admitted = 0;
@@ -273,7 +299,7 @@ impl Reflector {
                 self.sessions.totals.oversized += 1;
                 continue;
             }
-            match self.admit(from, now_ns) {
+            match self.gate.admit(&mut self.sessions, from, now_ns) {
                 Ok(idx) => {
                     slots[admitted] = i as u8;
                     sessions[admitted] = idx;
@@ -283,7 +309,7 @@ impl Reflector {
             }
         }
         if admitted == 0 {
-            return;
+            return None;
         }
         self.sessions.totals.send_errors += batch.send_back(self.fd, &slots[..admitted]);
         let now_ns = self.clock();
@@ -291,6 +317,7 @@ impl Reflector {
             let (bytes, _, _) = batch.datagram(usize::from(slot));
             self.sessions.account(idx, bytes.len() as u64, now_ns);
         }
+        Some(now_ns)
     }
 
     /// A receive that got no datagram: fine when nothing was there or an
@@ -343,50 +370,17 @@ impl Reflector {
         }
     }
 
-    /// Whether a datagram from `from` may be answered: its session's
-    /// index, or why not. Cheapest checks first; a refusal costs no more
-    /// than the checks before it.
-    #[inline]
-    fn admit(&mut self, from: &RawAddr, now_ns: u64) -> Result<usize, Refusal> {
-        if from.port() < 1024 {
-            return Err(Refusal::ServicePort);
-        }
-        if !self.allow.allows(from) {
-            return Err(Refusal::NotAllowed);
-        }
-        let idx = self.sessions.find(from, now_ns)?;
-        // `now_ns` was read after the previous answer, so it may be behind:
-        // before a bucket refuses, it is asked again at the clock's time (a
-        // bucket that refuses books nothing, so none is charged twice).
-        let mut fresh = None;
-        let mut later = |r: &Self| *fresh.get_or_insert_with(|| r.clock());
-        let source = self.sessions.within_rate(idx, now_ns) || {
-            let at = later(self);
-            self.sessions.within_rate(idx, at)
-        };
-        let total = source
-            && (!self.total.is_limited() || self.total.admit(&mut self.total_tat, now_ns) || {
-                let at = later(self);
-                self.total.admit(&mut self.total_tat, at)
-            });
-        if total {
-            Ok(idx)
-        } else {
-            Err(self.sessions.refuse(idx, Refusal::Rate))
-        }
-    }
-
     /// Nanoseconds since the reflector started.
     #[inline]
     fn clock(&self) -> u64 {
         self.epoch.elapsed_ns()
     }
 
-    /// Answers one admitted datagram of session `idx` and accounts for it,
-    /// or says why it got no answer (a STAMP request that is malformed or
-    /// not authenticated).
+    /// Answers one admitted datagram of session `idx` and accounts for it
+    /// (returning the clock read after the send), or says why it got no
+    /// answer (a STAMP request that is malformed or not authenticated).
     #[inline]
-    fn answer(&mut self, d: &Datagram, idx: usize, now_ns: u64) -> Result<(), Refusal> {
+    fn answer(&mut self, d: &Datagram, idx: usize, now_ns: u64) -> Result<u64, Refusal> {
         let logging = self.log.is_some();
         let mut logged_seq = None;
         let t2_user = logging.then(realtime_ns);
@@ -421,7 +415,8 @@ impl Reflector {
             self.sessions.totals.send_errors += 1;
         }
         self.after_stamp_send(&send, sent.is_ok(), ask_stamp);
-        self.sessions.account(idx, d.got.len as u64, self.clock());
+        let answered_at = self.clock();
+        self.sessions.account(idx, d.got.len as u64, answered_at);
         if let (Some(log), Some(peer)) = (self.log.as_mut(), self.from.to_socket_addr()) {
             let packet = &self.buf[..d.got.len];
             let p = AnswerPoints {
@@ -442,7 +437,7 @@ impl Reflector {
                 self.take_logged_follow_ups();
             }
         }
-        Ok(())
+        Ok(answered_at)
     }
 
     /// A STAMP answer went out (or not): its Follow-Up stamp is awaited,
@@ -552,7 +547,8 @@ impl Reflector {
             seq: counted.map(|c| c.seq),
             error: self.clock_state.estimate(),
         };
-        stamp::reflect_in_place(packet, layout, how, read_t3).map_err(|_| Refusal::Malformed)?;
+        stamp::reflect_decoded(packet, layout, &sender, how, read_t3)
+            .map_err(|_| Refusal::Malformed)?;
         if let Some(key) = &self.key {
             key.sign(packet);
         }

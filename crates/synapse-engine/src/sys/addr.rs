@@ -4,6 +4,9 @@
 use std::mem::{size_of, zeroed};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
+/// Bytes of a `sockaddr_storage`.
+const STORAGE: usize = size_of::<libc::sockaddr_storage>();
+
 /// A socket address in the kernel's own layout, built once and reused for
 /// every `sendto` so the hot path never converts addresses.
 #[derive(Clone, Copy)]
@@ -122,9 +125,39 @@ impl RawAddr {
         self.len = len.min(size_of::<libc::sockaddr_storage>() as libc::socklen_t);
     }
 
-    /// Byte-wise comparison of the meaningful part: cheap enough for every packet.
+    /// Comparison of the meaningful part, cheap enough for every packet:
+    /// integer compares, no call to `memcmp`. An IPv4 address (family,
+    /// port, address, zero padding) is 16 bytes, one 128-bit compare; an
+    /// IPv6 one is 28, that and a 64- and a 32-bit one.
+    #[inline]
     pub fn same_as(&self, other: &RawAddr) -> bool {
-        self.len == other.len && self.bytes() == other.bytes()
+        const V4: usize = size_of::<libc::sockaddr_in>();
+        const V6: usize = size_of::<libc::sockaddr_in6>();
+        let (a, b) = (self.whole(), other.whole());
+        // The bytes at..at + n (n at most 16) as one integer.
+        let word = |x: &[u8; STORAGE], at: usize, n: usize| {
+            let mut w = [0u8; 16];
+            w[..n].copy_from_slice(&x[at..at + n]);
+            u128::from_ne_bytes(w)
+        };
+        self.len == other.len
+            && match self.len as usize {
+                V4 => word(a, 0, V4) == word(b, 0, V4),
+                V6 => {
+                    word(a, 0, 16) == word(b, 0, 16) && word(a, 16, V6 - 16) == word(b, 16, V6 - 16)
+                }
+                _ => self.bytes() == other.bytes(),
+            }
+    }
+
+    /// The whole storage, initialised (zeroed when made, then written).
+    fn whole(&self) -> &[u8; STORAGE] {
+        // SAFETY: sockaddr_storage is STORAGE bytes of plain old data with
+        // no padding (a family, a byte array, an aligning word), every byte
+        // initialised (zeroed in `empty` and `from_socket_addr`, then
+        // written by them or the kernel), and a byte array needs no
+        // alignment.
+        unsafe { &*std::ptr::from_ref(&self.storage).cast::<[u8; STORAGE]>() }
     }
 
     fn bytes(&self) -> &[u8] {
@@ -168,5 +201,31 @@ mod tests {
         assert!(a.same_as(&a));
         assert!(!a.same_as(&b));
         assert!(!a.same_as(&c));
+    }
+
+    /// Each byte of an IPv6 address counts, to its scope id (the last 4),
+    /// and only those: what lies past the address's length does not.
+    #[test]
+    fn same_as_compares_every_byte_of_an_ipv6_address_and_no_more() {
+        let raw = |s: &str| RawAddr::from_socket_addr(s.parse().unwrap());
+        let a = raw("[2001:db8::1]:9");
+        assert!(a.same_as(&raw("[2001:db8::1]:9")));
+        for other in [
+            "[2001:db8::2]:9",
+            "[2001:db8::1%3]:9",
+            "[2001:db9::1]:9",
+            "[2001:db8::1]:8",
+        ] {
+            assert!(!a.same_as(&raw(other)), "{other}");
+        }
+        // Junk past the address (a longer one written there before).
+        let junk = |mut x: RawAddr| {
+            // SAFETY: bytes 28..32 lie inside the 128-byte storage.
+            unsafe { x.storage_ptr().cast::<u8>().add(28).write_bytes(0xa5, 4) };
+            x
+        };
+        assert!(a.same_as(&junk(a)), "bytes past the address do not count");
+        let v4 = raw("192.0.2.1:9");
+        assert!(v4.same_as(&junk(v4)) && !v4.same_as(&raw("192.0.2.2:9")));
     }
 }

@@ -1,7 +1,8 @@
 //! Many datagrams per syscall: `recvmmsg` fills up to `BATCH` slots, each
 //! with its source address, and `sendmmsg` sends chosen slots back to their
-//! sources. The reflector uses it only when datagrams are already waiting,
-//! so a lone packet never waits for a batch to fill.
+//! sources. The reflector waits in it for the first datagram and takes
+//! only what is already queued beside it (`MSG_WAITFORONE`), so a lone
+//! packet never waits for a batch to fill.
 //!
 //! Answers to one source go as one message where they can (UDP GSO,
 //! `UDP_SEGMENT`): the kernel walks its send path once for the lot and cuts
@@ -122,6 +123,7 @@ impl Batch {
     }
 
     /// Whether the last `recv` got nothing.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -135,17 +137,28 @@ impl Batch {
 
     /// Receives whatever is waiting, up to `BATCH` datagrams, without
     /// blocking (one `recvmmsg`, `MSG_DONTWAIT`): `EAGAIN` when nothing is.
+    /// (The reflector waits in [`Batch::recv_waiting`]; the tests here
+    /// look at a queue without waiting on it.)
+    #[cfg(test)]
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.recv_flags(fd, libc::MSG_DONTWAIT)
+    }
+
+    /// Waits for a datagram as the socket waits (blocking, up to its
+    /// receive timeout, or not at all when it is non-blocking), then takes
+    /// whatever else is already queued, up to `BATCH`, without waiting
+    /// (one `recvmmsg`, `MSG_WAITFORONE`): a lone datagram costs one call,
+    /// as a `recvfrom` would, and a queue is drained by the same call.
+    pub fn recv_waiting(&mut self, fd: RawFd) -> io::Result<usize> {
+        self.recv_flags(fd, libc::MSG_WAITFORONE)
+    }
+
+    fn recv_flags(&mut self, fd: RawFd, flags: libc::c_int) -> io::Result<usize> {
         self.len = 0;
         // SAFETY: every header points at a live slot, address and control
         // buffer of the sizes given, all owned by `self` on the heap.
         let n = unsafe {
-            super::direct::recvmmsg(
-                fd,
-                self.headers.as_mut_ptr(),
-                BATCH as libc::c_uint,
-                libc::MSG_DONTWAIT,
-            )
+            super::direct::recvmmsg(fd, self.headers.as_mut_ptr(), BATCH as libc::c_uint, flags)
         };
         if n < 0 {
             // The kernel writes back a header only for a datagram received.
@@ -168,6 +181,15 @@ impl Batch {
             self.reset_header(i);
         }
         Ok(self.len)
+    }
+
+    /// Sends slot `i` back to its source as it is, from where it came to
+    /// when that is known (one `sendto`, or `sendmsg` with the source):
+    /// the answer to a batch of one, without a `sendmmsg`'s headers.
+    #[inline]
+    pub fn send_one(&self, fd: RawFd, i: usize) -> io::Result<usize> {
+        let (bytes, _, to) = self.datagram(i);
+        pktinfo::send_to_from(fd, bytes, to, self.arrival[i])
     }
 
     /// Sends slots `which` back to their sources as they are, each from
