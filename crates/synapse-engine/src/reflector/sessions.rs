@@ -74,22 +74,20 @@ impl Sessions {
     /// refused only when it is new and the table is full.
     #[inline]
     pub fn find(&mut self, from: &RawAddr, now_ns: u64) -> Result<usize, Refusal> {
-        let idx = if self
-            .sessions
-            .get(self.last)
-            .is_some_and(|s| s.addr.same_as(from))
-        {
-            self.last
-        } else {
-            let peer = from.to_socket_addr().ok_or(Refusal::Malformed)?;
-            match self.index.get(&peer) {
-                Some(&i) => i,
-                None => self.open(*from, peer, now_ns).ok_or(Refusal::Sessions)?,
-            }
-        };
-        self.last = idx;
         // Refused datagrams keep a session alive too (a moment-old clock;
         // an answer sets the exact time).
+        if let Some(s) = self.sessions.get_mut(self.last)
+            && s.addr.same_as(from)
+        {
+            s.info.last_seen_ns = now_ns;
+            return Ok(self.last);
+        }
+        let peer = from.to_socket_addr().ok_or(Refusal::Malformed)?;
+        let idx = match self.index.get(&peer) {
+            Some(&i) => i,
+            None => self.open(*from, peer, now_ns).ok_or(Refusal::Sessions)?,
+        };
+        self.last = idx;
         self.sessions[idx].info.last_seen_ns = now_ns;
         Ok(idx)
     }

@@ -168,9 +168,11 @@ impl Batch {
         for i in 0..self.len {
             let m = self.headers[i];
             self.from[i].set_len(m.msg_hdr.msg_namelen);
-            self.arrival[i] = self.controls.as_deref().and_then(|controls| {
-                pktinfo::arrival_in(controls[i].filled(m.msg_hdr.msg_controllen))
-            });
+            // Without control data every arrival stays `None`, as made.
+            if let Some(controls) = self.controls.as_deref() {
+                let control = controls[i].filled(m.msg_hdr.msg_controllen);
+                self.arrival[i] = pktinfo::arrival_in(control);
+            }
             let truncated = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
             let len = m.msg_len as usize;
             self.got[i] = if truncated {
