@@ -150,7 +150,7 @@ pub(super) struct Gate {
 impl Gate {
     /// Whether a datagram from `from` may be answered: its session's index
     /// in `sessions`, or why not.
-    #[inline]
+    #[inline(always)]
     pub fn admit(
         &mut self,
         sessions: &mut Sessions,

@@ -1,7 +1,7 @@
 //! The reflector's loop: receive, check, answer, account.
 //!
 //! One unconnected socket serves every client at once, so no client is ever
-//! locked out. Per datagram: `recvfrom`, `sendto` of exactly the bytes
+//! locked out. Per datagram: one receive, one send of exactly the bytes
 //! received (STAMP rewrites them in place first), one clock read and a
 //! session counter bump. With a log, the socket also stamps in the kernel,
 //! both ways, and each answer's points go to the log's ring. Bound to a

@@ -72,7 +72,7 @@ impl Sessions {
 
     /// The session of a datagram from `from` at `now_ns`, opened when new;
     /// refused only when it is new and the table is full.
-    #[inline]
+    #[inline(always)]
     pub fn find(&mut self, from: &RawAddr, now_ns: u64) -> Result<usize, Refusal> {
         // Refused datagrams keep a session alive too (a moment-old clock;
         // an answer sets the exact time).
