@@ -6,7 +6,7 @@ use crate::error::AppError;
 use crate::plan::{ClientPlan, ServerPlan};
 use crate::report::server_text::{self, session_line};
 use crate::report::{LogSummary, Progress, Report};
-use crate::session::{ClientSession, ServerSession};
+use crate::session::{ClientFeed, ClientSession, ServerSession};
 use std::io::Write;
 use std::time::Duration;
 use synapse_engine::{Protocol, ReflectorEvent, StopFlag};

@@ -21,6 +21,8 @@ pub(crate) mod layout_check;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_feed;
+#[cfg(test)]
 mod tests_fit;
 
 use app::{App, ClientInfo, Role, ServerView};
