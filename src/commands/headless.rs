@@ -26,8 +26,8 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     )?
     .with_slices();
     let mut session = ClientSession::start(plan, None, plan.log_opening, stop.clone())?;
-    tap.start_run(plan.run.clock.timeout_ms);
-    let mut progress = Progress::new(plan.packets, plan.run.duration);
+    tap.start_run(plan.settings.timeout);
+    let mut progress = Progress::new(plan.packets, plan.settings.duration);
     let mut measured = 0u64;
     while !session.is_finished() {
         std::thread::sleep(POLL);

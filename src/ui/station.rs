@@ -188,7 +188,7 @@ impl Station {
         let p = &self.server_plan;
         // The in-process reflector speaks what a loopback client speaks.
         let protocol =
-            if self.client_plan.run.packet.stamp && self.client_plan.target == Target::Loopback {
+            if self.client_plan.settings.stamp && self.client_plan.target == Target::Loopback {
                 Protocol::Stamp
             } else {
                 Protocol::Echo
@@ -263,7 +263,7 @@ impl Station {
             let own = self.ensure_reflector(app)?;
             Some(match self.client_plan.target {
                 Target::Remote(a) => a,
-                Target::Loopback if self.client_plan.run.transport == Transport::Tcp => {
+                Target::Loopback if self.client_plan.settings.transport == Transport::Tcp => {
                     self.own_tcp_echo()?
                 }
                 Target::Loopback => own,
@@ -294,7 +294,7 @@ impl Station {
             .start(&self.client_plan, against, log)
             .map_err(|e| (e.to_string(), e.exit_code()))?;
         self.totals.log_started |= self.client_plan.log.is_some();
-        let timeout = self.client_plan.run.clock.timeout_ms;
+        let timeout = self.client_plan.settings.timeout;
         if let Some(t) = self.hdr.as_mut() {
             t.start_run(timeout);
         }
@@ -308,7 +308,7 @@ impl Station {
         // afresh; the RTT figures are kept.
         self.totals.stats.use_shape(session.shape());
         app.client.info.local =
-            crate::report::local_text(session.local(), self.client_plan.run.connect_each);
+            crate::report::local_text(session.local(), self.client_plan.settings.connect_each);
         app.client.info.target = session.server().to_string();
         app.client.stamping = Some(stamping.clone());
         self.totals.stamping = Some(stamping);
@@ -593,7 +593,7 @@ impl Station {
 
     /// The session's slices as intervals, for a baseline's interval log.
     fn session_intervals(&self) -> Vec<synapse_stats::intervals::Interval> {
-        let timeout = self.client_plan.run.clock.timeout_ms.as_nanos() as u64;
+        let timeout = self.client_plan.settings.timeout.as_nanos() as u64;
         self.session
             .slices()
             .iter()
