@@ -15,7 +15,7 @@
 //! one-way delays; a constant clock offset cancels in every difference, so
 //! one-way jitter is meaningful even between unsynchronised clocks.
 
-use hdrhistogram::Histogram;
+use crate::HdrCounts;
 use serde::Serialize;
 
 use super::MAX_TRACKABLE_NS;
@@ -51,8 +51,8 @@ pub struct Jitter {
     previous: Option<i64>,
     /// Recent arrivals by sequence number, to pair neighbours.
     recent: [Option<(u64, i64)>; PAIRING],
-    ipdv: Histogram<u64>,
-    arrival: Histogram<u64>,
+    ipdv: HdrCounts,
+    arrival: HdrCounts,
     rfc3550: f64,
 }
 
@@ -62,9 +62,9 @@ impl Default for Jitter {
     }
 }
 
-fn histogram() -> Histogram<u64> {
+fn histogram() -> HdrCounts {
     #[allow(clippy::expect_used)]
-    Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, 2).expect("constant histogram bounds are valid")
+    HdrCounts::new(MAX_TRACKABLE_NS, 2).expect("constant histogram bounds are valid")
 }
 
 fn magnitude(a: i64, b: i64) -> u64 {
@@ -90,7 +90,7 @@ impl Jitter {
     pub fn add(&mut self, seq: u64, delay_ns: i64) {
         if let Some(previous) = self.previous.replace(delay_ns) {
             let d = magnitude(delay_ns, previous);
-            self.arrival.saturating_record(d);
+            self.arrival.record(d);
             self.rfc3550 += (d as f64 - self.rfc3550) / 16.0;
         }
         let slot = |s: u64| (s % PAIRING as u64) as usize;
@@ -99,7 +99,7 @@ impl Jitter {
             if let Some((s, d)) = self.recent[slot(n)]
                 && s == n
             {
-                self.ipdv.saturating_record(magnitude(delay_ns, d));
+                self.ipdv.record(magnitude(delay_ns, d));
             }
         }
         self.recent[slot(seq)] = Some((seq, delay_ns));
@@ -115,8 +115,8 @@ impl Jitter {
     /// Adds a later series' pairs. The estimator is a running state, not
     /// a sum: the later series' value is the one kept.
     pub fn merge(&mut self, other: &Jitter) {
-        let _ = self.ipdv.add(&other.ipdv);
-        let _ = self.arrival.add(&other.arrival);
+        self.ipdv.add(&other.ipdv);
+        self.arrival.add(&other.arrival);
         if !other.arrival.is_empty() {
             self.rfc3550 = other.rfc3550;
         }
@@ -124,7 +124,7 @@ impl Jitter {
 
     /// The figures, when at least two packets arrived.
     pub fn figures(&self) -> Option<JitterFigures> {
-        let (i, a) = (&self.ipdv, &self.arrival);
+        let (i, a) = (self.ipdv.histogram(), self.arrival.histogram());
         let have = (!i.is_empty()).then_some(i);
         (!a.is_empty()).then(|| JitterFigures {
             ipdv_pairs: i.len(),
