@@ -24,6 +24,11 @@ use super::MAX_TRACKABLE_NS;
 /// and still be paired for IPDV.
 pub const PAIRING: usize = 16;
 
+/// Where sequence number `s` is kept among the recent arrivals.
+fn slot(s: u64) -> usize {
+    (s % PAIRING as u64) as usize
+}
+
 /// The jitter figures of one series, ns.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct JitterFigures {
@@ -67,11 +72,6 @@ fn histogram() -> HdrCounts {
     HdrCounts::new(MAX_TRACKABLE_NS, 2).expect("constant histogram bounds are valid")
 }
 
-fn magnitude(a: i64, b: i64) -> u64 {
-    (i128::from(a) - i128::from(b))
-        .unsigned_abs()
-        .min(u128::from(u64::MAX)) as u64
-}
 
 impl Jitter {
     /// An empty series. Magnitudes are kept to 2 significant digits (1 %).
@@ -89,20 +89,31 @@ impl Jitter {
     #[inline]
     pub fn add(&mut self, seq: u64, delay_ns: i64) {
         if let Some(previous) = self.previous.replace(delay_ns) {
-            let d = magnitude(delay_ns, previous);
+            // |a − b| of two i64 always fits a u64.
+            let d = delay_ns.abs_diff(previous);
             self.arrival.record(d);
             self.rfc3550 += (d as f64 - self.rfc3550) / 16.0;
         }
-        let slot = |s: u64| (s % PAIRING as u64) as usize;
-        let neighbours = [seq.checked_sub(1), seq.checked_add(1)];
-        for n in neighbours.into_iter().flatten() {
-            if let Some((s, d)) = self.recent[slot(n)]
-                && s == n
-            {
-                self.ipdv.record(magnitude(delay_ns, d));
-            }
+        // The two neighbours in turn, not a loop over them: this runs for
+        // every sample.
+        if let Some(n) = seq.checked_sub(1) {
+            self.pair(n, delay_ns);
+        }
+        if let Some(n) = seq.checked_add(1) {
+            self.pair(n, delay_ns);
         }
         self.recent[slot(seq)] = Some((seq, delay_ns));
+    }
+
+    /// Pairs the arrival of `delay_ns` with sequence number `n`'s, if it
+    /// came recently.
+    #[inline(always)]
+    fn pair(&mut self, n: u64, delay_ns: i64) {
+        if let Some((s, d)) = self.recent[slot(n)]
+            && s == n
+        {
+            self.ipdv.record(delay_ns.abs_diff(d));
+        }
     }
 
     /// Forgets the packets before: the next one starts new pairs (a new
