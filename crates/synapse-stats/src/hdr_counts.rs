@@ -53,7 +53,9 @@ impl HdrCounts {
             leading_zero_base: 64 - count_magnitude,
             half_magnitude: count_magnitude - 1,
             bounds: (high, sigfig),
-            built: OnceLock::from(empty),
+            // Not the empty histogram: the first record would free it, on
+            // the measurement thread.
+            built: OnceLock::new(),
         };
         counts.top = counts.index(high);
         Ok(counts)
@@ -142,7 +144,6 @@ impl HdrCounts {
             };
             counts.counts[i] += v.count_at_value();
         }
-        counts.built.take();
         counts
     }
 

@@ -72,7 +72,6 @@ fn histogram() -> HdrCounts {
     HdrCounts::new(MAX_TRACKABLE_NS, 2).expect("constant histogram bounds are valid")
 }
 
-
 impl Jitter {
     /// An empty series. Magnitudes are kept to 2 significant digits (1 %).
     pub fn new() -> Self {
