@@ -1008,7 +1008,7 @@ STEPS = [
     ("the same two (direct socket calls, `Mono` for the reflector's clock)",
      "`synapse server`, one request a millisecond / back-to-back requests", "788 / 828", "530 / 623"),
     ("`on_datagram` and `settle` always inlined into the wait (their prologues, epilogues and "
-     "argument moves; the table above is from before this step)",
+     "argument moves)",
      "client defaults / `--timestamps user`", "1,104 / 1,046", "1,079 / 1,028"),
     ("`HdrCounts` (`synapse-stats`): `hdrhistogram`'s bucket layout, a record that is an index from "
      "the value's leading zeros and one increment (no bounds, minimum, maximum or total kept per "
@@ -1065,12 +1065,16 @@ for (c, t), fns in prof.items():
         p(f"| {v:,.1f} | `{fn}` |")
     p()
 
-p("Reading the maps (what the remaining instructions buy). Client: `on_datagram` and the loop")
-p("(`__rust_begin_short_backtrace`) are the decode, the sequence tracker, the points and the")
-p("record; `Stats::record` and `saturating_record` record each sample into the measurement")
-p("thread's own histograms (the authoritative statistics: the RTT, and the jitter's two series, each")
-p("an `hdrhistogram` record of about 60 instructions); `memcpy` is the `Record` (160 bytes) pushed")
-p("into the ring (the consumer pays it again popping it); `settle` fetches the TX stamps;")
+p("Reading the maps (what the remaining instructions buy). Client: the loop")
+p("(`__rust_begin_short_backtrace`, `on_datagram` and `settle` inlined into it) is the decode, the")
+p("sequence tracker, the points (their reset a packet, ~26) and the record, and `settle` fetching")
+p("the TX stamps; `emit_now` is `Stats::record`, inlined: the measurement thread's own statistics")
+p("(the authoritative ones), the counters, the reply order and three `HdrCounts` records (the RTT")
+p("and the jitter's two series, each an index from the value's leading zeros and one increment,")
+p("about 11 instructions, where an `hdrhistogram` record was about 60; `OnceLock::take` is their")
+p("check that no histogram built for a reader is left to forget), the jitter's pairing and")
+p("RFC 3550 estimator, then the push into the ring; `memcpy` is the `Record` (160 bytes) pushed")
+p("into the ring (the consumer pays it again popping it);")
 p("`syscall` is the `send` and the `recv`, made directly (`sys::direct`: libc's wrappers are")
 p("cancellation points, 62 instructions a round trip more); `clock_gettime` the two clock")
 p("reads, as integer nanoseconds (`Mono`). Reflector: after every answer the loop tries a")
