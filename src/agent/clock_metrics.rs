@@ -13,11 +13,12 @@
 //! offset) is observed as 0.
 
 use super::pair::Pair;
+use super::register::register;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 use synapse_stats::FarSide;
 
@@ -73,35 +74,14 @@ impl ClockMetrics {
             error: Family::default(),
             synchronized: Family::default(),
         };
-        let s = Unit::Seconds;
-        registry.register_with_unit(
-            "synapse_one_way_delay",
-            "One-way delay per reply (STAMP; kernel cut points where there are; below 0 observed as 0): a figure only within synapse_clock_error_seconds of both ends",
-            s.clone(),
-            m.delay.clone(),
+        register!(registry, seconds:
+            "synapse_one_way_delay", "One-way delay per reply (STAMP; kernel cut points where there are; below 0 observed as 0): a figure only within synapse_clock_error_seconds of both ends" => m.delay;
+            "synapse_clock_offset", "The peer's clock minus this host's, from the tightest of the last 100 STAMP exchanges (RFC 5905)" => m.offset;
+            "synapse_clock_offset_bound", "synapse_clock_offset is right within ± this: half that exchange's round trip less the reflector's dwell" => m.bound;
+            "synapse_clock_error", "Each end's clock error as its STAMP error estimate said on the latest reply (+Inf: not synchronised)" => m.error;
         );
-        registry.register_with_unit(
-            "synapse_clock_offset",
-            "The peer's clock minus this host's, from the tightest of the last 100 STAMP exchanges (RFC 5905)",
-            s.clone(),
-            m.offset.clone(),
-        );
-        registry.register_with_unit(
-            "synapse_clock_offset_bound",
-            "synapse_clock_offset is right within ± this: half that exchange's round trip less the reflector's dwell",
-            s.clone(),
-            m.bound.clone(),
-        );
-        registry.register_with_unit(
-            "synapse_clock_error",
-            "Each end's clock error as its STAMP error estimate said on the latest reply (+Inf: not synchronised)",
-            s,
-            m.error.clone(),
-        );
-        registry.register(
-            "synapse_clock_synchronized",
-            "Each end's STAMP S bit on the latest reply: 1 when its clock is synchronised",
-            m.synchronized.clone(),
+        register!(registry,
+            "synapse_clock_synchronized", "Each end's STAMP S bit on the latest reply: 1 when its clock is synchronised" => m.synchronized;
         );
         m
     }

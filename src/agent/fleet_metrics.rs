@@ -7,6 +7,7 @@
 use super::discovery::SourceStatus;
 use super::pair::Pair;
 use super::paths::PathSpread;
+use super::register::register;
 use crate::plan::agent::Chosen;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -77,30 +78,12 @@ impl FleetMetrics {
                 .clone(),
             paths: PathFamilies::default(),
         };
-        registry.register(
-            "synapse_discovery_hosts",
-            "Hosts each discovery source named in its last good answer",
-            m.hosts.clone(),
-        );
-        registry.register(
-            "synapse_discovery_failures",
-            "Discovery rounds whose source failed (its last good answer was kept)",
-            m.failures.clone(),
-        );
-        registry.register(
-            "synapse_discovery_last_success_timestamp_seconds",
-            "When each discovery source last answered, Unix time",
-            m.last_ok.clone(),
-        );
-        registry.register(
-            "synapse_peers",
-            "Peers probed, by how they were chosen (named, tier, fanout)",
-            m.peers.clone(),
-        );
-        registry.register(
-            "synapse_probed_by_sources",
-            "Source addresses this agent's reflector answered over the last window: how many hosts measure this one",
-            by_source,
+        register!(registry,
+            "synapse_discovery_hosts", "Hosts each discovery source named in its last good answer" => m.hosts;
+            "synapse_discovery_failures", "Discovery rounds whose source failed (its last good answer was kept)" => m.failures;
+            "synapse_discovery_last_success_timestamp_seconds", "When each discovery source last answered, Unix time" => m.last_ok;
+            "synapse_peers", "Peers probed, by how they were chosen (named, tier, fanout)" => m.peers;
+            "synapse_probed_by_sources", "Source addresses this agent's reflector answered over the last window: how many hosts measure this one" => by_source;
         );
         m.paths.register(registry);
         m
@@ -154,35 +137,12 @@ impl FleetMetrics {
 
 impl PathFamilies {
     fn register(&self, r: &mut Registry) {
-        let gauges = [
-            (
-                "synapse_path_loss_worst_ratio",
-                "The loss of the peer's worst path over the last window (--paths)",
-                &self.loss_worst,
-            ),
-            (
-                "synapse_path_loss_spread_ratio",
-                "The worst path's loss less the best path's, over the last window",
-                &self.loss_spread,
-            ),
-            (
-                "synapse_path_rtt_median_worst_seconds",
-                "The highest of the paths' median RTTs over the last window",
-                &self.rtt_worst,
-            ),
-            (
-                "synapse_path_rtt_median_spread_seconds",
-                "The highest of the paths' median RTTs less the lowest, over the last window",
-                &self.rtt_spread,
-            ),
-        ];
-        for (name, help, fam) in gauges {
-            r.register(name, help, fam.clone());
-        }
-        r.register(
-            "synapse_paths_lossy",
-            "The peer's paths that lost a probe over the last window",
-            self.lossy.clone(),
+        register!(r,
+            "synapse_path_loss_worst_ratio", "The loss of the peer's worst path over the last window (--paths)" => self.loss_worst;
+            "synapse_path_loss_spread_ratio", "The worst path's loss less the best path's, over the last window" => self.loss_spread;
+            "synapse_path_rtt_median_worst_seconds", "The highest of the paths' median RTTs over the last window" => self.rtt_worst;
+            "synapse_path_rtt_median_spread_seconds", "The highest of the paths' median RTTs less the lowest, over the last window" => self.rtt_spread;
+            "synapse_paths_lossy", "The peer's paths that lost a probe over the last window" => self.lossy;
         );
     }
 

@@ -12,13 +12,14 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::{Registry, Unit};
+use prometheus_client::registry::Registry;
 use synapse_engine::{ReflectorTotals, Refusals};
 use synapse_stats::{Record, RecordKind, ReplyOrder, Segment};
 
 #[cfg(test)]
 use super::buckets::CLASSIC_BUCKETS;
 use super::buckets::histogram;
+use super::register::register;
 
 pub use super::pair::Pair;
 
@@ -210,10 +211,8 @@ impl Metrics {
                 version: env!("CARGO_PKG_VERSION"),
             })
             .set(1);
-        registry.register(
-            "synapse_build_info",
-            "Synapse's version, as a label",
-            build.clone(),
+        register!(registry,
+            "synapse_build_info", "Synapse's version, as a label" => build;
         );
         let unknown_stray = f
             .stray
@@ -584,99 +583,26 @@ fn seconds(ns: u64) -> f64 {
 }
 
 fn register(r: &mut Registry, f: &Families) {
-    let s = Unit::Seconds;
-    r.register_with_unit(
-        "synapse_rtt",
-        "Round-trip time, application to application",
-        s.clone(),
-        f.rtt.clone(),
+    register!(r, seconds:
+        "synapse_rtt", "Round-trip time, application to application" => f.rtt;
+        "synapse_rtt_segment", "Round-trip time by segment (kernel and NIC timestamps)" => f.segment;
+        "synapse_ipdv", "|IPDV|: the RTT's change from one reply to the next (RFC 3393)" => f.ipdv;
     );
-    r.register_with_unit(
-        "synapse_rtt_segment",
-        "Round-trip time by segment (kernel and NIC timestamps)",
-        s.clone(),
-        f.segment.clone(),
-    );
-    r.register_with_unit(
-        "synapse_ipdv",
-        "|IPDV|: the RTT's change from one reply to the next (RFC 3393)",
-        s,
-        f.ipdv.clone(),
-    );
-    let counters = [
-        (
-            "synapse_probes_sent",
-            "Probes whose fate is known (answered in time, or not)",
-            &f.sent,
-        ),
-        (
-            "synapse_probes_lost",
-            "Probes without a timely reply",
-            &f.lost,
-        ),
-        (
-            "synapse_probes_late",
-            "Replies that came after the timeout (counted lost too)",
-            &f.late,
-        ),
-        (
-            "synapse_replies_duplicate",
-            "Replies received more than once",
-            &f.duplicate,
-        ),
-        (
-            "synapse_replies_reordered",
-            "Replies that came after a later probe's (RFC 4737), timely or late",
-            &f.reordered,
-        ),
-        (
-            "synapse_stray_datagrams",
-            "Datagrams that answer no probe of this agent",
-            &f.stray,
-        ),
-        (
-            "synapse_schedule_misses",
-            "Probe slots skipped because the sender was late",
-            &f.misses,
-        ),
-    ];
-    for (name, help, fam) in counters {
-        r.register(name, help, fam.clone());
-    }
-    r.register(
-        "synapse_reflected",
-        "Datagrams this agent's reflector answered",
-        f.reflected.clone(),
-    );
-    r.register(
-        "synapse_reflector_refused",
-        "Datagrams this agent's reflector did not answer, by reason",
-        f.refused.clone(),
-    );
-    r.register(
-        "synapse_peer_info",
-        "Each peer measured, as labels",
-        f.info.clone(),
-    );
-    r.register(
-        "synapse_cos_sent",
-        "Replies by the DSCP and ECN each leg was sent with (backward: as the reflector's CoS TLV says)",
-        f.cos_sent.clone(),
-    );
-    r.register(
-        "synapse_cos_received",
-        "Replies by the DSCP and ECN each leg arrived with (forward: as the reflector's CoS TLV says)",
-        f.cos_received.clone(),
-    );
-    r.register(
-        "synapse_cos_remarked",
-        "Replies whose leg arrived with another DSCP than it was sent with",
-        f.cos_remarked.clone(),
-    );
-    r.register(
-        "synapse_cos_ce",
-        "Replies whose leg was sent ECN-capable and arrived marked CE",
-        f.cos_ce.clone(),
+    register!(r,
+        "synapse_probes_sent", "Probes whose fate is known (answered in time, or not)" => f.sent;
+        "synapse_probes_lost", "Probes without a timely reply" => f.lost;
+        "synapse_probes_late", "Replies that came after the timeout (counted lost too)" => f.late;
+        "synapse_replies_duplicate", "Replies received more than once" => f.duplicate;
+        "synapse_replies_reordered", "Replies that came after a later probe's (RFC 4737), timely or late" => f.reordered;
+        "synapse_stray_datagrams", "Datagrams that answer no probe of this agent" => f.stray;
+        "synapse_schedule_misses", "Probe slots skipped because the sender was late" => f.misses;
+        "synapse_reflected", "Datagrams this agent's reflector answered" => f.reflected;
+        "synapse_reflector_refused", "Datagrams this agent's reflector did not answer, by reason" => f.refused;
+        "synapse_peer_info", "Each peer measured, as labels" => f.info;
+        "synapse_cos_sent", "Replies by the DSCP and ECN each leg was sent with (backward: as the reflector's CoS TLV says)" => f.cos_sent;
+        "synapse_cos_received", "Replies by the DSCP and ECN each leg arrived with (forward: as the reflector's CoS TLV says)" => f.cos_received;
+        "synapse_cos_remarked", "Replies whose leg arrived with another DSCP than it was sent with" => f.cos_remarked;
+        "synapse_cos_ce", "Replies whose leg was sent ECN-capable and arrived marked CE" => f.cos_ce;
     );
 }
 

@@ -11,6 +11,7 @@
 //! - [`metrics`]: the Prometheus families and what each record adds;
 //!   [`fleet_metrics`]: discovery's, the paths' and the reflector's
 //!   sources, set once a window.
+//! - `register`: a family in the registry, one line each.
 //! - [`http`]: `/metrics`, with content negotiation.
 //! - [`window`]: each peer's recent figures for the table and `--json`.
 //! - [`report`], [`table`], [`live`]: the headless lines, the live table,
@@ -30,6 +31,7 @@ pub mod live;
 pub mod metrics;
 pub mod pair;
 pub mod paths;
+mod register;
 pub mod report;
 pub mod subset;
 pub mod table;

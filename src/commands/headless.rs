@@ -6,7 +6,7 @@ use crate::error::AppError;
 use crate::plan::{ClientPlan, ServerPlan};
 use crate::report::server_text::{self, session_line};
 use crate::report::{LogSummary, Progress, Report};
-use crate::session::{ClientSession, ServerSession};
+use crate::session::{ClientFeed, ClientSession, ServerSession};
 use std::io::Write;
 use std::time::Duration;
 use synapse_engine::{Protocol, ReflectorEvent, StopFlag};
@@ -26,8 +26,8 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     )?
     .with_slices();
     let mut session = ClientSession::start(plan, None, plan.log_opening, stop.clone())?;
-    tap.start_run(plan.run.clock.timeout_ms);
-    let mut progress = Progress::new(plan.packets, plan.run.duration);
+    tap.start_run(plan.settings.timeout);
+    let mut progress = Progress::new(plan.packets, plan.settings.duration);
     let mut measured = 0u64;
     while !session.is_finished() {
         std::thread::sleep(POLL);

@@ -172,10 +172,15 @@ where
     root.fill(&WHITE)?;
     let areas = root.split_evenly((kinds.len(), 1));
     for (area, kind) in areas.iter().zip(kinds) {
+        let pane = Pane {
+            area,
+            inputs,
+            prefix,
+        };
         match *kind {
-            "percentiles" => percentiles(area, inputs, prefix)?,
-            "time" => over_time(area, inputs, prefix)?,
-            _ => split(area, inputs, prefix)?,
+            "percentiles" => pane.percentiles()?,
+            "time" => pane.over_time()?,
+            _ => pane.split()?,
         }
     }
     root.present()?;
@@ -219,81 +224,6 @@ fn short(label: &str) -> String {
         .map_or_else(|| label.to_string(), |f| f.to_string_lossy().into_owned())
 }
 
-fn percentiles<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    inputs: &[Input],
-    prefix: &str,
-) -> Fallible<()>
-where
-    DB::ErrorType: 'static,
-{
-    let tag = format!("{prefix}{RTT}");
-    // Each run: its label, its points, and whether it has figures only.
-    type Curve = (String, Vec<(f64, f64)>, bool);
-    let curves: Vec<Curve> = inputs
-        .iter()
-        .map(|i| match &i.log {
-            Some(log) => {
-                let h = merged(&log.intervals, &tag);
-                let deepest = (h.len().max(1) as f64).log10().min(MAX_NINES);
-                let pts = (0..=(deepest * 100.0) as usize)
-                    .map(|k| {
-                        let x = k as f64 / 100.0;
-                        let q = 1.0 - 10f64.powf(-x);
-                        (x, h.value_at_quantile(q) as f64 / 1e3)
-                    })
-                    .collect();
-                (short(&i.label), pts, false)
-            }
-            None => {
-                let pts = i
-                    .percentiles
-                    .iter()
-                    .map(|&(q, ns)| (-(1.0 - q).log10(), ns / 1e3))
-                    .collect();
-                (short(&i.label), pts, true)
-            }
-        })
-        .collect();
-    let values = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.1));
-    let top = values().fold(1.0f64, f64::max);
-    let bottom = values().filter(|v| *v > 0.0).fold(top, f64::min);
-    // A log scale: the body and a tail 100 times higher both stay readable.
-    let mut chart = ChartBuilder::on(area)
-        .caption("RTT by percentile", (FONT, 24))
-        .margin(15)
-        .margin_right(40)
-        .x_label_area_size(45)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..MAX_NINES, (bottom * 0.8..top * 1.25).log_scale())?;
-    chart
-        .configure_mesh()
-        .x_desc("percentile (log scale of 1/(1−q))")
-        .y_desc("round-trip time (log scale)")
-        .x_labels(6)
-        .x_label_formatter(&nines_label)
-        .y_label_formatter(&us)
-        .label_style((FONT, 14))
-        .axis_desc_style((FONT, 16))
-        .draw()?;
-    for (k, (name, pts, points_only)) in curves.into_iter().enumerate() {
-        let colour = COLOURS[k % COLOURS.len()];
-        let style = ShapeStyle::from(&colour).stroke_width(2);
-        if points_only {
-            chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 5, style.filled())))?
-                .label(name)
-                .legend(move |(x, y)| Circle::new((x + 10, y), 5, style.filled()));
-        } else {
-            chart
-                .draw_series(LineSeries::new(pts, style))?
-                .label(name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-        }
-    }
-    legend(&mut chart, SeriesLabelPosition::UpperLeft)
-}
-
 fn legend<'a, DB: DrawingBackend + 'a, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
     at: SeriesLabelPosition,
@@ -335,93 +265,6 @@ fn rows(log: &[Interval], prefix: &str) -> Vec<Row> {
         .collect()
 }
 
-fn over_time<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    inputs: &[Input],
-    prefix: &str,
-) -> Fallible<()>
-where
-    DB::ErrorType: 'static,
-{
-    let all: Vec<(String, Vec<Row>)> = inputs
-        .iter()
-        .filter_map(|i| Some((short(&i.label), rows(&i.log.as_ref()?.intervals, prefix))))
-        .collect();
-    let end = all
-        .iter()
-        .flat_map(|r| r.1.iter().map(|x| x.0))
-        .fold(0.001f64, f64::max);
-    // The scale follows the p99s; a maximum far above is cut at the top.
-    let p99 = all
-        .iter()
-        .flat_map(|r| r.1.iter().map(|x| x.2))
-        .fold(1.0f64, f64::max);
-    let top = p99 * 2.0;
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            "RTT over time: p50, p99 (band) and max per interval (× at the top: above the scale); loss ▼ and outages in red",
-            (FONT, 20),
-        )
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..end * 1.02, 0.0..top)?;
-    chart
-        .configure_mesh()
-        .x_desc("time since start (s)")
-        .y_desc("round-trip time")
-        .y_label_formatter(&us)
-        .label_style((FONT, 14))
-        .axis_desc_style((FONT, 16))
-        .draw()?;
-    for (k, (name, rows)) in all.iter().enumerate() {
-        let colour = COLOURS[k % COLOURS.len()];
-        let band: Vec<(f64, f64)> = rows
-            .iter()
-            .map(|r| (r.0, r.2))
-            .chain(rows.iter().rev().map(|r| (r.0, r.1)))
-            .collect();
-        chart.draw_series(std::iter::once(Polygon::new(band, colour.mix(0.2))))?;
-        let solid = ShapeStyle::from(&colour).stroke_width(2);
-        chart
-            .draw_series(LineSeries::new(rows.iter().map(|r| (r.0, r.1)), solid))?
-            .label(format!("{name} p50"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], solid));
-        let thin = ShapeStyle::from(&colour).stroke_width(1);
-        chart
-            .draw_series(LineSeries::new(rows.iter().map(|r| (r.0, r.2)), thin))?
-            .label(format!("{name} p99"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], thin));
-        chart
-            .draw_series(
-                rows.iter()
-                    .map(|r| Cross::new((r.0, r.3.min(top * 0.99)), 3, thin)),
-            )?
-            .label(format!("{name} max"))
-            .legend(move |(x, y)| Cross::new((x + 10, y), 3, thin));
-        let red = ShapeStyle::from(&RED).filled();
-        chart.draw_series(
-            rows.iter()
-                .filter(|r| r.4 > 0)
-                .map(|r| TriangleMarker::new((r.0, top * 0.97), 5, red)),
-        )?;
-        chart.draw_series(rows.iter().filter(|r| r.5).map(|r| {
-            Rectangle::new(
-                [(r.0 - 0.01 * end, 0.0), (r.0 + 0.01 * end, top)],
-                RED.mix(0.15).filled(),
-            )
-        }))?;
-    }
-    if all.iter().any(|r| r.1.iter().any(|x| x.4 > 0)) {
-        let red = ShapeStyle::from(&RED).filled();
-        chart
-            .draw_series(std::iter::empty::<TriangleMarker<(f64, f64), i32>>())?
-            .label("interval with loss")
-            .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 5, red));
-    }
-    legend(&mut chart, SeriesLabelPosition::UpperRight)
-}
-
 /// Band `k` of the stacks: along the tops of segment `k`, back along the
 /// tops of the segment below it (or the axis).
 fn band(stacks: &[(f64, Vec<f64>)], k: usize) -> Vec<(f64, f64)> {
@@ -433,82 +276,252 @@ fn band(stacks: &[(f64, Vec<f64>)], k: usize) -> Vec<(f64, f64)> {
         .collect()
 }
 
-fn split<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    inputs: &[Input],
-    prefix: &str,
-) -> Fallible<()>
+/// One pane of the picture: where it is drawn, and from what.
+struct Pane<'a, DB: DrawingBackend> {
+    area: &'a DrawingArea<DB, Shift>,
+    inputs: &'a [Input],
+    prefix: &'a str,
+}
+
+impl<DB: DrawingBackend> Pane<'_, DB>
 where
     DB::ErrorType: 'static,
 {
-    let Some((name, log)) = inputs
-        .iter()
-        .find(|i| has_split(i, prefix))
-        .and_then(|i| Some((short(&i.label), &i.log.as_ref()?.intervals)))
-    else {
-        return Ok(());
-    };
-    let segs: Vec<Segment> = [
-        Segment::Send,
-        Segment::Network,
-        Segment::Dwell,
-        Segment::Receive,
-    ]
-    .into_iter()
-    .filter(|s| {
-        log.iter()
-            .any(|i| i.get(&format!("{prefix}{}", s.key())).is_some())
-    })
-    .collect();
-    // Per interval: the mid-time and each segment's mean, stacked.
-    let stacks: Vec<(f64, Vec<f64>)> = log
-        .iter()
-        .map(|i| {
-            let mid = (i.start_ns + i.length_ns / 2) as f64 / 1e9;
-            let mut acc = 0.0;
-            let tops = segs
+    fn percentiles(&self) -> Fallible<()> {
+        let &Self {
+            area,
+            inputs,
+            prefix,
+        } = self;
+        let tag = format!("{prefix}{RTT}");
+        // Each run: its label, its points, and whether it has figures only.
+        type Curve = (String, Vec<(f64, f64)>, bool);
+        let curves: Vec<Curve> = inputs
+            .iter()
+            .map(|i| match &i.log {
+                Some(log) => {
+                    let h = merged(&log.intervals, &tag);
+                    let deepest = (h.len().max(1) as f64).log10().min(MAX_NINES);
+                    let pts = (0..=(deepest * 100.0) as usize)
+                        .map(|k| {
+                            let x = k as f64 / 100.0;
+                            let q = 1.0 - 10f64.powf(-x);
+                            (x, h.value_at_quantile(q) as f64 / 1e3)
+                        })
+                        .collect();
+                    (short(&i.label), pts, false)
+                }
+                None => {
+                    let pts = i
+                        .percentiles
+                        .iter()
+                        .map(|&(q, ns)| (-(1.0 - q).log10(), ns / 1e3))
+                        .collect();
+                    (short(&i.label), pts, true)
+                }
+            })
+            .collect();
+        let values = || curves.iter().flat_map(|c| c.1.iter().map(|p| p.1));
+        let top = values().fold(1.0f64, f64::max);
+        let bottom = values().filter(|v| *v > 0.0).fold(top, f64::min);
+        // A log scale: the body and a tail 100 times higher both stay readable.
+        let mut chart = ChartBuilder::on(area)
+            .caption("RTT by percentile", (FONT, 24))
+            .margin(15)
+            .margin_right(40)
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.0..MAX_NINES, (bottom * 0.8..top * 1.25).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("percentile (log scale of 1/(1−q))")
+            .y_desc("round-trip time (log scale)")
+            .x_labels(6)
+            .x_label_formatter(&nines_label)
+            .y_label_formatter(&us)
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 16))
+            .draw()?;
+        for (k, (name, pts, points_only)) in curves.into_iter().enumerate() {
+            let colour = COLOURS[k % COLOURS.len()];
+            let style = ShapeStyle::from(&colour).stroke_width(2);
+            if points_only {
+                chart
+                    .draw_series(pts.iter().map(|&p| Circle::new(p, 5, style.filled())))?
+                    .label(name)
+                    .legend(move |(x, y)| Circle::new((x + 10, y), 5, style.filled()));
+            } else {
+                chart
+                    .draw_series(LineSeries::new(pts, style))?
+                    .label(name)
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+            }
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    }
+
+    fn over_time(&self) -> Fallible<()> {
+        let &Self {
+            area,
+            inputs,
+            prefix,
+        } = self;
+        let all: Vec<(String, Vec<Row>)> = inputs
+            .iter()
+            .filter_map(|i| Some((short(&i.label), rows(&i.log.as_ref()?.intervals, prefix))))
+            .collect();
+        let end = all
+            .iter()
+            .flat_map(|r| r.1.iter().map(|x| x.0))
+            .fold(0.001f64, f64::max);
+        // The scale follows the p99s; a maximum far above is cut at the top.
+        let p99 = all
+            .iter()
+            .flat_map(|r| r.1.iter().map(|x| x.2))
+            .fold(1.0f64, f64::max);
+        let top = p99 * 2.0;
+        let mut chart = ChartBuilder::on(area)
+            .caption(
+                "RTT over time: p50, p99 (band) and max per interval (× at the top: above the scale); loss ▼ and outages in red",
+                (FONT, 20),
+            )
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.0..end * 1.02, 0.0..top)?;
+        chart
+            .configure_mesh()
+            .x_desc("time since start (s)")
+            .y_desc("round-trip time")
+            .y_label_formatter(&us)
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 16))
+            .draw()?;
+        for (k, (name, rows)) in all.iter().enumerate() {
+            let colour = COLOURS[k % COLOURS.len()];
+            let band: Vec<(f64, f64)> = rows
                 .iter()
-                .map(|s| {
-                    acc += i
-                        .get(&format!("{prefix}{}", s.key()))
-                        .map_or(0.0, |h| h.mean() / 1e3);
-                    acc
-                })
+                .map(|r| (r.0, r.2))
+                .chain(rows.iter().rev().map(|r| (r.0, r.1)))
                 .collect();
-            (mid, tops)
+            chart.draw_series(std::iter::once(Polygon::new(band, colour.mix(0.2))))?;
+            let solid = ShapeStyle::from(&colour).stroke_width(2);
+            chart
+                .draw_series(LineSeries::new(rows.iter().map(|r| (r.0, r.1)), solid))?
+                .label(format!("{name} p50"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], solid));
+            let thin = ShapeStyle::from(&colour).stroke_width(1);
+            chart
+                .draw_series(LineSeries::new(rows.iter().map(|r| (r.0, r.2)), thin))?
+                .label(format!("{name} p99"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], thin));
+            chart
+                .draw_series(
+                    rows.iter()
+                        .map(|r| Cross::new((r.0, r.3.min(top * 0.99)), 3, thin)),
+                )?
+                .label(format!("{name} max"))
+                .legend(move |(x, y)| Cross::new((x + 10, y), 3, thin));
+            let red = ShapeStyle::from(&RED).filled();
+            chart.draw_series(
+                rows.iter()
+                    .filter(|r| r.4 > 0)
+                    .map(|r| TriangleMarker::new((r.0, top * 0.97), 5, red)),
+            )?;
+            chart.draw_series(rows.iter().filter(|r| r.5).map(|r| {
+                Rectangle::new(
+                    [(r.0 - 0.01 * end, 0.0), (r.0 + 0.01 * end, top)],
+                    RED.mix(0.15).filled(),
+                )
+            }))?;
+        }
+        if all.iter().any(|r| r.1.iter().any(|x| x.4 > 0)) {
+            let red = ShapeStyle::from(&RED).filled();
+            chart
+                .draw_series(std::iter::empty::<TriangleMarker<(f64, f64), i32>>())?
+                .label("interval with loss")
+                .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 5, red));
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight)
+    }
+
+    fn split(&self) -> Fallible<()> {
+        let &Self {
+            area,
+            inputs,
+            prefix,
+        } = self;
+        let Some((name, log)) = inputs
+            .iter()
+            .find(|i| has_split(i, prefix))
+            .and_then(|i| Some((short(&i.label), &i.log.as_ref()?.intervals)))
+        else {
+            return Ok(());
+        };
+        let segs: Vec<Segment> = [
+            Segment::Send,
+            Segment::Network,
+            Segment::Dwell,
+            Segment::Receive,
+        ]
+        .into_iter()
+        .filter(|s| {
+            log.iter()
+                .any(|i| i.get(&format!("{prefix}{}", s.key())).is_some())
         })
         .collect();
-    let end = stacks.iter().map(|s| s.0).fold(0.001, f64::max);
-    let top = stacks
-        .iter()
-        .filter_map(|s| s.1.last().copied())
-        .fold(1.0, f64::max);
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            format!("Where the time goes ({name}): segment means per interval, stacked"),
-            (FONT, 22),
-        )
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..end * 1.02, 0.0..top * 1.15)?;
-    chart
-        .configure_mesh()
-        .x_desc("time since start (s)")
-        .y_desc("mean time per round trip")
-        .y_label_formatter(&us)
-        .label_style((FONT, 14))
-        .axis_desc_style((FONT, 16))
-        .draw()?;
-    // Each band fills from the top of the one below it to its own top, in
-    // its legend's colour: bands never overlap, so none changes colour.
-    for (k, seg) in segs.iter().enumerate() {
-        let colour = COLOURS[k % COLOURS.len()];
-        let band = band(&stacks, k);
+        // Per interval: the mid-time and each segment's mean, stacked.
+        let stacks: Vec<(f64, Vec<f64>)> = log
+            .iter()
+            .map(|i| {
+                let mid = (i.start_ns + i.length_ns / 2) as f64 / 1e9;
+                let mut acc = 0.0;
+                let tops = segs
+                    .iter()
+                    .map(|s| {
+                        acc += i
+                            .get(&format!("{prefix}{}", s.key()))
+                            .map_or(0.0, |h| h.mean() / 1e3);
+                        acc
+                    })
+                    .collect();
+                (mid, tops)
+            })
+            .collect();
+        let end = stacks.iter().map(|s| s.0).fold(0.001, f64::max);
+        let top = stacks
+            .iter()
+            .filter_map(|s| s.1.last().copied())
+            .fold(1.0, f64::max);
+        let mut chart = ChartBuilder::on(area)
+            .caption(
+                format!("Where the time goes ({name}): segment means per interval, stacked"),
+                (FONT, 22),
+            )
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.0..end * 1.02, 0.0..top * 1.15)?;
         chart
-            .draw_series(std::iter::once(Polygon::new(band, colour.filled())))?
-            .label(seg.label())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], colour.filled()));
+            .configure_mesh()
+            .x_desc("time since start (s)")
+            .y_desc("mean time per round trip")
+            .y_label_formatter(&us)
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 16))
+            .draw()?;
+        // Each band fills from the top of the one below it to its own top, in
+        // its legend's colour: bands never overlap, so none changes colour.
+        for (k, seg) in segs.iter().enumerate() {
+            let colour = COLOURS[k % COLOURS.len()];
+            let band = band(&stacks, k);
+            chart
+                .draw_series(std::iter::once(Polygon::new(band, colour.filled())))?
+                .label(seg.label())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 20, y + 5)], colour.filled())
+                });
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight)
     }
-    legend(&mut chart, SeriesLabelPosition::UpperRight)
 }

@@ -10,8 +10,11 @@ pub struct ClientPlan {
     pub target: Target,
     /// Local address, if given.
     pub bind: Option<SocketAddr>,
-    /// Every run option, resolved through the layers.
-    pub run: RunArgs,
+    /// Every run option, resolved through the layers: the plan's own (it
+    /// builds the engine's configuration from them).
+    pub(in crate::plan) run: RunArgs,
+    /// What the run does, as the sessions, reports and live display read it.
+    pub settings: RunSettings,
     /// The packet budget in effect: the option, or [`DEFAULT_PACKETS`] for a
     /// headless run without a budget (`None`: by time, or until stopped).
     pub packets: Option<u64>,
@@ -201,6 +204,32 @@ fn check_transport(run: &RunArgs) -> Result<(), AppError> {
     Ok(())
 }
 
+/// Every option at its default, against `target`, run on CPU 0, its
+/// report in text: a plan for the reports' tests to adjust.
+#[cfg(test)]
+impl ClientPlan {
+    pub fn of_defaults(target: Target) -> Self {
+        let run = RunArgs::defaults();
+        let thread = run.thread.on(0, true);
+        ClientPlan {
+            target,
+            bind: None,
+            settings: RunSettings::of(&run),
+            run,
+            packets: Some(DEFAULT_PACKETS),
+            thread,
+            reflector_thread: thread,
+            output: Output::Text,
+            log: None,
+            log_opening: Opening::New,
+            hdr: Default::default(),
+            profile: ProfileUse::default(),
+            warnings: Vec::new(),
+            stamp_key: None,
+        }
+    }
+}
+
 pub(super) fn client_plan(
     target: Target,
     bind: Option<SocketAddr>,
@@ -267,6 +296,7 @@ pub(super) fn client_plan(
         log: output.log.log.clone(),
         log_opening: output.log.opening(),
         hdr: output.hdr.clone(),
+        settings: RunSettings::of(&run),
         run,
         profile: ProfileUse::default(),
         warnings,

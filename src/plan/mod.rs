@@ -12,6 +12,7 @@ mod client;
 mod counterpart;
 mod profile;
 mod server;
+mod settings;
 
 use crate::cli::{
     Cli, ClientArgs, Command, HdrLogArgs, KeyArgs, LogArgs, OutputArgs, RunArgs, ServerArgs,
@@ -28,6 +29,7 @@ pub use counterpart::{counterpart_client, counterpart_server};
 use profile::{loopback_plan, remote_client_plan};
 pub use server::ServerPlan;
 use server::server_plan;
+pub use settings::RunSettings;
 use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;

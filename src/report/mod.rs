@@ -28,9 +28,8 @@ pub use progress::Progress;
 pub use text::write_text;
 pub use verdict::{Criterion, Verdict};
 
-use crate::cli::RunArgs;
 use crate::config::BaselineComparison;
-use crate::plan::{ClientPlan, Target};
+use crate::plan::{ClientPlan, RunSettings, Target};
 use serde::Serialize;
 use std::net::SocketAddr;
 use synapse_engine::ClientOutcome;
@@ -39,13 +38,13 @@ use synapse_stats::intervals::Interval;
 use synapse_stats::slices::Slice;
 
 /// The settings a run actually used, after every default was applied. The
-/// JSON `config` holds every run option (from its one declaration,
-/// [`RunArgs`]) and, over them, these facts about the run.
+/// JSON `config` holds every run option (as the plan resolved them,
+/// [`RunSettings::options`]) and, over them, these facts about the run.
 #[derive(Debug, Clone, Serialize)]
 pub struct EffectiveConfig {
-    /// Every run option, as resolved.
+    /// What the run did, as the plan resolved its options.
     #[serde(skip)]
-    pub options: RunArgs,
+    pub settings: RunSettings,
     /// `loopback` (in-process reflector) or `client`.
     pub mode: &'static str,
     /// The reflector measured.
@@ -94,10 +93,7 @@ pub struct EffectiveConfig {
 impl EffectiveConfig {
     /// The JSON `config` object: the options, then the facts over them.
     pub fn to_json(&self) -> serde_json::Value {
-        let mut map = match serde_json::to_value(&self.options) {
-            Ok(serde_json::Value::Object(m)) => m,
-            _ => serde_json::Map::new(),
-        };
+        let mut map = self.settings.options.clone();
         if let Ok(serde_json::Value::Object(facts)) = serde_json::to_value(self) {
             map.extend(facts);
         }
@@ -221,11 +217,11 @@ impl Report {
             verdict: Verdict::judge(
                 &outcome.stats,
                 &summary,
-                &plan.run.threshold,
+                &plan.settings.thresholds,
                 verdict::Limits {
-                    loss_percent: plan.run.max_loss,
-                    outage: plan.run.max_outage,
-                    timeout: plan.run.clock.timeout_ms,
+                    loss_percent: plan.settings.max_loss,
+                    outage: plan.settings.max_outage,
+                    timeout: plan.settings.timeout,
                 },
                 baseline.as_ref(),
             ),
@@ -253,7 +249,7 @@ impl Report {
     /// The slices as intervals (series `rtt` and `unanswered`, the latter
     /// at the run's timeout), for a baseline's interval log.
     pub fn slices_as_intervals(&self) -> Vec<Interval> {
-        let timeout = self.config.options.clock.timeout_ms.as_nanos() as u64;
+        let timeout = self.config.settings.timeout.as_nanos() as u64;
         self.slices.iter().map(|s| s.to_interval(timeout)).collect()
     }
 
@@ -336,7 +332,7 @@ impl Report {
     /// Which floor this run is held against.
     fn floor_kind(&self) -> FloorKind {
         let c = &self.config;
-        let o = &c.options;
+        let o = &c.settings;
         let tcp = o.transport == synapse_engine::Transport::Tcp;
         FloorKind::of(
             RunMode::of(tcp, c.busy_poll, o.connect_each),
@@ -352,7 +348,7 @@ impl EffectiveConfig {
     fn new(plan: &ClientPlan, server: SocketAddr, local: SocketAddr, o: &ClientOutcome) -> Self {
         let p = &o.placement;
         Self {
-            options: plan.run.clone(),
+            settings: plan.settings.clone(),
             mode: match plan.target {
                 Target::Loopback => "loopback",
                 Target::Remote(_) => "client",
@@ -368,14 +364,10 @@ impl EffectiveConfig {
             busy_poll: plan.thread.busy_poll,
             timestamps: o.stamping.source.name(),
             timestamps_note: o.stamping.note.clone(),
-            protocol: if plan.run.packet.stamp {
-                "stamp"
-            } else {
-                "echo"
-            },
-            pattern: plan.run.pattern().name(),
-            interval_ns: plan.run.schedule().map(|s| s.interval_ns()),
-            warmup: plan.run.warmup_packets(),
+            protocol: if plan.settings.stamp { "stamp" } else { "echo" },
+            pattern: plan.settings.pattern.name(),
+            interval_ns: plan.settings.schedule.map(|s| s.interval_ns()),
+            warmup: plan.settings.warmup,
             rt_requested: plan.thread.rt,
             realtime: p.realtime,
             kept_awake: p.kept_awake,

@@ -138,7 +138,7 @@ fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
         "Target:   {} ({}) from {}, {}-byte payload",
         c.server,
         c.mode,
-        super::local_text(c.local, c.options.connect_each),
+        super::local_text(c.local, c.settings.connect_each),
         c.size
     )?;
     writeln!(out, "Mode:     {}", super::timing_text::mode_line(c))?;
@@ -157,7 +157,7 @@ fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
             (true, false) => ", SCHED_FIFO refused",
             _ => "",
         },
-        match (c.options.thread.keep_awake, c.kept_awake) {
+        match (c.settings.keep_awake, c.kept_awake) {
             (true, true) => ", CPUs kept awake",
             (true, false) => ", --keep-awake refused",
             _ => "",
@@ -656,8 +656,7 @@ fn write_distribution(out: &mut impl Write, s: &Summary, paint: &Paint) -> io::R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::RunArgs;
-    use crate::plan::{ClientPlan, Output, ProfileUse, Target};
+    use crate::plan::{ClientPlan, Target};
     use std::time::Duration;
     use synapse_engine::capabilities::Source;
     use synapse_engine::{ClientOutcome, Placement, StampingInfo, ThreadPlacement};
@@ -690,21 +689,10 @@ mod tests {
             rt: false,
             keep_awake: false,
         };
-        let plan = ClientPlan {
-            target: Target::Remote("192.0.2.10:8080".parse().unwrap()),
-            bind: None,
-            run: RunArgs::defaults(),
-            packets: Some(1_003),
-            thread,
-            reflector_thread: thread,
-            output: Output::Text,
-            log: None,
-            log_opening: crate::packet_log::Opening::New,
-            hdr: Default::default(),
-            profile: ProfileUse::default(),
-            warnings: Vec::new(),
-            stamp_key: None,
-        };
+        let mut plan = ClientPlan::of_defaults(Target::Remote("192.0.2.10:8080".parse().unwrap()));
+        plan.packets = Some(1_003);
+        plan.thread = thread;
+        plan.reflector_thread = thread;
         let outcome = ClientOutcome {
             stats,
             measured: Duration::from_millis(1_250),

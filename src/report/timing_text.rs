@@ -10,8 +10,8 @@ use synapse_units::{format_ns, group_thousands};
 
 /// `ping-pong (one request in flight)` or `paced, periodic, every 1 ms`.
 pub fn mode_line(c: &EffectiveConfig) -> String {
-    if c.options.transport == synapse_engine::Transport::Tcp {
-        return if c.options.connect_each {
+    if c.settings.transport == synapse_engine::Transport::Tcp {
+        return if c.settings.connect_each {
             "TCP connect-request-response (a new connection per transaction, one at a time)".into()
         } else {
             "TCP request/response over one connection (one request in flight)".into()

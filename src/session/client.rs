@@ -33,6 +33,121 @@ pub struct ClientFinish {
     pub log: Option<LogOutcome>,
 }
 
+/// What a front end reads of a running client: the engine's
+/// ([`ClientSession`]), or in tests a recorded one, so a display can be
+/// driven by scripted records with no thread, socket or sleep.
+pub trait ClientFeed: std::fmt::Debug {
+    /// The address measured.
+    fn server(&self) -> SocketAddr;
+    /// The client's own address.
+    fn local(&self) -> SocketAddr;
+    /// How the run stamps its packets.
+    fn stamping(&self) -> &StampingInfo;
+    /// What the run's statistics hold.
+    fn shape(&self) -> Shape;
+    /// Hands every record that arrived since the last call to `each`.
+    fn drain(&mut self, each: &mut dyn FnMut(&Record));
+    /// Records the live view missed because its ring was full.
+    fn ring_overflow(&self) -> u64;
+    /// Whether the run has ended (budget spent, stopped, or failed).
+    fn is_finished(&self) -> bool;
+    /// Why the per-packet log stopped being written, as soon as it has.
+    fn log_failure(&self) -> Option<String>;
+    /// Asks the run to end after its current packet.
+    fn stop(&self);
+    /// Waits for the run to end and hands the last records to `each`.
+    fn finish(self: Box<Self>, each: &mut dyn FnMut(&Record)) -> ClientFinish;
+}
+
+/// What starts a client's run in an engine: a plan, the reflector already
+/// running (if any), how its log is opened.
+type StartFn =
+    dyn FnMut(&ClientPlan, Option<SocketAddr>, Opening) -> Result<Box<dyn ClientFeed>, AppError>;
+
+/// Starts a front end's client runs: [`ClientSession::start`] in the
+/// program ([`ClientStarter::engine`]); a recording in tests.
+pub struct ClientStarter(Box<StartFn>);
+
+impl ClientStarter {
+    /// The engine's client, stopped by its own flag.
+    pub fn engine() -> Self {
+        Self::new(|plan, against, log| {
+            let session = ClientSession::start(plan, against, log, StopFlag::new())?;
+            Ok(Box::new(session) as Box<dyn ClientFeed>)
+        })
+    }
+
+    /// Client runs started by `start`.
+    pub fn new(
+        start: impl FnMut(
+            &ClientPlan,
+            Option<SocketAddr>,
+            Opening,
+        ) -> Result<Box<dyn ClientFeed>, AppError>
+        + 'static,
+    ) -> Self {
+        Self(Box::new(start))
+    }
+
+    /// Starts a run for `plan`.
+    pub fn start(
+        &mut self,
+        plan: &ClientPlan,
+        against: Option<SocketAddr>,
+        log: Opening,
+    ) -> Result<Box<dyn ClientFeed>, AppError> {
+        (self.0)(plan, against, log)
+    }
+}
+
+impl std::fmt::Debug for ClientStarter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClientStarter")
+    }
+}
+
+impl ClientFeed for ClientSession {
+    fn server(&self) -> SocketAddr {
+        self.server
+    }
+
+    fn local(&self) -> SocketAddr {
+        self.run.local
+    }
+
+    fn stamping(&self) -> &StampingInfo {
+        &self.run.stamping
+    }
+
+    fn shape(&self) -> Shape {
+        self.run.shape
+    }
+
+    fn drain(&mut self, each: &mut dyn FnMut(&Record)) {
+        ClientSession::drain(self, each);
+    }
+
+    fn ring_overflow(&self) -> u64 {
+        self.run.ring_overflow()
+    }
+
+    fn is_finished(&self) -> bool {
+        self.run.is_finished()
+    }
+
+    fn log_failure(&self) -> Option<String> {
+        self.log.as_ref().and_then(RunningLog::failure)
+    }
+
+    fn stop(&self) {
+        self.run.stop();
+    }
+
+    fn finish(self: Box<Self>, each: &mut dyn FnMut(&Record)) -> ClientFinish {
+        ClientSession::finish(*self, each)
+    }
+}
+
 impl ClientSession {
     /// Starts what `plan` asks for. `against` is a reflector that is
     /// already running (the live display keeps its own across role
@@ -76,51 +191,11 @@ impl ClientSession {
         })
     }
 
-    /// The address measured.
-    pub fn server(&self) -> SocketAddr {
-        self.server
-    }
-
-    /// The client's own address.
-    pub fn local(&self) -> SocketAddr {
-        self.run.local
-    }
-
-    /// How the run stamps its packets.
-    pub fn stamping(&self) -> &StampingInfo {
-        &self.run.stamping
-    }
-
-    /// What the run's statistics hold.
-    pub fn shape(&self) -> Shape {
-        self.run.shape
-    }
-
     /// Hands every record that arrived since the last call to `each`.
     pub fn drain(&mut self, mut each: impl FnMut(&Record)) {
         while let Ok(r) = self.run.records.pop() {
             each(&r);
         }
-    }
-
-    /// Records the live view missed because its ring was full.
-    pub fn ring_overflow(&self) -> u64 {
-        self.run.ring_overflow()
-    }
-
-    /// Whether the run has ended (budget spent, stopped, or failed).
-    pub fn is_finished(&self) -> bool {
-        self.run.is_finished()
-    }
-
-    /// Why the per-packet log stopped being written, as soon as it has.
-    pub fn log_failure(&self) -> Option<String> {
-        self.log.as_ref().and_then(RunningLog::failure)
-    }
-
-    /// Asks the run to end after its current packet.
-    pub fn stop(&self) {
-        self.run.stop();
     }
 
     /// Waits for the run to end, hands the last records to `each`, stops

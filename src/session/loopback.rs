@@ -24,14 +24,14 @@ impl Loopback {
     pub fn start(plan: &ClientPlan) -> Result<Self, AppError> {
         let server = counterpart_server(plan);
         let any = SocketAddr::from(([127, 0, 0, 1], 0));
-        if plan.run.transport == Transport::Tcp {
+        if plan.settings.transport == Transport::Tcp {
             // Its port is the kernel's choice (the UDP echo's number, 0).
             let cfg = server
                 .tcp_config(0)
                 .ok_or_else(|| AppError::Usage("--tcp: no TCP echo to measure".into()))?;
             return Ok(Self::Tcp(start_tcp_echo(cfg, StopFlag::new())?));
         }
-        let protocol = if plan.run.packet.stamp {
+        let protocol = if plan.settings.stamp {
             Protocol::Stamp
         } else {
             Protocol::Echo

@@ -20,7 +20,7 @@ mod server;
 
 pub use crate::packet_log::Opening;
 pub use agent::AgentSession;
-pub use client::{ClientFinish, ClientSession};
+pub use client::{ClientFeed, ClientFinish, ClientSession, ClientStarter};
 pub use intervals::IntervalTap;
 pub use server::{ServerFinish, ServerSession, Side};
 

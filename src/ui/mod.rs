@@ -21,6 +21,8 @@ pub(crate) mod layout_check;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_feed;
+#[cfg(test)]
 mod tests_fit;
 
 use app::{App, ClientInfo, Role, ServerView};
@@ -103,11 +105,11 @@ pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, rol
         busy_poll: c.thread.busy_poll,
         floor_kind: crate::report::FloorKind::of(
             crate::report::RunMode::of(
-                c.run.transport == synapse_engine::Transport::Tcp,
+                c.settings.transport == synapse_engine::Transport::Tcp,
                 c.thread.busy_poll,
-                c.run.connect_each,
+                c.settings.connect_each,
             ),
-            c.run.schedule().is_some(),
+            c.settings.schedule.is_some(),
             c.thread.cpu,
             (c.target == Target::Loopback).then_some(c.reflector_thread.cpu),
             match c.target {
@@ -115,12 +117,12 @@ pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, rol
                 Target::Remote(a) => !synapse_engine::socket::is_this_host(a.ip()),
             },
         ),
-        warmup: c.run.warmup_packets(),
+        warmup: c.settings.warmup,
         packets: c.packets,
-        duration: c.run.duration,
-        size: c.run.packet.size,
-        pace: c.run.schedule(),
-        transport: c.run.transport,
+        duration: c.settings.duration,
+        size: c.settings.size,
+        pace: c.settings.schedule,
+        transport: c.settings.transport,
     };
     let server = ServerView {
         bind: s.bind.to_string(),
@@ -134,8 +136,8 @@ pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, rol
         info,
         server,
         Theme::from_env(),
-        c.run.update,
-        c.run.fps,
+        c.settings.update,
+        c.settings.fps,
     );
     app.profile = c.profile.name.clone();
     app.baseline = c.profile.baseline.clone();

@@ -14,7 +14,9 @@ use crate::config::{Baseline, baseline_runs, store};
 use crate::error::exit;
 use crate::plan::{ClientPlan, ServerPlan, Target};
 use crate::report::{LogSummary, Report};
-use crate::session::{ClientSession, IntervalTap, LogOutcome, Opening, ServerSession, Side};
+use crate::session::{
+    ClientFeed, ClientStarter, IntervalTap, LogOutcome, Opening, ServerSession, Side,
+};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use synapse_engine::socket::reachable_at;
@@ -89,7 +91,9 @@ pub struct Station {
     server: Option<ServerSession>,
     /// Where the reflector listens, once it has bound (keeps the port).
     reflector_addr: Option<SocketAddr>,
-    client: Option<ClientSession>,
+    client: Option<Box<dyn ClientFeed>>,
+    /// How a client run is started: the engine's, or a test's recording.
+    start_feed: ClientStarter,
     run_started: Instant,
     window_started: Instant,
     totals: ClientTotals,
@@ -123,6 +127,7 @@ impl Station {
             server: None,
             reflector_addr: None,
             client: None,
+            start_feed: ClientStarter::engine(),
             run_started: now,
             window_started: now,
             totals: ClientTotals {
@@ -153,6 +158,13 @@ impl Station {
         }
     }
 
+    /// The same station, its client runs started by `start` instead of the
+    /// engine: tests feed it recorded samples.
+    pub fn with_client_starter(mut self, start: ClientStarter) -> Self {
+        self.start_feed = start;
+        self
+    }
+
     /// `m`: what was measured since the last clear (or mark) becomes the
     /// reference the figures pane compares with.
     pub fn mark_reference(&mut self, app: &mut App) {
@@ -176,7 +188,7 @@ impl Station {
         let p = &self.server_plan;
         // The in-process reflector speaks what a loopback client speaks.
         let protocol =
-            if self.client_plan.run.packet.stamp && self.client_plan.target == Target::Loopback {
+            if self.client_plan.settings.stamp && self.client_plan.target == Target::Loopback {
                 Protocol::Stamp
             } else {
                 Protocol::Echo
@@ -251,7 +263,7 @@ impl Station {
             let own = self.ensure_reflector(app)?;
             Some(match self.client_plan.target {
                 Target::Remote(a) => a,
-                Target::Loopback if self.client_plan.run.transport == Transport::Tcp => {
+                Target::Loopback if self.client_plan.settings.transport == Transport::Tcp => {
                     self.own_tcp_echo()?
                 }
                 Target::Loopback => own,
@@ -277,10 +289,12 @@ impl Station {
             })?;
             self.hdr = Some(tap);
         }
-        let session = ClientSession::start(&self.client_plan, against, log, StopFlag::new())
+        let session = self
+            .start_feed
+            .start(&self.client_plan, against, log)
             .map_err(|e| (e.to_string(), e.exit_code()))?;
         self.totals.log_started |= self.client_plan.log.is_some();
-        let timeout = self.client_plan.run.clock.timeout_ms;
+        let timeout = self.client_plan.settings.timeout;
         if let Some(t) = self.hdr.as_mut() {
             t.start_run(timeout);
         }
@@ -294,7 +308,7 @@ impl Station {
         // afresh; the RTT figures are kept.
         self.totals.stats.use_shape(session.shape());
         app.client.info.local =
-            crate::report::local_text(session.local(), self.client_plan.run.connect_each);
+            crate::report::local_text(session.local(), self.client_plan.settings.connect_each);
         app.client.info.target = session.server().to_string();
         app.client.stamping = Some(stamping.clone());
         self.totals.stamping = Some(stamping);
@@ -314,7 +328,7 @@ impl Station {
         session.stop();
         // Whatever is still in the ring belongs to the live view too.
         let (hdr, versus, kept) = (&mut self.hdr, &mut self.versus, &mut self.session);
-        let finish = session.finish(|r| {
+        let finish = session.finish(&mut |r| {
             app.client.live.ingest(r);
             if let Some(t) = hdr.as_mut() {
                 t.record(r);
@@ -440,7 +454,7 @@ impl Station {
         let mut new_packets = 0u64;
         if let Some(session) = self.client.as_mut() {
             let (hdr, versus, kept) = (&mut self.hdr, &mut self.versus, &mut self.session);
-            session.drain(|r| {
+            session.drain(&mut |r| {
                 if let Some(t) = hdr.as_mut() {
                     t.record(r);
                 }
@@ -579,7 +593,7 @@ impl Station {
 
     /// The session's slices as intervals, for a baseline's interval log.
     fn session_intervals(&self) -> Vec<synapse_stats::intervals::Interval> {
-        let timeout = self.client_plan.run.clock.timeout_ms.as_nanos() as u64;
+        let timeout = self.client_plan.settings.timeout.as_nanos() as u64;
         self.session
             .slices()
             .iter()

@@ -1,0 +1,296 @@
+//! The station driven by recorded client runs (a [`ClientStarter`] that
+//! hands out scripts): no thread, socket or sleep, and every figure known
+//! before the run, so the display's and the summary's can be checked
+//! exactly.
+
+use super::app::Role;
+use super::fixtures::{frame, rows};
+use super::station::Station;
+use crate::error::AppError;
+use crate::plan::{ClientPlan, Plan, counterpart_server, plan};
+use crate::session::{ClientFeed, ClientFinish, ClientStarter};
+use clap::FromArgMatches;
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use synapse_engine::{ClientOutcome, Placement, StampingInfo};
+use synapse_stats::{Record, RecordKind, Shape, Stats};
+
+/// A client run played back: one batch of records a poll, then finished.
+#[derive(Debug)]
+struct Recorded {
+    /// What each poll drains.
+    batches: VecDeque<Vec<Record>>,
+    /// Every record of the run, as the engine's own statistics count them
+    /// (those the live view was not handed too).
+    all: Vec<Record>,
+    /// Records the live view's ring could not hold.
+    overflow: u64,
+    stopped: Cell<bool>,
+    stamping: StampingInfo,
+}
+
+impl Recorded {
+    fn new(batches: Vec<Vec<Record>>) -> Self {
+        let all = batches.concat();
+        Self {
+            batches: batches.into(),
+            all,
+            overflow: 0,
+            stopped: Cell::new(false),
+            stamping: StampingInfo::default(),
+        }
+    }
+
+    /// The same run, `missed` more records measured that never reached
+    /// the live view (its ring was full).
+    fn missing(mut self, missed: Vec<Record>) -> Self {
+        self.overflow = missed.len() as u64;
+        self.all.extend(missed);
+        self
+    }
+}
+
+impl ClientFeed for Recorded {
+    fn server(&self) -> SocketAddr {
+        SocketAddr::from(([192, 0, 2, 10], 8080))
+    }
+
+    fn local(&self) -> SocketAddr {
+        SocketAddr::from(([192, 0, 2, 1], 40_000))
+    }
+
+    fn stamping(&self) -> &StampingInfo {
+        &self.stamping
+    }
+
+    fn shape(&self) -> Shape {
+        Shape::default()
+    }
+
+    fn drain(&mut self, each: &mut dyn FnMut(&Record)) {
+        for r in self.batches.pop_front().unwrap_or_default() {
+            each(&r);
+        }
+    }
+
+    fn ring_overflow(&self) -> u64 {
+        self.overflow
+    }
+
+    fn is_finished(&self) -> bool {
+        self.stopped.get() || self.batches.is_empty()
+    }
+
+    fn log_failure(&self) -> Option<String> {
+        None
+    }
+
+    fn stop(&self) {
+        self.stopped.set(true);
+    }
+
+    fn finish(mut self: Box<Self>, each: &mut dyn FnMut(&Record)) -> ClientFinish {
+        while !self.batches.is_empty() {
+            self.drain(each);
+        }
+        let mut stats = Stats::new();
+        for r in &self.all {
+            stats.record(r);
+        }
+        ClientFinish {
+            outcome: Ok(ClientOutcome {
+                stats,
+                measured: Duration::from_secs(1),
+                placement: Placement {
+                    cpu: 1,
+                    cpu_auto: true,
+                    realtime: false,
+                    kept_awake: false,
+                    refused: None,
+                },
+                interrupted: false,
+                ring_overflow: self.overflow,
+                log_overflow: 0,
+                stale_stamps: 0,
+                unauthenticated: 0,
+                stamping: self.stamping.clone(),
+                tcp: None,
+                extensions: None,
+                nic_clock: None,
+            }),
+            server: self.server(),
+            local: self.local(),
+            log: None,
+        }
+    }
+}
+
+/// A starter that hands out `runs` in turn and counts the starts; one
+/// more start than there are runs fails as the engine's would.
+fn starter(runs: Vec<Recorded>) -> (ClientStarter, Rc<Cell<usize>>) {
+    let started = Rc::new(Cell::new(0));
+    let count = Rc::clone(&started);
+    let mut runs: VecDeque<Recorded> = runs.into();
+    let start = ClientStarter::new(move |_, _, _| {
+        count.set(count.get() + 1);
+        match runs.pop_front() {
+            Some(r) => Ok(Box::new(r) as Box<dyn ClientFeed>),
+            None => Err(AppError::Usage(
+                "no reflector answers at 192.0.2.10:8080".into(),
+            )),
+        }
+    });
+    (start, started)
+}
+
+/// A plan against a remote address: the station starts no reflector of
+/// its own, and nothing is sent anywhere (the runs are recorded).
+fn remote_plan(dir: &tempfile::TempDir) -> ClientPlan {
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "").unwrap();
+    let argv = [
+        "synapse",
+        "client",
+        "192.0.2.10:8080",
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    let m = crate::cli::command().try_get_matches_from(argv).unwrap();
+    let cli = crate::cli::Cli::from_arg_matches(&m).unwrap();
+    match plan(cli, &m).unwrap() {
+        Plan::Client(c) => c,
+        Plan::Server(_) => panic!("a client plan"),
+    }
+}
+
+fn samples(seqs: std::ops::Range<u64>, rtt_ns: u64, warmup: bool) -> Vec<Record> {
+    seqs.map(|s| Record::sample(s, s * 1_000_000, rtt_ns, warmup))
+        .collect()
+}
+
+/// A station over `runs` with its app, started in the client role.
+fn started(c: &ClientPlan, runs: Vec<Recorded>) -> (Station, super::app::App, Rc<Cell<usize>>) {
+    let s = counterpart_server(c);
+    let (start, count) = starter(runs);
+    let mut station = Station::new(c.clone(), s.clone(), false).with_client_starter(start);
+    let mut app = super::initial_app(c, &s, &station, Role::Client);
+    station.start(&mut app);
+    (station, app, count)
+}
+
+/// Warm-up, then two batches (one with losses): the live view shows each
+/// batch as it is polled, the run ends itself when the script does, and
+/// the summary holds exactly what was recorded.
+#[test]
+fn a_recorded_run_is_shown_as_it_arrives_and_summed_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = remote_plan(&dir);
+    let mut lossy = samples(5..105, 40_000, false);
+    for seq in 105..108 {
+        lossy.push(Record::event(RecordKind::Lost, seq, seq * 1_000_000, false));
+    }
+    let run = Recorded::new(vec![
+        samples(0..5, 900_000, true),
+        lossy,
+        samples(108..158, 60_000, false),
+    ]);
+    let (mut station, mut app, count) = started(&c, vec![run]);
+    assert!(app.running, "{:?}", app.status);
+    assert_eq!(app.client.info.target, "192.0.2.10:8080");
+    let t0 = Instant::now();
+    station.poll(&mut app, t0);
+    assert_eq!(app.client.run_done, 0, "warm-up is not counted");
+    assert_eq!(app.client.live.total().counters().sent, 0);
+    station.poll(&mut app, t0 + Duration::from_millis(100));
+    let live = app.client.live.total().counters();
+    assert_eq!((live.sent, live.received, live.lost), (103, 100, 3));
+    assert_eq!(app.client.run_done, 103);
+    assert!(app.running);
+    station.poll(&mut app, t0 + Duration::from_millis(200));
+    assert_eq!(app.client.live.total().counters().sent, 153);
+    // The script is over: the run ends as a finished engine run does.
+    station.poll(&mut app, t0 + Duration::from_millis(300));
+    assert!(!app.running);
+    let status = app.status.clone().unwrap_or_default();
+    assert!(status.starts_with("run complete"), "{status}");
+    let report = station.finish(&mut app, None).report.unwrap();
+    let p = &report.summary.packets;
+    assert_eq!((p.sent, p.received, p.lost), (153, 150, 3));
+    let rtt = report.summary.rtt_ns.unwrap();
+    // Kept to three significant digits: the highest of 60 µs's bucket.
+    assert_eq!(rtt.min, 40_000);
+    assert!(
+        (60_000..60_060).contains(&rtt.max),
+        "warm-up left out: {}",
+        rtt.max
+    );
+    assert_eq!(count.get(), 1);
+}
+
+/// Records the live view's ring dropped are named on the screen, and the
+/// summary, from the engine's own statistics, still counts them.
+#[test]
+fn records_the_live_view_missed_are_named_and_the_summary_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = remote_plan(&dir);
+    let run = Recorded::new(vec![
+        samples(0..40, 50_000, false),
+        samples(100..110, 50_000, false),
+    ])
+    .missing(samples(40..100, 50_000, false));
+    let (mut station, mut app, _) = started(&c, vec![run]);
+    station.poll(&mut app, Instant::now());
+    assert_eq!(app.client.live.total().counters().sent, 40);
+    assert_eq!(app.client.ring_overflow, 60);
+    // Beside the state, at the smallest size too.
+    for (w, h) in [(80, 24), (120, 36)] {
+        let header = &rows(&frame(&app, w, h))[0];
+        assert!(header.contains("⚠ 60 not shown  ● MEASURING"), "{header}");
+        assert_eq!(header.chars().count(), usize::from(w), "{header}");
+    }
+    let report = station.finish(&mut app, None).report.unwrap();
+    assert_eq!(report.summary.packets.sent, 110);
+}
+
+/// `c` clears and restarts the client: the next recorded run starts, and
+/// the summary holds only what came after the clear. A start the engine
+/// refuses says why, stops, and keeps the exit status to leave with.
+#[test]
+fn clear_restarts_the_client_and_a_refused_start_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = remote_plan(&dir);
+    let first = Recorded::new(vec![samples(0..10, 70_000, false); 3]);
+    let second = Recorded::new(vec![samples(0..20, 30_000, false)]);
+    let (mut station, mut app, count) = started(&c, vec![first, second]);
+    station.poll(&mut app, Instant::now());
+    assert_eq!(app.client.live.total().counters().sent, 10);
+    station.clear(&mut app);
+    assert_eq!(count.get(), 2, "the clear restarted the client");
+    assert_eq!(app.client.live.total().counters().sent, 0);
+    station.poll(&mut app, Instant::now());
+    station.poll(&mut app, Instant::now());
+    assert!(!app.running);
+    // A third start: the starter has no run left, as an engine that
+    // cannot reach its peer.
+    station.start(&mut app);
+    assert!(!app.running);
+    let status = app.status.clone().unwrap_or_default();
+    assert!(status.starts_with("cannot start: no reflector"), "{status}");
+    let finale = station.finish(&mut app, None);
+    let report = finale.report.unwrap();
+    assert_eq!(
+        report.summary.packets.sent, 20,
+        "only the run after the clear"
+    );
+    let max = report.summary.rtt_ns.unwrap().max;
+    assert!(
+        (30_000..30_030).contains(&max),
+        "the first run's 70 µs left out: {max}"
+    );
+    let (why, code) = finale.failure.unwrap();
+    assert!(why.contains("no reflector"), "{why}");
+    assert_eq!(code, crate::error::exit::USAGE);
+}
