@@ -1008,7 +1008,7 @@ STEPS = [
     ("the same two (direct socket calls, `Mono` for the reflector's clock)",
      "`synapse server`, one request a millisecond / back-to-back requests", "788 / 828", "530 / 623"),
     ("`on_datagram` and `settle` always inlined into the wait (their prologues, epilogues and "
-     "argument moves; the table above is from before this step)",
+     "argument moves)",
      "client defaults / `--timestamps user`", "1,104 / 1,046", "1,079 / 1,028"),
     ("plain echo waits in one `recvmmsg` with `MSG_WAITFORONE` (the first datagram waited for, "
      "whatever is queued beside it taken in the same call) and answers a lone one with a `sendto` "
@@ -1032,6 +1032,18 @@ STEPS = [
      "inlined, then calls its packet encoder instead: 1,108 → 1,119 there)",
      "`synapse server`, one request a millisecond / back-to-back requests (all threads)",
      "320 / 275", "312 / 265"),
+    ("`HdrCounts` (`synapse-stats`): `hdrhistogram`'s bucket layout, a record that is an index from "
+     "the value's leading zeros and one increment (no bounds, minimum, maximum or total kept per "
+     "value), the `Histogram` built from the counts when first read, so every read is the same; "
+     "the RTT and the jitter's two series record into it (before: 948a3e9, rerun; with kernel "
+     "stamps a run's TX-stamped packets are drawn at random, so it differs from the row above by a few)",
+     "client defaults / `--timestamps user`", "1,085 / 1,028", "971 / 910"),
+    ("`Stats::record` always inlined; the jitter pairs a sample with its two neighbours in turn, "
+     "not in a loop, and takes |a − b| as `i64::abs_diff` (exact), not through `i128`",
+     "the same", "971 / 910", "953 / 888"),
+    ("the jitter's `add` and the direction's `record` always inlined into `Stats::record` (their "
+     "calls' register saves cost more than their work on a run without reflector numbers)",
+     "the same", "953 / 888", "943 / 876"),
 ]
 p("Issue 38's reductions, step by step (one run before and one after each, e26bf12 and on):")
 p()
@@ -1049,6 +1061,9 @@ p("in (`memcpy` 29 per round trip before and after, then from `MaybeUninit::writ
 p("commit it needs bought nothing. The reflector's admission alone always inlined (`#[inline(always)]`")
 p("on `Gate::admit`, before the session look-up's fast path was one bounds check): 289 → 301 per")
 p("answer back to back, as the compiler then left `Sessions::find` out of line instead.")
+p("`HdrCounts::record` always inlined as well: 876 → 876 with")
+p("`--timestamps user` (the compiler then called `OnceLock::take`, the check that no built")
+p("histogram is left to forget, out of line instead).")
 p()
 prof = {}
 for line in (read(IN, "out") or "").splitlines():
@@ -1075,12 +1090,16 @@ for (c, t), fns in prof.items():
         p(f"| {v:,.1f} | `{fn}` |")
     p()
 
-p("Reading the maps (what the remaining instructions buy). Client: `on_datagram` and the loop")
-p("(`__rust_begin_short_backtrace`) are the decode, the sequence tracker, the points and the")
-p("record; `Stats::record` and `saturating_record` record each sample into the measurement")
-p("thread's own histograms (the authoritative statistics: the RTT, and the jitter's two series, each")
-p("an `hdrhistogram` record of about 60 instructions); `memcpy` is the `Record` (160 bytes) pushed")
-p("into the ring (the consumer pays it again popping it); `settle` fetches the TX stamps;")
+p("Reading the maps (what the remaining instructions buy). Client: the loop")
+p("(`__rust_begin_short_backtrace`, `on_datagram` and `settle` inlined into it) is the decode, the")
+p("sequence tracker, the points (their reset a packet, ~26) and the record, and `settle` fetching")
+p("the TX stamps; `emit_now` is `Stats::record`, inlined: the measurement thread's own statistics")
+p("(the authoritative ones), the counters, the reply order and three `HdrCounts` records (the RTT")
+p("and the jitter's two series, each an index from the value's leading zeros and one increment,")
+p("about 11 instructions, where an `hdrhistogram` record was about 60; `OnceLock::take` is their")
+p("check that no histogram built for a reader is left to forget), the jitter's pairing and")
+p("RFC 3550 estimator, then the push into the ring; `memcpy` is the `Record` (160 bytes) pushed")
+p("into the ring (the consumer pays it again popping it);")
 p("`syscall` is the `send` and the `recv`, made directly (`sys::direct`: libc's wrappers are")
 p("cancellation points, 62 instructions a round trip more); `clock_gettime` the two clock")
 p("reads, as integer nanoseconds (`Mono`). Reflector (plain echo): the loop waits in one")

@@ -15,7 +15,7 @@
 //! one-way delays; a constant clock offset cancels in every difference, so
 //! one-way jitter is meaningful even between unsynchronised clocks.
 
-use hdrhistogram::Histogram;
+use crate::HdrCounts;
 use serde::Serialize;
 
 use super::MAX_TRACKABLE_NS;
@@ -23,6 +23,11 @@ use super::MAX_TRACKABLE_NS;
 /// How far apart (in arrival) two consecutive sequence numbers may come
 /// and still be paired for IPDV.
 pub const PAIRING: usize = 16;
+
+/// Where sequence number `s` is kept among the recent arrivals.
+fn slot(s: u64) -> usize {
+    (s % PAIRING as u64) as usize
+}
 
 /// The jitter figures of one series, ns.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -51,8 +56,8 @@ pub struct Jitter {
     previous: Option<i64>,
     /// Recent arrivals by sequence number, to pair neighbours.
     recent: [Option<(u64, i64)>; PAIRING],
-    ipdv: Histogram<u64>,
-    arrival: Histogram<u64>,
+    ipdv: HdrCounts,
+    arrival: HdrCounts,
     rfc3550: f64,
 }
 
@@ -62,15 +67,9 @@ impl Default for Jitter {
     }
 }
 
-fn histogram() -> Histogram<u64> {
+fn histogram() -> HdrCounts {
     #[allow(clippy::expect_used)]
-    Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, 2).expect("constant histogram bounds are valid")
-}
-
-fn magnitude(a: i64, b: i64) -> u64 {
-    (i128::from(a) - i128::from(b))
-        .unsigned_abs()
-        .min(u128::from(u64::MAX)) as u64
+    HdrCounts::new(MAX_TRACKABLE_NS, 2).expect("constant histogram bounds are valid")
 }
 
 impl Jitter {
@@ -85,24 +84,36 @@ impl Jitter {
         }
     }
 
-    /// The next packet to arrive: its sequence number and delay.
-    #[inline]
+    /// The next packet to arrive: its sequence number and delay. Always
+    /// inlined, as `Stats::record` is (once a packet).
+    #[inline(always)]
     pub fn add(&mut self, seq: u64, delay_ns: i64) {
         if let Some(previous) = self.previous.replace(delay_ns) {
-            let d = magnitude(delay_ns, previous);
-            self.arrival.saturating_record(d);
+            // |a − b| of two i64 always fits a u64.
+            let d = delay_ns.abs_diff(previous);
+            self.arrival.record(d);
             self.rfc3550 += (d as f64 - self.rfc3550) / 16.0;
         }
-        let slot = |s: u64| (s % PAIRING as u64) as usize;
-        let neighbours = [seq.checked_sub(1), seq.checked_add(1)];
-        for n in neighbours.into_iter().flatten() {
-            if let Some((s, d)) = self.recent[slot(n)]
-                && s == n
-            {
-                self.ipdv.saturating_record(magnitude(delay_ns, d));
-            }
+        // The two neighbours in turn, not a loop over them: this runs for
+        // every sample.
+        if let Some(n) = seq.checked_sub(1) {
+            self.pair(n, delay_ns);
+        }
+        if let Some(n) = seq.checked_add(1) {
+            self.pair(n, delay_ns);
         }
         self.recent[slot(seq)] = Some((seq, delay_ns));
+    }
+
+    /// Pairs the arrival of `delay_ns` with sequence number `n`'s, if it
+    /// came recently.
+    #[inline(always)]
+    fn pair(&mut self, n: u64, delay_ns: i64) {
+        if let Some((s, d)) = self.recent[slot(n)]
+            && s == n
+        {
+            self.ipdv.record(delay_ns.abs_diff(d));
+        }
     }
 
     /// Forgets the packets before: the next one starts new pairs (a new
@@ -115,8 +126,8 @@ impl Jitter {
     /// Adds a later series' pairs. The estimator is a running state, not
     /// a sum: the later series' value is the one kept.
     pub fn merge(&mut self, other: &Jitter) {
-        let _ = self.ipdv.add(&other.ipdv);
-        let _ = self.arrival.add(&other.arrival);
+        self.ipdv.add(&other.ipdv);
+        self.arrival.add(&other.arrival);
         if !other.arrival.is_empty() {
             self.rfc3550 = other.rfc3550;
         }
@@ -124,7 +135,7 @@ impl Jitter {
 
     /// The figures, when at least two packets arrived.
     pub fn figures(&self) -> Option<JitterFigures> {
-        let (i, a) = (&self.ipdv, &self.arrival);
+        let (i, a) = (self.ipdv.histogram(), self.arrival.histogram());
         let have = (!i.is_empty()).then_some(i);
         (!a.is_empty()).then(|| JitterFigures {
             ipdv_pairs: i.len(),
