@@ -696,13 +696,7 @@ mod tests {
         let outcome = ClientOutcome {
             stats,
             measured: Duration::from_millis(1_250),
-            placement: Placement {
-                cpu: 1,
-                cpu_auto: true,
-                realtime: false,
-                kept_awake: false,
-                refused: None,
-            },
+            placement: Placement::plain(1, true),
             interrupted: false,
             ring_overflow: 0,
             log_overflow: 0,

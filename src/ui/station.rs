@@ -614,13 +614,10 @@ impl Station {
             let outcome = ClientOutcome {
                 stats: t.stats.clone(),
                 measured: t.measured,
-                placement: t.placement.clone().unwrap_or(Placement {
-                    cpu: self.client_plan.thread.cpu,
-                    cpu_auto: self.client_plan.thread.cpu_auto,
-                    realtime: false,
-                    kept_awake: false,
-                    refused: None,
-                }),
+                placement: t.placement.clone().unwrap_or(Placement::plain(
+                    self.client_plan.thread.cpu,
+                    self.client_plan.thread.cpu_auto,
+                )),
                 interrupted,
                 ring_overflow: 0,
                 log_overflow: t.log_dropped,

@@ -104,13 +104,7 @@ impl ClientFeed for Recorded {
             outcome: Ok(ClientOutcome {
                 stats,
                 measured: Duration::from_secs(1),
-                placement: Placement {
-                    cpu: 1,
-                    cpu_auto: true,
-                    realtime: false,
-                    kept_awake: false,
-                    refused: None,
-                },
+                placement: Placement::plain(1, true),
                 interrupted: false,
                 ring_overflow: self.overflow,
                 log_overflow: 0,

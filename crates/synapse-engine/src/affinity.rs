@@ -60,6 +60,20 @@ pub struct Placement {
     pub refused: Option<String>,
 }
 
+impl Placement {
+    /// On `cpu` (chosen by Synapse, or not), with nothing more asked:
+    /// no `SCHED_FIFO`, idle states left alone, nothing refused.
+    pub fn plain(cpu: usize, cpu_auto: bool) -> Self {
+        Self {
+            cpu,
+            cpu_auto,
+            realtime: false,
+            kept_awake: false,
+            refused: None,
+        }
+    }
+}
+
 /// Validates a requested CPU, or picks one for `role`.
 pub fn choose_cpu(requested: Option<usize>, role: Role) -> Result<(usize, bool), EngineError> {
     let allowed =
