@@ -85,6 +85,12 @@ fn count(valgrind: &Path, bin: &Path, port: u16, packets: u64, extra: &[&str]) -
         json["packets"]["received"], packets,
         "every packet answered"
     );
+    thread_counts(&out)
+}
+
+/// Instructions per thread from callgrind's `--separate-threads` files
+/// (`OUT-01`, `OUT-02`, …), in thread order.
+fn thread_counts(out: &std::path::Path) -> Vec<u64> {
     let mut threads = Vec::new();
     for t in 1.. {
         let Ok(text) = std::fs::read_to_string(format!("{}-{t:02}", out.display())) else {
@@ -204,17 +210,7 @@ fn reflector_count(valgrind: &Path, bin: &Path, answers: u64) -> u64 {
     common::unsafe_free_kill(server.id(), "TERM");
     let mut server = server;
     server.wait().unwrap();
-    let mut total = 0;
-    for t in 1.. {
-        let Ok(text) = std::fs::read_to_string(format!("{}-{t:02}", out.display())) else {
-            break;
-        };
-        let summary = text
-            .lines()
-            .find_map(|l| l.strip_prefix("summary: "))
-            .expect("a summary line");
-        total += summary.trim().parse::<u64>().unwrap();
-    }
+    let total: u64 = thread_counts(&out).iter().sum();
     assert!(total > 0, "callgrind wrote no thread's count");
     total
 }
