@@ -83,6 +83,7 @@ impl ServerSession {
             .as_deref()
             .map(|p| IntervalTap::open(Some(p), plan.hdr.hdr_interval, false, "synapse server"))
             .transpose()?;
+        let bind = shared_port(plan, bind);
         let stamping = plan
             .timestamps
             .resolve_for(bind.ip(), plan.timestamps_option)?;
@@ -295,6 +296,17 @@ fn answer_tee(tap: IntervalTap, done: Arc<Mutex<Option<HdrLogOutcome>>>) -> Tee<
         done,
     };
     Box::new(move |a: &AnswerPoints| t.see(a))
+}
+
+/// Port 0 with TCP on the UDP port's number: a number both can have, so a
+/// kernel's choice for UDP already held by some TCP socket does not leave
+/// the server without TCP. When no probe succeeds, binding reports why.
+fn shared_port(plan: &ServerPlan, bind: SocketAddr) -> SocketAddr {
+    if bind.port() != 0 || plan.tcp_port != Some(0) {
+        return bind;
+    }
+    synapse_engine::socket::port_free_for_udp_and_tcp(bind.ip())
+        .map_or(bind, |port| SocketAddr::new(bind.ip(), port))
 }
 
 /// Starts the TCP echo reflector when the plan has one. A port the user

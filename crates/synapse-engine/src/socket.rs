@@ -107,6 +107,24 @@ pub fn resolve(text: &str, default_port: u16) -> Result<SocketAddr, EngineError>
         .ok_or_else(|| fail("no address found".into()))
 }
 
+/// A port on `ip` where both a UDP socket and a TCP listener can bind, for a
+/// server asked for port 0 whose TCP echo shares the UDP port's number: the
+/// kernel's choice for one protocol may be held by a socket of the other
+/// (both draw from the same ephemeral range). Probed, then released: the
+/// caller binds it at once.
+pub fn port_free_for_udp_and_tcp(ip: std::net::IpAddr) -> io::Result<u16> {
+    let mut last = io::Error::from(io::ErrorKind::AddrInUse);
+    for _ in 0..64 {
+        let tcp = std::net::TcpListener::bind(SocketAddr::new(ip, 0))?;
+        let port = tcp.local_addr()?.port();
+        match std::net::UdpSocket::bind(SocketAddr::new(ip, port)) {
+            Ok(_) => return Ok(port),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
 /// Creates a UDP socket bound to `addr`, with `IP_RECVERR` so ICMP errors
 /// are reported.
 pub fn bind_udp(addr: SocketAddr) -> Result<Socket, EngineError> {
@@ -260,6 +278,17 @@ pub fn wildcard_for(peer: SocketAddr) -> SocketAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_port_free_for_both_protocols_binds_both() {
+        let ip = std::net::IpAddr::from([127, 0, 0, 1]);
+        for _ in 0..20 {
+            let port = port_free_for_udp_and_tcp(ip).unwrap();
+            assert_ne!(port, 0);
+            let _udp = std::net::UdpSocket::bind(SocketAddr::new(ip, port)).unwrap();
+            let _tcp = std::net::TcpListener::bind(SocketAddr::new(ip, port)).unwrap();
+        }
+    }
 
     #[test]
     fn resolve_accepts_the_usual_spellings() {
