@@ -15,6 +15,7 @@
 
 use hdrhistogram::{CreationError, Histogram};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Counts in `hdrhistogram`'s layout, and the `Histogram` they make.
 #[derive(Debug, Clone)]
@@ -35,6 +36,19 @@ pub struct HdrCounts {
     bounds: (u64, u8),
     /// The `Histogram` these counts make, once read (forgotten on a change).
     built: OnceLock<Histogram<u64>>,
+    /// Whether `built` may hold one: a plain byte a record reads through
+    /// `&mut` (the `OnceLock`'s own check was a call a value).
+    read: ReadFlag,
+}
+
+/// Set by every read of the counts, cleared by the first change after.
+#[derive(Debug, Default)]
+struct ReadFlag(AtomicBool);
+
+impl Clone for ReadFlag {
+    fn clone(&self) -> Self {
+        Self(AtomicBool::new(self.0.load(Ordering::Relaxed)))
+    }
 }
 
 impl HdrCounts {
@@ -56,6 +70,7 @@ impl HdrCounts {
             // Not the empty histogram: the first record would free it, on
             // the measurement thread.
             built: OnceLock::new(),
+            read: ReadFlag::default(),
         };
         counts.top = counts.index(high);
         Ok(counts)
@@ -85,7 +100,10 @@ impl HdrCounts {
     /// as much as the record.
     #[inline(always)]
     pub fn record(&mut self, v: u64) {
-        self.built.take();
+        // Nothing is built mid-run: one byte tested, no call.
+        if *self.read.0.get_mut() {
+            self.forget_built();
+        }
         let i = self.index(v);
         match self.counts.get_mut(i) {
             Some(c) => *c += 1,
@@ -97,7 +115,7 @@ impl HdrCounts {
     /// (the same bounds), else `other` is added value by value.
     pub fn add(&mut self, other: &HdrCounts) {
         if self.bounds == other.bounds {
-            self.built.take();
+            self.forget_built();
             for (a, b) in self.counts.iter_mut().zip(&other.counts) {
                 *a += b;
             }
@@ -110,13 +128,21 @@ impl HdrCounts {
 
     /// Forgets every value.
     pub fn reset(&mut self) {
-        self.built.take();
+        self.forget_built();
         self.counts.fill(0);
+    }
+
+    /// A change: the `Histogram` built before no longer holds.
+    #[cold]
+    fn forget_built(&mut self) {
+        *self.read.0.get_mut() = false;
+        self.built.take();
     }
 
     /// The `Histogram` of these counts (built when first read after a
     /// change: allocates then).
     pub fn histogram(&self) -> &Histogram<u64> {
+        self.read.0.store(true, Ordering::Relaxed);
         self.built.get_or_init(|| {
             let (high, sigfig) = self.bounds;
             #[allow(clippy::expect_used)]

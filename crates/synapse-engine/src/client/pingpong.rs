@@ -63,6 +63,8 @@ pub(super) struct Pinger<'a> {
     catcher: &'a Socket,
     from: RawAddr,
     codec: Codec,
+    /// The last reply decoded, written in place (`Codec::decode_into`).
+    reply: crate::protocol::Reply,
     buf: Vec<u8>,
     /// Kernel stamps, when on.
     stamps: Option<ClientStamps>,
@@ -137,6 +139,7 @@ impl<'a> Pinger<'a> {
             catcher: &sockets.catcher,
             from: RawAddr::empty(),
             codec,
+            reply: crate::protocol::Reply::plain(0),
             buf: vec![0; RECV_BUFFER],
             // STAMP carries T1; kernel stamps are subtracted from user ones.
             realtime: cfg.stamp || stamps.is_some(),
@@ -354,22 +357,22 @@ impl<'a> Pinger<'a> {
         warmup: bool,
     ) -> bool {
         let at_ns = self.at_ns(now);
-        let decoded = if got.truncated {
-            None
-        } else {
-            self.codec.decode(&self.buf[..got.len], seq)
-        };
+        let decoded = !got.truncated
+            && self
+                .codec
+                .decode_into(&self.buf[..got.len], seq, &mut self.reply);
         // Late and duplicate replies concern *their* packet, which may be
         // a warm-up one even when this one is not.
-        let (kind, about) = match decoded.map(|r| (r, self.tracker.on_reply(r.seq))) {
-            Some((reply, Reply::Fresh)) => {
+        let verdict = decoded.then(|| self.tracker.on_reply(self.reply.seq));
+        let (kind, about) = match verdict {
+            Some(Reply::Fresh) => {
                 self.seen.replies += 1;
                 let rtt = now.ns_since(t1);
                 let t4_user = self.read_realtime.then_some(t4_user);
-                self.points.answered(rtt, &reply, rx, t4_user);
-                self.points.marks = marks_of(&reply, self.reply_tos);
+                self.points.answered(rtt, &self.reply, rx, t4_user);
+                self.points.marks = marks_of(&self.reply, self.reply_tos);
                 self.points.follow_up = self.holding;
-                self.follow_up(&reply);
+                self.follow_up();
                 let split = self.settle(warmup);
                 // After the TX stamps are in: T1 kernel is one of its points.
                 let far = self.points.far_side();
@@ -391,14 +394,14 @@ impl<'a> Pinger<'a> {
                 }
                 return true;
             }
-            Some((r, Reply::Late { reordered })) => {
+            Some(Reply::Late { reordered }) => {
                 if self.tallying {
-                    self.tally.reply(&r.tlv);
+                    self.tally.reply(&self.reply.tlv);
                 }
-                (RecordKind::Late { reordered }, r.seq)
+                (RecordKind::Late { reordered }, self.reply.seq)
             }
-            Some((r, Reply::Duplicate)) => (RecordKind::Duplicate, r.seq),
-            Some((_, Reply::Stray)) | None => {
+            Some(Reply::Duplicate) => (RecordKind::Duplicate, self.reply.seq),
+            Some(Reply::Stray) | None => {
                 let datagram = &self.buf[..got.len];
                 if self.codec.is_echoed_stamp_request(datagram) {
                     self.seen.echoed_requests += 1;
@@ -557,11 +560,12 @@ impl<'a> Pinger<'a> {
     /// A reply's TLVs are tallied, and its Follow-Up goes to the packet
     /// held for it, which is then released (see `extensions`).
     #[inline]
-    fn follow_up(&mut self, reply: &crate::protocol::Reply) {
+    fn follow_up(&mut self) {
         // Nothing is held without TLVs (`holding` implies `tallying`).
         if !self.tallying {
             return;
         }
+        let reply = &self.reply;
         self.tally.reply(&reply.tlv);
         if let (Some(fu), Some(held)) = (reply.tlv.follow_up, self.held.as_mut()) {
             let matched = held.follow_up(&fu, reply.reflector_error.format());

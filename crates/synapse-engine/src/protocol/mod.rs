@@ -60,6 +60,21 @@ pub struct Reply {
     pub tlv: tlv::TlvReport,
 }
 
+impl Reply {
+    /// A plain echo reply to `seq`: nothing but its number.
+    pub fn plain(seq: u64) -> Self {
+        Self {
+            seq,
+            t2: None,
+            t3: None,
+            reflector_seq: None,
+            reflector_error: stamp::ErrorEstimate::UNSYNCHRONIZED,
+            client_error: stamp::ErrorEstimate::UNSYNCHRONIZED,
+            tlv: tlv::TlvReport::default(),
+        }
+    }
+}
+
 /// The client's codec for the chosen protocol.
 #[derive(Debug)]
 pub enum Codec {
@@ -82,19 +97,34 @@ impl Codec {
 
     /// Reads a reply; `newest` is the latest sequence number sent (STAMP
     /// numbers are 32 bits wide and are widened next to it).
-    #[inline]
     pub fn decode(&self, reply: &[u8], newest: u64) -> Option<Reply> {
+        let mut out = Reply::plain(0);
+        self.decode_into(reply, newest, &mut out).then_some(out)
+    }
+
+    /// [`Codec::decode`] into `out`, the client's one reply, kept between
+    /// datagrams: a plain echo reply writes its sequence number alone (the
+    /// rest of a plain echo reply is always [`Reply::plain`]'s, and a
+    /// codec never changes protocol), so the hot path neither builds nor
+    /// moves the whole `Reply` (its TLV report is most of it). Whether
+    /// `reply` was one; `out` is unchanged when it was not.
+    #[inline(always)]
+    pub fn decode_into(&self, reply: &[u8], newest: u64, out: &mut Reply) -> bool {
         match self {
-            Codec::Echo(c) => c.decode(reply).map(|seq| Reply {
-                seq,
-                t2: None,
-                t3: None,
-                reflector_seq: None,
-                reflector_error: stamp::ErrorEstimate::UNSYNCHRONIZED,
-                client_error: stamp::ErrorEstimate::UNSYNCHRONIZED,
-                tlv: tlv::TlvReport::default(),
-            }),
-            Codec::Stamp(c) => c.decode(reply, newest),
+            Codec::Echo(c) => match c.decode(reply) {
+                Some(seq) => {
+                    out.seq = seq;
+                    true
+                }
+                None => false,
+            },
+            Codec::Stamp(c) => match c.decode(reply, newest) {
+                Some(r) => {
+                    *out = r;
+                    true
+                }
+                None => false,
+            },
         }
     }
 
