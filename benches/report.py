@@ -929,6 +929,16 @@ p("measurement thread's repeats within 1 % (to the instruction with `--timestamp
 p("stamps the packets that ask for TX stamps are drawn at random, so a run's number of them varies).")
 p("The last column is issue 38's table as filed (the landed tree then), for the trend.")
 p()
+p("**The bare C clients' rows changed meaning with `NOSORT` (after 0bed06e).** Before, they counted the C")
+p("client's end-of-run sort of every RTT too (`qsort`, for its percentiles). A sort is O(n log n), so it")
+p("does not cancel between the two lengths: of the 580-611 per round trip reported before (582 and")
+p("609 in issue 38 as filed), some 470 were the sort (`msort_with_tmp` 243, `cmp` 104, its `memcpy`")
+p("about 70 at 10,000 → 20,000), and the loop itself was about 140. The C clients now skip the sort")
+p("for this count (`NOSORT=1`), so their rows are the loop alone. Synapse's measurement thread sorts")
+p("nothing. Every ratio to a C client here is therefore several times what it was, for the same")
+p("Synapse count, and issue 38's aims (≤ 1.3 × the C client, written as ≤ ~790 instructions when")
+p("the C client was thought to cost ~609) are read against the loop alone.")
+p()
 IN = "instructions"
 def ins(v):
     return "–" if v is None else f"{v:,.0f}"
