@@ -239,6 +239,41 @@ mod tests {
     }
 
     #[test]
+    fn decoding_in_place_gives_what_decode_gives_and_keeps_out_on_a_miss() {
+        let mut echo = Codec::Echo(EchoCodec::new(64, 0xfeed));
+        let first = echo.encode(7, 0).to_vec();
+        let second = echo.encode(8, 0).to_vec();
+        let mut out = Reply::plain(0);
+        assert!(echo.decode_into(&first, 8, &mut out));
+        assert_eq!(out, Reply::plain(7));
+        assert!(echo.decode_into(&second, 8, &mut out));
+        assert_eq!(Some(out), echo.decode(&second, 8));
+        assert!(!echo.decode_into(&second[..63], 8, &mut out), "cut short");
+        assert_eq!(out, Reply::plain(8), "a miss leaves the last reply");
+
+        // STAMP writes every field: a reply after a reply holds its own.
+        let mut stamp = Codec::Stamp(StampSender::new(8, 0, None));
+        let t1 = 1_700_000_000_000_000_000;
+        let mut reply = stamp.encode(3, t1).to_vec();
+        let how = stamp::Reflection {
+            t2: WireTime::from_unix_ns(t1 + 10_000),
+            ttl: 64,
+            seq: Some(9),
+            error: stamp::ErrorEstimate::UNSYNCHRONIZED,
+        };
+        stamp::reflect_in_place(&mut reply, stamp::Layout::OPEN, how, || {
+            WireTime::from_unix_ns(t1 + 12_000)
+        })
+        .unwrap();
+        let mut out = Reply::plain(99);
+        assert!(stamp.decode_into(&reply, 3, &mut out));
+        assert_eq!(Some(out), stamp.decode(&reply, 3));
+        assert_eq!((out.seq, out.reflector_seq), (3, Some(9)));
+        assert!(!stamp.decode_into(&first, 3, &mut out), "not STAMP");
+        assert_eq!(out.reflector_seq, Some(9), "a miss leaves the last reply");
+    }
+
+    #[test]
     fn decode_accepts_an_exact_echo() {
         let mut c = EchoCodec::new(64, 0xfeed);
         let sent = c.encode(42).to_vec();
