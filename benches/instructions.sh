@@ -8,10 +8,9 @@
 # Each configuration runs twice, SHORT and LONG round trips, with the far
 # side running natively; (LONG - SHORT) / (LONG - SHORT round trips) is
 # the per-round-trip cost: start-up, warm-up and the final report cancel.
-# Everything runs blocking: in busy-poll the empty spins would be counted
-# too, and they are the loop waiting, not the instrument's work (a
-# busy-poll round trip runs the same per-packet code as a blocking one,
-# with a non-blocking receive in place of the blocking one). The main
+# Everything runs blocking but `syn-busy`: in busy-poll the empty spins
+# are the loop waiting, not the instrument's work, and their number
+# varies, so that row takes them out (below). The main
 # (consumer) thread's count varies between runs (it drains the ring in as
 # many wake-ups as the timing gives); a measurement thread's repeats to
 # within 0.2 %.
@@ -30,6 +29,16 @@
 #   syn-paced      `synapse client --interval 1ms` (the schedule; not run by
 #                  default: its waiter wakes a varying number of times before
 #                  each slot under callgrind, so the difference is the waiting)
+#   syn-busy       `synapse client --busy-poll --timestamps user` against the
+#                  bare C spinning reflector, its spins not counted: run at
+#                  SHORT, LONG and LONG again; each empty spin (a receive
+#                  that finds nothing, then the stop and deadline checks)
+#                  costs the same, so the two LONG runs' difference over
+#                  their difference in system calls is one spin's cost,
+#                  and every run's spins (its system calls past the two a
+#                  round trip) are taken out before the usual difference
+#                  (also printed: `result syn-busy spin COST` and
+#                  `result syn-busy spins PER_ROUND_TRIP`)
 #   c-tcp          bare C TCP client against the bare C TCP reflector
 #   syn-tcp        `synapse client --tcp` against the same
 #   syn-stamp      `synapse client --stamp`, against a native `synapse
@@ -75,6 +84,7 @@ vg() { # OUT COMMAND…: COMMAND under callgrind, one file per thread
 far() { # native far side: c|tcp|synapse
   case $1 in
     c) BLOCK=1 "$dir/reflector" "$port" 1 > /dev/null 2>&1 & ;;
+    c-spin) "$dir/reflector" "$port" 0 > /dev/null 2>&1 & ;;  # CPU 0; the client spins on 1
     tcp) "$dir/tcp_reflector" "$port" 1 > /dev/null 2>&1 & ;;
     synapse) "$bin" server --no-ui --bind "127.0.0.1:$((port + 1))" --stamp-port "$port" \
       > /dev/null 2>&1 & ;;
@@ -85,7 +95,10 @@ far() { # native far side: c|tcp|synapse
 stop() { kill "$(cat "$dir/$1")" 2>/dev/null; wait "$(cat "$dir/$1")" 2>/dev/null || true; }
 syn_client() { # OUT N ARGS…
   local out=$1 n=$2; shift 2
-  vg "$out" "$bin" client "127.0.0.1:$port" --no-ui --json --packets "$n" "$@" > /dev/null
+  # Exit 3 is the run's verdict (its mean over 1 ms, callgrind being
+  # slow), not a failure of the count.
+  vg "$out" "$bin" client "127.0.0.1:$port" --no-ui --json --packets "$n" "$@" > /dev/null \
+    || [ $? -eq 3 ]
 }
 # One configuration, one length: the callgrind files' prefix is $dir/CONFIG.N
 measure() { # CONFIG N
@@ -96,6 +109,7 @@ measure() { # CONFIG N
     syn-default) far c; syn_client "$out" "$n" ;;
     syn-user) far c; syn_client "$out" "$n" --timestamps user ;;
     syn-paced) far c; syn_client "$out" "$n" --interval 1ms ;;
+    syn-busy) far c-spin; syn_client "$out" "$n" --busy-poll --cpu 1 --timestamps user ;;
     c-tcp) far tcp; NOSORT=1 vg "$out" "$dir/tcp_client" "$port" "$n" 200 0 > /dev/null ;;
     syn-tcp) far tcp; syn_client "$out" "$n" --tcp ;;
     syn-stamp) far synapse; syn_client "$out" "$n" --stamp ;;
@@ -159,8 +173,49 @@ print("all", f"{total:.0f}")
 PY
 }
 
-read -r -a configs <<< "${CONFIGS:-c-plain c-rx syn-default syn-user c-tcp syn-tcp syn-stamp c-reflector syn-server syn-server-paced syn-server-stamp}"
+busy_per_round_trip() { # syn-busy: "THREAD VALUE" lines, spins taken out
+  measure syn-busy "$long"
+  for f in "$dir/syn-busy.$long"-*; do mv "$f" "${f/syn-busy./syn-busy-again.}"; done
+  measure syn-busy "$long"
+  python3 - "$dir" "$short" "$long" <<'PY'
+import sys
+d, short, long = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def read(name):  # the measurement thread's instructions and its calls to syscall()
+    ir, calls, fn, cfn = 0, 0, {}, None
+    for line in open(f"{d}/{name}-02"):
+        if line.startswith("summary:"):
+            ir = int(line.split()[1])
+        elif line.startswith(("fn=", "cfn=")):  # names are given once, then "(id)"
+            key, _, rest = line.split("=", 1)[1].strip().partition(" ")
+            if rest:
+                fn[key] = rest
+            if line.startswith("cfn="):
+                cfn = fn.get(key, key)
+        elif line.startswith("calls=") and cfn == "syscall":
+            calls += int(line[6:].split()[0])
+    return ir, calls
+(i1, c1), (i2, c2), (i3, c3) = read(f"syn-busy.{short}"), read(f"syn-busy.{long}"), read(f"syn-busy-again.{long}")
+if c2 == c3:
+    sys.exit("the two long runs spun alike: no spin cost to take out")
+spin = (i2 - i3) / (c2 - c3)
+spins = lambda c, n: c - 2 * n  # a send and a receive a round trip are not spins
+per = ((i2 - spin * spins(c2, long)) - (i1 - spin * spins(c1, short))) / (long - short)
+print("t2", f"{per:.0f}")
+print("spin", f"{spin:.1f}")
+print("spins", f"{spins(c2, long) / long:.0f}")
+PY
+}
+
+read -r -a configs <<< "${CONFIGS:-c-plain c-rx syn-default syn-user syn-busy c-tcp syn-tcp syn-stamp c-reflector syn-server syn-server-paced syn-server-stamp}"
 for c in "${configs[@]}"; do
+  if [ "$c" = syn-busy ]; then
+    measure "$c" "$short"
+    busy_per_round_trip | while read -r t v; do
+      printf '%-17s %-5s %8s (busy-poll, spins taken out)\n' "$c" "$t" "$v"
+      echo "result $c $t $v"
+    done
+    continue
+  fi
   measure "$c" "$short"
   measure "$c" "$long"
   per_thread "$c" | while read -r t v; do

@@ -917,9 +917,10 @@ p("--separate-threads=yes`, the release binary, blocking, the far side running n
 p("configuration run for two lengths and the difference divided by the round trips between them, so")
 p("start-up, warm-up and the report cancel (../shared/GUIDE.md §9). Client rows against the bare C")
 p("reflector (`benches/pingpong_c`, `BLOCK=1`); reflector rows driven by the bare C client. An")
-p("instruction count does not wobble: it resolves what §2's timings cannot. Busy-poll is not counted:")
-p("its empty spins would be, and a busy-poll round trip runs the same per-packet code as a blocking")
-p("one with a non-blocking receive in place of the blocking one. Paced mode (`--interval`) is not")
+p("instruction count does not wobble: it resolves what §2's timings cannot. Busy-poll (`syn-busy`) is")
+p("counted with its empty spins taken out: their number varies from run to run, each costs the same,")
+p("so a second long run gives one spin's cost (its difference in instructions over its difference in")
+p("system calls), and each run's spins are subtracted before the usual difference. Paced mode (`--interval`) is not")
 p("counted either: under callgrind its waiter wakes a varying number of times before each slot, so")
 p("two runs' difference is the waiting, not the work (it came out negative). The consumer thread's")
 p("count varies between runs (it drains the ring in as many wake-ups as the timing gives, and since")
@@ -950,6 +951,7 @@ rows = [
     ("Synapse client, defaults: consumer (main) thread", "syn-default", "main", None, None, None),
     ("Synapse client, `--timestamps user`: measurement thread", "syn-user", "t2", "c-plain", "all", "C, no stamps"),
     ("Synapse client, `--timestamps user`: consumer (main) thread", "syn-user", "main", None, None, None),
+    ("Synapse client, `--busy-poll --timestamps user` (against the spinning C reflector, spins taken out): measurement thread", "syn-busy", "t2", "c-plain", "all", "C, no stamps"),
     ("Synapse client, `--stamp` (against `synapse server`): measurement thread", "syn-stamp", "t2", "c-rx", "all", "C, RX stamps"),
     ("bare C TCP client", "c-tcp", "all", None, None, None),
     ("Synapse client, `--tcp`: measurement thread", "syn-tcp", "t2", "c-tcp", "all", "C TCP client"),
@@ -996,6 +998,12 @@ targets = [
     ("client `--timestamps user` ≤ 1.3 × the C client without stamps", ratio(ins_get("syn-user", "t2"), ins_get("c-plain", "all")), 1.3),
 ]
 srv = ins_get("syn-server-paced", "all") or ins_get("syn-server", "all")
+spin, spins = ins_get("syn-busy", "spin"), ins_get("syn-busy", "spins")
+if spin is not None and spins is not None:
+    p(f"Busy-poll: one empty spin (a receive that finds nothing, the stop flag and the deadline) costs "
+      f"{spin:,.1f} instructions; the long run spun {spins:,.0f} times a round trip under callgrind, "
+      "all taken out of its row.")
+    p()
 p("Against issue 38's aims: " + "; ".join(f"{l}: {says(r, t, 2)}" for l, r, t in targets) +
   (f"; `synapse server` ≤ 400 per answer: {srv:,.0f} ({'met' if srv <= 400 else 'not met'})." if srv else "."))
 p()
