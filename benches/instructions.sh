@@ -202,7 +202,7 @@ spins = lambda c, n: c - 2 * n  # a send and a receive a round trip are not spin
 per = ((i2 - spin * spins(c2, long)) - (i1 - spin * spins(c1, short))) / (long - short)
 print("t2", f"{per:.0f}")
 print("spin", f"{spin:.1f}")
-print("spins", f"{spins(c2, long) / long:.0f}")
+print("spins", f"{spins(c2, long) / long:.2f}")
 PY
 }
 

@@ -1001,8 +1001,8 @@ srv = ins_get("syn-server-paced", "all") or ins_get("syn-server", "all")
 spin, spins = ins_get("syn-busy", "spin"), ins_get("syn-busy", "spins")
 if spin is not None and spins is not None:
     p(f"Busy-poll: one empty spin (a receive that finds nothing, the stop flag and the deadline) costs "
-      f"{spin:,.1f} instructions; the long run spun {spins:,.0f} times a round trip under callgrind, "
-      "all taken out of its row.")
+      f"{spin:,.1f} instructions; the long run made {spins:,.2f} empty spins a round trip under "
+      "callgrind, all taken out of its row.")
     p()
 p("Against issue 38's aims: " + "; ".join(f"{l}: {says(r, t, 2)}" for l, r, t in targets) +
   (f"; `synapse server` ≤ 400 per answer: {srv:,.0f} ({'met' if srv <= 400 else 'not met'})." if srv else "."))
