@@ -37,7 +37,8 @@ pub struct HdrCounts {
     /// The `Histogram` these counts make, once read (forgotten on a change).
     built: OnceLock<Histogram<u64>>,
     /// Whether `built` may hold one: a plain byte a record reads through
-    /// `&mut` (the `OnceLock`'s own check was a call a value).
+    /// `&mut` (the `OnceLock`'s own check was an out-of-line call for
+    /// every value recorded).
     read: ReadFlag,
 }
 
