@@ -156,6 +156,23 @@ mod tests {
     use super::stamp::{SenderPacket, WireTime};
     use super::*;
 
+    /// `request` (sent at `t1`) answered as a reflector numbering it
+    /// `reflector_seq` would: received 10 µs after `t1`, sent `dwell_ns` later.
+    fn reflected(request: &[u8], t1: u64, reflector_seq: u32, dwell_ns: u64) -> Vec<u8> {
+        let mut reply = request.to_vec();
+        let how = stamp::Reflection {
+            t2: WireTime::from_unix_ns(t1 + 10_000),
+            ttl: 64,
+            seq: Some(reflector_seq),
+            error: stamp::ErrorEstimate::UNSYNCHRONIZED,
+        };
+        stamp::reflect_in_place(&mut reply, stamp::Layout::OPEN, how, || {
+            WireTime::from_unix_ns(t1 + 10_000 + dwell_ns)
+        })
+        .unwrap();
+        reply
+    }
+
     #[test]
     fn stamp_requests_carry_seq_and_t1_and_replies_widen_the_seq() {
         let mut c = Codec::Stamp(StampSender::new(8, 0, None));
@@ -165,18 +182,7 @@ mod tests {
         let sent = SenderPacket::decode(&req).unwrap();
         assert_eq!(sent.seq, 6, "numbered from 1 on the wire");
         assert!(sent.timestamp.to_unix_ns().abs_diff(t1) <= 1);
-        let mut reply = req.clone();
-        let t2 = WireTime::from_unix_ns(t1 + 10_000);
-        let how = stamp::Reflection {
-            t2,
-            ttl: 64,
-            seq: Some(4),
-            error: stamp::ErrorEstimate::UNSYNCHRONIZED,
-        };
-        stamp::reflect_in_place(&mut reply, stamp::Layout::OPEN, how, || {
-            WireTime::from_unix_ns(t1 + 13_000)
-        })
-        .unwrap();
+        let reply = reflected(&req, t1, 4, 3_000);
         let got = c.decode(&reply, 5).unwrap();
         assert_eq!(got.seq, 5);
         assert_eq!(got.reflector_seq, Some(4));
@@ -254,17 +260,7 @@ mod tests {
         // STAMP writes every field: a reply after a reply holds its own.
         let mut stamp = Codec::Stamp(StampSender::new(8, 0, None));
         let t1 = 1_700_000_000_000_000_000;
-        let mut reply = stamp.encode(3, t1).to_vec();
-        let how = stamp::Reflection {
-            t2: WireTime::from_unix_ns(t1 + 10_000),
-            ttl: 64,
-            seq: Some(9),
-            error: stamp::ErrorEstimate::UNSYNCHRONIZED,
-        };
-        stamp::reflect_in_place(&mut reply, stamp::Layout::OPEN, how, || {
-            WireTime::from_unix_ns(t1 + 12_000)
-        })
-        .unwrap();
+        let reply = reflected(stamp.encode(3, t1), t1, 9, 2_000);
         let mut out = Reply::plain(99);
         assert!(stamp.decode_into(&reply, 3, &mut out));
         assert_eq!(Some(out), stamp.decode(&reply, 3));
