@@ -6,14 +6,37 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A tmux session, killed when the test ends however it ends.
-struct Tmux(String);
+/// A tmux session on a server of its own (`-S`), killed with its socket when
+/// the test ends however it ends. Its own server: tests starting sessions at once on one
+/// default server raced to start it, and one `new-session` failed (fresh
+/// clone at 166d737); nor does a user's tmux see them.
+struct Tmux {
+    session: String,
+    socket: std::path::PathBuf,
+}
+
+static SERVERS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 impl Tmux {
     fn start(test: &str, command: &str) -> Self {
-        let name = format!("synapse-e2e-{}-{test}", std::process::id());
-        let ok = Command::new("tmux")
-            .args(["new-session", "-d", "-s", &name, "-x", "120", "-y", "36"])
+        let n = SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmux = Tmux {
+            session: format!("synapse-e2e-{}-{test}", std::process::id()),
+            socket: std::env::temp_dir()
+                .join(format!("synapse-e2e-{}-{n}.tmux", std::process::id())),
+        };
+        let ok = tmux
+            .tmux()
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &tmux.session,
+                "-x",
+                "120",
+                "-y",
+                "36",
+            ])
             // No calibration of this machine in the frames under test.
             .args(["-e", "XDG_STATE_HOME=/tmp/synapse-tests-no-state"])
             .arg(command)
@@ -21,7 +44,14 @@ impl Tmux {
             .status()
             .expect("tmux must be installed (.ci/run installs it)");
         assert!(ok.success());
-        Tmux(name)
+        tmux
+    }
+
+    /// A tmux command to this session's server.
+    fn tmux(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.arg("-S").arg(&self.socket);
+        c
     }
 
     fn screen(&self) -> String {
@@ -35,8 +65,9 @@ impl Tmux {
     }
 
     fn capture(&self, extra: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .args(["capture-pane", "-p", "-t", &self.0])
+        let out = self
+            .tmux()
+            .args(["capture-pane", "-p", "-t", &self.session])
             .args(extra)
             .output()
             .unwrap();
@@ -45,8 +76,8 @@ impl Tmux {
 
     fn keys(&self, keys: &str) {
         assert!(
-            Command::new("tmux")
-                .args(["send-keys", "-t", &self.0, keys])
+            self.tmux()
+                .args(["send-keys", "-t", &self.session, keys])
                 .status()
                 .unwrap()
                 .success()
@@ -54,8 +85,15 @@ impl Tmux {
     }
 
     fn alternate_screen(&self) -> bool {
-        let out = Command::new("tmux")
-            .args(["display-message", "-p", "-t", &self.0, "#{alternate_on}"])
+        let out = self
+            .tmux()
+            .args([
+                "display-message",
+                "-p",
+                "-t",
+                &self.session,
+                "#{alternate_on}",
+            ])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).trim() == "1"
@@ -80,9 +118,9 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.0])
-            .status();
+        // The server is this session's alone.
+        let _ = self.tmux().arg("kill-server").status();
+        let _ = std::fs::remove_file(&self.socket);
     }
 }
 
