@@ -8,7 +8,7 @@
 # Each configuration runs twice, SHORT and LONG round trips, with the far
 # side running natively; (LONG - SHORT) / (LONG - SHORT round trips) is
 # the per-round-trip cost: start-up, warm-up and the final report cancel.
-# Everything runs blocking but `syn-busy`: in busy-poll the empty spins
+# Everything runs blocking but `syn-busy` and `syn-paced`: in busy-poll the empty spins
 # are the loop waiting, not the instrument's work, and their number
 # varies, so that row takes them out (below). The main
 # (consumer) thread's count varies between runs (it drains the ring in as
@@ -26,9 +26,18 @@
 #                  each reply's control data (recvmsg), error queue polled
 #   syn-default    `synapse client` defaults (kernel stamps)
 #   syn-user       `synapse client --timestamps user`
-#   syn-paced      `synapse client --interval 1ms` (the schedule; not run by
-#                  default: its waiter wakes a varying number of times before
-#                  each slot under callgrind, so the difference is the waiting)
+#   syn-paced      `synapse client --interval 2ms --busy-poll --timestamps
+#                  user` against the spinning C reflector: the paced loop's
+#                  work a request (send on the slot, the in-flight ring, the
+#                  reply matched, settled at its deadline, the schedule's
+#                  figures), its spins taken out as in syn-busy, except that
+#                  the second LONG run is paced at 4ms: the same requests
+#                  with about twice the spins, so their difference is spins
+#                  alone. (Sleeping, the waiter wakes a varying number of
+#                  times before each slot under callgrind, unlike a spin.)
+#                  Also printed: `result syn-paced misses M` (slots the
+#                  slowed loop skipped in the LONG run, each a record
+#                  instead of a round trip).
 #   syn-busy       `synapse client --busy-poll --timestamps user` against the
 #                  bare C spinning reflector, its spins not counted: run at
 #                  SHORT, LONG and LONG again; each empty spin (a receive
@@ -108,8 +117,11 @@ measure() { # CONFIG N
     c-rx) far c; NOSORT=1 BLOCK=1 vg "$out" "$dir/client" "$port" "$n" 200 0 0x18 > /dev/null ;;
     syn-default) far c; syn_client "$out" "$n" ;;
     syn-user) far c; syn_client "$out" "$n" --timestamps user ;;
-    syn-paced) far c; syn_client "$out" "$n" --interval 1ms ;;
     syn-busy) far c-spin; syn_client "$out" "$n" --busy-poll --cpu 1 --timestamps user ;;
+    syn-paced) far c-spin
+      vg "$out" "$bin" client "127.0.0.1:$port" --no-ui --json --packets "$n" \
+        --interval "${PACED_INTERVAL:-2ms}" --busy-poll --cpu 1 --timestamps user \
+        > "$out.json" || [ $? -eq 3 ] ;;
     c-tcp) far tcp; NOSORT=1 vg "$out" "$dir/tcp_client" "$port" "$n" 200 0 > /dev/null ;;
     syn-tcp) far tcp; syn_client "$out" "$n" --tcp ;;
     syn-stamp) far synapse; syn_client "$out" "$n" --stamp ;;
@@ -173,13 +185,19 @@ print("all", f"{total:.0f}")
 PY
 }
 
-busy_per_round_trip() { # syn-busy: "THREAD VALUE" lines, spins taken out
-  measure syn-busy "$long"
-  for f in "$dir/syn-busy.$long"-*; do mv "$f" "${f/syn-busy./syn-busy-again.}"; done
-  measure syn-busy "$long"
-  python3 - "$dir" "$short" "$long" <<'PY'
-import sys
-d, short, long = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+busy_per_round_trip() { # CONFIG (syn-busy, syn-paced): "THREAD VALUE" lines, spins taken out
+  local c=$1
+  # Paced: the other LONG run at twice the interval, about twice the spins.
+  if [ "$c" = syn-paced ]; then
+    PACED_INTERVAL=4ms measure "$c" "$long"
+  else
+    measure "$c" "$long"
+  fi
+  for f in "$dir/$c.$long"*; do mv "$f" "${f/$c./$c-again.}"; done
+  measure "$c" "$long"
+  python3 - "$dir" "$short" "$long" "$c" <<'PY'
+import json, sys
+d, short, long, c = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 def read(name):  # the measurement thread's instructions and its calls to syscall()
     ir, calls, fn, cfn = 0, 0, {}, None
     for line in open(f"{d}/{name}-02"):
@@ -194,7 +212,7 @@ def read(name):  # the measurement thread's instructions and its calls to syscal
         elif line.startswith("calls=") and cfn == "syscall":
             calls += int(line[6:].split()[0])
     return ir, calls
-(i1, c1), (i2, c2), (i3, c3) = read(f"syn-busy.{short}"), read(f"syn-busy.{long}"), read(f"syn-busy-again.{long}")
+(i1, c1), (i2, c2), (i3, c3) = read(f"{c}.{short}"), read(f"{c}.{long}"), read(f"{c}-again.{long}")
 if c2 == c3:
     sys.exit("the two long runs spun alike: no spin cost to take out")
 spin = (i2 - i3) / (c2 - c3)
@@ -203,14 +221,17 @@ per = ((i2 - spin * spins(c2, long)) - (i1 - spin * spins(c1, short))) / (long -
 print("t2", f"{per:.0f}")
 print("spin", f"{spin:.1f}")
 print("spins", f"{spins(c2, long) / long:.2f}")
+if c == "syn-paced":  # slots skipped (a record each, not a round trip), in the LONG runs
+    misses = [json.load(open(f"{d}/{name}.{long}.json"))["schedule"]["misses"] for name in (c, f"{c}-again")]
+    print("misses", "/".join(map(str, misses)))
 PY
 }
 
-read -r -a configs <<< "${CONFIGS:-c-plain c-rx syn-default syn-user syn-busy c-tcp syn-tcp syn-stamp c-reflector syn-server syn-server-paced syn-server-stamp}"
+read -r -a configs <<< "${CONFIGS:-c-plain c-rx syn-default syn-user syn-busy syn-paced c-tcp syn-tcp syn-stamp c-reflector syn-server syn-server-paced syn-server-stamp}"
 for c in "${configs[@]}"; do
-  if [ "$c" = syn-busy ]; then
+  if [ "$c" = syn-busy ] || [ "$c" = syn-paced ]; then
     measure "$c" "$short"
-    busy_per_round_trip | while read -r t v; do
+    busy_per_round_trip "$c" | while read -r t v; do
       printf '%-17s %-5s %8s (busy-poll, spins taken out)\n' "$c" "$t" "$v"
       echo "result $c $t $v"
     done

@@ -920,9 +920,12 @@ p("reflector (`benches/pingpong_c`, `BLOCK=1`); reflector rows driven by the bar
 p("instruction count does not wobble: it resolves what §2's timings cannot. Busy-poll (`syn-busy`) is")
 p("counted with its empty spins taken out: their number varies from run to run, each costs the same,")
 p("so a second long run gives one spin's cost (its difference in instructions over its difference in")
-p("system calls), and each run's spins are subtracted before the usual difference. Paced mode (`--interval`) is not")
-p("counted either: under callgrind its waiter wakes a varying number of times before each slot, so")
-p("two runs' difference is the waiting, not the work (it came out negative). The consumer thread's")
+p("system calls), and each run's spins are subtracted before the usual difference. Paced mode")
+p("(`syn-paced`: `--interval 2ms --busy-poll --timestamps user`) is counted the same way, its second")
+p("long run paced at 4 ms: the same requests with about twice the spins, so the two long runs differ")
+p("by spins alone (sleeping, its waiter wakes a varying number of times before each slot under")
+p("callgrind, and those wake-ups are not alike, as spins are). Under callgrind the slowed loop skips")
+p("a few slots (its misses, printed below; each a record, not a round trip). The consumer thread's")
 p("count varies between runs (it drains the ring in as many wake-ups as the timing gives, and since")
 p("e26bf12 it includes the end-of-run report, `Report::new`, whose cost differs by thousands of")
 p("instructions per round trip from run to run, so the client's rows count its measurement thread); the")
@@ -952,6 +955,7 @@ rows = [
     ("Synapse client, `--timestamps user`: measurement thread", "syn-user", "t2", "c-plain", "all", "C, no stamps"),
     ("Synapse client, `--timestamps user`: consumer (main) thread", "syn-user", "main", None, None, None),
     ("Synapse client, `--busy-poll --timestamps user` (against the spinning C reflector, spins taken out): measurement thread", "syn-busy", "t2", "c-plain", "all", "C, no stamps"),
+    ("Synapse client, paced, `--interval 2ms --busy-poll --timestamps user` (spins taken out): measurement thread, per request", "syn-paced", "t2", "c-plain", "all", "C, no stamps"),
     ("Synapse client, `--stamp` (against `synapse server`): measurement thread", "syn-stamp", "t2", "c-rx", "all", "C, RX stamps"),
     ("bare C TCP client", "c-tcp", "all", None, None, None),
     ("Synapse client, `--tcp`: measurement thread", "syn-tcp", "t2", "c-tcp", "all", "C TCP client"),
@@ -1003,6 +1007,14 @@ if spin is not None and spins is not None:
     p(f"Busy-poll: one empty spin (a receive that finds nothing, the stop flag and the deadline) costs "
       f"{spin:,.1f} instructions; the long run made {spins:,.2f} empty spins a round trip under "
       "callgrind, all taken out of its row.")
+    p()
+spin, spins = ins_get("syn-paced", "spin"), ins_get("syn-paced", "spins")
+misses = next((r[1] for r in ir.results.get("syn-paced", []) if r and r[0] == "misses"), None)
+if spin is not None and spins is not None:
+    p(f"Paced: one empty turn of the loop (a receive that finds nothing, the clock, the next slot and "
+      f"deadline looked at) costs {spin:,.1f} instructions; the long run made {spins:,.2f} a request, "
+      "all taken out of its row" +
+      (f"; the two long runs skipped {misses} slots (2 ms / 4 ms)." if misses else "."))
     p()
 p("Against issue 38's aims: " + "; ".join(f"{l}: {says(r, t, 2)}" for l, r, t in targets) +
   (f"; `synapse server` ≤ 400 per answer: {srv:,.0f} ({'met' if srv <= 400 else 'not met'})." if srv else "."))

@@ -2,9 +2,9 @@
 //! the schedule rather than from the send (so a sender that stalls cannot
 //! hide its stall: coordinated omission).
 
+use super::hdr_counts::HdrCounts;
 use super::rtt_figures::RttFigures;
 use super::{MAX_TRACKABLE_NS, Record, RecordKind};
-use hdrhistogram::Histogram;
 use serde::Serialize;
 
 /// How the send times are drawn.
@@ -55,11 +55,12 @@ pub struct ScheduleStats {
     pattern: Pattern,
     interval_ns: u64,
     misses: u64,
-    /// Send-time error of every request sent (2 significant digits).
-    error: Histogram<u64>,
+    /// Send-time error of every request sent (2 significant digits). Both
+    /// are `HdrCounts`: the measurement thread records them per packet.
+    error: HdrCounts,
     /// RTT plus send-time error of every answered request, and the lateness
     /// of every slot skipped (a lower bound on what it would have taken).
-    from_schedule: Histogram<u64>,
+    from_schedule: HdrCounts,
 }
 
 impl ScheduleStats {
@@ -67,8 +68,7 @@ impl ScheduleStats {
     pub fn new(pattern: Pattern, interval_ns: u64) -> Self {
         #[allow(clippy::expect_used)]
         let h = |digits| {
-            Histogram::new_with_bounds(1, MAX_TRACKABLE_NS, digits)
-                .expect("constant histogram bounds are valid")
+            HdrCounts::new(MAX_TRACKABLE_NS, digits).expect("constant histogram bounds are valid")
         };
         Self {
             pattern,
@@ -89,19 +89,21 @@ impl ScheduleStats {
         Self::new(self.pattern, self.interval_ns)
     }
 
-    /// Accounts for one (post-warm-up) record.
-    #[inline]
+    /// Accounts for one (post-warm-up) record. Always inlined into
+    /// `Stats::record`, on the measurement thread: the call cost as much
+    /// as its two counts.
+    #[inline(always)]
     pub fn record(&mut self, r: &Record) {
         match r.kind {
             RecordKind::Sample => {
-                self.error.saturating_record(r.send_lag_ns);
+                self.error.record(r.send_lag_ns);
                 self.from_schedule
-                    .saturating_record(r.rtt_ns.saturating_add(r.send_lag_ns).max(1));
+                    .record(r.rtt_ns.saturating_add(r.send_lag_ns).max(1));
             }
-            RecordKind::Lost => self.error.saturating_record(r.send_lag_ns),
+            RecordKind::Lost => self.error.record(r.send_lag_ns),
             RecordKind::Missed => {
                 self.misses += 1;
-                self.from_schedule.saturating_record(r.send_lag_ns.max(1));
+                self.from_schedule.record(r.send_lag_ns.max(1));
             }
             _ => {}
         }
@@ -110,13 +112,13 @@ impl ScheduleStats {
     /// Adds another run's figures.
     pub fn merge(&mut self, other: &ScheduleStats) {
         self.misses += other.misses;
-        let _ = self.error.add(&other.error);
-        let _ = self.from_schedule.add(&other.from_schedule);
+        self.error.add(&other.error);
+        self.from_schedule.add(&other.from_schedule);
     }
 
     /// The schedule's figures, once anything was sent.
     pub fn figures(&self) -> Option<ScheduleFigures> {
-        let e = &self.error;
+        let e = self.error.histogram();
         (!e.is_empty() || self.misses > 0).then(|| ScheduleFigures {
             pattern: self.pattern,
             interval_ns: self.interval_ns,
@@ -129,7 +131,7 @@ impl ScheduleStats {
 
     /// Latency from the scheduled send time, when any reply came.
     pub fn from_schedule(&self) -> Option<RttFigures> {
-        RttFigures::of(&self.from_schedule)
+        RttFigures::of(self.from_schedule.histogram())
     }
 }
 

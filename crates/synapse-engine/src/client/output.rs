@@ -81,7 +81,7 @@ impl Sink for ClientSink {
     }
 
     #[inline]
-    fn row(&mut self, _probe: usize, p: Points) {
-        self.log_overflow += u64::from(self.out.log_row(&p));
+    fn row(&mut self, _probe: usize, p: &Points) {
+        self.log_overflow += u64::from(self.out.log_row(p));
     }
 }

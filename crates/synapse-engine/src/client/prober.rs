@@ -110,7 +110,7 @@ impl Sink for RingSink {
         }
     }
 
-    fn row(&mut self, _probe: usize, _p: Points) {}
+    fn row(&mut self, _probe: usize, _p: &Points) {}
 }
 
 /// Binds the socket (so a bad address fails here) and starts the prober.

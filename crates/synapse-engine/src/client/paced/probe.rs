@@ -9,7 +9,7 @@ use crate::client::sequence::{SequenceTracker, WINDOW};
 use crate::protocol::stamp::TimeFormat;
 use crate::protocol::stamp_key::StampKey;
 use crate::protocol::tlv::StampTlvs;
-use crate::protocol::{Codec, EchoCodec, StampSender};
+use crate::protocol::{Codec, EchoCodec, Reply, StampSender};
 use crate::sys::addr::RawAddr;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -80,7 +80,13 @@ pub struct Probe {
     /// Follow-Up Telemetry: the answered request waiting for the next reply.
     pub follows_up: bool,
     pub held: Option<Held>,
-    /// What its replies' TLVs said.
+    /// Its last reply, decoded in place (`Codec::decode_into`): one per
+    /// peer, as a plain echo writes only the sequence number and the rest
+    /// must stay what its own codec left.
+    pub reply: Reply,
+    /// What its replies' TLVs said, kept only when the report shows it
+    /// (STAMP with TLVs asked): a plain echo has nothing to tally.
+    pub tallying: bool,
     pub tally: TlvTally,
 }
 
@@ -128,6 +134,8 @@ impl Probe {
             send_tos: None,
             follows_up: cfg.stamp && cfg.tlvs.follow_up,
             held: None,
+            reply: Reply::plain(0),
+            tallying: cfg.stamp && !cfg.tlvs.is_empty(),
             tally: TlvTally::default(),
             cfg,
         }

@@ -8,7 +8,7 @@ use super::stamps::Tagged;
 use super::{NO_PROBE, Pacer, Sink};
 use crate::EngineError;
 use crate::client::extensions::{Held, marks_of};
-use crate::client::sequence::Reply;
+use crate::client::sequence::Reply as Order;
 use crate::points::{PacketStatus, Points};
 use crate::sys;
 use crate::sys::clock::realtime_ns;
@@ -16,7 +16,7 @@ use crate::sys::errno::is_network_error;
 use crate::sys::io::Received;
 use crate::sys::timestamping::Stamps;
 use crate::timestamping::tx_matcher::TxPoints;
-use synapse_stats::{FarSide, Record, RecordKind};
+use synapse_stats::{FarSide, Record, RecordKind, Split};
 
 /// Copies a request's TX stamps into its points.
 pub(super) fn put_tx(points: &mut Points, tx: TxPoints) {
@@ -96,56 +96,62 @@ impl<S: Sink> Pacer<'_, S> {
         // was woken: every deadline before now is settled first.
         self.expire(now)?;
         let p = self.probe_of_sender();
-        let decoded = match self.probes.get(p) {
+        let decoded = match self.probes.get_mut(p) {
             Some(probe) if !got.truncated => {
-                probe.codec.decode(&self.buf[..got.len], probe.newest())
+                let newest = probe.newest();
+                probe
+                    .codec
+                    .decode_into(&self.buf[..got.len], newest, &mut probe.reply)
             }
-            _ => None,
+            _ => false,
         };
-        let Some(reply) = decoded else {
+        if !decoded {
             self.stray(p, got.len, now);
             return Ok(());
-        };
+        }
         let probe = &mut self.probes[p];
-        let kind = match probe.tracker.on_reply(reply.seq) {
-            Reply::Fresh => {
+        let seq = probe.reply.seq;
+        let kind = match probe.tracker.on_reply(seq) {
+            Order::Fresh => {
                 probe.seen.replies += 1;
-                if probe.in_flight.get_mut(reply.seq).is_some() {
-                    self.answered(p, reply, rx, t4_user, now);
+                if probe.in_flight.get_mut(seq).is_some() {
+                    self.answered(p, rx, t4_user, now);
                     return Ok(());
                 }
                 // Its request was settled early (the ring was full).
                 RecordKind::Late { reordered: false }
             }
-            Reply::Late { reordered } => {
-                probe.tally.reply(&reply.tlv);
+            Order::Late { reordered } => {
+                if probe.tallying {
+                    probe.tally.reply(&probe.reply.tlv);
+                }
                 RecordKind::Late { reordered }
             }
-            Reply::Duplicate => RecordKind::Duplicate,
-            Reply::Stray => {
+            Order::Duplicate => RecordKind::Duplicate,
+            Order::Stray => {
                 self.stray(p, got.len, now);
                 return Ok(());
             }
         };
         probe.seen.late += 1;
-        let warmup = probe.is_warmup(reply.seq);
+        let warmup = probe.is_warmup(seq);
         // Its reflector number says the request arrived (loss direction).
-        let far = FarSide::numbered(reply.reflector_seq);
-        self.record(p, Record::event(kind, reply.seq, now, warmup).with_far(far));
+        let far = FarSide::numbered(probe.reply.reflector_seq);
+        self.record(p, Record::event(kind, seq, now, warmup).with_far(far));
         if !warmup {
             let status = match kind {
                 RecordKind::Duplicate => PacketStatus::Duplicate,
                 _ => PacketStatus::Late,
             };
             let row = Points {
-                seq: reply.seq,
+                seq,
                 status,
                 t4_driver: rx.software,
                 t4_hw: rx.hardware,
                 t4_user: Some(t4_user),
                 ..Points::default()
             };
-            self.sink.row(p, row);
+            self.sink.row(p, &row);
         }
         Ok(())
     }
@@ -169,39 +175,38 @@ impl<S: Sink> Pacer<'_, S> {
         }
     }
 
-    /// A fresh reply to a request in flight: a sample.
+    /// A fresh reply to a request in flight (the probe's last reply): a
+    /// sample.
     #[inline]
-    fn answered(
-        &mut self,
-        p: usize,
-        reply: crate::protocol::Reply,
-        rx: Stamps,
-        t4_user: u64,
-        now: u64,
-    ) {
+    fn answered(&mut self, p: usize, rx: Stamps, t4_user: u64, now: u64) {
+        let seq = self.probes[p].reply.seq;
         // The request's TX stamps are nearly always in the queue by now.
         let needs_tx = self.probes[p]
             .in_flight
-            .get_mut(reply.seq)
+            .get_mut(seq)
             .is_some_and(|e| e.tx_sent && e.points.t1_driver.is_none());
         if needs_tx && self.stamps.is_some() {
             let _ = self.absorb_error_queue();
         }
-        self.follow_up(p, &reply);
+        self.follow_up(p);
+        // Only kernel stamps or STAMP's T2/T3 give a segment both its
+        // ends: a plain echo with user stamps has no split, known here.
+        let splitting = self.stamps.is_some() || self.probes[p].cfg.stamp;
         let (tos, probe) = (self.reply_tos, &mut self.probes[p]);
         let holding = probe.follows_up;
-        let Some(e) = probe.in_flight.get_mut(reply.seq) else {
+        let Some(e) = probe.in_flight.get_mut(seq) else {
             return;
         };
         let rtt = now.saturating_sub(e.sent_ns);
         e.state = State::Answered;
         e.answered_ns = now;
         let pts = &mut e.points;
-        pts.answered(rtt, &reply, rx, Some(t4_user));
-        pts.marks = marks_of(&reply, tos);
+        pts.answered(rtt, &probe.reply, rx, Some(t4_user));
+        pts.marks = marks_of(&probe.reply, tos);
         pts.follow_up = holding;
-        let record = Record::sample(reply.seq, now, rtt, e.warmup)
-            .with_split(pts.split())
+        let split = if splitting { pts.split() } else { Split::NONE };
+        let record = Record::sample(seq, now, rtt, e.warmup)
+            .with_split(split)
             .with_far(pts.far_side())
             .with_marks(pts.marks)
             .with_send_lag(e.lag_ns);
@@ -217,11 +222,16 @@ impl<S: Sink> Pacer<'_, S> {
         }
     }
 
-    /// A reply's TLVs are tallied; its Follow-Up goes to the request held
-    /// for it (and to its log row, if it is still in flight), which is
-    /// then recorded.
-    fn follow_up(&mut self, p: usize, reply: &crate::protocol::Reply) {
+    /// The probe's last reply's TLVs are tallied; its Follow-Up goes to
+    /// the request held for it (and to its log row, if it is still in
+    /// flight), which is then recorded.
+    fn follow_up(&mut self, p: usize) {
         let probe = &mut self.probes[p];
+        // Nothing is held without TLVs (`follows_up` implies `tallying`).
+        if !probe.tallying {
+            return;
+        }
+        let reply = &probe.reply;
         probe.tally.reply(&reply.tlv);
         if let Some(fu) = reply.tlv.follow_up {
             let format = reply.reflector_error.format();
