@@ -33,8 +33,11 @@
 #                  figures), its spins taken out as in syn-busy, except that
 #                  the second LONG run is paced at 4ms: the same requests
 #                  with about twice the spins, so their difference is spins
-#                  alone. (Sleeping, the waiter wakes a varying number of
-#                  times before each slot under callgrind, unlike a spin.)
+#                  alone. A request's own turns are counted: its send, and
+#                  the turn that finds its reply (with the receive that then
+#                  finds the socket empty: three system calls a request).
+#                  (Sleeping, the waiter wakes a varying number of times
+#                  before each slot under callgrind, unlike a spin.)
 #                  Also printed: `result syn-paced misses M` (slots the
 #                  slowed loop skipped in the LONG run, each a record
 #                  instead of a round trip).
@@ -216,7 +219,11 @@ def read(name):  # the measurement thread's instructions and its calls to syscal
 if c2 == c3:
     sys.exit("the two long runs spun alike: no spin cost to take out")
 spin = (i2 - i3) / (c2 - c3)
-spins = lambda c, n: c - 2 * n  # a send and a receive a round trip are not spins
+# Not spins: a round trip's send and receive, and in paced mode the receive
+# that then finds the socket empty (the loop reads until it is, so the turn
+# that finds a reply is counted with it, as busy-poll's last turn is).
+calls_each = 3 if c == "syn-paced" else 2
+spins = lambda calls, n: calls - calls_each * n
 per = ((i2 - spin * spins(c2, long)) - (i1 - spin * spins(c1, short))) / (long - short)
 print("t2", f"{per:.0f}")
 print("spin", f"{spin:.1f}")

@@ -11,6 +11,7 @@ met. A question
 whose script did not run, or printed no result for a row, says so in the
 row ("not run: <reason>").
 """
+import glob
 import os
 import random
 import statistics
@@ -33,6 +34,8 @@ class Run:
     def __init__(self, name):
         self.name = name
         self.cmd = (read(name, "cmd") or "").strip()
+        # The tree this script ran on: a section rerun alone has its own.
+        self.commit = (read(name, "commit") or "").strip() or commit
         self.results = {}
         for line in (read(name, "out") or "").splitlines():
             parts = line.split()
@@ -183,12 +186,12 @@ def table(rows, figure="median", reference="reference (same run)"):
         rows = [("every row of this question", None, None, rows[0][3], rows[0][4])]
     for r in rows:
         label, fig, ref, rat, name = r
-        cmd = code(run(name).cmd)
+        cmd, at = code(run(name).cmd), run(name).commit
         if fig is None:
             why = rat  # the reason rides in the ratio slot
-            p(f"| {label} | {why} | | | {commit} | {cmd} |")
+            p(f"| {label} | {why} | | | {at} | {cmd} |")
         else:
-            p(f"| {label} | {fig} | {ref} | {rat} | {commit} | {cmd} |")
+            p(f"| {label} | {fig} | {ref} | {rat} | {at} | {cmd} |")
     p()
 
 
@@ -299,6 +302,14 @@ if floor:
     p(f"| this run's floor | {', '.join(floor)} |")
 p(f"| run | `{regen}` ({'quick: fewer rounds, shorter runs' if mode == 'quick' else 'full'}), "
   f"{minutes} min, at `{commit}` |")
+# Sections rerun alone after the whole run say so here, and in their rows.
+_later = {}
+for _f in sorted(glob.glob(os.path.join(logs, "*.commit"))):
+    _at = open(_f).read().strip()
+    if _at and _at != commit:
+        _later.setdefault(_at, []).append(os.path.basename(_f)[: -len(".commit")])
+if _later:
+    p("| rerun alone since | " + "; ".join(f"{', '.join(n)} at `{c}`" for c, n in _later.items()) + " |")
 p()
 p(f"Regenerate the whole file with `{regen}`, alone on the machine (on the shared development VM,")
 p(f"under its lock: `flock /work/.cargo-lock {regen}`); `--quick` runs fewer rounds than the default. Every")
@@ -863,7 +874,7 @@ if rows:
         figs = r[9] if len(r) > 9 else "not logged"
         figs = "none" if figs == "-" else figs.replace(":", " ×").replace(",", ", ")
         p(f"| {side} | {state} | {margin} | **{reg} of {n}** | {100 * low:.1f}-{100 * high:.1f} % | "
-          f"{aim} | {figs} | {inc} | {ok} | {commit} | {code(C.cmd)} |")
+          f"{aim} | {figs} | {inc} | {ok} | {C.commit} | {code(C.cmd)} |")
     p()
     met = [r for r in rows if float(r[8]) <= 0.05]
     worst = max(rows, key=lambda r: float(r[8]))
@@ -991,11 +1002,11 @@ for (label, c, t, *_), r in zip(rows, out_rows):
 p("| measured | instructions per round trip | bare C, same run | ratio | commit | command | issue 38 as filed |")
 p("|---|---|---|---|---|---|---|")
 for label, fig, ref, rat, name, f in filed_rows:
-    cmd = code(run(name).cmd)
+    cmd, at = code(run(name).cmd), run(name).commit
     if fig is None:
-        p(f"| {label} | {rat} | | | {commit} | {cmd} | {f} |")
+        p(f"| {label} | {rat} | | | {at} | {cmd} | {f} |")
     else:
-        p(f"| {label} | {fig} | {ref} | {rat} | {commit} | {cmd} | {f} |")
+        p(f"| {label} | {fig} | {ref} | {rat} | {at} | {cmd} | {f} |")
 p()
 targets = [
     ("client defaults ≤ 1.3 × the C client with the same RX stamps", ratio(ins_get("syn-default", "t2"), ins_get("c-rx", "all")), 1.3),
@@ -1086,6 +1097,13 @@ STEPS = [
      "check, which the compiler had left out of line; the breakdown called only for a packet of "
      "the stamped sample (checked in `Stats::record`, not inside the call)",
      "the same", "804 / 734", "767 / 719"),
+    ("paced (counted from here): the reply decoded in place into its peer's own `Reply`; the TLV "
+     "tally skipped at plan time without TLVs and the split where it is always none (as ping-pong "
+     "does); the log row offered by reference (`Sink::row`), copied only by a sink that keeps a log; "
+     "a request filed in an empty in-flight slot without the empty slot copied back "
+     "(`InFlight::insert`); the schedule's two histograms `HdrCounts`, their record always inlined "
+     "(before: 990f479; slots skipped under callgrind 120 / 74 and 126 / 76)",
+     "client paced, `--interval 2ms --busy-poll --timestamps user`, per request", "1,654", "1,216"),
 ]
 p("Issue 38's reductions, step by step (one run before and one after each, e26bf12 and on):")
 p()

@@ -47,6 +47,8 @@ q() { [ $mode = quick ] && echo "$1" || echo "$2"; }
 run() {
   local name=$1 needs=$2 cmd=$3 t
   echo "$cmd" > "$logs/$name.cmd"
+  # The tree it ran on (a section rerun alone says its own commit).
+  git rev-parse --short HEAD > "$logs/$name.commit" 2> /dev/null || rm -f "$logs/$name.commit"
   for t in $needs; do
     if ! command -v "$t" > /dev/null; then
       echo "$t is not installed" > "$logs/$name.skip"

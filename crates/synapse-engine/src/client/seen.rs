@@ -26,6 +26,13 @@ pub struct Seen {
 }
 
 impl Seen {
+    /// Whether what came instead of replies names the peer's fault: a
+    /// plain echo of STAMP requests, echoes cut short, refused signatures
+    /// (not slowness: late replies are measured, and reported).
+    pub fn names_a_fault(&self) -> bool {
+        self.truncated.is_some() || self.echoed_requests > 0 || self.unauthenticated > 0
+    }
+
     /// Why `packets` requests to `addr` got no timely reply at all.
     pub fn silence(&self, addr: SocketAddr, packets: u64, timeout: Duration) -> EngineError {
         let timeout_ms = timeout.as_millis() as u64;

@@ -78,6 +78,16 @@ impl InFlight {
             .filter(|e| e.seq == seq)
     }
 
+    /// Empties request `seq`'s slot, if it is in flight (settled where it
+    /// lay).
+    #[inline]
+    pub fn clear(&mut self, seq: u64) {
+        let slot = &mut self.slots[(seq & self.mask) as usize];
+        if slot.is_some_and(|e| e.seq == seq) {
+            *slot = None;
+        }
+    }
+
     /// Takes request `seq` out, if it is in flight.
     #[inline]
     pub fn take(&mut self, seq: u64) -> Option<Entry> {
@@ -117,6 +127,14 @@ mod tests {
         f.get_mut(2).unwrap().state = State::Answered;
         assert_eq!(f.take(2).unwrap().state, State::Answered);
         assert!(f.take(2).is_none());
+        f.clear(7);
+        assert_eq!(
+            f.get_mut(3).unwrap().seq,
+            3,
+            "another number's slot is left"
+        );
+        f.clear(3);
+        assert!(f.get_mut(3).is_none());
         assert!(f.get_mut(6).is_none(), "same slot, other number");
     }
 

@@ -34,6 +34,7 @@ use crate::sys::clock::realtime_ns;
 use crate::sys::cmsg::ControlBuf;
 use crate::sys::errno::is_send_drop;
 use crate::sys::poll::Readiness;
+use crate::wall_clock::WallClock;
 use crate::{EngineError, StopFlag};
 use in_flight::{Entry, State};
 use probe::Probe;
@@ -45,6 +46,9 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 use synapse_stats::{Outage, Record, RecordKind};
 use waiter::Waiter;
+
+/// How often the wall clock's offset is read again (a second).
+const WALL_SYNC_NS: u64 = 1_000_000_000;
 
 /// Probe index of a datagram from no peer of the run.
 pub const NO_PROBE: usize = usize::MAX;
@@ -91,8 +95,16 @@ pub struct Pacer<'a, S: Sink> {
     buf: Vec<u8>,
     from: RawAddr,
     epoch: Mono,
-    /// `CLOCK_REALTIME` at the epoch, to write slots as wall-clock times.
-    realtime_epoch: u64,
+    /// The wall time of a monotonic reading (`wall_clock`): a slot, a T1
+    /// and a T4 are each the wall time of the one monotonic read the loop
+    /// makes, not a second read that a preemption could put apart from it
+    /// (a packet then logged as sent before its slot, or a split that
+    /// disagrees with its RTT).
+    wall: WallClock,
+    /// When `wall` was read, ns since the epoch: it is read again, before
+    /// a send, once `WALL_SYNC_NS` have passed, so a step of the wall clock
+    /// is followed within that long.
+    wall_synced_ns: u64,
     timeout_ns: u64,
     busy_poll: bool,
     /// End the run with the reason when the (single) peer never answers.
@@ -152,13 +164,8 @@ impl<'a, S: Sink> Pacer<'a, S> {
     ) -> Self {
         let fd = socket.as_raw_fd();
         let token = sys::random::random_u64().unwrap_or_else(|_| realtime_ns());
-        // Slots are monotonic times, and the log writes them as wall-clock
-        // ones through this pair: read as one instant (the closest of a few
-        // tries), since a preemption between two bare reads put the slots
-        // that much late on the wall clock (a packet then logged as sent
-        // before its slot).
         let epoch = Mono::now();
-        let realtime_epoch = crate::wall_clock::WallClock::sync().at(epoch);
+        let wall = WallClock::sync();
         // The first slots leave a little after the start, so setting up
         // is not counted as lateness.
         let start_ns = 1_000_000;
@@ -198,7 +205,8 @@ impl<'a, S: Sink> Pacer<'a, S> {
             stamps,
             buf: vec![0; crate::protocol::RECV_BUFFER],
             from: RawAddr::empty(),
-            realtime_epoch,
+            wall,
+            wall_synced_ns: 0,
             epoch,
             timeout_ns: cfg.timeout.as_nanos() as u64,
             busy_poll: cfg.busy_poll,
@@ -239,6 +247,12 @@ impl<'a, S: Sink> Pacer<'a, S> {
         self.epoch.elapsed_ns()
     }
 
+    /// The wall time at `since_epoch` ns after the epoch.
+    #[inline]
+    fn wall_ns(&self, since_epoch: u64) -> u64 {
+        self.wall.at(self.epoch.plus_ns(since_epoch))
+    }
+
     /// Runs until every probe has spent its budget and settled its last
     /// request, or until `stop` is raised.
     pub fn run(&mut self, stop: &StopFlag) -> Result<Ended, EngineError> {
@@ -273,7 +287,26 @@ impl<'a, S: Sink> Pacer<'a, S> {
             margin_ns = self.waiter.margin_ns(),
             "paced timer"
         );
-        Ok(self.close(stop.is_raised()))
+        let ended = self.close(stop.is_raised());
+        self.diagnose_silence()?;
+        Ok(ended)
+    }
+
+    /// A single-peer run that ended without a reply, too soon to give up
+    /// on it (`GIVE_UP_AFTER` timeouts), while what came instead names the
+    /// peer's fault: the error ping-pong gives, not a report of every
+    /// request lost and as many strays.
+    fn diagnose_silence(&self) -> Result<(), EngineError> {
+        match self.probes.as_slice() {
+            [probe] if self.give_up && probe.seen.replies == 0 && probe.seen.names_a_fault() => {
+                Err(probe.seen.silence(
+                    probe.cfg.addr,
+                    probe.unanswered,
+                    Duration::from_nanos(self.timeout_ns),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Sleeps (or not) until the next slot, the next deadline, a datagram
@@ -336,6 +369,11 @@ impl<'a, S: Sink> Pacer<'a, S> {
             self.record(p, r);
             Ok(())
         } else {
+            // Outside any round trip: before the send reads its clock.
+            if now - self.wall_synced_ns >= WALL_SYNC_NS {
+                self.wall = WallClock::sync();
+                self.wall_synced_ns = now;
+            }
             self.send(p, due)
         };
         let probe = &mut self.probes[p];
@@ -375,6 +413,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             self.absorb_error_queue()?;
             (t1_user, t1, sent) = self.send_once(p, seq);
         }
+        let sched = self.wall_ns(due);
         let probe = &mut self.probes[p];
         probe.tracker.sent(seq);
         probe.next_seq += 1;
@@ -389,7 +428,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             points: Points {
                 seq,
                 t1_user: Some(t1_user),
-                sched: Some(self.realtime_epoch + due),
+                sched: Some(sched),
                 ..Points::default()
             },
         };
@@ -430,9 +469,9 @@ impl<'a, S: Sink> Pacer<'a, S> {
     /// (T1 wall clock, T1 monotonic, what `sendto` said).
     #[inline]
     fn send_once(&mut self, p: usize, seq: u64) -> (u64, u64, std::io::Result<usize>) {
+        let t1 = self.now_ns();
+        let t1_user = self.wall_ns(t1);
         let probe = &mut self.probes[p];
-        let t1_user = realtime_ns();
-        let t1 = self.epoch.elapsed_ns();
         let payload = probe.codec.encode(seq, t1_user);
         let sent = match probe.send_tos {
             None => sys::io::send_to(self.fd, payload, &probe.raw),
@@ -459,11 +498,56 @@ impl<'a, S: Sink> Pacer<'a, S> {
                 break;
             }
             self.deadlines.pop_front();
+            if self.settle_answered(p, seq, deadline) {
+                continue;
+            }
             if let Some(entry) = self.probes[p].in_flight.take(seq) {
                 self.settle(p, entry, deadline)?;
             }
         }
         Ok(())
+    }
+
+    /// `settle` for request `seq` of probe `p` when its reply came, where
+    /// it lies in the ring (an entry is a few hundred bytes, copied out
+    /// only to be dropped): its TX stamps filed, its row written, an
+    /// outage it ends reported. `false` when it is not in flight answered.
+    #[inline]
+    fn settle_answered(&mut self, p: usize, seq: u64, at_ns: u64) -> bool {
+        let Self {
+            probes,
+            stamps,
+            sink,
+            ..
+        } = self;
+        let probe = &mut probes[p];
+        let Some(e) = probe
+            .in_flight
+            .get_mut(seq)
+            .filter(|e| e.state == State::Answered)
+        else {
+            return false;
+        };
+        if e.tx_sent
+            && e.points.t1_driver.is_none()
+            && let Some(tx) = stamps.as_mut().and_then(|s| s.take(p, seq))
+        {
+            receive::put_tx(&mut e.points, tx);
+        }
+        e.points.status = PacketStatus::Ok;
+        let outage = if e.warmup {
+            None
+        } else {
+            // The log's ring and the records' are read apart: a row before
+            // the outage record it ends is no change of order anyone sees.
+            sink.row(p, &e.points);
+            probe.outages.answered(e.answered_ns)
+        };
+        probe.in_flight.clear(seq);
+        if let Some(o) = outage {
+            self.record(p, outage_record(o, at_ns));
+        }
+        true
     }
 
     /// A request leaves the ring at `at_ns`: answered (its row is written,

@@ -11,7 +11,6 @@ use crate::client::extensions::{Held, marks_of};
 use crate::client::sequence::Reply as Order;
 use crate::points::{PacketStatus, Points};
 use crate::sys;
-use crate::sys::clock::realtime_ns;
 use crate::sys::errno::is_network_error;
 use crate::sys::io::Received;
 use crate::sys::timestamping::Stamps;
@@ -91,7 +90,7 @@ impl<S: Sink> Pacer<'_, S> {
 
     /// Classifies one datagram that arrived at `now`.
     fn on_datagram(&mut self, got: Received, rx: Stamps, now: u64) -> Result<(), EngineError> {
-        let t4_user = realtime_ns();
+        let t4_user = self.wall_ns(now);
         // A reply after its request's deadline is late, however the loop
         // was woken: every deadline before now is settled first.
         self.expire(now)?;
