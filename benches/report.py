@@ -935,8 +935,12 @@ p("system calls), and each run's spins are subtracted before the usual differenc
 p("(`syn-paced`: `--interval 2ms --busy-poll --timestamps user`) is counted the same way, its second")
 p("long run paced at 4 ms: the same requests with about twice the spins, so the two long runs differ")
 p("by spins alone (sleeping, its waiter wakes a varying number of times before each slot under")
-p("callgrind, and those wake-ups are not alike, as spins are). Under callgrind the slowed loop skips")
-p("a few slots (its misses, printed below; each a record, not a round trip). The consumer thread's")
+p("callgrind, and those wake-ups are not alike, as spins are). A request's own turns of the loop are")
+p("counted with it: its send, and the turn that finds its reply, with the receive that then finds the")
+p("socket empty (three system calls a request). Under callgrind the slowed loop skips a few slots (its")
+p("misses, printed below; each a record, not a round trip), so its row repeats within about 2 %, not")
+p("1 %; it is not gated in CI, whose tests run side by side (two spinning threads would starve them).")
+p("The consumer thread's")
 p("count varies between runs (it drains the ring in as many wake-ups as the timing gives, and since")
 p("e26bf12 it includes the end-of-run report, `Report::new`, whose cost differs by thousands of")
 p("instructions per round trip from run to run, so the client's rows count its measurement thread); the")
@@ -966,7 +970,7 @@ rows = [
     ("Synapse client, `--timestamps user`: measurement thread", "syn-user", "t2", "c-plain", "all", "C, no stamps"),
     ("Synapse client, `--timestamps user`: consumer (main) thread", "syn-user", "main", None, None, None),
     ("Synapse client, `--busy-poll --timestamps user` (against the spinning C reflector, spins taken out): measurement thread", "syn-busy", "t2", "c-plain", "all", "C, no stamps"),
-    ("Synapse client, paced, `--interval 2ms --busy-poll --timestamps user` (spins taken out): measurement thread, per request", "syn-paced", "t2", "c-plain", "all", "C, no stamps"),
+    ("Synapse client, paced, `--interval 2ms --busy-poll --timestamps user` (spins taken out): measurement thread, per request", "syn-paced", "t2", "c-plain", "all", "C ping-pong, no stamps"),
     ("Synapse client, `--stamp` (against `synapse server`): measurement thread", "syn-stamp", "t2", "c-rx", "all", "C, RX stamps"),
     ("bare C TCP client", "c-tcp", "all", None, None, None),
     ("Synapse client, `--tcp`: measurement thread", "syn-tcp", "t2", "c-tcp", "all", "C TCP client"),
@@ -1101,9 +1105,12 @@ STEPS = [
      "tally skipped at plan time without TLVs and the split where it is always none (as ping-pong "
      "does); the log row offered by reference (`Sink::row`), copied only by a sink that keeps a log; "
      "a request filed in an empty in-flight slot without the empty slot copied back "
-     "(`InFlight::insert`); the schedule's two histograms `HdrCounts`, their record always inlined "
-     "(before: 990f479; slots skipped under callgrind 120 / 74 and 126 / 76)",
-     "client paced, `--interval 2ms --busy-poll --timestamps user`, per request", "1,654", "1,216"),
+     "(`InFlight::insert`); the schedule's two histograms `HdrCounts`, their record always inlined; "
+     "an answered request settled where it lies in the in-flight ring, not copied out to be dropped "
+     "(`settle_answered`); T1 and T4 the wall time of the loop's one monotonic read (`WallClock`), "
+     "not a second clock read (before: 990f479, rerun; slots skipped under callgrind 169 / 104 "
+     "before, 86 / 71 after)",
+     "client paced, `--interval 2ms --busy-poll --timestamps user`, per request", "1,924", "1,384"),
 ]
 p("Issue 38's reductions, step by step (one run before and one after each, e26bf12 and on):")
 p()
