@@ -44,7 +44,7 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
-use synapse_stats::{Outage, Record, RecordKind};
+use synapse_stats::{Outage, OutageDetector, Record, RecordKind};
 use waiter::Waiter;
 
 /// How often the wall clock's offset is read again (a second).
@@ -528,21 +528,8 @@ impl<'a, S: Sink> Pacer<'a, S> {
         else {
             return false;
         };
-        if e.tx_sent
-            && e.points.t1_driver.is_none()
-            && let Some(tx) = stamps.as_mut().and_then(|s| s.take(p, seq))
-        {
-            receive::put_tx(&mut e.points, tx);
-        }
-        e.points.status = PacketStatus::Ok;
-        let outage = if e.warmup {
-            None
-        } else {
-            // The log's ring and the records' are read apart: a row before
-            // the outage record it ends is no change of order anyone sees.
-            sink.row(p, &e.points);
-            probe.outages.answered(e.answered_ns)
-        };
+        file_late_tx(stamps, p, e);
+        let outage = answered_leaves(p, e, sink, &mut probe.outages);
         probe.in_flight.clear(seq);
         if let Some(o) = outage {
             self.record(p, outage_record(o, at_ns));
@@ -553,35 +540,26 @@ impl<'a, S: Sink> Pacer<'a, S> {
     /// A request leaves the ring at `at_ns`: answered (its row is written,
     /// an outage it ends is reported) or lost.
     fn settle(&mut self, p: usize, mut entry: Entry, at_ns: u64) -> Result<(), EngineError> {
-        if entry.tx_sent
-            && entry.points.t1_driver.is_none()
-            && let Some(tx) = self.stamps.as_mut().and_then(|s| s.take(p, entry.seq))
-        {
-            receive::put_tx(&mut entry.points, tx);
-        }
+        file_late_tx(&mut self.stamps, p, &mut entry);
         let probe = &mut self.probes[p];
-        let outage = if entry.state == State::Answered {
-            entry.points.status = PacketStatus::Ok;
-            (!entry.warmup)
-                .then(|| probe.outages.answered(entry.answered_ns))
-                .flatten()
-        } else {
-            entry.points.status = PacketStatus::Lost;
-            probe.tracker.timed_out(entry.seq);
-            if !entry.warmup {
-                probe.outages.missed(entry.seq, entry.sent_ns);
+        if entry.state == State::Answered {
+            // It had a reply: no silence to give up on.
+            if let Some(o) = answered_leaves(p, &mut entry, &mut self.sink, &mut probe.outages) {
+                self.record(p, outage_record(o, at_ns));
             }
-            if probe.seen.replies == 0 {
-                probe.unanswered += 1;
-            }
-            let lost = Record::event(RecordKind::Lost, entry.seq, at_ns, entry.warmup)
-                .with_send_lag(entry.lag_ns);
-            self.record(p, lost);
-            None
-        };
-        if let Some(o) = outage {
-            self.record(p, outage_record(o, at_ns));
+            return Ok(());
         }
+        entry.points.status = PacketStatus::Lost;
+        probe.tracker.timed_out(entry.seq);
+        if !entry.warmup {
+            probe.outages.missed(entry.seq, entry.sent_ns);
+        }
+        if probe.seen.replies == 0 {
+            probe.unanswered += 1;
+        }
+        let lost = Record::event(RecordKind::Lost, entry.seq, at_ns, entry.warmup)
+            .with_send_lag(entry.lag_ns);
+        self.record(p, lost);
         if !entry.warmup {
             self.sink.row(p, &entry.points);
         }
@@ -635,6 +613,38 @@ impl<'a, S: Sink> Pacer<'a, S> {
             tally: self.probes.first().map(|p| p.tally).unwrap_or_default(),
         }
     }
+}
+
+/// Files the TX stamps request `e` of probe `p` still waits for, if they
+/// came. Always inlined: on the hot path (every answered request) the
+/// call cost as much as its check.
+#[inline(always)]
+fn file_late_tx(stamps: &mut Option<PacedStamps>, p: usize, e: &mut Entry) {
+    if e.tx_sent
+        && e.points.t1_driver.is_none()
+        && let Some(tx) = stamps.as_mut().and_then(|s| s.take(p, e.seq))
+    {
+        receive::put_tx(&mut e.points, tx);
+    }
+}
+
+/// An answered request leaves, in its slot or out of it: its row written
+/// (measured requests); the outage its reply ended, if any, to record.
+/// (The log's ring and the records' are read apart: a row before the
+/// outage record it ends is no change of order anyone sees.)
+#[inline]
+fn answered_leaves<S: Sink>(
+    p: usize,
+    e: &mut Entry,
+    sink: &mut S,
+    outages: &mut OutageDetector,
+) -> Option<Outage> {
+    e.points.status = PacketStatus::Ok;
+    if e.warmup {
+        return None;
+    }
+    sink.row(p, &e.points);
+    outages.answered(e.answered_ns)
 }
 
 /// Class of service, set once on the socket: the probes' TOS byte when
