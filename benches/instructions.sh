@@ -74,7 +74,9 @@
 #
 # Prints, per configuration, one line per thread, then machine-readable
 #   result CONFIG THREAD PER_ROUND_TRIP
-# where THREAD is `main`, `t2`, `t3`… in creation order, and `all`; and,
+# where THREAD is `main`, `t2`, `t3`… in creation order, `all`, and for a
+# Synapse client `drain` (the main thread without its end-of-run report:
+# the consumer's work a record); and,
 # for each Synapse thread of 50 instructions or more, where they go (the
 # 12 costliest functions, self cost, benches/callgrind_diff.py):
 #   profile CONFIG THREAD PER_ROUND_TRIP FUNCTION (FILE)
@@ -167,23 +169,47 @@ PY
   stop near
 }
 per_thread() { # CONFIG: "THREAD PER_ROUND_TRIP" lines
+  # Also `drain`: the main thread with the end-of-run report's calls taken
+  # out (their inclusive cost, from the calls' lines), which is the
+  # consumer's work a record. The report's bootstrap follows the run's
+  # slices, not its round trips, and varies by thousands a round trip.
   python3 - "$dir/$1" "$short" "$long" <<'PY'
 import glob, sys
 base, short, long = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+END_OF_RUN = ("synapse::report::Report::new", "synapse::print_report")
+def read(path):  # (instructions, those spent in calls to END_OF_RUN)
+    ir, end, names, fn, cfn, pending = 0, 0, {}, None, None, False
+    for line in open(path):
+        if line.startswith("summary:"):
+            ir = int(line.split()[1])
+        elif line.startswith(("fn=", "cfn=")):  # names are given once, then "(id)"
+            key, _, rest = line.split("=", 1)[1].strip().partition(" ")
+            if rest:
+                names[key] = rest
+            if line.startswith("fn="):
+                fn = names.get(key, key)
+            else:
+                cfn = names.get(key, key)
+        elif line.startswith("calls="):
+            pending = cfn in END_OF_RUN and fn not in END_OF_RUN
+        elif pending:  # the call's line: position, then its inclusive cost
+            end += int(line.split()[1])
+            pending = False
+    return ir, end
 def summary(n):
     out = {}
     for f in sorted(glob.glob(f"{base}.{n}-*")):
-        t = int(f.rsplit("-", 1)[1])
-        for line in open(f):
-            if line.startswith("summary:"):
-                out[t] = int(line.split()[1])
+        out[int(f.rsplit("-", 1)[1])] = read(f)
     return out
 a, b = summary(short), summary(long)
 total = 0
 for t in sorted(set(a) | set(b)):
-    d = (b.get(t, 0) - a.get(t, 0)) / (long - short)
+    (ia, ea), (ib, eb) = a.get(t, (0, 0)), b.get(t, (0, 0))
+    d = (ib - ia) / (long - short)
     total += d
     print(("main" if t == 1 else f"t{t}"), f"{d:.0f}")
+    if t == 1 and (ea or eb):
+        print("drain", f"{((ib - eb) - (ia - ea)) / (long - short):.0f}")
 print("all", f"{total:.0f}")
 PY
 }
@@ -252,7 +278,7 @@ for c in "${configs[@]}"; do
   done
   case $c in
     syn-*) per_thread "$c" | while read -r t v; do
-      [ "$t" = all ] || [ "${v%.*}" -lt 50 ] && continue
+      [ "$t" = all ] || [ "$t" = drain ] || [ "${v%.*}" -lt 50 ] && continue
       n=${t#t}; [ "$t" = main ] && n=1
       f=$(printf '%02d' "$n")
       python3 benches/callgrind_diff.py "$dir/$c.$short-$f" "$dir/$c.$long-$f" \

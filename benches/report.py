@@ -940,12 +940,14 @@ p("counted with it: its send, and the turn that finds its reply, with the receiv
 p("socket empty (three system calls a request). Under callgrind the slowed loop skips a few slots (its")
 p("misses, printed below; each a record, not a round trip), so its row repeats within about 2 %, not")
 p("1 %; it is not gated in CI, whose tests run side by side (two spinning threads would starve them).")
-p("The consumer thread's")
-p("count varies between runs (it drains the ring in as many wake-ups as the timing gives, and since")
-p("e26bf12 it includes the end-of-run report, `Report::new`, whose cost differs by thousands of")
-p("instructions per round trip from run to run, so the client's rows count its measurement thread); the")
-p("measurement thread's repeats within 1 % (to the instruction with `--timestamps user`; with kernel")
-p("stamps the packets that ask for TX stamps are drawn at random, so a run's number of them varies).")
+p("The consumer (main) thread is counted as it drains the ring: its instructions less those of its")
+p("calls to the end-of-run report (`Report::new`, `print_report`, their inclusive cost read from")
+p("callgrind's call lines). The report's bootstrap follows the run's slices and distinct values, not")
+p("its round trips, and under callgrind it differs by thousands of instructions a round trip from run")
+p("to run; the drain itself varies by some per cent (it takes the ring in as many wake-ups as the")
+p("timing gives). The measurement thread's count repeats within 1 % (to the instruction with")
+p("`--timestamps user`; with kernel stamps the packets that ask for TX stamps are drawn at random, so")
+p("a run's number of them varies).")
 p("The last column is issue 38's table as filed (the landed tree then), for the trend.")
 p()
 p("**The bare C clients' rows changed meaning with `NOSORT` (after 0bed06e).** Before, they counted the C")
@@ -966,9 +968,9 @@ rows = [
     ("bare C client, send/recv, no stamps", "c-plain", "all", None, None, None),
     ("bare C client, RX software stamps read (`FLAGS=0x18`)", "c-rx", "all", None, None, None),
     ("Synapse client, defaults: measurement thread", "syn-default", "t2", "c-rx", "all", "C, RX stamps"),
-    ("Synapse client, defaults: consumer (main) thread", "syn-default", "main", None, None, None),
+    ("Synapse client, defaults: consumer (main) thread, draining the ring (end-of-run report taken out)", "syn-default", "drain", None, None, None),
     ("Synapse client, `--timestamps user`: measurement thread", "syn-user", "t2", "c-plain", "all", "C, no stamps"),
-    ("Synapse client, `--timestamps user`: consumer (main) thread", "syn-user", "main", None, None, None),
+    ("Synapse client, `--timestamps user`: consumer (main) thread, draining the ring (end-of-run report taken out)", "syn-user", "drain", None, None, None),
     ("Synapse client, `--busy-poll --timestamps user` (against the spinning C reflector, spins taken out): measurement thread", "syn-busy", "t2", "c-plain", "all", "C, no stamps"),
     ("Synapse client, paced, `--interval 2ms --busy-poll --timestamps user` (spins taken out): measurement thread, per request", "syn-paced", "t2", "c-plain", "all", "C ping-pong, no stamps"),
     ("Synapse client, `--stamp` (against `synapse server`): measurement thread", "syn-stamp", "t2", "c-rx", "all", "C, RX stamps"),
@@ -1111,6 +1113,13 @@ STEPS = [
      "not a second clock read (before: 990f479, rerun; slots skipped under callgrind 169 / 104 "
      "before, 86 / 71 after)",
      "client paced, `--interval 2ms --busy-poll --timestamps user`, per request", "1,924", "1,384"),
+    ("the consumer (counted from here, its end-of-run report taken out): a record's interval series "
+     "found by comparing its name in place, not by formatting the name (a `String` allocated, "
+     "written and freed per series a record); a series' histogram in a new interval made as big as "
+     "the series' last one, not grown (its counts copied) a step at a time as values arrive; a "
+     "record in the open interval placed without a division (before: fbf6eac, two runs each)",
+     "client defaults / `--timestamps user`, consumer (main) thread draining the ring",
+     "1,265 / 1,267", "684 / 718"),
 ]
 p("Issue 38's reductions, step by step (one run before and one after each, e26bf12 and on):")
 p()

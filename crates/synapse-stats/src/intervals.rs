@@ -11,6 +11,7 @@
 
 use super::{MAX_TRACKABLE_NS, Record, RecordKind, Segment};
 use hdrhistogram::Histogram;
+use std::collections::HashMap;
 
 /// The RTT series' tag.
 pub const RTT: &str = "rtt";
@@ -71,6 +72,16 @@ pub struct IntervalRecorder {
     open: Vec<(String, Histogram<u64>)>,
     /// Where the open interval ends early (the end of a run).
     closed: Vec<Interval>,
+    /// Each series' highest trackable value when its last interval
+    /// closed: its next histogram starts that big, rather than growing
+    /// (and copying its counts) a step at a time, record by record.
+    reach: HashMap<String, u64>,
+}
+
+/// Whether series name `name` is `prefix` followed by `tag` (compared in
+/// place: a record's lookup builds no string).
+fn names(name: &str, prefix: &str, tag: &str) -> bool {
+    name.len() == prefix.len() + tag.len() && name.starts_with(prefix) && name.ends_with(tag)
 }
 
 impl IntervalRecorder {
@@ -81,6 +92,7 @@ impl IntervalRecorder {
             open_start: None,
             open: Vec::new(),
             closed: Vec::new(),
+            reach: HashMap::new(),
         }
     }
 
@@ -93,6 +105,13 @@ impl IntervalRecorder {
     /// is past it. A time before the open interval (records of many in
     /// flight arrive a little out of order) stays in the open one.
     fn advance(&mut self, t_ns: u64) {
+        // Most records fall in the open interval: no division for them.
+        if self
+            .open_start
+            .is_some_and(|open| t_ns < open + self.length_ns)
+        {
+            return;
+        }
         let start = t_ns / self.length_ns * self.length_ns;
         match self.open_start {
             Some(open) if start <= open => {}
@@ -106,20 +125,36 @@ impl IntervalRecorder {
 
     /// Adds `value` to series `tag` at time `t_ns` (after the log's base).
     pub fn add(&mut self, t_ns: u64, tag: &str, value: u64) {
+        self.add_tagged(t_ns, "", tag, value);
+    }
+
+    /// Adds `value` to series `prefix` + `tag` at time `t_ns`.
+    fn add_tagged(&mut self, t_ns: u64, prefix: &str, tag: &str, value: u64) {
         self.advance(t_ns);
-        let h = match self.open.iter().position(|(t, _)| t == tag) {
-            Some(i) => &mut self.open[i].1,
-            None => {
-                self.open.push((tag.to_string(), empty_histogram()));
-                let last = self.open.len() - 1;
-                &mut self.open[last].1
-            }
+        let i = match self.open.iter().position(|(t, _)| names(t, prefix, tag)) {
+            Some(i) => i,
+            None => self.open_series(format!("{prefix}{tag}")),
         };
+        let h = &mut self.open[i].1;
         // Auto-resizing: recording grows the histogram (saturating would
         // clamp to its current top instead).
         if h.record(value.min(MAX_TRACKABLE_NS)).is_err() {
             h.saturating_record(value);
         }
+    }
+
+    /// A series' histogram in the open interval, as big as it last was.
+    fn open_series(&mut self, name: String) -> usize {
+        let h = self
+            .reach
+            .get(&name)
+            .and_then(|&high| Histogram::new_with_bounds(1, high.max(2), 3).ok())
+            .map_or_else(empty_histogram, |mut h| {
+                h.auto(true);
+                h
+            });
+        self.open.push((name, h));
+        self.open.len() - 1
     }
 
     /// Adds what a client record says at time `t_ns`: its RTT, segments
@@ -130,13 +165,12 @@ impl IntervalRecorder {
         if r.warmup {
             return;
         }
-        let tag = |t: &str| -> String { format!("{prefix}{t}") };
         match r.kind {
             RecordKind::Sample => {
-                self.add(t_ns, &tag(RTT), r.rtt_ns.max(1));
+                self.add_tagged(t_ns, prefix, RTT, r.rtt_ns.max(1));
                 for seg in Segment::ALL {
                     if let Some(v) = r.split.get(seg) {
-                        self.add(t_ns, &tag(seg.key()), v);
+                        self.add_tagged(t_ns, prefix, seg.key(), v);
                     }
                 }
                 // Delays across two clocks can read negative; a histogram
@@ -146,12 +180,12 @@ impl IntervalRecorder {
                     (BACKWARD, r.far.backward_ns()),
                 ] {
                     if let Some(v) = v.and_then(|v| u64::try_from(v).ok()) {
-                        self.add(t_ns, &tag(name), v);
+                        self.add_tagged(t_ns, prefix, name, v);
                     }
                 }
             }
-            RecordKind::Lost => self.add(t_ns, &tag(UNANSWERED), timeout_ns.max(1)),
-            RecordKind::Outage { .. } => self.add(t_ns, &tag(OUTAGE), r.rtt_ns.max(1)),
+            RecordKind::Lost => self.add_tagged(t_ns, prefix, UNANSWERED, timeout_ns.max(1)),
+            RecordKind::Outage { .. } => self.add_tagged(t_ns, prefix, OUTAGE, r.rtt_ns.max(1)),
             _ => {}
         }
     }
@@ -162,6 +196,12 @@ impl IntervalRecorder {
             return;
         };
         let series = std::mem::take(&mut self.open);
+        for (name, h) in &series {
+            match self.reach.get_mut(name) {
+                Some(high) => *high = h.high(),
+                None => _ = self.reach.insert(name.clone(), h.high()),
+            }
+        }
         let interval = Interval {
             start_ns: start,
             length_ns: end_ns.clamp(start, start + self.length_ns) - start,
@@ -245,6 +285,25 @@ mod tests {
             (1, lost.highest_equivalent(7 * MS))
         );
         assert_eq!((last[1].start_ns, last[1].length_ns), (400 * MS, 70 * MS));
+    }
+
+    #[test]
+    fn a_series_starts_each_interval_as_big_as_it_last_was() {
+        let mut r = IntervalRecorder::new(Duration::from_millis(10));
+        r.add_record(0, &Record::sample(0, 0, 9 * MS, false), 0, "a/");
+        r.add_record(0, &Record::sample(1, 0, 1_000, false), 0, "b/");
+        r.add_record(10 * MS, &Record::sample(2, 0, 1_000, false), 0, "a/");
+        let first = r.take_closed();
+        let high = first[0].get("a/rtt").unwrap().high();
+        assert!(high >= 9 * MS);
+        let last = r.finish(11 * MS);
+        let a = last[0].get("a/rtt").unwrap();
+        assert_eq!(
+            (a.len(), a.high()),
+            (1, high),
+            "sized from the last interval"
+        );
+        assert!(last[0].get("b/rtt").is_none(), "each prefix its own series");
     }
 
     #[test]
