@@ -454,7 +454,12 @@ impl Station {
         let mut new_packets = 0u64;
         if let Some(session) = self.client.as_mut() {
             let (hdr, versus, kept) = (&mut self.hdr, &mut self.versus, &mut self.session);
+            let (window_started, run_started) = (&mut self.window_started, self.run_started);
             session.drain(&mut |r| {
+                // A record joins the window of its own time, not the
+                // frame's: at a low --fps one frame drains several windows.
+                let at = run_started + Duration::from_nanos(r.at_ns);
+                close_windows(app, window_started, at.min(now));
                 if let Some(t) = hdr.as_mut() {
                     t.record(r);
                 }
@@ -499,11 +504,7 @@ impl Station {
         if let Some(view) = self.versus.update(now) {
             app.client.versus = Some(view);
         }
-        while now.duration_since(self.window_started) >= WINDOW {
-            app.client.live.close_window();
-            app.server.close_window();
-            self.window_started += WINDOW;
-        }
+        close_windows(app, &mut self.window_started, now);
     }
 
     /// Why `s` and `b` cannot be used here, if they cannot: a profile
@@ -700,5 +701,15 @@ impl ServerTotals {
             refused: t.refused.since(&b.refused),
             tlv: t.tlv.since(&b.tlv),
         }
+    }
+}
+
+/// Closes every window that ended by `t`, the one open since `started`
+/// among them.
+fn close_windows(app: &mut App, started: &mut Instant, t: Instant) {
+    while t.saturating_duration_since(*started) >= WINDOW {
+        app.client.live.close_window();
+        app.server.close_window();
+        *started += WINDOW;
     }
 }

@@ -288,3 +288,31 @@ fn clear_restarts_the_client_and_a_refused_start_is_kept() {
     assert!(why.contains("no reflector"), "{why}");
     assert_eq!(code, crate::error::exit::USAGE);
 }
+
+/// At a low --fps one frame drains a second of records: each still joins
+/// the window of its own time, so the percentile history has no empty
+/// windows between full ones.
+#[test]
+fn records_drained_in_one_frame_join_the_windows_of_their_own_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = remote_plan(&dir);
+    let second: Vec<Record> = (0..100)
+        .map(|s| Record::sample(s, s * 10_000_000, 40_000, false))
+        .collect();
+    let run = Recorded::new(vec![second, Vec::new()]);
+    let (mut station, mut app, _) = started(&c, vec![run]);
+    station.poll(&mut app, Instant::now() + Duration::from_secs(1));
+    let counts: Vec<u64> = app
+        .client
+        .live
+        .history()
+        .iter()
+        .map(|w| w.samples)
+        .collect();
+    assert_eq!(counts.len(), 4, "a second is four windows: {counts:?}");
+    assert_eq!(counts.iter().sum::<u64>(), 100, "{counts:?}");
+    assert!(
+        counts.iter().all(|&n| n > 0),
+        "no window left empty: {counts:?}"
+    );
+}
