@@ -24,6 +24,11 @@
 #   c-plain        bare C client, send/recv, no stamps
 #   c-rx           bare C client, FLAGS=0x18: RX software stamps read from
 #                  each reply's control data (recvmsg), error queue polled
+#   c-floor        c-rx plus the least an instrument adds
+#                  (benches/pingpong_c/instrument_floor.c): the reply's
+#                  sequence number checked, the RX stamp read out of the
+#                  control data, the RTT into a log-bucket histogram, a
+#                  64-byte record pushed into a lock-free ring
 #   syn-default    `synapse client` defaults (kernel stamps)
 #   syn-user       `synapse client --timestamps user`
 #   syn-paced      `synapse client --interval 2ms --busy-poll --timestamps
@@ -88,7 +93,7 @@ bin=${SYNAPSE_BIN:-target/release/synapse}
 command -v valgrind > /dev/null || { echo "valgrind is not installed" >&2; exit 3; }
 [ -x "$bin" ] || cargo build --release --quiet
 dir=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$dir"' EXIT
-for p in client reflector tcp_client tcp_reflector; do
+for p in client reflector tcp_client tcp_reflector instrument_floor; do
   gcc -O2 -o "$dir/$p" "benches/pingpong_c/$p.c"
 done
 vg() { # OUT COMMAND…: COMMAND under callgrind, one file per thread
@@ -120,6 +125,7 @@ measure() { # CONFIG N
   case $c in
     c-plain) far c; NOSORT=1 BLOCK=1 vg "$out" "$dir/client" "$port" "$n" 200 0 > /dev/null ;;
     c-rx) far c; NOSORT=1 BLOCK=1 vg "$out" "$dir/client" "$port" "$n" 200 0 0x18 > /dev/null ;;
+    c-floor) far c; vg "$out" "$dir/instrument_floor" "$port" "$n" 200 0 > /dev/null ;;
     syn-default) far c; syn_client "$out" "$n" ;;
     syn-user) far c; syn_client "$out" "$n" --timestamps user ;;
     syn-busy) far c-spin; syn_client "$out" "$n" --busy-poll --cpu 1 --timestamps user ;;
@@ -260,7 +266,7 @@ if c == "syn-paced":  # slots skipped (a record each, not a round trip), in the 
 PY
 }
 
-read -r -a configs <<< "${CONFIGS:-c-plain c-rx syn-default syn-user syn-busy syn-paced c-tcp syn-tcp syn-stamp c-reflector syn-server syn-server-paced syn-server-stamp}"
+read -r -a configs <<< "${CONFIGS:-c-plain c-rx c-floor syn-default syn-user syn-busy syn-paced c-tcp syn-tcp syn-stamp c-reflector syn-server syn-server-paced syn-server-stamp}"
 for c in "${configs[@]}"; do
   if [ "$c" = syn-busy ] || [ "$c" = syn-paced ]; then
     measure "$c" "$short"
