@@ -182,30 +182,14 @@ per_thread() { # CONFIG: "THREAD PER_ROUND_TRIP" lines
   python3 - "$dir/$1" "$short" "$long" <<'PY'
 import glob, sys
 base, short, long = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-END_OF_RUN = ("synapse::report::Report::new", "synapse::print_report")
-def read(path):  # (instructions, those spent in calls to END_OF_RUN)
-    ir, end, names, fn, cfn, pending = 0, 0, {}, None, None, False
-    for line in open(path):
-        if line.startswith("summary:"):
-            ir = int(line.split()[1])
-        elif line.startswith(("fn=", "cfn=")):  # names are given once, then "(id)"
-            key, _, rest = line.split("=", 1)[1].strip().partition(" ")
-            if rest:
-                names[key] = rest
-            if line.startswith("fn="):
-                fn = names.get(key, key)
-            else:
-                cfn = names.get(key, key)
-        elif line.startswith("calls="):
-            pending = cfn in END_OF_RUN and fn not in END_OF_RUN
-        elif pending:  # the call's line: position, then its inclusive cost
-            end += int(line.split()[1])
-            pending = False
-    return ir, end
+sys.path.insert(0, "benches")
+from callgrind_file import read
+END_OF_RUN = {"synapse::report::Report::new", "synapse::print_report"}
 def summary(n):
     out = {}
     for f in sorted(glob.glob(f"{base}.{n}-*")):
-        out[int(f.rsplit("-", 1)[1])] = read(f)
+        ir, _, end = read(f, END_OF_RUN)
+        out[int(f.rsplit("-", 1)[1])] = (ir, end)
     return out
 a, b = summary(short), summary(long)
 total = 0
@@ -233,20 +217,11 @@ busy_per_round_trip() { # CONFIG (syn-busy, syn-paced): "THREAD VALUE" lines, sp
   python3 - "$dir" "$short" "$long" "$c" <<'PY'
 import json, sys
 d, short, long, c = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, "benches")
+from callgrind_file import read as read_file
 def read(name):  # the measurement thread's instructions and its calls to syscall()
-    ir, calls, fn, cfn = 0, 0, {}, None
-    for line in open(f"{d}/{name}-02"):
-        if line.startswith("summary:"):
-            ir = int(line.split()[1])
-        elif line.startswith(("fn=", "cfn=")):  # names are given once, then "(id)"
-            key, _, rest = line.split("=", 1)[1].strip().partition(" ")
-            if rest:
-                fn[key] = rest
-            if line.startswith("cfn="):
-                cfn = fn.get(key, key)
-        elif line.startswith("calls=") and cfn == "syscall":
-            calls += int(line[6:].split()[0])
-    return ir, calls
+    ir, calls, _ = read_file(f"{d}/{name}-02")
+    return ir, calls.get("syscall", 0)
 (i1, c1), (i2, c2), (i3, c3) = read(f"{c}.{short}"), read(f"{c}.{long}"), read(f"{c}-again.{long}")
 if c2 == c3:
     sys.exit("the two long runs spun alike: no spin cost to take out")
