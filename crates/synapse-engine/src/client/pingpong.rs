@@ -42,7 +42,7 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use synapse_stats::{Outage, OutageDetector, Record, RecordKind, Split, Stats};
+use synapse_stats::{FarSide, Outage, OutageDetector, Record, RecordKind, Split, Stats};
 
 /// How often (in packets) the catch-all socket is checked for strays.
 const STRAY_DRAIN_EVERY: u64 = 1024;
@@ -114,6 +114,10 @@ pub(super) struct Pinger<'a> {
     /// (STAMP with TLVs asked): a plain echo has nothing to tally.
     tallying: bool,
     tally: TlvTally,
+    /// Whether a reply carries the reflector's numbers (STAMP): a plain
+    /// echo's far side is none and its marks are only the TOS read here,
+    /// known at plan time.
+    reflector_numbers: bool,
 }
 
 impl<'a> Pinger<'a> {
@@ -167,6 +171,7 @@ impl<'a> Pinger<'a> {
             held: None,
             tallying: cfg.stamp && !cfg.tlvs.is_empty(),
             tally: TlvTally::default(),
+            reflector_numbers: cfg.stamp,
         }
     }
 
@@ -370,12 +375,18 @@ impl<'a> Pinger<'a> {
                 let rtt = now.ns_since(t1);
                 let t4_user = self.read_realtime.then_some(t4_user);
                 self.points.answered(rtt, &self.reply, rx, t4_user);
-                self.points.marks = marks_of(&self.reply, self.reply_tos);
+                if self.reflector_numbers || self.marks.is_some() {
+                    self.points.marks = marks_of(&self.reply, self.reply_tos);
+                }
                 self.points.follow_up = self.holding;
                 self.follow_up();
                 let split = self.settle(warmup);
                 // After the TX stamps are in: T1 kernel is one of its points.
-                let far = self.points.far_side();
+                let far = if self.reflector_numbers {
+                    self.points.far_side()
+                } else {
+                    FarSide::NONE
+                };
                 let record = Record::sample(seq, at_ns, rtt, warmup)
                     .with_split(split)
                     .with_far(far)
