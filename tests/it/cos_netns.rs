@@ -242,7 +242,7 @@ fn synapse_reads_stamp_suites_cos_tlv_per_leg() {
         .spawn()
         .unwrap();
     let _reflector = Guard(child);
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    t.wait_udp_bound(&t.b, 8862);
     let j = t.client(
         &format!("{B_ADDR}:8862"),
         &["--stamp", "--dscp", "AF41", "--ecn", "ect0"],

@@ -333,7 +333,7 @@ fn an_explicit_bind_port_in_use_by_another_client_is_refused() {
         .spawn()
         .unwrap();
     let _first = Guard(first);
-    std::thread::sleep(Duration::from_millis(500));
+    crate::common::wait_for_udp_bound(port);
     let out = client(&[&peer.addr(), "--bind", &bind, "--no-ui", "--packets", "10"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -55,6 +55,31 @@ impl Routed {
         exec_in(ns, tool, args);
     }
 
+    /// Polls until something in namespace `ns` has UDP `port` bound (a
+    /// third-party reflector starts in its own time; a fixed sleep lost
+    /// the race under a loaded test run).
+    pub fn wait_udp_bound(&self, ns: &str, port: u16) {
+        let wanted = format!(":{port:04X} ");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            let table = Command::new("ip")
+                .args(["netns", "exec", ns, "cat", "/proc/net/udp"])
+                .output()
+                .unwrap();
+            let table = String::from_utf8_lossy(&table.stdout);
+            let bound = table
+                .lines()
+                .skip(1)
+                .filter_map(|line| line.split_whitespace().nth(1))
+                .any(|local| format!("{local} ").ends_with(&wanted));
+            if bound {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("nothing in {ns} bound UDP port {port} within 10 s");
+    }
+
     /// A rule in the router's mangle FORWARD chain for packets coming in
     /// on `from` (`cosra`: requests, A → B; `cosrb`: replies, B → A).
     pub fn router_rule(&self, from: &str, rule: &[&str]) {
