@@ -1134,6 +1134,10 @@ STEPS = [
      "record in the open interval placed without a division (before: fbf6eac, two runs each)",
      "client defaults / `--timestamps user`, consumer (main) thread draining the ring",
      "1,265 / 1,267", "684 / 718"),
+    ("a plain echo's far side and class-of-service marks known to be none at plan time "
+     "(`reflector_numbers`): `Points::far_side` and `marks_of` not called for each reply of a run "
+     "that cannot have them (before: 3a1b4cc's run above)",
+     "client defaults / `--timestamps user`", "770 / 714", "754 / 703"),
 ]
 p("Issue 38's reductions, step by step (one run before and one after each, e26bf12 and on):")
 p()
