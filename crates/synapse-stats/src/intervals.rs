@@ -74,7 +74,8 @@ pub struct IntervalRecorder {
     closed: Vec<Interval>,
     /// Each series' highest trackable value when its last interval
     /// closed: its next histogram starts that big, rather than growing
-    /// (and copying its counts) a step at a time, record by record.
+    /// (and copying its counts) a step at a time, record by record. One
+    /// entry per series name seen, so bounded by the peers a run can have.
     reach: HashMap<String, u64>,
 }
 
