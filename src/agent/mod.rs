@@ -98,6 +98,9 @@ pub struct Agent {
     pub reload_errors: u64,
     /// `--hdr-log`: every peer's series, `PEER/rtt` and the rest.
     hdr: Option<crate::session::IntervalTap>,
+    /// Each peer's series prefix in that log (`NAME/`), in `cfg.peers`
+    /// order: made when the peers change, not for every record.
+    hdr_prefixes: Vec<String>,
 }
 
 /// Signals the agent answers: SIGINT and SIGTERM stop it, SIGHUP reloads.
@@ -244,19 +247,21 @@ impl Agent {
             overflow: 0,
             reload_errors: 0,
             hdr: None,
+            hdr_prefixes: Vec::new(),
         })
     }
 
     /// Writes every peer's intervals to an interval log from now on.
     pub fn log_intervals(&mut self, tap: crate::session::IntervalTap) {
         self.hdr = Some(tap);
+        self.hdr_prefixes = hdr_prefixes(&self.cfg.peers);
     }
 
     /// Reads what the measurement threads produced since the last call,
     /// and discovery's last round if one ended.
     pub fn poll(&mut self) {
         let (metrics, windows, paths) = (&mut self.metrics, &mut self.windows, &mut self.paths);
-        let (hdr, cfg) = (&mut self.hdr, &self.cfg);
+        let (hdr, prefixes, timeout) = (&mut self.hdr, &self.hdr_prefixes, self.cfg.timeout);
         let now = hdr.as_ref().map(|t| t.base().elapsed());
         self.session.drain(|peer, path, r| {
             let i = peer.unwrap_or(usize::MAX);
@@ -267,9 +272,8 @@ impl Agent {
             if let Some(p) = paths.get_mut(i) {
                 p.record(path, r);
             }
-            if let (Some(tap), Some(now), Some(p)) = (hdr.as_mut(), now, cfg.peers.get(i)) {
-                let prefix = format!("{}/", crate::hdr_log::tag_safe(&p.name));
-                tap.add_record_at(now, r, cfg.timeout, &prefix);
+            if let (Some(tap), Some(now), Some(prefix)) = (hdr.as_mut(), now, prefixes.get(i)) {
+                tap.add_record_at(now, r, timeout, prefix);
             }
         });
         let inbound = &mut self.inbound;
@@ -431,6 +435,9 @@ impl Agent {
         let (old, new) = (order(&self.cfg), order(&cfg));
         self.windows = carry(&old, std::mem::take(&mut self.windows), &new);
         self.paths = carry(&old, std::mem::take(&mut self.paths), &new);
+        if self.hdr.is_some() {
+            self.hdr_prefixes = hdr_prefixes(&cfg.peers);
+        }
         self.cfg = cfg;
         Ok(())
     }
@@ -565,6 +572,14 @@ fn names(peers: &[PeerConfig]) -> Vec<&str> {
 }
 
 /// How many peers were chosen each way.
+/// Each peer's series prefix in the interval log.
+fn hdr_prefixes(peers: &[PeerConfig]) -> Vec<String> {
+    peers
+        .iter()
+        .map(|p| crate::hdr_log::peer_prefix(&p.name))
+        .collect()
+}
+
 fn chosen_counts(peers: &[PeerConfig]) -> Vec<(crate::plan::agent::Chosen, usize)> {
     use crate::plan::agent::Chosen;
     [Chosen::Named, Chosen::Tier, Chosen::Fanout]

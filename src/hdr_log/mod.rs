@@ -345,5 +345,10 @@ pub fn tag_safe(name: &str) -> String {
         .collect()
 }
 
+/// A peer's series prefix in an agent's log: `NAME/`, the name tag-safe.
+pub fn peer_prefix(name: &str) -> String {
+    format!("{}/", tag_safe(name))
+}
+
 #[cfg(test)]
 mod tests;

@@ -27,8 +27,7 @@ pub struct Input {
 
 /// The series prefix of `--peer NAME` (an agent's log), or none.
 pub fn prefix(peer: Option<&str>) -> String {
-    peer.map(|p| format!("{}/", crate::hdr_log::tag_safe(p)))
-        .unwrap_or_default()
+    peer.map(crate::hdr_log::peer_prefix).unwrap_or_default()
 }
 
 /// Reads `spec`: a file, or `baseline:PROFILE` (all its runs).
