@@ -43,11 +43,13 @@ fn a_slower_peer_fails_against_the_stored_runs_and_a_like_one_passes() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.toml");
 
-    let out = run(
-        &config,
-        &fast.addr(),
-        &["--save-profile", "lab", "--set-baseline"],
-    );
+    let out = steady::undisturbed("the baseline", || {
+        run(
+            &config,
+            &fast.addr(),
+            &["--save-profile", "lab", "--set-baseline"],
+        )
+    });
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stored = dir.path().join("baselines/lab/run-1.hlog");
     assert!(stored.is_file(), "{}", text(&out.stderr));
@@ -79,11 +81,13 @@ fn a_slower_peer_fails_against_the_stored_runs_and_a_like_one_passes() {
 
     // One stored run, no --min-effect: a peer 2 ms slower is far beyond
     // what runs differ by, so the test calls it a regression.
-    let out = run(
-        &config,
-        &slow.addr(),
-        &["--profile", "lab", "--fail-on-regression"],
-    );
+    let out = steady::undisturbed("the slower peer's run", || {
+        run(
+            &config,
+            &slow.addr(),
+            &["--profile", "lab", "--fail-on-regression"],
+        )
+    });
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let j = json_of(&out.stdout);
     let b = &j["baseline"];

@@ -6,6 +6,7 @@
 pub mod http;
 pub mod netns;
 pub mod routed;
+pub mod steady;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::UdpSocket;
