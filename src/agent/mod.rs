@@ -571,7 +571,6 @@ fn names(peers: &[PeerConfig]) -> Vec<&str> {
     peers.iter().map(|p| p.name.as_str()).collect()
 }
 
-/// How many peers were chosen each way.
 /// Each peer's series prefix in the interval log.
 fn hdr_prefixes(peers: &[PeerConfig]) -> Vec<String> {
     peers
@@ -580,6 +579,7 @@ fn hdr_prefixes(peers: &[PeerConfig]) -> Vec<String> {
         .collect()
 }
 
+/// How many peers were chosen each way.
 fn chosen_counts(peers: &[PeerConfig]) -> Vec<(crate::plan::agent::Chosen, usize)> {
     use crate::plan::agent::Chosen;
     [Chosen::Named, Chosen::Tier, Chosen::Fanout]
