@@ -89,6 +89,13 @@ pub(super) struct Pinger<'a> {
     /// stamps has no segment with both ends, `Split::NONE`, known at plan
     /// time).
     splitting: bool,
+    /// Whether every packet's points are read (a per-packet log, a held
+    /// reply, STAMP's far side, class-of-service marks), known at plan
+    /// time; else only the stamped sample's are, for their split.
+    points_always: bool,
+    /// Whether the packet in flight keeps its points: no other packet's
+    /// are written or read.
+    pointing: bool,
     out: Output,
     log_overflow: u64,
     tracker: SequenceTracker,
@@ -131,6 +138,8 @@ impl<'a> Pinger<'a> {
     ) -> Self {
         let epoch = Mono::now();
         let token = run_token(epoch);
+        let holding = cfg.stamp && cfg.tlvs.follow_up;
+        let points_always = out.log.is_some() || holding || cfg.stamp || cfg.marks.is_some();
         let codec = if cfg.stamp {
             let sender = StampSender::new(cfg.size, cfg.ssid, cfg.stamp_key.clone())
                 .with_format(cfg.stamp_format);
@@ -154,6 +163,8 @@ impl<'a> Pinger<'a> {
             points: Points::default(),
             tx_sent: false,
             in_sample: true,
+            points_always,
+            pointing: true,
             out,
             log_overflow: 0,
             tracker: SequenceTracker::new(),
@@ -167,7 +178,7 @@ impl<'a> Pinger<'a> {
             seen: Seen::default(),
             marks: cfg.marks.map(|_| Box::default()),
             reply_tos: None,
-            holding: cfg.stamp && cfg.tlvs.follow_up,
+            holding,
             held: None,
             tallying: cfg.stamp && !cfg.tlvs.is_empty(),
             tally: TlvTally::default(),
@@ -215,11 +226,14 @@ impl<'a> Pinger<'a> {
             Some(stamps) => stamps.send(fd, payload, stamped),
             None => sys::io::send(fd, payload),
         };
-        self.points = Points {
-            seq,
-            t1_user: self.read_realtime.then_some(t1_user),
-            ..Points::default()
-        };
+        self.pointing = self.points_always || (self.splitting && stamped);
+        if self.pointing {
+            self.points = Points {
+                seq,
+                t1_user: self.read_realtime.then_some(t1_user),
+                ..Points::default()
+            };
+        }
         self.tx_sent = sent.is_ok() && stamped;
         self.in_sample = stamped;
         if let Some(stamps) = self.stamps.as_mut().filter(|_| stamped) {
@@ -373,12 +387,14 @@ impl<'a> Pinger<'a> {
             Some(Reply::Fresh) => {
                 self.seen.replies += 1;
                 let rtt = now.ns_since(t1);
-                let t4_user = self.read_realtime.then_some(t4_user);
-                self.points.answered(rtt, &self.reply, rx, t4_user);
-                if self.reflector_numbers || self.marks.is_some() {
-                    self.points.marks = marks_of(&self.reply, self.reply_tos);
+                if self.pointing {
+                    let t4_user = self.read_realtime.then_some(t4_user);
+                    self.points.answered(rtt, &self.reply, rx, t4_user);
+                    if self.reflector_numbers || self.marks.is_some() {
+                        self.points.marks = marks_of(&self.reply, self.reply_tos);
+                    }
+                    self.points.follow_up = self.holding;
                 }
-                self.points.follow_up = self.holding;
                 self.follow_up();
                 let split = self.settle(warmup);
                 // After the TX stamps are in: T1 kernel is one of its points.
@@ -390,6 +406,7 @@ impl<'a> Pinger<'a> {
                 let record = Record::sample(seq, at_ns, rtt, warmup)
                     .with_split(split)
                     .with_far(far)
+                    // Marks are only ever written where `points_always`.
                     .with_marks(self.points.marks);
                 if self.holding {
                     self.held = Some(Held {
@@ -488,6 +505,14 @@ impl<'a> Pinger<'a> {
     /// `on_datagram` is.
     #[inline(always)]
     fn settle(&mut self, warmup: bool) -> Split {
+        if !self.pointing {
+            // Not in the stamped sample, and nothing reads its points.
+            return if self.splitting {
+                Split::UNSAMPLED
+            } else {
+                Split::NONE
+            };
+        }
         if let Some(stamps) = &mut self.stamps
             && self.tx_sent
         {
