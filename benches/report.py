@@ -1143,6 +1143,11 @@ STEPS = [
      "(`reflector_numbers`): `Points::far_side` and `marks_of` not called for each reply of a run "
      "that cannot have them (before: 3a1b4cc's run above)",
      "client defaults / `--timestamps user`", "770 / 714", "754 / 703"),
+    ("a packet's points (its stamps and times, a few hundred bytes) reset and filled only where "
+     "something reads them: a per-packet log, a held reply, STAMP, class of service (known at "
+     "plan time), or a packet of the stamped sample, for its split; every other packet's are "
+     "neither written nor read (before: 1ebf6ba)",
+     "client defaults / `--timestamps user`", "753 / 703", "692 / 637"),
 ]
 p("Issue 38's reductions, step by step (one run before and one after each, e26bf12 and on):")
 p()
