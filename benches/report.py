@@ -1050,10 +1050,10 @@ if floor and rx and mine:
       "checks. An instrument within 1.3 × would keep only the floor's work on this thread, and "
       "would need a ring that never drops a record to keep its totals whole. Taking the "
       "statistics alone off the thread would not reach it: with `Stats::record` left out of "
-      "`Pinger::emit_now` (an experiment at 1ebf6ba, not kept: the run's totals were then "
-      "missing), the thread counted 558 with defaults and 506 with `--timestamps user` (with it, "
-      "753 and 703 that day), 4.0 × and 4.7 × the C loops; the rest is the "
-      "classification, the waits' stop and deadline checks, the points and the record.")
+      "`Pinger::emit_now` (an experiment at 3eb2233, not kept: the run's totals were then "
+      "missing), the thread counted 495 with defaults and 445 with `--timestamps user` (with it, "
+      "689 and 637), 3.6 × and 4.1 × the C loops; the rest is the classification, the waits' "
+      "stop and deadline checks, the stamped sample's points and the record.")
 p()
 # Issue 38's reductions step by step: one run of `benches/instructions.sh 10000 20000` before
 # and after each (the serving or measurement thread, per round trip), on this machine.
