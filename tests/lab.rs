@@ -117,6 +117,12 @@ fn delay_distributions_and_each_leg_alone() {
 
 #[test]
 fn loss_random_bursty_an_outage_and_tcp_resends() {
+    common::announce::known_gap(
+        "lab scenario tcp-loss-reverse",
+        "a resent reply carrying the DSACK of the client's own resend, dropped by netem, \
+         makes that resend look like a forward loss (docs/tcp.md); run it by hand with \
+         tests/lab/run-scenario",
+    );
     group(
         "2-loss",
         "Loss: random, bursty, an outage; on TCP, resent",

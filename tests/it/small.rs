@@ -118,6 +118,8 @@ fn the_json_config_file_is_null_when_there_is_none() {
 /// Item 16: both spinning on one CPU starve each other: warned.
 #[test]
 fn busy_poll_on_one_cpu_is_warned_of() {
+    // Two spinners on one CPU: nothing else measures beside them.
+    let _one = crate::common::one_at_a_time();
     let home = tempfile::tempdir().unwrap();
     let out = std::process::Command::new("taskset")
         .args(["-c", "0"])

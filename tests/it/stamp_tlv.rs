@@ -430,7 +430,10 @@ fn authenticated_tlvs_are_answered_only_under_a_verifying_hmac_tlv() {
 #[test]
 fn class_of_service_over_ipv6_reads_both_legs() {
     if UdpSocket::bind("[::1]:0").is_err() {
-        println!("SKIPPED class_of_service_over_ipv6_reads_both_legs: no IPv6 loopback");
+        announce::skip(
+            "class_of_service_over_ipv6_reads_both_legs",
+            "no IPv6 loopback",
+        );
         return;
     }
     let (echo, stamp) = (free_udp_port(), free_udp_port());

@@ -458,8 +458,7 @@ fn the_server_caps_connections_per_source() {
 
 #[test]
 fn over_a_veth_pair_between_namespaces() {
-    if let Some(why) = common::netns::unavailable() {
-        println!("SKIPPED over_a_veth_pair_between_namespaces: {why}");
+    if !common::netns::usable("over_a_veth_pair_between_namespaces") {
         return;
     }
     let ns = common::netns::Namespaces::new();
@@ -499,8 +498,7 @@ fn over_a_veth_pair_between_namespaces() {
 #[test]
 fn resends_at_the_start_of_a_run_are_each_placed() {
     use common::netns::{self, B_ADDR, Namespaces};
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED resends_at_the_start_of_a_run_are_each_placed: {why}");
+    if !netns::usable("resends_at_the_start_of_a_run_are_each_placed") {
         return;
     }
     let ns = Namespaces::new();

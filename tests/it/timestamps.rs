@@ -68,11 +68,10 @@ fn read_log(path: &std::path::Path) -> Vec<Row> {
 
 /// Checks every logged packet: all software points there and ordered, the
 /// reflector's T2 ≤ T3 with STAMP, no hardware points, and the realtime
-/// span the segments partition equal to the monotonic RTT within
-/// clock-read error.
+/// span the segments partition equal to the monotonic RTT to the
+/// nanosecond.
 fn check_log(rows: &[Row], packets: usize, stamp: bool) {
     assert_eq!(rows.len(), packets, "one row per measured packet");
-    let mut off_by = Vec::new();
     for r in rows {
         assert_eq!(r.text("STATUS"), "ok", "packet {:?}", r.get("SEQ"));
         let rtt = r.need("RTT");
@@ -95,15 +94,17 @@ fn check_log(rows: &[Row], packets: usize, stamp: bool) {
         } else {
             assert_eq!((r.get("T2_SW"), r.get("T3_SW")), (None, None));
         }
-        // send + network + dwell + receive = T4 user − T1 user exactly;
-        // that span is read on CLOCK_REALTIME, the RTT on CLOCK_MONOTONIC.
-        off_by.push((t4 - t1).abs_diff(rtt));
+        // send + network + dwell + receive = T4 user − T1 user, and both
+        // user points are the wall times of the two monotonic reads the RTT
+        // is taken from (one offset per packet: wall_clock.rs), so the span
+        // is the RTT exactly, however the thread was scheduled.
+        assert_eq!(
+            t4 - t1,
+            rtt,
+            "packet {:?}: T4 user − T1 user is not the RTT",
+            r.get("SEQ")
+        );
     }
-    off_by.sort_unstable();
-    let median = off_by[off_by.len() / 2];
-    let p99 = off_by[off_by.len() * 99 / 100];
-    assert!(median < 1_000, "segments vs RTT: median off by {median} ns");
-    assert!(p99 < 5_000, "segments vs RTT: p99 off by {p99} ns");
 }
 
 /// Checks the JSON `breakdown`: the right segments, none missing, and the
@@ -200,9 +201,12 @@ fn user_timestamps_mean_no_split_and_an_empty_kernel_log() {
     let rows = read_log(&log);
     assert_eq!(rows.len(), 50);
     for r in &rows {
-        assert!(r.get("RTT").is_some());
-        for c in ["T1_SW", "T1_SCHED", "T1_DRV", "T4_DRV", "T4_SW"] {
-            assert_eq!(r.get(c), None, "user mode reads no realtime clock: {c}");
+        // The user-space points are there (as in a paced run's log), on
+        // the wall clock of the monotonic reads the RTT is taken from; the
+        // kernel's are not.
+        assert_eq!(r.need("T4_SW") - r.need("T1_SW"), r.need("RTT"));
+        for c in ["T1_SCHED", "T1_DRV", "T4_DRV"] {
+            assert_eq!(r.get(c), None, "user mode asks the kernel for no stamp: {c}");
         }
     }
 }

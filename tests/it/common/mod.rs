@@ -3,8 +3,11 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod announce;
+pub mod csv_log;
 pub mod http;
 pub mod netns;
+pub mod proc_udp;
 pub mod routed;
 pub mod steady;
 
@@ -382,7 +385,8 @@ pub fn json_of(stdout: &[u8]) -> serde_json::Value {
 /// A third-party tool the interop tests drive: on `PATH`, or where
 /// `.ci/run` installs the ones that come from crates.io
 /// (`$XDG_CACHE_HOME/synapse-ci/NAME/bin`, or `~/.cache/…`). `None`, with
-/// the reason printed, when it is not there: the test then skips.
+/// the skip recorded, when it is not there (in CI the test fails instead:
+/// see [`skip`]).
 pub fn tool(name: &str, test: &str) -> Option<std::path::PathBuf> {
     let on_path = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -396,7 +400,10 @@ pub fn tool(name: &str, test: &str) -> Option<std::path::PathBuf> {
         .filter(|p| p.is_file());
     let found = on_path.or(cache);
     if found.is_none() {
-        println!("SKIPPED {test}: {name} is not installed (.ci/run installs it)");
+        announce::skip(
+            test,
+            &format!("{name} is not installed (.ci/run installs it)"),
+        );
     }
     found
 }

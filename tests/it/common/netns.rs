@@ -27,6 +27,18 @@ pub fn unavailable() -> Option<String> {
     None
 }
 
+/// Whether namespaces can be made here; when not, `test` is skipped
+/// (in CI it fails: see [`super::skip`]).
+pub fn usable(test: &str) -> bool {
+    match unavailable() {
+        Some(why) => {
+            super::announce::skip(test, &why);
+            false
+        }
+        None => true,
+    }
+}
+
 /// Two network namespaces joined by a veth pair, removed on drop (also when
 /// the test fails).
 pub struct Namespaces {

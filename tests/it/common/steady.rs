@@ -47,7 +47,7 @@ pub fn undisturbed(what: &str, mut run: impl FnMut() -> Output) -> Output {
         match report.as_ref().and_then(disturbance) {
             None => return out,
             Some(w) => {
-                eprintln!("{what}, run {attempt}: the machine disturbed it ({w}); measuring again");
+                super::announce::retry(what, attempt, &w);
                 why = w;
             }
         }

@@ -156,8 +156,9 @@ impl<'a> Pinger<'a> {
             codec,
             reply: crate::protocol::Reply::plain(0),
             buf: vec![0; RECV_BUFFER],
-            // STAMP carries T1; kernel stamps are subtracted from user ones.
-            realtime: cfg.stamp || stamps.is_some(),
+            // STAMP carries T1; kernel stamps are subtracted from user ones;
+            // a per-packet log shows the user points (as paced runs do).
+            realtime: cfg.stamp || stamps.is_some() || out.log.is_some(),
             splitting: cfg.stamp || stamps.is_some(),
             read_realtime: false,
             wall: WallClock::sync(),
@@ -214,8 +215,9 @@ impl<'a> Pinger<'a> {
         // that builds its request after reading the clock.
         let index = seq.checked_sub(cfg.warmup);
         let stamped = self.stamps.as_mut().is_none_or(|s| s.samples(index));
-        // The wall clock only where something needs it: STAMP's T1, or a
-        // split (packets outside the sample have none).
+        // The wall clock only where something needs it: STAMP's T1, a
+        // split (packets outside the sample have none), or a log (no
+        // sample then: `stamped`).
         self.read_realtime = self.realtime && (cfg.stamp || stamped);
         let t1 = Mono::now();
         let t1_user = if self.read_realtime {

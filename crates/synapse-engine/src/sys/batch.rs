@@ -300,7 +300,11 @@ impl Batch {
                 let size = self.got[lead].len as u16;
                 control.push(libc::SOL_UDP, UDP_SEGMENT, size);
             }
-            control.attach(m);
+            if control.attach(m).is_err() {
+                // Never sent without the source or segment size it needs:
+                // every datagram of this send fails (counted as such).
+                return order.len() as u64;
+            }
             firsts[g] = at;
             at += members.len();
         }

@@ -46,6 +46,8 @@ pub type ControlBuf = Space<512>;
 pub(super) struct Encoder<'a> {
     buf: &'a mut [u8],
     used: usize,
+    /// A message did not fit: the send must fail rather than go without it.
+    overflowed: bool,
 }
 
 impl<'a> Encoder<'a> {
@@ -54,18 +56,21 @@ impl<'a> Encoder<'a> {
         Self {
             buf: &mut space.0,
             used: 0,
+            overflowed: false,
         }
     }
 
     /// Appends one control message of `level` and `kind` holding `value`.
-    /// One that would not fit is left out (the buffers are sized for what
-    /// their callers write, so it never is; a debug build says so).
+    /// One that would not fit is not written, and [`Encoder::attach`] then
+    /// fails: a send never goes out without a message it asked for (the
+    /// buffers are sized for what their callers write, so this is a bug's
+    /// symptom, caught in every build).
     pub(super) fn push<T: Copy>(&mut self, level: libc::c_int, kind: libc::c_int, value: T) {
         let len = size_of::<T>() as u32;
         // SAFETY: CMSG_SPACE only computes a size.
         let space = unsafe { libc::CMSG_SPACE(len) } as usize;
-        debug_assert!(self.used + space <= self.buf.len(), "control data overflow");
         if self.used + space > self.buf.len() {
+            self.overflowed = true;
             return;
         }
         // SAFETY: the buffer starts 8-aligned (`Space`) and `used` is a sum
@@ -84,14 +89,18 @@ impl<'a> Encoder<'a> {
     }
 
     /// Points `msg` at what was written (no control data at all when
-    /// nothing was).
-    pub(super) fn attach(&mut self, msg: &mut libc::msghdr) {
+    /// nothing was), or fails (`EMSGSIZE`) when a message did not fit.
+    pub(super) fn attach(&mut self, msg: &mut libc::msghdr) -> std::io::Result<()> {
+        if self.overflowed {
+            return Err(std::io::Error::from_raw_os_error(libc::EMSGSIZE));
+        }
         if self.used == 0 {
             msg.msg_control = std::ptr::null_mut();
         } else {
             msg.msg_control = self.buf.as_mut_ptr().cast();
         }
         msg.msg_controllen = self.used as _;
+        Ok(())
     }
 }
 
@@ -186,6 +195,7 @@ pub(super) fn read<T: Copy>(data: &[u8]) -> Option<T> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]
@@ -197,7 +207,7 @@ mod tests {
         enc.push(libc::SOL_UDP, 103, 1200u16);
         // SAFETY: msghdr is plain old data; all-zero is valid.
         let mut msg: libc::msghdr = unsafe { zeroed() };
-        enc.attach(&mut msg);
+        enc.attach(&mut msg).unwrap();
         let len = msg.msg_controllen as usize;
         let got: Vec<(i32, i32, Vec<u8>)> = Iter::new(space.filled(len))
             .map(|c| (c.level, c.kind, c.data.to_vec()))
@@ -229,23 +239,36 @@ mod tests {
         let mut enc = Encoder::new(&mut space);
         // SAFETY: msghdr is plain old data; all-zero is valid.
         let mut msg: libc::msghdr = unsafe { zeroed() };
-        enc.attach(&mut msg);
+        enc.attach(&mut msg).unwrap();
         assert!(msg.msg_control.is_null());
         assert_eq!(msg.msg_controllen, 0);
         assert_eq!(Iter::new(space.filled(0)).count(), 0);
     }
 
     #[test]
-    fn a_message_that_does_not_fit_is_left_out_in_release() {
-        if cfg!(debug_assertions) {
-            return; // debug builds assert instead
-        }
+    fn a_message_that_does_not_fit_fails_the_send_in_every_build() {
         let mut space = Space::<16>::default();
         let mut enc = Encoder::new(&mut space);
         enc.push(libc::SOL_SOCKET, libc::SO_TIMESTAMPING, 1u32);
         // SAFETY: msghdr is plain old data; all-zero is valid.
         let mut msg: libc::msghdr = unsafe { zeroed() };
-        enc.attach(&mut msg);
-        assert_eq!(msg.msg_controllen, 0, "nothing written");
+        let err = enc.attach(&mut msg).expect_err("the message did not fit");
+        assert_eq!(err.raw_os_error(), Some(libc::EMSGSIZE));
+        assert!(msg.msg_control.is_null(), "nothing attached");
+    }
+
+    #[test]
+    fn a_send_whose_control_data_overflows_sends_nothing() {
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        let mut space = Space::<16>::default();
+        let mut enc = Encoder::new(&mut space);
+        enc.push(libc::SOL_SOCKET, libc::SO_TIMESTAMPING, 1u32);
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&tx);
+        let err = super::super::io::send_msg(fd, b"x", None, &mut enc, 0).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EMSGSIZE));
+        rx.set_nonblocking(true).unwrap();
+        assert!(rx.recv(&mut [0u8; 8]).is_err(), "nothing was sent");
     }
 }

@@ -169,7 +169,7 @@ pub(super) fn send_msg(
         msg.msg_name = to.storage_ptr_const().cast_mut().cast();
         msg.msg_namelen = to.len;
     }
-    control.attach(&mut msg);
+    control.attach(&mut msg)?;
     // SAFETY: every pointer in msg refers to a live buffer of the stated
     // length (payload, address, control data); the kernel only reads.
     count(unsafe { direct::sendmsg(fd, &raw const msg, flags) })
