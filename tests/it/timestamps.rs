@@ -206,7 +206,11 @@ fn user_timestamps_mean_no_split_and_an_empty_kernel_log() {
         // kernel's are not.
         assert_eq!(r.need("T4_SW") - r.need("T1_SW"), r.need("RTT"));
         for c in ["T1_SCHED", "T1_DRV", "T4_DRV"] {
-            assert_eq!(r.get(c), None, "user mode asks the kernel for no stamp: {c}");
+            assert_eq!(
+                r.get(c),
+                None,
+                "user mode asks the kernel for no stamp: {c}"
+            );
         }
     }
 }

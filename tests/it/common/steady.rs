@@ -10,6 +10,11 @@ use std::process::Output;
 
 /// Runs whose slices' medians were this many times the run's are slow spells.
 const SPELL: f64 = 10.0;
+/// A slice whose median is this many times the run's is a stall on its own
+/// (the machine kept the thread off a CPU for most of the slice): one is
+/// enough to dominate the spread of a run's slices, which the comparison's
+/// interval is built from.
+const STALL: f64 = 100.0;
 /// A run with more than this share of its slices in spells was disturbed.
 const MOST: f64 = 0.05;
 /// Runs measured at most, before the test gives up on a quiet machine.
@@ -26,6 +31,13 @@ pub fn disturbance(report: &serde_json::Value) -> Option<String> {
         .map(|h| h.value_at_quantile(0.5))
         .collect();
     let slow = medians.iter().filter(|&&m| m as f64 > SPELL * p50).count();
+    let stalled = medians.iter().filter(|&&m| m as f64 > STALL * p50).count();
+    if stalled > 0 {
+        return Some(format!(
+            "{stalled} of {} slices had a median over {STALL} x the run's p50 ({p50} ns)",
+            medians.len()
+        ));
+    }
     (slow as f64 > MOST * medians.len() as f64).then(|| {
         format!(
             "{slow} of {} slices had a median over {SPELL} x the run's p50 ({p50} ns)",
@@ -60,17 +72,36 @@ mod tests {
     use super::*;
 
     /// A report of `slices` slices of 40 µs requests, the first `slow` of
-    /// them a spell at 1 ms.
-    fn report(slices: usize, slow: usize) -> serde_json::Value {
+    /// them a spell at `spell_ns`.
+    fn report_at(slices: usize, slow: usize, spell_ns: u64) -> serde_json::Value {
         let items: Vec<_> = (0..slices)
             .map(|i| {
                 let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
-                let rtt = if i < slow { 1_000_000 } else { 40_000 };
+                let rtt = if i < slow { spell_ns } else { 40_000 };
                 h.record_n(rtt, 40).unwrap();
                 serde_json::json!({ "rtt": synapse::hdr_log::encode_histogram(&h) })
             })
             .collect();
         serde_json::json!({ "rtt_ns": { "p50": 40_000 }, "slices": { "items": items } })
+    }
+
+    /// [`report_at`] with 1 ms spells.
+    fn report(slices: usize, slow: usize) -> serde_json::Value {
+        report_at(slices, slow, 1_000_000)
+    }
+
+    #[test]
+    fn one_stalled_slice_disturbs_a_run() {
+        let why = disturbance(&report_at(64, 1, 10_000_000)).expect("a 250 x slice");
+        assert!(
+            why.starts_with("1 of 64 slices had a median over 100"),
+            "{why}"
+        );
+        assert_eq!(
+            disturbance(&report_at(64, 1, 3_000_000)),
+            None,
+            "75 x: no stall"
+        );
     }
 
     #[test]
