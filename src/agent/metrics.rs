@@ -492,7 +492,7 @@ impl Metrics {
             RecordKind::Missed => {
                 s.misses.inc();
             }
-            RecordKind::Outage { .. } => {}
+            RecordKind::Outage { .. } | RecordKind::PathError => {}
         }
     }
 

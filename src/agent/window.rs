@@ -153,7 +153,7 @@ impl PeerWindow {
             RecordKind::Duplicate => c.duplicate += 1,
             RecordKind::Stray => c.stray += 1,
             RecordKind::Missed => c.schedule_misses += 1,
-            RecordKind::Outage { .. } => {}
+            RecordKind::Outage { .. } | RecordKind::PathError => {}
         }
     }
 

@@ -422,6 +422,19 @@ pub struct RunArgs {
     #[serde(rename = "max_outage_ms", serialize_with = "synapse_units::serde_ms")]
     pub max_outage: Duration,
 
+    /// Give up once no request has had a timely reply for this long (after
+    /// the first reply: a peer silent from the start is an error at once),
+    /// ending with the report of what was measured, the reason, and a FAIL;
+    /// 0: never. Long enough to ride through a routing failover, short
+    /// enough that a dead reflector does not hold a run for minutes. The
+    /// user is told that replies stopped after a second, whatever this is.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = synapse_units::seconds)]
+    #[serde(
+        rename = "give_up_after_ms",
+        serialize_with = "synapse_units::serde_ms"
+    )]
+    pub give_up_after: Duration,
+
     /// Live display frames per second.
     #[arg(long, value_name = "N", default_value = "30",
           value_parser = clap::value_parser!(u32).range(1..=120))]

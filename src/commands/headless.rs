@@ -6,6 +6,7 @@ use crate::error::AppError;
 use crate::plan::{ClientPlan, ServerPlan};
 use crate::report::server_text::{self, session_line};
 use crate::report::{LogSummary, Progress, Report};
+use crate::session::far_side::{self, FarSide};
 use crate::session::{ClientFeed, ClientSession, ServerSession};
 use std::io::Write;
 use std::time::Duration;
@@ -29,14 +30,25 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     tap.start_run(plan.settings.timeout);
     let mut progress = Progress::new(plan.packets, plan.settings.duration);
     let mut measured = 0u64;
+    let mut far = FarSide::new();
+    let peer = format!("reflector {}", session.server());
     while !session.is_finished() {
         std::thread::sleep(POLL);
         // Counts, and the interval log; the engine keeps the real statistics.
+        let mut notices = Vec::new();
         session.drain(|r| {
             let resolved = matches!(r.kind, RecordKind::Sample | RecordKind::Lost);
             measured += u64::from(resolved && !r.warmup);
             tap.record(r);
+            notices.extend(far.record(r));
         });
+        notices.extend(far.tick());
+        if !notices.is_empty() {
+            progress.finish();
+        }
+        for n in &notices {
+            far_side::say(n, &peer);
+        }
         progress.update(measured);
         if session.log_failure().is_some() || tap.failure().is_some() {
             // A log that cannot be written ends the run: what it measured

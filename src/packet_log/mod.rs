@@ -24,7 +24,7 @@ use synapse_engine::Points;
 /// DSCP and ECN marks each leg arrived with; then TCP's: when the far kernel's ACK
 /// of the request came back and whether it rode on the reply, and (with
 /// `--connect-each`) when the connection was begun and when it was open.
-pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW,T1_WIRE,REFLECTOR_ERROR,CLIENT_ERROR";
+pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW,T1_WIRE,REFLECTOR_ERROR,CLIENT_ERROR,PATH_ERROR,PATH_ERROR_FROM";
 
 /// What the writer can put in a log: one CSV row per item.
 pub trait LogRow: Send + 'static {
@@ -469,6 +469,21 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
             None => write!(out, ",")?,
         }
     }
+    // What the path said about it: an ICMP error's kind (with the MTU of a
+    // datagram too big) and who sent it.
+    match p.path_error {
+        Some(e) => {
+            write!(out, ",{}", e.kind.name())?;
+            if let Some(mtu) = e.mtu {
+                write!(out, " mtu {mtu}")?;
+            }
+            match e.from {
+                Some(from) => write!(out, ",{from}")?,
+                None => write!(out, ",")?,
+            }
+        }
+        None => write!(out, ",,")?,
+    }
     writeln!(out)
 }
 
@@ -501,15 +516,33 @@ mod tests {
             },
         )
         .unwrap();
+        write_row(
+            &mut out,
+            &Points {
+                seq: 5,
+                path_error: Some(synapse_stats::PathError {
+                    kind: synapse_stats::PathErrorKind::TooBig,
+                    from: "10.0.0.1".parse().ok(),
+                    mtu: Some(1400),
+                }),
+                ..Points::default()
+            },
+        )
+        .unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2,,,,46,ce,,,,,,,"
+            "3,ok,1771555281.293181657,,1771555281.293210998,,,,,,,,1771555281.293287981,54769,1771555281.293180000,2,,,,46,ce,,,,,,,,,"
         );
         assert_eq!(
-            lines[1], "4,lost,,,,,,,,,,,,,,,,,,,,,,,,,,",
+            lines[1], "4,lost,,,,,,,,,,,,,,,,,,,,,,,,,,,,",
             "a lost packet has no RTT"
+        );
+        assert!(
+            lines[2].ends_with(",too_big mtu 1400,10.0.0.1"),
+            "the path's error and its sender: {}",
+            lines[2]
         );
         let columns = HEADER.split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == columns));
@@ -539,8 +572,8 @@ mod tests {
         assert_eq!(text.lines().next(), Some(HEADER));
         assert_eq!(text.lines().count(), 1001);
         assert!(
-            text.ends_with(",999,,,,,,,,,,,,,,\n"),
-            "RTT, then no SCHED, REFLECTOR_SEQ, T3_DRV, marks, TCP points, T1_WIRE nor errors"
+            text.ends_with(",999,,,,,,,,,,,,,,,,\n"),
+            "RTT, then no SCHED, REFLECTOR_SEQ, T3_DRV, marks, TCP points, T1_WIRE, estimates nor path errors"
         );
     }
 
@@ -563,7 +596,7 @@ mod tests {
         assert_eq!(
             text,
             format!(
-                "{HEADER}\n0,lost,,,,,,,,,,,,,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,,,,,,,,,,,,,\n"
+                "{HEADER}\n0,lost,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n1,lost,,,,,,,,,,,,,,,,,,,,,,,,,,,,\n"
             )
         );
     }

@@ -100,6 +100,7 @@ impl ClientPlan {
             connect_each: r.connect_each,
             phase: Duration::ZERO,
             keep_trying: false,
+            give_up_after: self.settings.give_up_after,
         }
     }
 

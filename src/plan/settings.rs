@@ -36,6 +36,8 @@ pub struct RunSettings {
     pub max_loss: f64,
     /// A FAIL on replies stopping for longer than this.
     pub max_outage: Duration,
+    /// The run ends (FAIL) once no reply has come for this long.
+    pub give_up_after: Option<Duration>,
     /// CPUs kept out of idle states was asked for.
     pub keep_awake: bool,
     /// Live display: the packet animation advances every this many packets.
@@ -67,6 +69,7 @@ impl RunSettings {
             thresholds: run.threshold.clone(),
             max_loss: run.max_loss,
             max_outage: run.max_outage,
+            give_up_after: (!run.give_up_after.is_zero()).then_some(run.give_up_after),
             keep_awake: run.thread.keep_awake,
             update: run.update,
             fps: run.fps,

@@ -36,6 +36,12 @@ struct JsonReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     tcp: Option<&'a synapse_stats::TcpFigures>,
     stamp_extensions: Option<Extensions<'a>>,
+    /// What the path said beyond silence (ICMP errors; over TCP the
+    /// peer's FIN or RST), by kind and by who sent it.
+    path_errors: &'a synapse_stats::PathErrors,
+    /// The run gave up on a silent peer: how long it had been silent, s
+    /// (`null`: it did not).
+    gave_up_after_s: Option<f64>,
     interrupted: bool,
     /// The run's slices of consecutive requests, so that `synapse compare`
     /// can resample this report for its own noise.
@@ -76,6 +82,8 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
             summary,
             warnings: &report.extension_warnings,
         }),
+        path_errors: &report.path_errors,
+        gave_up_after_s: report.gave_up.map(|d| d.as_secs_f64()),
         interrupted: report.interrupted,
         slices: (!report.slices.is_empty())
             .then(|| super::slices_json::SlicesJson::of(&report.slices)),

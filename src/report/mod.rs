@@ -10,6 +10,7 @@ mod floor;
 mod jitter_text;
 mod json;
 mod one_way_text;
+mod path_text;
 pub mod percentiles;
 mod progress;
 mod regression;
@@ -141,6 +142,10 @@ pub struct Report {
     pub extensions: Option<synapse_engine::extensions::TlvSummary>,
     /// What the one-way figures rest on that the reader must know.
     pub extension_warnings: Vec<String>,
+    /// What the path said beyond silence: ICMP errors, a TCP peer's end.
+    pub path_errors: synapse_stats::PathErrors,
+    /// The run gave up on a silent peer after this long without a reply.
+    pub gave_up: Option<std::time::Duration>,
 }
 
 /// What `--log` wrote.
@@ -241,7 +246,13 @@ impl Report {
             inconclusive_fails: plan.profile.fail_on_inconclusive,
             tcp: outcome.tcp.clone(),
             slices,
+            path_errors: *outcome.stats.path_errors(),
+            gave_up: outcome.gave_up,
         };
+        if let (Some(silent), Some(limit)) = (outcome.gave_up, plan.settings.give_up_after) {
+            let last = report.path_errors.last().map(|(_, e)| e);
+            report.verdict.gave_up(silent, limit, last);
+        }
         report.compare_with_floor(calibration);
         report
     }

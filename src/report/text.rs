@@ -44,7 +44,14 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
             "Nothing was measured: the run was stopped before its first measured request (warm-up requests are not counted)."
         );
     }
-    write_packets(out, s, report.interrupted)?;
+    let ending = if report.interrupted {
+        "Stopped"
+    } else if report.gave_up.is_some() {
+        "Gave up on a silent peer"
+    } else {
+        "Test completed"
+    };
+    write_packets(out, report, ending)?;
     if let Some(n) = report.unauthenticated_replies {
         writeln!(
             out,
@@ -175,7 +182,8 @@ fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
 }
 
 /// Packet accounting, outages, duration and rate.
-fn write_packets(out: &mut impl Write, s: &Summary, interrupted: bool) -> io::Result<()> {
+fn write_packets(out: &mut impl Write, report: &Report, ending: &str) -> io::Result<()> {
+    let s = &report.summary;
     let p = &s.packets;
     writeln!(
         out,
@@ -214,16 +222,12 @@ fn write_packets(out: &mut impl Write, s: &Summary, interrupted: bool) -> io::Re
             format_ns(o.total_ms * 1e6)
         )?;
     }
+    super::path_text::write_path_errors(out, report)?;
     writeln!(out)?;
     writeln!(out, "Duration: {:.2}s", s.duration_s)?;
     writeln!(
         out,
-        "          └─ {} at {} packets/second",
-        if interrupted {
-            "Stopped"
-        } else {
-            "Test completed"
-        },
+        "          └─ {ending} at {} packets/second",
         format_rate(s.rate_pps)
     )?;
     writeln!(out)
@@ -711,6 +715,7 @@ mod tests {
             },
             tcp: None,
             nic_clock: None,
+            gave_up: None,
         };
         let server = "192.0.2.10:8080".parse().unwrap();
         Report::new(

@@ -221,6 +221,36 @@ impl Verdict {
         }
     }
 
+    /// The run gave up on a silent peer: `silent` without a reply (the
+    /// limit `limit`), the path's last error `last`. A criterion that
+    /// fails: a run that could not be completed is not a pass.
+    pub fn gave_up(
+        &mut self,
+        silent: Duration,
+        limit: Duration,
+        last: Option<synapse_stats::PathError>,
+    ) {
+        let said = last.map_or(String::new(), |e| {
+            format!("; the path's last word: {}", e.phrase())
+        });
+        self.criteria.push(Criterion {
+            detail: Some(format!(
+                "replies: none for {}, so the run gave up (--give-up-after {}){said}",
+                format_ns(silent.as_nanos() as f64),
+                format_ns_plain(limit.as_nanos() as u64),
+            )),
+            ..Criterion::plain(
+                "replies",
+                limit.as_nanos() as f64,
+                Some(silent.as_nanos() as f64),
+                "ns",
+                false,
+            )
+        });
+        self.pass = false;
+        self.inconclusive = false;
+    }
+
     /// The criteria that did not hold.
     pub fn failed(&self) -> impl Iterator<Item = &Criterion> {
         self.criteria.iter().filter(|c| c.outcome == Held::No)

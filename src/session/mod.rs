@@ -14,6 +14,7 @@
 mod agent;
 mod agent_tcp;
 mod client;
+pub mod far_side;
 pub mod intervals;
 mod loopback;
 mod server;

@@ -69,6 +69,8 @@ struct ClientTotals {
     tcp: Option<synapse_stats::TcpFigures>,
     /// STAMP extensions, as the last run's replies said.
     extensions: Option<synapse_engine::extensions::TlvSummary>,
+    /// The last run gave up on a silent peer after this long.
+    gave_up: Option<Duration>,
 }
 
 /// The reflector's totals as the server view counts them.
@@ -145,6 +147,7 @@ impl Station {
                 unauthenticated: 0,
                 tcp: None,
                 extensions: None,
+                gave_up: None,
             },
             served: ServerTotals::default(),
             server_log: None,
@@ -379,6 +382,7 @@ impl Station {
         if o.extensions.is_some() {
             t.extensions.clone_from(&o.extensions);
         }
+        t.gave_up = o.gave_up;
     }
 
     /// Starts the current role's threads.
@@ -628,6 +632,7 @@ impl Station {
                 tcp: t.tcp.clone(),
                 extensions: t.extensions.clone(),
                 nic_clock: None,
+                gave_up: t.gave_up,
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));
             let mut report = Report::new(

@@ -99,6 +99,9 @@ pub struct Points {
     pub t0_user: Option<u64>,
     /// TCP `--connect-each`: client, when `connect` returned.
     pub connected: Option<u64>,
+    /// What the path said about this request (an ICMP error; over TCP the
+    /// peer's FIN or RST), when it said something.
+    pub path_error: Option<synapse_stats::PathError>,
 }
 
 impl Points {

@@ -16,7 +16,9 @@ mod live;
 mod one_way;
 mod order;
 pub mod outages;
+pub mod path_error;
 mod record;
+pub mod reply_watch;
 mod rtt_figures;
 mod schedule;
 mod segment;
@@ -41,6 +43,7 @@ pub use live::{
 pub use one_way::{ClockErrors, CutPointFigures, DelayFigures, OneWay, OneWayFigures, TRUST_RATIO};
 pub use order::ReplyOrder;
 pub use outages::{Outage, OutageDetector, Outages};
+pub use path_error::{PathError, PathErrorKind, PathErrors};
 pub use record::{FarSide, Record, RecordKind};
 pub use schedule::{Pattern, ScheduleFigures, ScheduleStats};
 pub use segment::{SEGMENTS, Segment, SegmentSet, Split};
@@ -148,6 +151,8 @@ pub struct Stats {
     cos: Option<CosStats>,
     /// The highest request answered, for reordering.
     order: ReplyOrder,
+    /// What the path said beyond silence (ICMP errors, a TCP peer's end).
+    path_errors: PathErrors,
 }
 
 impl Default for Stats {
@@ -174,6 +179,7 @@ impl Stats {
             direction: DirectionStats::default(),
             cos: None,
             order: ReplyOrder::default(),
+            path_errors: PathErrors::default(),
         }
     }
 
@@ -306,6 +312,11 @@ impl Stats {
             RecordKind::Stray => c.stray += 1,
             RecordKind::Outage { packets } => self.outages.add(u64::from(packets), r.rtt_ns),
             RecordKind::Missed => {}
+            RecordKind::PathError => {
+                if let Some(e) = r.error() {
+                    self.path_errors.count(e, r.at_ns);
+                }
+            }
         }
     }
 
@@ -314,6 +325,7 @@ impl Stats {
         self.hist.add(&other.hist);
         self.counters.add(&other.counters);
         self.outages.merge(&other.outages);
+        self.path_errors.merge(&other.path_errors);
         match (&mut self.breakdown, &other.breakdown) {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.breakdown = Some(b.clone()),
@@ -394,6 +406,11 @@ impl Stats {
     /// Runs of requests without a timely reply.
     pub fn outages(&self) -> &Outages {
         &self.outages
+    }
+
+    /// What the path said beyond silence, counted.
+    pub fn path_errors(&self) -> &PathErrors {
+        &self.path_errors
     }
 
     /// The packet counters.

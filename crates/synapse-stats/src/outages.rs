@@ -54,6 +54,13 @@ impl OutageDetector {
         })
     }
 
+    /// When the current run of requests without a timely reply began (its
+    /// first request's send time), if one is open.
+    #[inline]
+    pub fn since_ns(&self) -> Option<u64> {
+        self.start.map(|(_, since)| since)
+    }
+
     /// Forgets the current run (warm-up ended).
     pub fn reset(&mut self) {
         *self = Self::default();

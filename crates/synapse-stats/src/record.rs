@@ -1,7 +1,9 @@
 //! What the measurement thread reports about each packet.
 
 use super::cos::Marks;
+use super::path_error::{PathError, PathErrorKind};
 use super::segment::Split;
+use std::net::{IpAddr, Ipv6Addr};
 
 /// The outcome of one request (or one unexpected datagram).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +33,10 @@ pub enum RecordKind {
     /// Paced mode: a send slot that could not be met in time (more than
     /// half an interval late) and was skipped, never made up for.
     Missed,
+    /// The path or the far side said something about request `seq`: an
+    /// ICMP error, or the TCP peer closing or resetting. The error is
+    /// [`Record::path_error`]. Not a loss: the request's deadline decides.
+    PathError,
 }
 
 /// What a STAMP reflector's stamps say about one round trip, beyond its
@@ -259,6 +265,21 @@ impl Record {
         }
     }
 
+    /// The path's error `e` about request `seq`, at `at_ns`. The error rides
+    /// where a sample keeps its split (an error has none), so the record
+    /// stays its size.
+    pub fn path_error(seq: u64, at_ns: u64, e: PathError, warmup: bool) -> Self {
+        Self {
+            split: Split::from_words(encode_error(e)),
+            ..Self::event(RecordKind::PathError, seq, at_ns, warmup)
+        }
+    }
+
+    /// The path's error, for a [`RecordKind::PathError`] record.
+    pub fn error(&self) -> Option<PathError> {
+        (self.kind == RecordKind::PathError).then(|| decode_error(self.split.words()))
+    }
+
     /// An outage of `packets` requests from `seq` on, `length_ns` long.
     pub fn outage(seq: u64, packets: u32, at_ns: u64, length_ns: u64) -> Self {
         Self {
@@ -275,5 +296,78 @@ impl Record {
     }
 }
 
+/// A path error as the words of a split: its kind, whether it has a
+/// sender and of which family, and its MTU in the first; the sender's
+/// address in the next two.
+fn encode_error(e: PathError) -> [u64; crate::SEGMENTS] {
+    let mut w = [0u64; crate::SEGMENTS];
+    let kind = PathErrorKind::ALL
+        .iter()
+        .position(|&k| k == e.kind)
+        .unwrap_or(0) as u64;
+    let (family, bytes) = match e.from {
+        None => (0, [0u8; 16]),
+        Some(IpAddr::V4(a)) => (1, a.to_ipv6_mapped().octets()),
+        Some(IpAddr::V6(a)) => (2, a.octets()),
+    };
+    let mtu = e.mtu.map_or(0, |m| u64::from(m) + 1);
+    w[0] = kind | family << 8 | mtu << 16;
+    w[1] = u64::from_be_bytes(bytes[..8].try_into().unwrap_or_default());
+    w[2] = u64::from_be_bytes(bytes[8..].try_into().unwrap_or_default());
+    w
+}
+
+/// The path error [`encode_error`] wrote.
+fn decode_error(w: [u64; crate::SEGMENTS]) -> PathError {
+    let kind = PathErrorKind::ALL[(w[0] & 0xff) as usize % PathErrorKind::ALL.len()];
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&w[1].to_be_bytes());
+    bytes[8..].copy_from_slice(&w[2].to_be_bytes());
+    let v6 = Ipv6Addr::from(bytes);
+    let from = match (w[0] >> 8) & 0xff {
+        1 => v6.to_ipv4_mapped().map(IpAddr::V4),
+        2 => Some(IpAddr::V6(v6)),
+        _ => None,
+    };
+    let mtu = (w[0] >> 16) as u32;
+    PathError {
+        kind,
+        from,
+        mtu: mtu.checked_sub(1),
+    }
+}
+
 // docs/architecture.md quotes the size; a ring slot per packet.
 const _: () = assert!(std::mem::size_of::<Record>() == 160);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_error_rides_in_its_record_whole() {
+        for e in [
+            PathError {
+                kind: PathErrorKind::PortUnreachable,
+                from: "10.0.1.2".parse().ok(),
+                mtu: None,
+            },
+            PathError {
+                kind: PathErrorKind::TooBig,
+                from: "2001:db8::1".parse().ok(),
+                mtu: Some(1280),
+            },
+            PathError::of(PathErrorKind::PeerReset),
+            PathError {
+                kind: PathErrorKind::TooBig,
+                from: None,
+                mtu: Some(0),
+            },
+        ] {
+            let r = Record::path_error(7, 9, e, false);
+            assert_eq!(r.kind, RecordKind::PathError);
+            assert_eq!(r.error(), Some(e));
+        }
+        assert_eq!(Record::sample(1, 2, 3, false).error(), None);
+    }
+}

@@ -174,6 +174,17 @@ impl Split {
     /// No segment known.
     pub const NONE: Split = Split([MISSING; SEGMENTS]);
 
+    /// The raw words, for a record that is not a sample to keep something
+    /// else where a sample keeps its split (see `Record::path_error`).
+    pub(crate) const fn from_words(words: [u64; SEGMENTS]) -> Self {
+        Self(words)
+    }
+
+    /// The raw words.
+    pub(crate) const fn words(&self) -> [u64; SEGMENTS] {
+        self.0
+    }
+
     /// A packet the split was not sampled from: statistics neither count
     /// it nor call its segments missing.
     pub const UNSAMPLED: Split = Split([UNSAMPLED; SEGMENTS]);

@@ -8,6 +8,7 @@
 
 mod armed_wait;
 pub mod extensions;
+mod far_error;
 mod output;
 pub mod paced;
 mod pingpong;
@@ -102,6 +103,10 @@ pub struct ClientConfig {
     /// its requests count lost and the connection is tried again with
     /// backoff, until stopped (the agent's peers).
     pub keep_trying: bool,
+    /// End the run once no request has had a timely reply for this long
+    /// (after the first reply: before it, a silent peer is an error at
+    /// once); `None`: never.
+    pub give_up_after: Option<Duration>,
 }
 
 impl ClientConfig {
@@ -143,6 +148,7 @@ impl ClientConfig {
             connect_each: false,
             phase: Duration::ZERO,
             keep_trying: false,
+            give_up_after: None,
         }
     }
 }
@@ -219,6 +225,9 @@ pub struct ClientOutcome {
     pub extensions: Option<extensions::TlvSummary>,
     /// Hardware stamps: how the NIC's clock was placed on the system clock.
     pub nic_clock: Option<NicClockFigures>,
+    /// The run gave up on a silent peer (`give_up_after`): how long no
+    /// request had had a timely reply when it did.
+    pub gave_up: Option<Duration>,
 }
 
 /// A running client.
@@ -496,6 +505,7 @@ impl PacedRun<'_> {
             timeout: cfg.timeout,
             busy_poll: cfg.thread.busy_poll,
             give_up: true,
+            give_up_after: cfg.give_up_after,
             wake: SlotWake::SpinToSlot,
         };
         let sink = ClientSink {
@@ -520,6 +530,7 @@ impl PacedRun<'_> {
             extensions: (cfg.stamp && !cfg.tlvs.is_empty())
                 .then(|| ended.tally.summary(cfg.tlvs, self.local, cfg.server)),
             nic_clock: None,
+            gave_up: ended.gave_up,
         })
     }
 }

@@ -19,6 +19,7 @@
 
 use super::armed_wait::{self, Receive, Waiting};
 use super::extensions::{Held, TlvTally, marks_of};
+use super::far_error;
 use super::run_loop::{Exchanges, Packet};
 use super::run_token::run_token;
 use super::seen::{GIVE_UP_AFTER, Seen};
@@ -34,6 +35,7 @@ use crate::sys;
 use crate::sys::addr::RawAddr;
 use crate::sys::cmsg::ControlBuf;
 use crate::sys::errno::{is_network_error, is_send_drop};
+use crate::sys::icmp_error::IcmpReport;
 use crate::sys::timestamping::Stamps;
 use crate::wall_clock::WallClock;
 use crate::{EngineError, StopFlag};
@@ -127,6 +129,9 @@ pub(super) struct Pinger<'a> {
     /// echo's far side is none and its marks are only the TOS read here,
     /// known at plan time.
     reflector_numbers: bool,
+    /// The last ICMP report read off the error queue, until the error it
+    /// explains is recorded.
+    icmp: Option<IcmpReport>,
 }
 
 impl<'a> Pinger<'a> {
@@ -186,6 +191,7 @@ impl<'a> Pinger<'a> {
             tallying: cfg.stamp && !cfg.tlvs.is_empty(),
             tally: TlvTally::default(),
             reflector_numbers: cfg.stamp,
+            icmp: None,
         }
     }
 
@@ -254,11 +260,12 @@ impl<'a> Pinger<'a> {
             // It counts as lost after its timeout, as if it had gone out,
             // so a dead link paces the run instead of spinning it.
             Err(e) if e.raw_os_error().is_some_and(is_send_drop) => {
-                let _ = sys::errqueue::drain_error_queue(fd);
                 let errno = e.raw_os_error().unwrap_or(0);
                 if self.seen.replies == 0 {
+                    let _ = self.clear_error_queue(fd);
                     return Ok((Wait::Unreachable(errno), Mono::now()));
                 }
+                self.path_error(seq, Mono::now(), errno, warmup);
                 let stopped = pause_until(t1 + self.timeout, stop);
                 let now = Mono::now();
                 if stopped {
@@ -346,15 +353,16 @@ impl<'a> Pinger<'a> {
                         }
                     }
                     Some(errno) if is_network_error(errno) => {
-                        let _ = self.clear_error_queue(fd);
                         if self.seen.replies == 0 {
+                            let _ = self.clear_error_queue(fd);
                             self.time_out(seq, t1, warmup);
                             return Ok((Wait::Unreachable(errno), now));
                         }
                         // Mid-run, an ICMP error (a reflector that died)
-                        // says this request is lost, but only its
-                        // deadline says so to the figures: a dead peer
-                        // paces the run at one loss per timeout.
+                        // is recorded, but only the request's deadline
+                        // says it is lost: a dead peer paces the run at
+                        // one loss per timeout.
+                        self.path_error(seq, now, errno, warmup);
                     }
                     _ => return Err(EngineError::io("receive failed")(e)),
                 },
@@ -494,14 +502,45 @@ impl<'a> Pinger<'a> {
         armed_wait::receive(self, how, deadline, fresh, stop)
     }
 
-    /// Empties the error queue: TX stamps go to the packet in flight; the
-    /// errno of an ICMP error it held is returned.
+    /// Empties the error queue: TX stamps go to the packet in flight; an
+    /// ICMP error it held is kept for [`Pinger::path_error`], and its
+    /// errno returned.
     fn clear_error_queue(&mut self, fd: i32) -> Option<i32> {
         let report = match &mut self.stamps {
             Some(s) => s.absorb(fd),
             None => sys::errqueue::drain_error_queue(fd),
         };
+        if report.is_some() {
+            self.icmp = report;
+        }
         report.map(|r| r.errno)
+    }
+
+    /// The far side or the path answered request `seq` with an error
+    /// (`errno`, and the report the error queue held, when it held one):
+    /// recorded and written to its row, never counted as its loss (its
+    /// deadline decides that).
+    #[cold]
+    fn path_error(&mut self, seq: u64, now: Mono, errno: i32, warmup: bool) {
+        let fd = self.socket.as_raw_fd();
+        let _ = self.clear_error_queue(fd);
+        let report = self.icmp.take();
+        let e = report.map_or_else(|| far_error::of_errno(errno), |r| far_error::of_report(&r));
+        // The error names its request when its quote does (it may be about
+        // the one before, whose deadline passed).
+        let about = report
+            .and_then(|r| self.codec.quoted_seq(r.quoted.bytes(), seq))
+            .unwrap_or(seq);
+        if self.pointing && about == seq {
+            self.points.path_error = Some(e);
+        }
+        let at_ns = self.at_ns(now);
+        let warmup = if about == seq {
+            warmup
+        } else {
+            about < self.warmup
+        };
+        self.emit(Record::path_error(about, at_ns, e, warmup));
     }
 
     /// The packet in flight is settled (answered or lost): its TX stamps
@@ -643,6 +682,10 @@ impl<'a> Pinger<'a> {
 }
 
 impl Exchanges for Pinger<'_> {
+    fn silent_since(&self) -> Option<Mono> {
+        self.outages.since_ns().map(|ns| self.epoch.plus_ns(ns))
+    }
+
     /// Strays are drained and the wall clock followed every
     /// `STRAY_DRAIN_EVERY` packets, and once as warm-up ends: whatever
     /// other sources sent meanwhile belongs to it, not to the figures.

@@ -161,6 +161,7 @@ pub fn start_prober(cfg: ProberConfig, stop: StopFlag) -> Result<ProberRun, Engi
                 timeout: cfg.timeout,
                 busy_poll: cfg.thread.busy_poll,
                 give_up: false,
+                give_up_after: None,
                 wake: SlotWake::Ticks(cfg.tick.as_nanos() as u64),
             };
             let mut pacer = Pacer::new(&socket, cfg.peers, pacer_cfg, stamps, sink);

@@ -31,6 +31,10 @@ pub(super) trait Exchanges {
     /// whatever is still open (an outage, a connection) closes.
     fn finish(&mut self, seq: u64, last: Mono);
 
+    /// When the current run of measured requests without a timely reply
+    /// began (its first one's send), if one is open.
+    fn silent_since(&self) -> Option<Mono>;
+
     /// The run's statistics, and what had no room: records in the live
     /// ring, rows in the log's.
     fn tallies(&self) -> (&Stats, u64, u64);
@@ -51,6 +55,7 @@ pub(super) fn run<E: Exchanges>(
     let mut measure_start: Option<Mono> = None;
     let mut seq = 0u64;
     let mut last = Mono::now();
+    let mut gave_up = None;
     while !stop.is_raised() {
         let warmup = seq < cfg.warmup;
         if !warmup {
@@ -68,6 +73,10 @@ pub(super) fn run<E: Exchanges>(
             break;
         }
         seq += 1;
+        gave_up = silent_too_long(e, cfg, now);
+        if gave_up.is_some() {
+            break;
+        }
     }
     e.finish(seq, last);
     let (stats, ring_overflow, log_overflow) = e.tallies();
@@ -84,8 +93,18 @@ pub(super) fn run<E: Exchanges>(
         tcp: None,
         extensions: None,
         nic_clock: None,
+        gave_up,
     };
     Ok(e.outcome(cfg, base))
+}
+
+/// How long no measured request has had a timely reply at `now`, once
+/// that is the run's `give_up_after` or more.
+#[inline]
+fn silent_too_long<E: Exchanges>(e: &E, cfg: &ClientConfig, now: Mono) -> Option<Duration> {
+    let limit = cfg.give_up_after?;
+    let silent = now.duration_since(e.silent_since()?);
+    (silent >= limit).then_some(silent)
 }
 
 #[cfg(test)]
@@ -100,6 +119,7 @@ mod tests {
         finished: Option<u64>,
         stop_at: Option<u64>,
         stats: Stats,
+        silent_since: Option<Mono>,
     }
 
     impl Exchanges for Counting {
@@ -112,6 +132,9 @@ mod tests {
         }
         fn finish(&mut self, seq: u64, _: Mono) {
             self.finished = Some(seq);
+        }
+        fn silent_since(&self) -> Option<Mono> {
+            self.silent_since
         }
         fn tallies(&self) -> (&Stats, u64, u64) {
             (&self.stats, 1, 2)
@@ -148,6 +171,28 @@ mod tests {
         let warm: Vec<bool> = c.exchanged.iter().map(|&(_, w)| w).collect();
         assert_eq!(warm, [true, true, false, false, false]);
         assert_eq!(c.finished, Some(5));
+    }
+
+    #[test]
+    fn a_silence_past_the_limit_ends_the_run_and_says_how_long() {
+        let mut c = Counting {
+            silent_since: Some(Mono::now() - Duration::from_secs(5)),
+            ..Counting::default()
+        };
+        let mut cfg = config(100, 0);
+        cfg.give_up_after = Some(Duration::from_secs(3));
+        let outcome = run(&mut c, &cfg, &StopFlag::new(), placement()).unwrap();
+        assert_eq!(c.exchanged.len(), 1, "gave up after the first");
+        assert!(outcome.gave_up.is_some_and(|s| s >= Duration::from_secs(5)));
+        assert!(!outcome.interrupted);
+        cfg.give_up_after = None;
+        let mut c = Counting {
+            silent_since: Some(Mono::now() - Duration::from_secs(5)),
+            ..Counting::default()
+        };
+        let outcome = run(&mut c, &cfg, &StopFlag::new(), placement()).unwrap();
+        assert_eq!(c.exchanged.len(), 100, "never gives up");
+        assert_eq!(outcome.gave_up, None);
     }
 
     #[test]

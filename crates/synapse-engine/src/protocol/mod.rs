@@ -95,6 +95,22 @@ impl Codec {
         }
     }
 
+    /// The request a quote of one of this run's own datagrams names (an
+    /// ICMP error quotes the start of the datagram it is about): its
+    /// sequence number, when the quote holds it and it is one sent so far
+    /// (`newest` is the latest).
+    pub fn quoted_seq(&self, quoted: &[u8], newest: u64) -> Option<u64> {
+        let seq = match self {
+            Codec::Echo(_) => u64::from_le_bytes(quoted.get(..8)?.try_into().ok()?),
+            Codec::Stamp(_) => {
+                // The wire numbers from 1, in 32 bits: widened next to `newest`.
+                let wire = u32::from_be_bytes(quoted.get(..4)?.try_into().ok()?);
+                sender::widen(wire.wrapping_sub(1), newest)
+            }
+        };
+        (seq <= newest).then_some(seq)
+    }
+
     /// Reads a reply; `newest` is the latest sequence number sent (STAMP
     /// numbers are 32 bits wide and are widened next to it).
     pub fn decode(&self, reply: &[u8], newest: u64) -> Option<Reply> {
@@ -171,6 +187,18 @@ mod tests {
         })
         .unwrap();
         reply
+    }
+
+    #[test]
+    fn a_quoted_request_names_its_sequence_number() {
+        let mut echo = Codec::Echo(EchoCodec::new(64, 7));
+        let req = echo.encode(41, 0).to_vec();
+        assert_eq!(echo.quoted_seq(&req[..16], 50), Some(41));
+        assert_eq!(echo.quoted_seq(&req[..16], 40), None, "not sent yet");
+        assert_eq!(echo.quoted_seq(&req[..4], 50), None, "too short a quote");
+        let mut stamp = Codec::Stamp(StampSender::new(8, 0, None));
+        let req = stamp.encode(9, 1).to_vec();
+        assert_eq!(stamp.quoted_seq(&req[..8], 12), Some(9));
     }
 
     #[test]

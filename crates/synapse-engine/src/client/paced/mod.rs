@@ -14,6 +14,7 @@
 //! read, a decode, a ring lookup, a histogram record and a ring push.
 //! Nothing allocates after the start.
 
+mod errors;
 mod in_flight;
 mod probe;
 mod receive;
@@ -76,6 +77,9 @@ pub struct Ended {
     pub unauthenticated: u64,
     /// What the first peer's replies' TLVs said.
     pub tally: crate::client::extensions::TlvTally,
+    /// The single peer had been silent this long when the run gave up on
+    /// it (`PacerConfig::give_up_after`).
+    pub gave_up: Option<Duration>,
 }
 
 /// The loop's state. Everything is allocated in `new`.
@@ -109,6 +113,9 @@ pub struct Pacer<'a, S: Sink> {
     busy_poll: bool,
     /// End the run with the reason when the (single) peer never answers.
     give_up: bool,
+    /// End a single-peer run once its requests have had no timely reply
+    /// for this long, ns.
+    give_up_after_ns: Option<u64>,
     wake: SlotWake,
     /// Poll the socket on the next turn: something may be waiting.
     poll: bool,
@@ -132,6 +139,9 @@ pub struct PacerConfig {
     pub busy_poll: bool,
     /// End the run when the peer never answers (single-peer runs).
     pub give_up: bool,
+    /// End a single-peer run once no request has had a timely reply for
+    /// this long (`None`: never).
+    pub give_up_after: Option<Duration>,
     /// How the loop wakes for its slots (unless it busy-polls).
     pub wake: SlotWake,
 }
@@ -211,6 +221,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             timeout_ns: cfg.timeout.as_nanos() as u64,
             busy_poll: cfg.busy_poll,
             give_up: cfg.give_up,
+            give_up_after_ns: cfg.give_up_after.map(|d| d.as_nanos() as u64),
             wake: cfg.wake,
             poll: false,
             slept: false,
@@ -258,6 +269,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
     pub fn run(&mut self, stop: &StopFlag) -> Result<Ended, EngineError> {
         // Sleeps end when asked, not up to 50 µs later.
         let _ = sys::sched::set_timer_slack(1);
+        let mut gave_up;
         loop {
             let now = self.now_ns();
             if let Some(&Reverse((due, p))) = self.slots.peek()
@@ -275,8 +287,13 @@ impl<'a, S: Sink> Pacer<'a, S> {
             if std::mem::take(&mut self.poll) {
                 self.receive_all()?;
             }
-            self.expire(self.now_ns())?;
-            if stop.is_raised() || (self.slots.is_empty() && self.deadlines.is_empty()) {
+            let now = self.now_ns();
+            self.expire(now)?;
+            gave_up = self.silent_too_long(now);
+            if stop.is_raised()
+                || gave_up.is_some()
+                || (self.slots.is_empty() && self.deadlines.is_empty())
+            {
                 break;
             }
             self.wait()?;
@@ -289,7 +306,18 @@ impl<'a, S: Sink> Pacer<'a, S> {
         );
         let ended = self.close(stop.is_raised());
         self.diagnose_silence()?;
-        Ok(ended)
+        Ok(Ended { gave_up, ..ended })
+    }
+
+    /// How long a single peer's requests have had no timely reply at
+    /// `now`, once that is `give_up_after` or more.
+    fn silent_too_long(&self, now: u64) -> Option<Duration> {
+        let limit = self.give_up_after_ns?;
+        let [probe] = self.probes.as_slice() else {
+            return None;
+        };
+        let silent = now.saturating_sub(probe.outages.since_ns()?);
+        (silent >= limit).then(|| Duration::from_nanos(silent))
     }
 
     /// A single-peer run that ended without a reply, too soon to give up
@@ -455,8 +483,10 @@ impl<'a, S: Sink> Pacer<'a, S> {
             // route, a firewall, a full queue): lost at its deadline, like
             // any other, so a dead link costs one loss per slot.
             Err(e) if e.raw_os_error().is_some_and(is_send_drop) => {
-                let _ = sys::errqueue::drain_error_queue(self.fd);
-                self.refused_before_any_reply(p, e.raw_os_error())
+                let report = sys::errqueue::drain_error_queue(self.fd);
+                self.refused_before_any_reply(p, e.raw_os_error())?;
+                self.path_error(report, e.raw_os_error());
+                Ok(())
             }
             Err(e) => Err(EngineError::Send {
                 addr: self.probes[p].cfg.addr,
@@ -611,6 +641,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             stale_stamps: self.stamps.as_ref().map_or(0, PacedStamps::stale),
             unauthenticated: self.probes.iter().map(|p| p.seen.unauthenticated).sum(),
             tally: self.probes.first().map(|p| p.tally).unwrap_or_default(),
+            gave_up: None,
         }
     }
 }

@@ -77,7 +77,11 @@ impl<S: Sink> Pacer<'_, S> {
             None => sys::errqueue::drain_error_queue(self.fd),
         };
         match errno {
-            Some(report) => self.refused_before_any_reply(0, Some(report.errno)),
+            Some(report) => {
+                self.refused_before_any_reply(0, Some(report.errno))?;
+                self.path_error(Some(report), None);
+                Ok(())
+            }
             None => Ok(()),
         }
     }

@@ -352,6 +352,10 @@ impl Exchanges for TcpCrr<'_> {
         false
     }
 
+    fn silent_since(&self) -> Option<Mono> {
+        self.outages.since_ns().map(|ns| self.epoch.plus_ns(ns))
+    }
+
     #[inline]
     fn packet(&mut self, _: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet {
         let done = self.transact(seq, warmup, stop)?;

@@ -282,6 +282,10 @@ impl<'a> TcpPinger<'a> {
 }
 
 impl Exchanges for TcpPinger<'_> {
+    fn silent_since(&self) -> Option<Mono> {
+        self.outages.since_ns().map(|ns| self.epoch.plus_ns(ns))
+    }
+
     /// `TCP_INFO` read when due; a paced run waits for its slot.
     #[inline]
     fn before(&mut self, seq: u64, warmup: bool, last: Mono, stop: &StopFlag) -> bool {

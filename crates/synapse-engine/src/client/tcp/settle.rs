@@ -12,7 +12,7 @@ use crate::sys::tcp as sys_tcp;
 use std::sync::atomic::Ordering;
 use synapse_stats::tcp::Break;
 use synapse_stats::tcp_legs::{AckSeen, SlowReply};
-use synapse_stats::{Record, RecordKind, Split, TcpFigures};
+use synapse_stats::{PathError, PathErrorKind, Record, RecordKind, Split, TcpFigures};
 
 impl TcpPinger<'_> {
     /// Classifies the whole reply in the frame, which arrived at `now`
@@ -211,9 +211,25 @@ impl TcpPinger<'_> {
     /// The connection was lost (`why`) while `seq`, sent at `t1`, waited:
     /// it and every request still unanswered on it are lost with it.
     pub(super) fn broke(&mut self, why: Break, seq: u64, t1: Mono, warmup: bool) -> Wait {
+        // The peer's own word on it (its FIN or RST), as an ICMP error is
+        // a UDP peer's: recorded, and on the request's row.
+        let said = match why {
+            Break::Reset => Some(PathErrorKind::PeerReset),
+            Break::Closed => Some(PathErrorKind::PeerClosed),
+            Break::Stalled | Break::Failed => None,
+        };
+        let at_ns = self.at_ns(Mono::now());
+        if let Some(kind) = said {
+            let e = PathError {
+                kind,
+                from: Some(self.cfg.server.ip()),
+                mtu: None,
+            };
+            self.points.path_error = Some(e);
+            self.emit(Record::path_error(seq, at_ns, e, warmup));
+        }
         self.settle(false, None, warmup);
         self.tracker.timed_out(seq);
-        let at_ns = self.at_ns(Mono::now());
         self.emit(Record::event(RecordKind::Lost, seq, at_ns, warmup));
         if !warmup {
             self.tcp.lost_with_connection += self.unanswered;
