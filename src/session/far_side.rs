@@ -2,29 +2,32 @@
 //! it: replies stopped (and what the path said), the path's word changed,
 //! replies came back. Every front end reads a run through this: the
 //! headless run says each notice on stderr once, the live display shows
-//! the silence while it lasts.
+//! the silence while it lasts. The time is the front end's to give (ns
+//! since the run started, as its records count), so a display driven by a
+//! scripted clock stays reproducible.
 
-use std::time::Instant;
 use synapse_stats::reply_watch::{Notice, ReplyWatch};
 use synapse_stats::{PathError, Record, RecordKind};
 
 /// A run's far side, watched.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct FarSide {
     watch: ReplyWatch,
-    /// About when the run's clock started: its records' `at_ns` count
-    /// from the engine's own start, a moment later, which a notice
-    /// after a second of silence does not feel.
-    started: Instant,
+}
+
+/// A silence while it lasts, as the live display shows it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Silence {
+    /// How long without a reply, ns.
+    pub for_ns: u64,
+    /// What the path last said, if anything.
+    pub error: Option<PathError>,
 }
 
 impl FarSide {
-    /// A run started now.
+    /// A run with nothing seen yet.
     pub fn new() -> Self {
-        Self {
-            watch: ReplyWatch::new(),
-            started: Instant::now(),
-        }
+        Self::default()
     }
 
     /// One of the run's records: what it changes, if anything.
@@ -35,29 +38,17 @@ impl FarSide {
         }
     }
 
-    /// The time passed: a silence long enough is said.
-    pub fn tick(&mut self) -> Option<Notice> {
-        self.watch.tick(self.now_ns())
+    /// It is `now_ns` into the run: a silence long enough is said.
+    pub fn tick(&mut self, now_ns: u64) -> Option<Notice> {
+        self.watch.tick(now_ns)
     }
 
-    /// How long replies have been missing, once that was said.
-    pub fn silent_for_ns(&self) -> Option<u64> {
-        self.watch.silent_for(self.now_ns())
-    }
-
-    /// The path's latest error in the current silence.
-    pub fn error(&self) -> Option<PathError> {
-        self.watch.error()
-    }
-
-    fn now_ns(&self) -> u64 {
-        self.started.elapsed().as_nanos() as u64
-    }
-}
-
-impl Default for FarSide {
-    fn default() -> Self {
-        Self::new()
+    /// The silence at `now_ns`, once it was said.
+    pub fn silence(&self, now_ns: u64) -> Option<Silence> {
+        self.watch.silent_for(now_ns).map(|for_ns| Silence {
+            for_ns,
+            error: self.watch.error(),
+        })
     }
 }
 

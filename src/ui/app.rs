@@ -67,6 +67,9 @@ pub struct ClientView {
     /// Against the reference marked with `m`: the text, and whether a
     /// difference is significant yet.
     pub versus: Option<(String, bool)>,
+    /// No reply for a while (said after a second, or at the path's first
+    /// error): shown while it lasts, in place of a figure gone stale.
+    pub silence: Option<crate::session::far_side::Silence>,
 }
 
 /// What the server view shows.
@@ -303,6 +306,7 @@ impl App {
                 ring_overflow: 0,
                 versus: None,
                 stamping: None,
+                silence: None,
             },
             server,
             anim: Animation::default(),

@@ -159,7 +159,10 @@ fn draw_client(f: &mut Frame, area: Rect, app: &App, short: bool) {
     };
     let compare = (app.baseline.as_ref(), app.floor.as_ref());
     figures::render_client(f, numbers, v, short, compare, t);
-    let caption = osi::packet_caption(app.shown_anim(), app.running);
+    let caption = match v.silence.filter(|_| app.running) {
+        Some(s) => osi::silent_caption(app.shown_anim(), s),
+        None => osi::packet_caption(app.shown_anim(), app.running),
+    };
     let caption = (!short).then_some(caption.as_str());
     let below = osi::render(f, path, (&client, &server), app.shown_anim(), caption, t);
     let acks = split::acks(&v.live);

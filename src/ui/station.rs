@@ -14,6 +14,7 @@ use crate::config::{Baseline, baseline_runs, store};
 use crate::error::exit;
 use crate::plan::{ClientPlan, ServerPlan, Target};
 use crate::report::{LogSummary, Report};
+use crate::session::far_side::FarSide;
 use crate::session::{
     ClientFeed, ClientStarter, IntervalTap, LogOutcome, Opening, ServerSession, Side,
 };
@@ -97,6 +98,12 @@ pub struct Station {
     /// How a client run is started: the engine's, or a test's recording.
     start_feed: ClientStarter,
     run_started: Instant,
+    /// Whether the far side answers, in the current run.
+    far: FarSide,
+    /// The last client run was ended by the user (stopped, cleared,
+    /// switched or quit) before its engine ended it: with a length asked
+    /// (`--packets`, `--duration`), such a run was not completed.
+    cut_short: bool,
     window_started: Instant,
     totals: ClientTotals,
     served: ServerTotals,
@@ -131,6 +138,8 @@ impl Station {
             client: None,
             start_feed: ClientStarter::engine(),
             run_started: now,
+            far: FarSide::new(),
+            cut_short: false,
             window_started: now,
             totals: ClientTotals {
                 stats: Stats::new(),
@@ -317,6 +326,8 @@ impl Station {
         self.totals.stamping = Some(stamping);
         app.client.run_done = 0;
         app.client.run_elapsed = Duration::ZERO;
+        app.client.silence = None;
+        self.far = FarSide::new();
         self.run_started = Instant::now();
         self.client = Some(session);
         Ok(())
@@ -328,6 +339,8 @@ impl Station {
         let Some(session) = self.client.take() else {
             return;
         };
+        app.client.silence = None;
+        self.cut_short = !session.is_finished();
         session.stop();
         // Whatever is still in the ring belongs to the live view too.
         let (hdr, versus, kept) = (&mut self.hdr, &mut self.versus, &mut self.session);
@@ -459,7 +472,9 @@ impl Station {
         if let Some(session) = self.client.as_mut() {
             let (hdr, versus, kept) = (&mut self.hdr, &mut self.versus, &mut self.session);
             let (window_started, run_started) = (&mut self.window_started, self.run_started);
+            let far = &mut self.far;
             session.drain(&mut |r| {
+                far.record(r);
                 // A record joins the window of its own time, not the
                 // frame's: at a low --fps one frame drains several windows.
                 let at = run_started + Duration::from_nanos(r.at_ns);
@@ -477,6 +492,9 @@ impl Station {
             });
             app.client.ring_overflow = session.ring_overflow();
             app.client.run_elapsed = now.duration_since(self.run_started);
+            let now_ns = app.client.run_elapsed.as_nanos() as u64;
+            self.far.tick(now_ns);
+            app.client.silence = self.far.silence(now_ns);
             if session.log_failure().is_some() {
                 // A log that cannot be written ends the run, as headless.
                 session.stop();
@@ -609,8 +627,13 @@ impl Station {
     /// Stops everything and returns what was measured; `signal`: the
     /// signal that ended the display.
     pub fn finish(mut self, app: &mut App, signal: Option<i32>) -> Finale {
-        let interrupted = signal.is_some();
         self.end_client(app, true);
+        // One rule with the headless run: stopped before the length asked
+        // (`--packets`, `--duration`) is interrupted, not judged; a run
+        // asked for no length ends normally when the user quits.
+        let asked =
+            self.client_plan.packets.is_some() || self.client_plan.settings.duration.is_some();
+        let interrupted = signal.is_some() || (asked && self.cut_short);
         self.stop_reflector(app);
         let hdr_log = self.hdr.take().and_then(|t| t.finish().0);
         let slices = self.session.slices();

@@ -144,15 +144,21 @@ fn starter(runs: Vec<Recorded>) -> (ClientStarter, Rc<Cell<usize>>) {
 /// A plan against a remote address: the station starts no reflector of
 /// its own, and nothing is sent anywhere (the runs are recorded).
 fn remote_plan(dir: &tempfile::TempDir) -> ClientPlan {
+    remote_plan_with(dir, &[])
+}
+
+/// [`remote_plan`] with more options.
+fn remote_plan_with(dir: &tempfile::TempDir, extra: &[&str]) -> ClientPlan {
     let config = dir.path().join("config.toml");
     std::fs::write(&config, "").unwrap();
-    let argv = [
+    let mut argv = vec![
         "synapse",
         "client",
         "192.0.2.10:8080",
         "--config",
         config.to_str().unwrap(),
     ];
+    argv.extend(extra);
     let m = crate::cli::command().try_get_matches_from(argv).unwrap();
     let cli = crate::cli::Cli::from_arg_matches(&m).unwrap();
     match plan(cli, &m).unwrap() {
@@ -316,4 +322,103 @@ fn records_drained_in_one_frame_join_the_windows_of_their_own_time() {
         counts.iter().all(|&n| n > 0),
         "no window left empty: {counts:?}"
     );
+}
+
+/// The reflector goes silent mid-run: after a second without a reply (or
+/// at the path's first error) the state is no longer MEASURING and the
+/// latest figure gives way to how long replies have been missing (since
+/// the last reply, 99 ms into the run) and what the path said; a reply
+/// ends it.
+#[test]
+fn a_silent_far_side_is_shown_while_it_lasts_never_a_stale_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = remote_plan(&dir);
+    let s = synapse_stats::PathError {
+        kind: synapse_stats::PathErrorKind::PortUnreachable,
+        from: "192.0.2.10".parse().ok(),
+        mtu: None,
+    };
+    let mut dying = samples(0..100, 40_000, false);
+    dying.push(Record::event(RecordKind::Lost, 100, 200_000_000, false));
+    let quiet = vec![Record::event(RecordKind::Lost, 101, 1_500_000_000, false)];
+    let erring = vec![Record::path_error(102, 1_600_000_000, s, false)];
+    let back: Vec<Record> = (103..110)
+        .map(|s| Record::sample(s, 4_250_000_000 + s, 42_000, false))
+        .collect();
+    let run = Recorded::new(vec![dying, quiet, erring, back, Vec::new()]);
+    let (mut station, mut app, _) = started(&c, vec![run]);
+    let t0 = Instant::now();
+    station.poll(&mut app, t0 + Duration::from_millis(300));
+    assert_eq!(app.client.silence, None, "one lost request is no silence");
+    let screen = rows(&frame(&app, 120, 36)).join("\n");
+    assert!(
+        screen.contains("● MEASURING") && screen.contains("→ 40.0 µs"),
+        "{screen}"
+    );
+    station.poll(&mut app, t0 + Duration::from_millis(1500));
+    let silence = app
+        .client
+        .silence
+        .expect("a second and a half without a reply");
+    assert_eq!(silence.error, None);
+    station.poll(&mut app, t0 + Duration::from_millis(4_200));
+    assert_eq!(app.client.silence.and_then(|s| s.error), Some(s));
+    let screen = rows(&frame(&app, 120, 36)).join("\n");
+    assert!(screen.contains("▲ NO REPLY"), "{screen}");
+    assert!(!screen.contains("● MEASURING"), "{screen}");
+    assert!(screen.contains("⚠ no reply for 4.1 s"), "{screen}");
+    assert!(
+        !screen.contains("→ 40.0 µs"),
+        "the stale figure is gone: {screen}"
+    );
+    assert!(
+        screen.contains("no reply for 4.1 s (port unreachable from 192.0.2.10)"),
+        "{screen}"
+    );
+    station.poll(&mut app, t0 + Duration::from_millis(4_300));
+    assert_eq!(app.client.silence, None, "replies again");
+    let screen = rows(&frame(&app, 120, 36)).join("\n");
+    assert!(screen.contains("● MEASURING"), "{screen}");
+}
+
+/// One rule with the headless run: quitting before the length asked is
+/// INTERRUPTED (not judged, exit 130); a run asked for no length ends
+/// normally when the user quits; a run that reached its length is judged.
+#[test]
+fn quitting_before_the_length_asked_is_interrupted_and_without_one_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let busy = || Recorded::new(vec![samples(0..50, 40_000, false); 5]);
+    for (extra, interrupted) in [
+        (&["--duration", "30s"][..], true),
+        (&["--packets", "1000"][..], true),
+        (&[][..], false),
+    ] {
+        let mut c = remote_plan_with(&dir, extra);
+        if extra.is_empty() {
+            // As the live display plans it (on a terminal): no length
+            // unless one is asked (a headless plan's default is a count).
+            c.packets = None;
+        }
+        let (mut station, mut app, _) = started(&c, vec![busy()]);
+        station.poll(&mut app, Instant::now());
+        assert!(app.running, "{extra:?}");
+        let report = station.finish(&mut app, None).report.unwrap();
+        assert_eq!(report.interrupted, interrupted, "{extra:?}");
+        let code = report.exit_status();
+        assert_eq!(
+            code == crate::error::exit::INTERRUPTED,
+            interrupted,
+            "{extra:?}: {code}"
+        );
+    }
+    // Its length reached (the engine ended it), quitting judges it.
+    let c = remote_plan_with(&dir, &["--packets", "50"]);
+    let (mut station, mut app, _) =
+        started(&c, vec![Recorded::new(vec![samples(0..50, 40_000, false)])]);
+    station.poll(&mut app, Instant::now());
+    station.poll(&mut app, Instant::now());
+    assert!(!app.running);
+    let report = station.finish(&mut app, None).report.unwrap();
+    assert!(!report.interrupted);
+    assert_eq!(report.exit_status(), crate::error::exit::PASS);
 }

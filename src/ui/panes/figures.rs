@@ -65,6 +65,7 @@ struct Parts<'a> {
     s: Summary,
     t: Theme,
     live: &'a synapse_stats::LiveStats,
+    silence: Option<crate::session::far_side::Silence>,
 }
 
 impl Parts<'_> {
@@ -77,14 +78,15 @@ impl Parts<'_> {
         )
     }
 
+    /// The latest round trip; while replies are missing, how long and
+    /// what the path said, never the last figure as if it were current.
     fn current(&self) -> Vec<Span<'static>> {
-        vec![
-            Span::raw(" "),
-            match self.live.last_rtt_ns {
-                Some(ns) => Span::styled(format!("→ {}", format_ns(ns as f64)), self.t.rtt(ns)),
-                None => Span::styled("→ waiting for replies", self.t.dim()),
-            },
-        ]
+        let now = match (self.silence, self.live.last_rtt_ns) {
+            (Some(s), _) => Span::styled(silence_text(s), self.t.bad()),
+            (None, Some(ns)) => Span::styled(format!("→ {}", format_ns(ns as f64)), self.t.rtt(ns)),
+            (None, None) => Span::styled("→ waiting for replies", self.t.dim()),
+        };
+        vec![Span::raw(" "), now]
     }
 
     fn mean(&self) -> Span<'static> {
@@ -167,6 +169,15 @@ impl Parts<'_> {
     }
 }
 
+/// `⚠ no reply for 4.2 s (port unreachable)`: short, for a narrow pane
+/// (the packet path's caption says who sent it).
+pub fn silence_text(s: crate::session::far_side::Silence) -> String {
+    let said = s
+        .error
+        .map_or(String::new(), |e| format!(" ({})", e.kind.words()));
+    format!("⚠ no reply for {:.1} s{said}", s.for_ns as f64 / 1e9)
+}
+
 /// The client's figures, as lines `width` wide: the RTT, the fates of the
 /// packets and, paced, the schedule, jitter, one-way delays and loss by
 /// direction. `compact`: the reply fates on one row, for short terminals.
@@ -175,6 +186,7 @@ pub fn client_lines(v: &ClientView, width: u16, compact: bool, t: Theme) -> Vec<
         s: Summary::from_stats(v.live.total(), Duration::ZERO),
         t,
         live: &v.live,
+        silence: v.silence,
     };
     let rows = match v.info.pace {
         None => ping_pong_rows(&parts, compact),

@@ -29,8 +29,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App) {
             (format!("server on {}", s.bind), s.cpu, s.busy_poll, None)
         }
     };
+    let silent = app.client.silence.is_some();
     let (state, style) = match (app.frozen.is_some(), app.running, app.role) {
         (true, _, _) => ("❄ FROZEN", t.warn()),
+        (false, true, Role::Client) if silent => ("▲ NO REPLY", t.bad()),
         (false, true, Role::Client) => ("● MEASURING", t.good()),
         (false, true, Role::Server) => ("● REFLECTING", t.good()),
         (false, false, _) => ("■ STOPPED", t.warn()),

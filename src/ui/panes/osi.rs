@@ -161,6 +161,21 @@ pub fn packet_caption(anim: &Animation, running: bool) -> String {
     }
 }
 
+/// The caption while replies are missing: how long, what the path said,
+/// and the last packet that was answered, said to be the last.
+pub fn silent_caption(anim: &Animation, s: crate::session::far_side::Silence) -> String {
+    let said = s
+        .error
+        .map_or(String::new(), |e| format!(" ({})", e.phrase()));
+    let last = anim.packet.map_or(String::new(), |(seq, rtt)| {
+        format!(
+            " · the last answered, #{seq}, took {}",
+            format_ns(rtt as f64)
+        )
+    });
+    format!("no reply for {:.1} s{said}{last}", s.for_ns as f64 / 1e9)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,5 +243,17 @@ mod tests {
         assert_eq!(packet_caption(&a, true), "waiting for the first reply…");
         a.on_frame(1, 1, Some((42, 61_200)));
         assert_eq!(packet_caption(&a, true), "packet #42: round trip 61.2 µs");
+        let s = crate::session::far_side::Silence {
+            for_ns: 4_200_000_000,
+            error: Some(synapse_stats::PathError {
+                kind: synapse_stats::PathErrorKind::PortUnreachable,
+                from: "10.0.1.2".parse().ok(),
+                mtu: None,
+            }),
+        };
+        assert_eq!(
+            silent_caption(&a, s),
+            "no reply for 4.2 s (port unreachable from 10.0.1.2) · the last answered, #42, took 61.2 µs"
+        );
     }
 }
