@@ -24,6 +24,7 @@ mod cos_netns;
 mod edges;
 mod engine;
 mod fail_on_regression;
+mod far_side;
 mod hdr;
 mod instructions;
 mod interop;
