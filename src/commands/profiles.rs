@@ -97,6 +97,7 @@ pub fn after_run(plan: &ClientPlan, report: &Report) -> Result<Vec<String>, Conf
     {
         match Baseline::from_summary(summary, source, SystemTime::now()) {
             Some(b) => {
+                let b = b.of_kind(plan.run_kind());
                 store::save_baseline(path, name, &b)?;
                 let replace = !plan.profile.add_to_baseline;
                 let runs = baseline_runs::save(

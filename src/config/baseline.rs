@@ -23,6 +23,8 @@ pub struct Baseline {
     pub loss_percent: f64,
     /// `user`, `software` or `hardware`.
     pub timestamp_source: String,
+    /// The kind of run it was (`None`: set before Synapse kept it).
+    pub kind: Option<super::RunKind>,
 }
 
 /// A run against its baseline.
@@ -31,7 +33,8 @@ pub struct BaselineComparison {
     /// The baseline.
     pub baseline: Baseline,
     /// Change of p50, p99 and p99.9, in percent of the baseline (positive is
-    /// slower).
+    /// slower). The JSON report writes `null` when the run was not
+    /// compared (`not_compared`).
     pub change_percent: ChangePercent,
     /// Loss now minus loss then, in percentage points.
     pub loss_change_points: f64,
@@ -46,6 +49,10 @@ pub struct BaselineComparison {
     pub rule_note: Option<String>,
     /// The test's figures, when it judged the run.
     pub test: Option<synapse_stats::significance::Comparison>,
+    /// Why this run was not compared with the baseline: it is of another
+    /// kind (its transport, pattern, protocol, size, interval, timestamps,
+    /// DSCP, IP version or reflector differ). `None`: compared.
+    pub not_compared: Option<String>,
     /// What the rule found: `regression`, `no regression` or
     /// `inconclusive` (`null`: not judged).
     pub verdict: Option<synapse_stats::significance::Verdict>,
@@ -108,6 +115,19 @@ pub fn rfc3339_utc(t: SystemTime) -> String {
     )
 }
 
+impl BaselineComparison {
+    /// As the JSON report writes it: no change where the run was not
+    /// compared (a number the comparison does not support is not shown).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if self.not_compared.is_some() {
+            v["change_percent"] = serde_json::Value::Null;
+            v["loss_change_points"] = serde_json::Value::Null;
+        }
+        v
+    }
+}
+
 impl Baseline {
     /// The baseline a summary would make, taken at `now`; `None` when the
     /// run had no replies (a baseline of zeros would disable every later
@@ -123,6 +143,39 @@ impl Baseline {
             p999_ns: r.p999,
             loss_percent: s.packets.loss_percent(),
             timestamp_source: source.to_string(),
+            kind: None,
+        })
+    }
+
+    /// The same baseline, of a run of `kind`.
+    #[must_use]
+    pub fn of_kind(self, kind: super::RunKind) -> Self {
+        Self {
+            kind: Some(kind),
+            ..self
+        }
+    }
+
+    /// Why a run of `kind`, stamped by `source`, is not to be compared with
+    /// this baseline; `None`: alike (or a baseline too old to know).
+    pub fn unlike(&self, kind: &super::RunKind, source: &str) -> Option<String> {
+        let mut why = self
+            .kind
+            .as_ref()
+            .map(|k| k.differences(kind))
+            .unwrap_or_default();
+        if self.timestamp_source != source {
+            why.push(format!(
+                "timestamps {source}, not {}",
+                self.timestamp_source
+            ));
+        }
+        (!why.is_empty()).then(|| {
+            format!(
+                "the baseline ({}) is of another kind of run: this one has {}",
+                self.date,
+                why.join(", ")
+            )
         })
     }
 
@@ -144,6 +197,7 @@ impl Baseline {
             rule: None,
             rule_note: None,
             test: None,
+            not_compared: None,
             verdict: None,
             regressed: limit_percent.is_some_and(|l| c.p50 > l || c.p99 > l),
         })
@@ -158,6 +212,9 @@ impl Baseline {
         t["p999_ns"] = value(self.p999_ns as i64);
         t["loss_percent"] = value(self.loss_percent);
         t["timestamp_source"] = value(self.timestamp_source.clone());
+        if let Some(k) = &self.kind {
+            t["kind"] = Item::Table(k.to_table());
+        }
         t
     }
 
@@ -212,6 +269,7 @@ impl Baseline {
                 "p999_ns",
                 "loss_percent",
                 "timestamp_source",
+                "kind",
             ]
             .contains(&k)
             {
@@ -229,6 +287,19 @@ impl Baseline {
             p999_ns: int("p999_ns")?,
             loss_percent,
             timestamp_source: text("timestamp_source")?,
+            kind: match t.get("kind") {
+                None => None,
+                Some(item) => {
+                    let kt = item.as_table_like().ok_or_else(|| {
+                        err(
+                            item.span(),
+                            &format!("{prefix}.kind"),
+                            "expected a table".into(),
+                        )
+                    })?;
+                    Some(super::RunKind::read(kt, &format!("{prefix}.kind"), &err)?)
+                }
+            },
         })
     }
 }
@@ -317,8 +388,19 @@ mod tests {
 
     #[test]
     fn a_baseline_round_trips_through_its_table() {
-        let b =
-            Baseline::from_summary(&summary(123_456, 234_567, 2), "software", UNIX_EPOCH).unwrap();
+        let kind = crate::config::RunKind {
+            transport: "tcp".into(),
+            pattern: "periodic".into(),
+            protocol: "echo".into(),
+            size: 1400,
+            interval_ns: Some(1_000_000),
+            dscp: Some(46),
+            ip: 6,
+            reflector: "remote".into(),
+        };
+        let b = Baseline::from_summary(&summary(123_456, 234_567, 2), "software", UNIX_EPOCH)
+            .unwrap()
+            .of_kind(kind);
         let t = b.to_table();
         let back = Baseline::read(&t, "b", |_, k, m| ConfigError {
             path: "x".into(),

@@ -18,12 +18,14 @@ pub mod error;
 pub mod file;
 pub mod key_file;
 pub mod layering;
+pub mod run_kind;
 pub mod settings;
 pub mod store;
 
 pub use baseline::{Baseline, BaselineComparison, RegressionRule, rfc3339_utc};
 pub use error::{ConfigError, Loc};
 pub use file::{ConfigFile, Profile};
+pub use run_kind::RunKind;
 pub use settings::Settings;
 
 use clap::Command;

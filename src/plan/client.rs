@@ -117,6 +117,31 @@ impl ClientPlan {
         }
     }
 
+    /// The kind of run this is, as a baseline keeps it (and compares only
+    /// runs of the same kind with).
+    pub fn run_kind(&self) -> crate::config::RunKind {
+        let s = &self.settings;
+        let transport = match (s.transport, s.connect_each) {
+            (synapse_engine::Transport::Udp, _) => "udp",
+            (synapse_engine::Transport::Tcp, false) => "tcp",
+            (synapse_engine::Transport::Tcp, true) => "tcp-crr",
+        };
+        let (ip, reflector) = match self.target {
+            Target::Loopback => (4, "in-process"),
+            Target::Remote(a) => (if a.is_ipv4() { 4 } else { 6 }, "remote"),
+        };
+        crate::config::RunKind {
+            transport: transport.into(),
+            pattern: s.pattern.name().into(),
+            protocol: if s.stamp { "stamp" } else { "echo" }.into(),
+            size: self.wire_size() as u64,
+            interval_ns: s.schedule.map(|x| x.interval_ns()),
+            dscp: self.run.packet.marks().map(|tos| tos >> 2),
+            ip,
+            reflector: reflector.into(),
+        }
+    }
+
     /// The profile that `--set-baseline` (or the display's `b`) writes to.
     pub fn baseline_profile(&self) -> Option<&str> {
         self.profile

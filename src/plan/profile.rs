@@ -166,7 +166,32 @@ pub(super) fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Resul
         settings,
         defaults: cfg.defaults.clone(),
     };
+    like_the_baseline(&p)?;
     Ok(Plan::Client(p))
+}
+
+/// `--fail-on-regression` against a baseline of another kind of run (its
+/// transport, pattern, protocol, size, interval, DSCP, IP version or
+/// reflector): a clear error before anything is measured, not a verdict
+/// on apples and pears. (Setting the baseline again in the same run
+/// replaces it, so that is allowed.)
+fn like_the_baseline(p: &ClientPlan) -> Result<(), AppError> {
+    let u = &p.profile;
+    let (true, false, Some(b)) = (u.fail_on_regression, u.set_baseline, &u.baseline) else {
+        return Ok(());
+    };
+    let Some(kind) = &b.kind else {
+        return Ok(());
+    };
+    let differ = kind.differences(&p.run_kind());
+    if differ.is_empty() {
+        return Ok(());
+    }
+    Err(AppError::Usage(format!(
+        "--fail-on-regression: the baseline of profile '{}' is of another kind of run (this one has {}): set it again for this kind (--set-baseline) or use another profile",
+        u.name.as_deref().unwrap_or_default(),
+        differ.join(", ")
+    )))
 }
 
 /// `--fail-on-regression 10` (a percentage, as the option once took) would

@@ -212,7 +212,13 @@ impl Report {
                 .and_then(|c| c.run_to_run.as_ref())
                 .map(|r| &r.spread),
         );
-        let baseline = regression::judge(plan, &summary, &slices, spread);
+        let baseline = regression::judge(
+            plan,
+            &summary,
+            &slices,
+            spread,
+            outcome.stamping.source.name(),
+        );
         let extension_warnings = extensions_text::warnings(
             &summary,
             outcome.extensions.as_ref(),

@@ -20,8 +20,20 @@ pub fn judge(
     summary: &Summary,
     slices: &[Slice],
     spread: Spread,
+    source: &str,
 ) -> Option<BaselineComparison> {
-    let mut c = plan.profile.baseline.as_ref()?.compare(summary, None)?;
+    let baseline = plan.profile.baseline.as_ref()?;
+    let mut c = baseline.compare(summary, None)?;
+    if let Some(why) = baseline.unlike(&plan.run_kind(), source) {
+        // Apples and pears: no change is computed, and a regression asked
+        // for is not checked (so never passed).
+        c.not_compared = Some(why);
+        if plan.profile.fail_on_regression {
+            c.rule = Some(RegressionRule::Unchecked);
+            c.rule_note = c.not_compared.clone();
+        }
+        return Some(c);
+    }
     if !plan.profile.fail_on_regression {
         return Some(c);
     }

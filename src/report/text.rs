@@ -328,22 +328,39 @@ fn write_baseline(
         "Against the baseline of profile '{name}' ({}):",
         b.baseline.date
     )?;
+    if let Some(why) = &b.not_compared {
+        writeln!(out, "  Not compared: {why}")?;
+        return write_rule(out, b);
+    }
     let Some(s) = report.summary.rtt_ns.as_ref() else {
         return Ok(());
     };
     let c = &b.change_percent;
-    for (label, then, now, change) in [
-        ("P50", b.baseline.p50_ns, s.p50, c.p50),
-        ("P99", b.baseline.p99_ns, s.p99, c.p99),
-        ("P99.9", b.baseline.p999_ns, s.p999, c.p999),
+    // A percentile resting on fewer than 10 replies beyond it is not
+    // resolved: no change is shown for it.
+    let resolved = |name: &str| {
+        report
+            .percentiles
+            .iter()
+            .find(|p| p.name == name)
+            .is_none_or(|p| p.resolved)
+    };
+    for (label, name, then, now, change) in [
+        ("P50", "p50", b.baseline.p50_ns, s.p50, c.p50),
+        ("P99", "p99", b.baseline.p99_ns, s.p99, c.p99),
+        ("P99.9", "p99.9", b.baseline.p999_ns, s.p999, c.p999),
     ] {
+        let change = if resolved(name) {
+            format!("{} %", synapse_units::signed(change, 1))
+        } else {
+            "not resolved in this run: no change shown".into()
+        };
         writeln!(
             out,
-            "  {:<8} {:>10} → {:>10}  ({} %)",
+            "  {:<8} {:>10} → {:>10}  ({change})",
             format!("{label}:"),
             format_ns(then as f64),
             format_ns(now as f64),
-            synapse_units::signed(change, 1)
         )?;
     }
     writeln!(
@@ -354,15 +371,7 @@ fn write_baseline(
         report.summary.packets.loss_percent(),
         synapse_units::signed(b.loss_change_points, 2)
     )?;
-    write_rule(out, b)?;
-    if b.baseline.timestamp_source != report.config.timestamps {
-        writeln!(
-            out,
-            "  Note: the baseline was taken with {} timestamps, this run used {}; kernel stamping adds its own cost to the RTT",
-            b.baseline.timestamp_source, report.config.timestamps
-        )?;
-    }
-    Ok(())
+    write_rule(out, b)
 }
 
 /// How `--fail-on-regression` judged the run, and the test's sentences.

@@ -306,13 +306,13 @@ fn regression_criteria(b: &BaselineComparison) -> Vec<Criterion> {
                 })
                 .collect()
         }
-        (Some(_), _, _) => vec![Criterion::plain(
-            "unchecked regression",
-            0.0,
-            None,
-            "percent",
-            false,
-        )],
+        (Some(_), _, _) => vec![Criterion {
+            detail: b
+                .not_compared
+                .as_ref()
+                .map(|why| format!("regression against the baseline: not checked ({why})")),
+            ..Criterion::plain("unchecked regression", 0.0, None, "percent", false)
+        }],
         (None, _, _) => Vec::new(),
     }
 }

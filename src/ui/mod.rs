@@ -140,7 +140,21 @@ pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, rol
         c.settings.fps,
     );
     app.profile = c.profile.name.clone();
-    app.baseline = c.profile.baseline.clone();
+    // A baseline of another kind of run is not compared with this one.
+    let kind = c.run_kind();
+    app.baseline = c.profile.baseline.clone().filter(|b| {
+        b.kind
+            .as_ref()
+            .is_none_or(|k| k.differences(&kind).is_empty())
+    });
+    if app.baseline.is_none()
+        && let Some(k) = c.profile.baseline.as_ref().and_then(|b| b.kind.as_ref())
+    {
+        app.status = Some(format!(
+            "the profile's baseline is of another kind of run ({}): not compared",
+            k.differences(&kind).join(", ")
+        ));
+    }
     app.floor = crate::calibrate::kept_for_this_host();
     app
 }

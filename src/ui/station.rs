@@ -597,6 +597,7 @@ impl Station {
             app.status = Some("nothing measured yet to keep as a baseline".into());
             return;
         };
+        let b = b.of_kind(self.client_plan.run_kind());
         let path = self.client_plan.profile.config_path.clone();
         let now = std::time::SystemTime::now();
         let saved = store::save_baseline(&path, name, &b)

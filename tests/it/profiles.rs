@@ -293,7 +293,7 @@ fn bad_configuration_is_exit_2_with_file_line_column_and_key() {
     assert_usage_error(
         &env.run(&["client", "--no-ui"]),
         &format!(
-            "{c}:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, duration, warmup, interval, rate, poisson, transport, connect_each, timeout_ms, timestamps, tx_stamp_every, update, size, stamp, ssid, dscp, ecn, tlv, hmac_key_file, stamp_format, cpu, busy_poll, rt, keep_awake, threshold, max_loss, max_outage, fps, baseline)"
+            "{c}:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, duration, warmup, interval, rate, poisson, transport, connect_each, timeout_ms, timestamps, tx_stamp_every, update, size, stamp, ssid, dscp, ecn, tlv, hmac_key_file, stamp_format, cpu, busy_poll, rt, keep_awake, threshold, max_loss, max_outage, give_up_after, fps, baseline)"
         ),
     );
     env.write("[defaults]\nsize = \"big\"\n");
@@ -393,4 +393,128 @@ fn an_explicit_config_path_is_used_and_created_on_save() {
         !env.config().exists(),
         "the default location was left alone"
     );
+}
+
+/// A baseline remembers the kind of run it was (issue 50): a run of
+/// another kind (TCP against UDP, another size) is not compared with it,
+/// the report says why and shows no change; `--fail-on-regression`
+/// against it is a clear error before anything is measured; a run of the
+/// same kind is compared as ever.
+#[test]
+fn a_baseline_is_compared_only_with_runs_of_its_kind() {
+    let env = Env::new();
+    let (_server, port) = start_server(&[]);
+    let a = addr(port);
+    let set = env.run(&[
+        "client",
+        &a,
+        "--no-ui",
+        "--packets",
+        "300",
+        "--timestamps",
+        "user",
+        "--save-profile",
+        "lab",
+        "--set-baseline",
+    ]);
+    assert_eq!(set.status.code(), Some(0), "{}", text(&set.stderr));
+    let kept = env.read();
+    assert!(kept.contains("[profiles.lab.baseline.kind]"), "{kept}");
+    assert!(kept.contains("transport = \"udp\""), "{kept}");
+    // TCP against the UDP baseline: not compared, no change shown.
+    let out = env.run(&[
+        "client",
+        &a,
+        "--json",
+        "--packets",
+        "200",
+        "--tcp",
+        "--timestamps",
+        "user",
+        "--profile",
+        "lab",
+    ]);
+    let j = json_of(&out.stdout);
+    let b = &j["baseline"];
+    let why = b["not_compared"].as_str().unwrap_or_default();
+    assert!(why.contains("this one has transport tcp, not udp"), "{b}");
+    assert!(
+        b["change_percent"].is_null() && b["loss_change_points"].is_null(),
+        "{b}"
+    );
+    let out = env.run(&[
+        "client",
+        &a,
+        "--no-ui",
+        "--packets",
+        "200",
+        "--tcp",
+        "--timestamps",
+        "user",
+        "--profile",
+        "lab",
+    ]);
+    let t = text(&out.stdout);
+    assert!(t.contains("  Not compared: the baseline ("), "{t}");
+    assert!(
+        !t.contains("P50:") || !t.contains(" %)"),
+        "no change shown: {t}"
+    );
+    // --fail-on-regression against another kind: one line, exit 2, nothing measured.
+    let out = env.run(&[
+        "client",
+        &a,
+        "--no-ui",
+        "--packets",
+        "200",
+        "--size",
+        "1400",
+        "--timestamps",
+        "user",
+        "--profile",
+        "lab",
+        "--fail-on-regression",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("the baseline of profile 'lab' is of another kind of run (this one has size 1400 bytes, not 8 bytes)"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing was measured");
+    // Another timestamp source is another kind too, found once it runs.
+    let out = env.run(&[
+        "client",
+        &a,
+        "--json",
+        "--packets",
+        "200",
+        "--timestamps",
+        "software",
+        "--profile",
+        "lab",
+    ]);
+    let j = json_of(&out.stdout);
+    let why = j["baseline"]["not_compared"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("timestamps software, not user"),
+        "{}",
+        j["baseline"]
+    );
+    // The same kind: compared.
+    let out = env.run(&[
+        "client",
+        &a,
+        "--json",
+        "--packets",
+        "200",
+        "--timestamps",
+        "user",
+        "--profile",
+        "lab",
+    ]);
+    let j = json_of(&out.stdout);
+    assert!(j["baseline"]["not_compared"].is_null(), "{}", j["baseline"]);
+    assert!(j["baseline"]["change_percent"]["p50"].is_number());
 }
