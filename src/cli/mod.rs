@@ -349,7 +349,8 @@ pub struct RunArgs {
     pub duration: Option<Duration>,
 
     /// Packets sent first and left out of the statistics [default: 200;
-    /// paced, one second's worth, at most 200].
+    /// paced, one second's worth, at most 200, none at intervals over a
+    /// second].
     #[arg(long, value_name = "N", value_parser = count)]
     pub warmup: Option<u64>,
 
@@ -756,12 +757,13 @@ impl RunArgs {
     }
 
     /// The warm-up in effect: `--warmup`, else 200 packets in ping-pong and
-    /// one second's worth (1 to 200) when paced, so a slow schedule does
-    /// not spend minutes warming up.
+    /// at most one second's worth when paced (none at intervals over a
+    /// second), so a slow schedule never waits minutes, or an hour, in
+    /// silence before its first measured request.
     pub fn warmup_packets(&self) -> u64 {
         self.warmup.unwrap_or_else(|| match self.schedule() {
             None => DEFAULT_WARMUP,
-            Some(s) => (1_000_000_000 / s.interval_ns()).clamp(1, DEFAULT_WARMUP),
+            Some(s) => (1_000_000_000 / s.interval_ns()).min(DEFAULT_WARMUP),
         })
     }
 

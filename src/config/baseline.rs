@@ -324,8 +324,8 @@ mod tests {
                 lost,
                 ..Counters::default()
             },
-            duration_s: 1.0,
-            rate_pps: 100.0,
+            duration_s: Some(1.0),
+            rate_pps: Some(100.0),
             outages: Default::default(),
             schedule: None,
             rtt_from_schedule_ns: None,

@@ -266,6 +266,7 @@ duration = \"10s\"
             p999_ns: 3,
             loss_percent: 0.5,
             timestamp_source: "user".into(),
+            kind: None,
         };
         save_baseline(&path, "v6", &b).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
@@ -381,6 +382,7 @@ duration = \"10s\"
             p999_ns: 0,
             loss_percent: 0.0,
             timestamp_source: "user".into(),
+            kind: None,
         };
         let e = save_baseline(&path, "ghost", &b).unwrap_err().to_string();
         assert!(

@@ -304,6 +304,17 @@ pub(super) fn client_plan(
     }
     check_pacing(&run)?;
     check_transport(&run)?;
+    if let (Some(n), Some(s)) = (run.warmup, run.schedule()) {
+        // Asked for, so kept; but never a long wait the user does not see coming.
+        let wait = Duration::from_nanos(s.interval_ns().saturating_mul(n));
+        if wait > Duration::from_secs(10) {
+            warnings.push(format!(
+                "--warmup {n} at one request every {}: the first measured request leaves after {} of warm-up",
+                synapse_units::format_ns_plain(s.interval_ns()),
+                synapse_units::format_ns_plain(wait.as_nanos() as u64)
+            ));
+        }
+    }
     let stamp_key = stamp_key_of(&run.packet.key, run.packet.stamp, "synapse client")?;
     if run.packet.stamp_format.stamp_format != TimeFormat::Ntp && !run.packet.stamp {
         return Err(AppError::Usage(format!(

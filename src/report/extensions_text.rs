@@ -145,7 +145,7 @@ fn write_tlvs(out: &mut impl Write, e: &TlvSummary) -> io::Result<()> {
     if let Some(f) = &e.follow_up {
         writeln!(
             out,
-            "  Follow-Up:  {} took the reflector's measured T3 ({} by its NIC); {} had none yet; {} named a packet whose reply was lost",
+            "  Follow-Up:  {} took the reflector's measured T3 ({} by its NIC); {} had none yet; {} named another packet than the one waiting (its reply lost, or a later loss reported first)",
             count_of(f.matched, "packet"),
             group_thousands(f.hardware),
             if f.none_yet == 1 {

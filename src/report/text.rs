@@ -224,12 +224,22 @@ fn write_packets(out: &mut impl Write, report: &Report, ending: &str) -> io::Res
     }
     super::path_text::write_path_errors(out, report)?;
     writeln!(out)?;
-    writeln!(out, "Duration: {:.2}s", s.duration_s)?;
-    writeln!(
-        out,
-        "          └─ {ending} at {} packets/second",
-        format_rate(s.rate_pps)
-    )?;
+    match (s.duration_s, s.rate_pps) {
+        (Some(d), Some(rate)) => {
+            writeln!(out, "Duration: {d:.2}s")?;
+            writeln!(
+                out,
+                "          └─ {ending} at {} packets/second",
+                format_rate(rate)
+            )?;
+        }
+        // One request is a round trip, not a run: no length, no rate.
+        _ => writeln!(
+            out,
+            "Duration: none from {} (no length or rate without two)",
+            count_of(p.sent, "request")
+        )?,
+    }
     writeln!(out)
 }
 
@@ -275,12 +285,14 @@ fn closing_line(report: &Report) -> String {
             report.run_failure().unwrap_or("a log could not be written")
         ),
         Outcome::Interrupted => format!(
-            "■ INTERRUPTED{} after {:.2} s ({} sent): not judged; the criteria above are what was measured before the stop",
+            "■ INTERRUPTED{}{} ({} sent): not judged; the criteria above are what was measured before the stop",
             report
                 .signal
                 .map(|n| format!(" by {}", super::signal_name(n)))
                 .unwrap_or_default(),
-            s.duration_s,
+            s.duration_s
+                .map(|d| format!(" after {d:.2} s"))
+                .unwrap_or_default(),
             group_thousands(s.packets.sent)
         ),
         Outcome::Fail if s.packets.received == 0 => "✗ FAIL: no replies were received".into(),

@@ -250,6 +250,7 @@ fn half_p50_baseline(app: &super::app::App) -> crate::config::Baseline {
         p999_ns: rtt.p999,
         loss_percent: 0.0,
         timestamp_source: "user".into(),
+        kind: None,
     }
 }
 

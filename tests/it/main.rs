@@ -21,6 +21,7 @@ mod cli;
 mod clocks_netns;
 mod compare;
 mod cos_netns;
+mod defined;
 mod edges;
 mod engine;
 mod fail_on_regression;

@@ -98,12 +98,9 @@ impl ReplyWatch {
     /// The time is `now_ns`: a silence of [`QUIET_NS`] is said once.
     pub fn tick(&mut self, now_ns: u64) -> Option<Notice> {
         let since_ns = self.since_ns();
-        if self.said || now_ns.saturating_sub(since_ns) < QUIET_NS {
-            return None;
-        }
-        // Before the first reply, only a request that went unanswered
-        // makes a silence (not a slow start).
-        if self.last_reply_ns.is_none() && !self.missed {
+        // Only a request that went unanswered (its deadline passed) makes a
+        // silence: not a slow start, nor the gap between slow slots.
+        if self.said || !self.missed || now_ns.saturating_sub(since_ns) < QUIET_NS {
             return None;
         }
         self.said = true;
@@ -227,6 +224,13 @@ mod tests {
             w.on_record(&lost(6 * S)).is_some(),
             "the first request lost"
         );
+    }
+
+    #[test]
+    fn a_long_gap_between_answered_requests_is_no_silence() {
+        let mut w = ReplyWatch::new();
+        w.on_record(&sample(S));
+        assert_eq!(w.tick(9 * S), None, "the next slot is ten seconds on");
     }
 
     #[test]

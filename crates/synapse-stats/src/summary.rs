@@ -38,10 +38,13 @@ pub struct Summary {
     pub rtt_ns: Option<RttFigures>,
     /// Packet accounting.
     pub packets: Counters,
-    /// Measured time, excluding warm-up (seconds).
-    pub duration_s: f64,
-    /// Requests per second over `duration_s`.
-    pub rate_pps: f64,
+    /// Measured time, excluding warm-up: from the first measured request
+    /// leaving to the last one's reply or timeout (seconds); `null` with
+    /// fewer than two requests (one request has a round trip, not a run's
+    /// length).
+    pub duration_s: Option<f64>,
+    /// Requests per second over `duration_s`; `null` where that is.
+    pub rate_pps: Option<f64>,
     /// Runs of two or more requests without a timely reply.
     pub outages: super::Outages,
     /// Paced runs: the send schedule and how it was kept (`null` in
@@ -76,12 +79,10 @@ impl Summary {
     pub fn from_stats(stats: &Stats, duration: Duration) -> Self {
         let rtt_ns = RttFigures::of(stats.histogram());
         let packets = *stats.counters();
-        let duration_s = duration.as_secs_f64();
-        let rate_pps = if duration_s > 0.0 {
-            packets.sent as f64 / duration_s
-        } else {
-            0.0
-        };
+        // No length or rate from fewer than two requests.
+        let duration_s =
+            (packets.sent >= 2 && !duration.is_zero()).then_some(duration.as_secs_f64());
+        let rate_pps = duration_s.map(|d| packets.sent as f64 / d);
         Self {
             rtt_ns,
             packets,
@@ -241,14 +242,22 @@ mod tests {
         // 3 significant digits: max is the top of 40 000's bucket (width 32).
         assert!((40_000..40_040).contains(&r.max), "{}", r.max);
         assert_eq!(sum.packets.sent, 4);
-        assert!((sum.rate_pps - 2.0).abs() < 1e-9);
+        assert!(sum.rate_pps.is_some_and(|r| (r - 2.0).abs() < 1e-9));
+        assert_eq!(sum.duration_s, Some(2.0));
+    }
+
+    #[test]
+    fn one_request_has_no_length_and_no_rate() {
+        let sum = Summary::from_stats(&stats_of(&[50_000]), Duration::from_micros(50));
+        assert_eq!((sum.duration_s, sum.rate_pps), (None, None));
+        assert!(sum.rtt_ns.is_some(), "its round trip it has");
     }
 
     #[test]
     fn no_replies_give_no_rtt_figures_and_no_buckets() {
         let sum = Summary::from_stats(&Stats::new(), Duration::ZERO);
         assert_eq!(sum.rtt_ns, None);
-        assert_eq!(sum.rate_pps, 0.0);
+        assert_eq!(sum.rate_pps, None);
         assert!(sum.distribution.buckets.is_empty());
     }
 

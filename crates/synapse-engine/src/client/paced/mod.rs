@@ -233,10 +233,15 @@ impl<'a, S: Sink> Pacer<'a, S> {
     }
 
     /// One record about probe `p`: the request it holds for its follow-up
-    /// goes first, as it is (see `extensions`).
+    /// goes first, as it is (see `extensions`). A slot skipped or an error
+    /// the path gave says nothing about the held request's reply, whose
+    /// Follow-Up the next reply still brings: those leave it held (else
+    /// every skipped slot cost a Follow-Up, counted as naming nothing).
     #[inline]
     fn record(&mut self, p: usize, r: Record) {
-        self.release_held(p);
+        if !matches!(r.kind, RecordKind::Missed | RecordKind::PathError) {
+            self.release_held(p);
+        }
         self.sink.record(p, r);
     }
 
@@ -572,6 +577,14 @@ impl<'a, S: Sink> Pacer<'a, S> {
     fn settle(&mut self, p: usize, mut entry: Entry, at_ns: u64) -> Result<(), EngineError> {
         file_late_tx(&mut self.stamps, p, &mut entry);
         let probe = &mut self.probes[p];
+        if !entry.warmup {
+            let end = if entry.state == State::Answered {
+                entry.answered_ns
+            } else {
+                at_ns
+            };
+            probe.resolved_ns = probe.resolved_ns.max(Some(end));
+        }
         if entry.state == State::Answered {
             // It had a reply: no silence to give up on.
             if let Some(o) = answered_leaves(p, &mut entry, &mut self.sink, &mut probe.outages) {
@@ -627,7 +640,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
         for p in 0..self.probes.len() {
             self.release_held(p);
             let probe = &mut self.probes[p];
-            let end = probe.done_ns.unwrap_or(now);
+            let end = probe.resolved_ns.or(probe.done_ns).unwrap_or(now);
             if let Some(start) = probe.measure_start_ns {
                 measured = measured.max(Duration::from_nanos(end.saturating_sub(start)));
             }

@@ -75,6 +75,10 @@ pub struct Probe {
     pub measure_start_ns: Option<u64>,
     /// When it stopped sending (its budget spent), ns since the epoch.
     pub done_ns: Option<u64>,
+    /// The last measured request's end, its reply or its timeout, ns since
+    /// the epoch: where the run's measured time ends (not the schedule's
+    /// next slot, which may be an hour on).
+    pub resolved_ns: Option<u64>,
     /// The TOS its requests are sent with, when the socket's is another.
     pub send_tos: Option<u8>,
     /// Follow-Up Telemetry: the answered request waiting for the next reply.
@@ -131,6 +135,7 @@ impl Probe {
             unanswered: 0,
             measure_start_ns: None,
             done_ns: None,
+            resolved_ns: None,
             send_tos: None,
             follows_up: cfg.stamp && cfg.tlvs.follow_up,
             held: None,
