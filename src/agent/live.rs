@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 /// Redraws per second: the figures move no faster.
 const FRAME: Duration = Duration::from_millis(250);
+/// How long a reload's outcome stays in the footer.
+const NEWS: Duration = Duration::from_secs(10);
 
 /// What the table shows now, from row `offset`.
 pub fn view(agent: &Agent, offset: usize) -> TableView {
@@ -45,6 +47,8 @@ pub fn view(agent: &Agent, offset: usize) -> TableView {
         overflow: agent.overflow,
         reload_errors: agent.reload_errors,
         offset,
+        news: agent.reloaded.clone(),
+        help: false,
     }
 }
 
@@ -53,6 +57,7 @@ pub fn view(agent: &Agent, offset: usize) -> TableView {
 enum Key {
     Quit,
     Reload,
+    Help,
     Scroll(Scroll),
     Other,
 }
@@ -66,6 +71,7 @@ fn key_of(ev: &Event) -> Key {
         KeyCode::Char('q') | KeyCode::Esc => Key::Quit,
         KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Key::Quit,
         KeyCode::Char('r') => Key::Reload,
+        KeyCode::Char('?') => Key::Help,
         KeyCode::Up => Key::Scroll(Scroll::Up),
         KeyCode::Down => Key::Scroll(Scroll::Down),
         KeyCode::PageUp => Key::Scroll(Scroll::PageUp),
@@ -109,6 +115,8 @@ pub fn run(agent: &mut Agent, signals: &Signals) -> Result<(), AppError> {
         let stdin_tty = std::io::stdin().is_terminal();
         // The first row shown, and how many fit at the last frame.
         let (mut offset, mut shown) = (0usize, 0usize);
+        // The help over the table, and until when a reload's news shows.
+        let (mut help, mut news_until) = (false, Instant::now());
         // SIGHUP is a hangup here, not a reload.
         while !signals.stop.is_raised() && !signals.reload.load(Ordering::Relaxed) {
             if let Some(why) = agent.step() {
@@ -116,7 +124,11 @@ pub fn run(agent: &mut Agent, signals: &Signals) -> Result<(), AppError> {
             }
             let _ = agent.turn_if_due(Instant::now());
             if Instant::now() >= next_frame {
-                let v = view(agent, offset);
+                let mut v = view(agent, offset);
+                v.help = help;
+                if Instant::now() > news_until {
+                    v.news = None;
+                }
                 terminal
                     .draw(|f| shown = render(&v, f.area(), f.buffer_mut(), theme))
                     .map_err(|e| AppError::Runtime(anyhow::Error::new(e)))?;
@@ -128,12 +140,26 @@ pub fn run(agent: &mut Agent, signals: &Signals) -> Result<(), AppError> {
                 Input::Nothing => {}
                 Input::Ready => {
                     if event::poll(Duration::ZERO)? {
-                        match key_of(&event::read()?) {
+                        let key = key_of(&event::read()?);
+                        if help {
+                            // Any key closes the help first.
+                            help = false;
+                            next_frame = Instant::now();
+                            if key != Key::Quit {
+                                continue;
+                            }
+                        }
+                        match key {
                             Key::Quit => break,
+                            Key::Help => {
+                                help = true;
+                                next_frame = Instant::now();
+                            }
                             Key::Reload => {
                                 // Its note goes to stderr, over the table:
                                 // the next frame is drawn whole.
                                 agent.reload();
+                                news_until = Instant::now() + NEWS;
                                 terminal.clear()?;
                                 next_frame = Instant::now();
                             }

@@ -164,6 +164,8 @@ pub struct Metrics {
     pub fleet: super::fleet_metrics::FleetMetrics,
     /// STAMP peers' one-way delays and the clocks at both ends.
     clock: super::clock_metrics::ClockMetrics,
+    /// Whether each peer answers, and the path's errors by reason.
+    health: super::health_metrics::HealthMetrics,
     /// This host's labels, and the keys of them (and of the peers') that
     /// series carry.
     own_labels: crate::plan::agent::labels::Labels,
@@ -247,6 +249,7 @@ impl Metrics {
             source: source.into(),
             fleet: super::fleet_metrics::FleetMetrics::new(registry, source),
             clock: super::clock_metrics::ClockMetrics::new(registry),
+            health: super::health_metrics::HealthMetrics::new(registry),
             own_labels: crate::plan::agent::labels::Labels::new(),
             series_labels: Vec::new(),
             families: f,
@@ -429,6 +432,14 @@ impl Metrics {
         self.forget_cos(l);
         self.clock.forget(l);
         self.fleet.forget(l);
+        self.health.forget(l);
+    }
+
+    /// Whether peer `peer` answered over the window just ended.
+    pub fn peer_up(&self, peer: usize, up: Option<bool>) {
+        if let Some(p) = self.peers.get(peer) {
+            self.health.set_up(&p.labels, up);
+        }
     }
 
     /// Peer `peer`'s paths over the last window (worst and spread).
@@ -492,7 +503,12 @@ impl Metrics {
             RecordKind::Missed => {
                 s.misses.inc();
             }
-            RecordKind::Outage { .. } | RecordKind::PathError => {}
+            RecordKind::PathError => {
+                if let Some(e) = r.error() {
+                    self.health.error(&s.labels, e.kind);
+                }
+            }
+            RecordKind::Outage { .. } => {}
         }
     }
 

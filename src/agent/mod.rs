@@ -25,6 +25,8 @@ pub mod buckets;
 pub mod clock_metrics;
 pub mod discovery;
 pub mod fleet_metrics;
+pub mod health;
+pub mod health_metrics;
 pub mod http;
 pub mod inbound;
 pub mod live;
@@ -96,6 +98,9 @@ pub struct Agent {
     pub overflow: u64,
     /// Reloads refused (the last good configuration kept running).
     pub reload_errors: u64,
+    /// What the last reload came to, for the live table (whose redraw
+    /// hides what reached stderr).
+    pub reloaded: Option<String>,
     /// `--hdr-log`: every peer's series, `PEER/rtt` and the rest.
     hdr: Option<crate::session::IntervalTap>,
     /// Each peer's series prefix in that log (`NAME/`), in `cfg.peers`
@@ -139,6 +144,7 @@ pub fn run(args: AgentArgs, matches: &clap::ArgMatches) -> Result<i32, AppError>
         config: args.config.clone(),
     };
     let loaded = load::load(&sources)?;
+    nothing_to_do(&loaded.cfg)?;
     if args.check {
         let (cfg, first) = with_first_round(loaded)?;
         print!("{}", report::check_text(&cfg));
@@ -169,7 +175,11 @@ pub fn run(args: AgentArgs, matches: &clap::ArgMatches) -> Result<i32, AppError>
     console::note(&format!("metrics on http://{}/metrics", agent.metrics_addr));
     let live = !args.no_ui && !args.json && crate::plan::ui_possible();
     let outcome = if live {
-        live::run(&mut agent, &signals)
+        let shown = live::run(&mut agent, &signals);
+        // The table is gone with the terminal restored: what it showed,
+        // peer by peer, stays on the screen.
+        print!("{}", report::final_summary(&agent));
+        shown
     } else {
         report::run_headless(&mut agent, &signals, args.json)
     };
@@ -179,6 +189,23 @@ pub fn run(args: AgentArgs, matches: &clap::ArgMatches) -> Result<i32, AppError>
         Some(why) => Err(AppError::Runtime(anyhow::anyhow!(why))),
         None => Ok(exit::PASS),
     }
+}
+
+/// An agent that would probe nobody and answer nobody is refused; one that
+/// only answers is told so.
+fn nothing_to_do(c: &AgentConfig) -> Result<(), AppError> {
+    if !c.peers.is_empty() || c.discovery.any() {
+        return Ok(());
+    }
+    if c.reflect.is_none() {
+        return Err(AppError::Usage(
+            "nothing to do: no peers to probe (--peer, [agent.peers] or discovery) and --reflect none answers nobody".into(),
+        ));
+    }
+    console::note(
+        "no peers to probe: this agent only answers others (--peer, [agent.peers] or discovery add some)",
+    );
+    Ok(())
 }
 
 impl Agent {
@@ -246,6 +273,7 @@ impl Agent {
             timestamps,
             overflow: 0,
             reload_errors: 0,
+            reloaded: None,
             hdr: None,
             hdr_prefixes: Vec::new(),
         })
@@ -334,7 +362,11 @@ impl Agent {
             .inbound
             .sources(self.cfg.report_every.as_nanos() as u64);
         self.metrics.fleet.probed_by(self.probed_by);
-        Some(self.windows.iter_mut().map(PeerWindow::turn).collect())
+        let figures: Vec<Figures> = self.windows.iter_mut().map(PeerWindow::turn).collect();
+        for (p, f) in figures.iter().enumerate() {
+            self.metrics.peer_up(p, health::up(f));
+        }
+        Some(figures)
     }
 
     /// Reads the configuration again: a good one replaces the running
@@ -352,9 +384,9 @@ impl Agent {
             Ok(l) => l,
             Err(e) => {
                 self.reload_errors += 1;
-                console::error(&format!(
-                    "reload refused, the last good configuration runs on: {e}"
-                ));
+                let said = format!("reload refused, the last good configuration runs on: {e}");
+                console::error(&said);
+                self.reloaded = Some(said);
                 return;
             }
         };
@@ -378,12 +410,16 @@ impl Agent {
         self.restart_discovery(&loaded);
         let mut cfg = loaded.cfg;
         cfg.peers = merge(&self.named, &self.discovered, &cfg);
-        if self.adopt(cfg).is_ok() {
-            console::note(&format!(
+        self.reloaded = Some(if self.adopt(cfg).is_ok() {
+            let said = format!(
                 "reloaded: {}",
                 synapse_units::count_of(self.cfg.peers.len() as u64, "peer")
-            ));
-        }
+            );
+            console::note(&said);
+            said
+        } else {
+            "reload refused: the prober could not start; the last good peers run on".into()
+        });
     }
 
     /// Hands a reloaded configuration's discovery to its thread (which

@@ -35,6 +35,12 @@ pub struct PeerLine<'a> {
     /// Counts, percentiles and loss over the window.
     #[serde(flatten)]
     pub figures: &'a Figures,
+    /// Whether a probe had a timely reply in the window (`null`: none
+    /// sent).
+    pub up: Option<bool>,
+    /// Why none did: the path's error, answers that are no replies, or
+    /// silence (`null` when up).
+    pub reason: Option<String>,
     /// Mean of each measured segment, ns.
     pub segments_mean_ns: serde_json::Map<String, serde_json::Value>,
     /// Its labels (from discovery or its table).
@@ -80,6 +86,8 @@ pub fn json_line(
         transport: p.transport.name(),
         window_s,
         figures: f,
+        up: super::health::up(f),
+        reason: super::health::reason(f),
         segments_mean_ns,
         labels: &p.labels,
         chosen: p.chosen.name(),
@@ -89,6 +97,48 @@ pub fn json_line(
         }),
     };
     serde_json::to_string(&line).unwrap_or_default()
+}
+
+/// Peers the summary on quitting names; the rest are counted.
+const SUMMARY_PEERS: usize = 40;
+
+/// What the live table showed, peer by peer, for the terminal once the
+/// table is gone: each peer's last window and, when it did not answer,
+/// why.
+pub fn final_summary(agent: &Agent) -> String {
+    let c = &agent.cfg;
+    let mut text = format!(
+        "synapse agent {}: {} probed, windows of {} s\n",
+        c.name,
+        count_of(c.peers.len() as u64, "peer"),
+        c.report_every.as_secs()
+    );
+    for (p, w) in c.peers.iter().zip(&agent.windows).take(SUMMARY_PEERS) {
+        let f = w.live();
+        let loss = f
+            .loss_percent
+            .map_or_else(|| "—".into(), |l| format!("{l:.2} %"));
+        let rtt = |v: Option<u64>| v.map_or_else(|| "—".into(), |v| format_ns(v as f64));
+        let state = match super::health::reason(&f) {
+            Some(why) => format!("DOWN: {why}"),
+            None if f.sent == 0 => "nothing sent yet".into(),
+            None => "up".into(),
+        };
+        text.push_str(&format!(
+            "  {} ({}): p50 {}, p99 {}, loss {loss}: {state}\n",
+            p.name,
+            p.address,
+            rtt(f.rtt_p50_ns),
+            rtt(f.rtt_p99_ns)
+        ));
+    }
+    if c.peers.len() > SUMMARY_PEERS {
+        text.push_str(&format!(
+            "  and {} more (the --json lines and /metrics have every one)\n",
+            group_thousands((c.peers.len() - SUMMARY_PEERS) as u64)
+        ));
+    }
+    text
 }
 
 /// Silent peers a window's line names; the rest are counted.

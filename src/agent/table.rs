@@ -51,6 +51,10 @@ pub struct TableView {
     /// The first row shown (the table scrolls when the peers outnumber
     /// its rows).
     pub offset: usize,
+    /// What the last reload came to (`r`), while it is news.
+    pub news: Option<String>,
+    /// The keys and what the table shows, over it (`?`).
+    pub help: bool,
 }
 
 /// How the table is scrolled: a key's move.
@@ -162,6 +166,10 @@ const HISTORY_MIN: u16 = 8;
 const HISTORY: &str = "p50 history";
 
 fn loss_cell(f: &Figures, theme: Theme) -> Span<'static> {
+    if let Some(why) = super::health::short_reason(f) {
+        // A peer that answered nothing (all lost): why, in the loss's place.
+        return Span::styled(format!("✗ {why}"), theme.bad());
+    }
     match f.loss_percent {
         None => Span::raw("—"),
         Some(l) => {
@@ -327,7 +335,58 @@ pub fn render(view: &TableView, area: Rect, buf: &mut Buffer, theme: Theme) -> u
         .block(Block::default().borders(Borders::TOP))
         .render(body, buf);
     Paragraph::new(foot_lines).render(foot, buf);
+    if view.help {
+        help(area, buf, theme);
+    }
     shown
+}
+
+/// What `?` shows over the table: the keys, and how to read a row.
+const HELP: [(&str, &str); 8] = [
+    ("q, Esc", "quit, printing a summary of every peer"),
+    ("r", "reload the configuration (as SIGHUP does headless)"),
+    ("↑↓ PgUp PgDn", "scroll the peers"),
+    ("Home End", "the first, the last page"),
+    ("?", "this help (any key closes it)"),
+    ("p50, p99", "round trip over the last window"),
+    (
+        "Loss",
+        "no timely reply; when none came, why: the path's error, wrong protocol, no reply",
+    ),
+    ("split", "the round trip's segments (kernel stamps, STAMP)"),
+];
+
+/// Draws [`HELP`] in a box in the middle of `area`.
+fn help(area: Rect, buf: &mut Buffer, theme: Theme) {
+    let key_width = HELP
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    let lines: Vec<Line<'static>> = HELP
+        .iter()
+        .map(|(k, what)| {
+            Line::from(vec![
+                Span::styled(format!(" {k:<key_width$}  "), theme.key()),
+                Span::raw((*what).to_string()),
+            ])
+        })
+        .collect();
+    let width = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 3;
+    let (w, h) = (
+        width.min(area.width),
+        (lines.len() as u16 + 2).min(area.height),
+    );
+    let at = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
+    ratatui::widgets::Clear.render(at, buf);
+    Paragraph::new(lines)
+        .block(Block::bordered().title(Span::styled(" keys ", theme.title())))
+        .render(at, buf);
 }
 
 /// The keys, which rows are shown when not all are, what went wrong, and
@@ -342,7 +401,14 @@ fn footer(
     let key = |k: &'static str, what: &'static str| {
         Line::from(vec![Span::styled(k, theme.key()), Span::raw(what)])
     };
-    let mut parts = vec![key("q", " quit"), key("r", " reload the configuration")];
+    let mut parts = vec![
+        key("q", " quit"),
+        key("r", " reload the configuration"),
+        key("?", " help"),
+    ];
+    if let Some(news) = &view.news {
+        parts.push(Line::styled(news.clone(), theme.warn()));
+    }
     let total = view.rows.len();
     if shown < total {
         parts.push(key("↑↓ PgUp PgDn Home End", " scroll"));
@@ -428,6 +494,8 @@ mod tests {
             overflow: 0,
             reload_errors: 1,
             offset: 0,
+            news: None,
+            help: false,
         }
     }
 
@@ -448,6 +516,34 @@ mod tests {
         let mut buf = Buffer::empty(area);
         render(&view(), area, &mut buf, Theme::new(false));
         insta::assert_snapshot!(text(&buf));
+    }
+
+    /// A peer that answers nothing says why in its loss cell; `?` draws the
+    /// keys over the table; a reload's outcome is in the footer.
+    #[test]
+    fn a_down_peer_says_why_help_lists_the_keys_and_a_reload_is_news() {
+        let mut v = view();
+        v.rows[1].figures.last_error = Some(synapse_stats::PathError {
+            kind: synapse_stats::PathErrorKind::HostUnreachable,
+            from: "10.0.0.1".parse().ok(),
+            mtu: None,
+        });
+        v.news = Some("reloaded: 2 peers".into());
+        let area = Rect::new(0, 0, 140, 14);
+        let mut buf = Buffer::empty(area);
+        render(&v, area, &mut buf, Theme::new(false));
+        let t = text(&buf);
+        assert!(t.contains("✗ host unreachable"), "{t}");
+        assert!(
+            t.contains("? help") && t.contains("reloaded: 2 peers"),
+            "{t}"
+        );
+        v.help = true;
+        let mut buf = Buffer::empty(area);
+        render(&v, area, &mut buf, Theme::new(false));
+        let t = text(&buf);
+        assert!(t.contains("┌ keys"), "{t}");
+        assert!(t.contains("quit, printing a summary of every peer"), "{t}");
     }
 
     /// A fleet as a user names it: longer names and addresses, an IPv6

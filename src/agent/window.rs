@@ -38,6 +38,11 @@ pub struct Figures {
     /// Mean of each segment, ns, in [`Segment::ALL`] order.
     #[serde(skip)]
     pub segments_mean_ns: [Option<u64>; synapse_stats::SEGMENTS],
+    /// Errors the path gave (ICMP; a TCP peer's FIN or RST).
+    pub path_errors: u64,
+    /// The last of them.
+    #[serde(skip)]
+    pub last_error: Option<synapse_stats::PathError>,
 }
 
 /// A window being filled.
@@ -153,7 +158,11 @@ impl PeerWindow {
             RecordKind::Duplicate => c.duplicate += 1,
             RecordKind::Stray => c.stray += 1,
             RecordKind::Missed => c.schedule_misses += 1,
-            RecordKind::Outage { .. } | RecordKind::PathError => {}
+            RecordKind::PathError => {
+                c.path_errors += 1;
+                c.last_error = r.error().or(c.last_error);
+            }
+            RecordKind::Outage { .. } => {}
         }
     }
 

@@ -6,7 +6,8 @@
 use crate::common;
 
 use crate::common::http::{self, encode};
-use crate::common::{Guard, free_udp_port, synapse, tool, unsafe_free_kill};
+use crate::common::{Guard, free_udp_port, synapse, tool, unsafe_free_kill, wait_for_udp_bound};
+use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -650,4 +651,127 @@ fn bad_input_is_one_line_and_exit_2() {
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// The agent says why a peer fails (issue 50): a closed port (its host's
+/// port unreachable) and a plain echo server probed with STAMP (it echoes
+/// the request itself, no reply) each get their reason in the JSON lines,
+/// `synapse_peer_up` and `synapse_probe_errors_total`; a peer that answers
+/// is up.
+#[test]
+fn a_failing_peers_reason_is_in_its_lines_and_metrics() {
+    let reflect = free_udp_port();
+    let (closed, echo) = (free_udp_port(), free_udp_port());
+    let stamp = free_udp_port();
+    // A plain echo server (socat's) where a STAMP reflector was expected.
+    let Some(socat) = tool(
+        "socat",
+        "a_failing_peers_reason_is_in_its_lines_and_metrics",
+    ) else {
+        return;
+    };
+    let echoer = Guard(
+        std::process::Command::new(socat)
+            .args([&format!("UDP4-LISTEN:{echo},bind=127.0.0.1"), "PIPE"])
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_udp_bound(echo);
+    let mut child = synapse()
+        .args(["agent", "--json", "--stamp", "--report-every", "1s"])
+        .args(["--metrics-listen", "127.0.0.1:0", "--name", "w"])
+        .args(["--reflect", &format!("127.0.0.1:{reflect}")])
+        .args(["--stamp-port", &stamp.to_string()])
+        .args(["--peer", &format!("good=127.0.0.1:{stamp}")])
+        .args(["--peer", &format!("closed=127.0.0.1:{closed}")])
+        .args(["--peer", &format!("echo=127.0.0.1:{echo}")])
+        .args(["--interval", "20ms"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let agent = Agent::watch(child);
+    let mut lines = Vec::new();
+    while lines.len() < 6 {
+        let mut l = String::new();
+        assert!(out.read_line(&mut l).unwrap() > 0, "stdout ended");
+        lines.push(serde_json::from_str::<serde_json::Value>(&l).unwrap());
+    }
+    let by = |peer: &str| {
+        lines[3..]
+            .iter()
+            .find(|l| l["peer"] == peer)
+            .unwrap()
+            .clone()
+    };
+    let (good, closed_line, echo_line) = (by("good"), by("closed"), by("echo"));
+    assert_eq!(
+        (good["up"].clone(), good["reason"].clone()),
+        (true.into(), Value::Null),
+        "{good}"
+    );
+    assert_eq!(closed_line["up"], false, "{closed_line}");
+    assert_eq!(
+        closed_line["reason"], "unreachable: port unreachable from 127.0.0.1",
+        "{closed_line}"
+    );
+    assert!(
+        closed_line["path_errors"].as_u64().unwrap() > 0,
+        "{closed_line}"
+    );
+    assert_eq!(echo_line["up"], false, "{echo_line}");
+    let why = echo_line["reason"].as_str().unwrap();
+    assert!(
+        why.starts_with("answers that are no replies"),
+        "{echo_line}"
+    );
+    let text = agent.scrape(None).text();
+    let up = |peer: &str| {
+        value_of(
+            &text,
+            &format!("synapse_peer_up{{source=\"w\",peer=\"{peer}\",transport=\"udp\"}}"),
+        )
+    };
+    assert_eq!(
+        (up("good"), up("closed"), up("echo")),
+        (Some(1.0), Some(0.0), Some(0.0)),
+        "{text}"
+    );
+    let refused = value_of(
+        &text,
+        "synapse_probe_errors_total{source=\"w\",peer=\"closed\",transport=\"udp\",reason=\"port_unreachable\"}",
+    );
+    assert!(refused.is_some_and(|n| n > 0.0), "{text}");
+    drop(echoer);
+}
+
+/// An agent with nothing to do (no peers, and --reflect none) is refused
+/// in one line; one that only answers is told so and runs.
+#[test]
+fn an_agent_with_nothing_to_do_is_refused() {
+    let out = synapse()
+        .args([
+            "agent",
+            "--no-ui",
+            "--reflect",
+            "none",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err,
+        "synapse: error: nothing to do: no peers to probe (--peer, [agent.peers] or discovery) and --reflect none answers nobody\n"
+    );
+    let only = Agent::start(&["--reflect", "127.0.0.1:0"]);
+    assert!(
+        only.stderr()
+            .contains("no peers to probe: this agent only answers others"),
+        "{}",
+        only.stderr()
+    );
 }

@@ -382,3 +382,61 @@ fn an_unreachable_peer_exits_2_from_the_live_display_too() {
         "{after}"
     );
 }
+
+/// The client's live display, its reflector killed mid-run (issue 50): the
+/// silence shows while it lasts (NO REPLY, how long and what the path
+/// said), and quitting a run before its --duration is INTERRUPTED, exit
+/// 130, as headless.
+#[test]
+fn a_dead_reflector_shows_in_the_live_display_and_quitting_early_is_interrupted() {
+    let bin = assert_cmd::cargo::cargo_bin!("synapse");
+    let port = crate::common::free_udp_port();
+    let mut server = crate::common::start_server_on(port);
+    let script = format!(
+        "{} client 127.0.0.1:{port} --duration 60s; echo EXIT=$?; sleep 60",
+        bin.display()
+    );
+    let t = Tmux::start("dead", &script);
+    t.wait_for("measuring", |s| s.contains("● MEASURING"));
+    server.guard.0.kill().unwrap();
+    let _ = server.guard.0.wait();
+    let s = t.wait_for("the silence", |s| s.contains("▲ NO REPLY"));
+    assert!(s.contains("⚠ no reply for"), "{s}");
+    assert!(s.contains("(port unreachable from 127.0.0.1)"), "{s}");
+    assert!(!s.contains("● MEASURING"), "{s}");
+    t.keys("q");
+    let after = t.wait_for("the exit status", |s| s.contains("EXIT="));
+    assert!(after.contains("EXIT=130"), "{after}");
+    assert!(after.contains("■ INTERRUPTED"), "{after}");
+}
+
+/// The agent's live table (issue 50): `?` shows the keys, `r` says what
+/// the reload came to, a closed port's row says why it fails, and `q`
+/// leaves a summary of every peer on the terminal.
+#[test]
+fn the_agents_table_helps_reloads_aloud_and_sums_up_on_quitting() {
+    let bin = assert_cmd::cargo::cargo_bin!("synapse");
+    let closed = crate::common::free_udp_port();
+    let script = format!(
+        "{} agent --peer shut=127.0.0.1:{closed} --reflect 127.0.0.1:0 --stamp-port 0 \
+         --metrics-listen 127.0.0.1:0 --report-every 1s; echo EXIT=$?; sleep 60",
+        bin.display()
+    );
+    let t = Tmux::start("agent", &script);
+    let s = t.wait_for("the reason", |s| s.contains("port unreachable"));
+    assert!(s.contains("✗ port unreachable"), "{s}");
+    t.keys("?");
+    let s = t.wait_for("the help", |s| s.contains("┌ keys"));
+    assert!(s.contains("reload the configuration"), "{s}");
+    t.keys("x");
+    t.wait_for("the help closed", |s| !s.contains("┌ keys"));
+    t.keys("r");
+    t.wait_for("the reload's news", |s| s.contains("reloaded: 1 peer"));
+    t.keys("q");
+    let after = t.wait_for("the exit status", |s| s.contains("EXIT="));
+    assert!(after.contains("EXIT=0"), "{after}");
+    assert!(
+        after.contains("DOWN: unreachable: port unreachable from 127.0.0.1"),
+        "{after}"
+    );
+}
