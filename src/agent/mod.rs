@@ -144,7 +144,7 @@ pub fn run(args: AgentArgs, matches: &clap::ArgMatches) -> Result<i32, AppError>
         config: args.config.clone(),
     };
     let loaded = load::load(&sources)?;
-    nothing_to_do(&loaded.cfg)?;
+    let only_answers = nothing_to_do(&loaded.cfg)?;
     if args.check {
         let (cfg, first) = with_first_round(loaded)?;
         print!("{}", report::check_text(&cfg));
@@ -169,6 +169,12 @@ pub fn run(args: AgentArgs, matches: &clap::ArgMatches) -> Result<i32, AppError>
         })
         .transpose()?;
     let mut agent = Agent::start(sources, loaded, &signals.stop)?;
+    // Said once the reflector is up: a refused option is the only line.
+    if only_answers {
+        console::note(
+            "no peers to probe: this agent only answers others (--peer, [agent.peers] or discovery add some)",
+        );
+    }
     if let Some(tap) = tap {
         agent.log_intervals(tap);
     }
@@ -191,21 +197,18 @@ pub fn run(args: AgentArgs, matches: &clap::ArgMatches) -> Result<i32, AppError>
     }
 }
 
-/// An agent that would probe nobody and answer nobody is refused; one that
-/// only answers is told so.
-fn nothing_to_do(c: &AgentConfig) -> Result<(), AppError> {
+/// An agent that would probe nobody and answer nobody is refused; whether it
+/// only answers (to be told so) is the answer.
+fn nothing_to_do(c: &AgentConfig) -> Result<bool, AppError> {
     if !c.peers.is_empty() || c.discovery.any() {
-        return Ok(());
+        return Ok(false);
     }
     if c.reflect.is_none() {
         return Err(AppError::Usage(
             "nothing to do: no peers to probe (--peer, [agent.peers] or discovery) and --reflect none answers nobody".into(),
         ));
     }
-    console::note(
-        "no peers to probe: this agent only answers others (--peer, [agent.peers] or discovery add some)",
-    );
-    Ok(())
+    Ok(true)
 }
 
 impl Agent {

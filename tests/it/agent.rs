@@ -639,6 +639,8 @@ fn bad_input_is_one_line_and_exit_2() {
             "--no-ui",
             "--reflect",
             "none",
+            "--peer",
+            "b=127.0.0.1:9",
             "--metrics-listen",
             &addr,
         ])

@@ -9,6 +9,7 @@
 mod armed_wait;
 pub mod extensions;
 mod far_error;
+mod give_up;
 mod output;
 pub mod paced;
 mod pingpong;

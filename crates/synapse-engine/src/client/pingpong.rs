@@ -20,6 +20,7 @@
 use super::armed_wait::{self, Receive, Waiting};
 use super::extensions::{Held, TlvTally, marks_of};
 use super::far_error;
+use super::give_up::GiveUp;
 use super::run_loop::{Exchanges, Packet};
 use super::run_token::run_token;
 use super::seen::{GIVE_UP_AFTER, Seen};
@@ -57,6 +58,8 @@ enum Wait {
     Unreachable(i32),
     /// The stop flag was raised while waiting; the packet is not counted.
     Stopped,
+    /// Lost, and the silence it ends is past `give_up_after`: the run ends.
+    GaveUp,
 }
 
 /// The measurement loop's state. Everything is allocated in `new`.
@@ -132,6 +135,8 @@ pub(super) struct Pinger<'a> {
     /// The last ICMP report read off the error queue, until the error it
     /// explains is recorded.
     icmp: Option<IcmpReport>,
+    /// The stop rule for a silent peer.
+    give_up: GiveUp,
 }
 
 impl<'a> Pinger<'a> {
@@ -192,6 +197,7 @@ impl<'a> Pinger<'a> {
             tally: TlvTally::default(),
             reflector_numbers: cfg.stamp,
             icmp: None,
+            give_up: GiveUp::new(cfg.give_up_after),
         }
     }
 
@@ -602,10 +608,13 @@ impl<'a> Pinger<'a> {
         self.tracker.timed_out(seq);
         let at_ns = self.at_ns(t1 + self.timeout);
         self.emit(Record::event(RecordKind::Lost, seq, at_ns, warmup));
+        self.drain_strays(seq, warmup);
         if !warmup {
             self.outages.missed(seq, self.at_ns(t1));
+            if self.give_up.lost(&self.outages, at_ns) {
+                return Wait::GaveUp;
+            }
         }
-        self.drain_strays(seq, warmup);
         Wait::TimedOut
     }
 
@@ -682,8 +691,8 @@ impl<'a> Pinger<'a> {
 }
 
 impl Exchanges for Pinger<'_> {
-    fn silent_since(&self) -> Option<Mono> {
-        self.outages.since_ns().map(|ns| self.epoch.plus_ns(ns))
+    fn gave_up(&self) -> Option<Duration> {
+        self.give_up.gave_up
     }
 
     /// Strays are drained and the wall clock followed every
@@ -706,7 +715,7 @@ impl Exchanges for Pinger<'_> {
     #[inline]
     fn packet(&mut self, cfg: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet {
         let (wait, now) = self.exchange(cfg, seq, warmup, stop)?;
-        if matches!(wait, Wait::Stopped) {
+        if matches!(wait, Wait::Stopped | Wait::GaveUp) {
             return Ok((true, now));
         }
         self.give_up_if_unreachable(cfg, seq, wait)?;

@@ -31,9 +31,10 @@ pub(super) trait Exchanges {
     /// whatever is still open (an outage, a connection) closes.
     fn finish(&mut self, seq: u64, last: Mono);
 
-    /// When the current run of measured requests without a timely reply
-    /// began (its first one's send), if one is open.
-    fn silent_since(&self) -> Option<Mono>;
+    /// How long the peer had been silent when the run gave up on it
+    /// (`ClientConfig::give_up_after`; the transport's `packet` then
+    /// returned as stopped).
+    fn gave_up(&self) -> Option<Duration>;
 
     /// The run's statistics, and what had no room: records in the live
     /// ring, rows in the log's.
@@ -55,7 +56,6 @@ pub(super) fn run<E: Exchanges>(
     let mut measure_start: Option<Mono> = None;
     let mut seq = 0u64;
     let mut last = Mono::now();
-    let mut gave_up = None;
     while !stop.is_raised() {
         let warmup = seq < cfg.warmup;
         if !warmup {
@@ -73,10 +73,6 @@ pub(super) fn run<E: Exchanges>(
             break;
         }
         seq += 1;
-        gave_up = silent_too_long(e, cfg, now);
-        if gave_up.is_some() {
-            break;
-        }
     }
     e.finish(seq, last);
     let (stats, ring_overflow, log_overflow) = e.tallies();
@@ -93,18 +89,9 @@ pub(super) fn run<E: Exchanges>(
         tcp: None,
         extensions: None,
         nic_clock: None,
-        gave_up,
+        gave_up: e.gave_up(),
     };
     Ok(e.outcome(cfg, base))
-}
-
-/// How long no measured request has had a timely reply at `now`, once
-/// that is the run's `give_up_after` or more.
-#[inline]
-fn silent_too_long<E: Exchanges>(e: &E, cfg: &ClientConfig, now: Mono) -> Option<Duration> {
-    let limit = cfg.give_up_after?;
-    let silent = now.duration_since(e.silent_since()?);
-    (silent >= limit).then_some(silent)
 }
 
 #[cfg(test)]
@@ -119,7 +106,7 @@ mod tests {
         finished: Option<u64>,
         stop_at: Option<u64>,
         stats: Stats,
-        silent_since: Option<Mono>,
+        gave_up: Option<Duration>,
     }
 
     impl Exchanges for Counting {
@@ -133,8 +120,8 @@ mod tests {
         fn finish(&mut self, seq: u64, _: Mono) {
             self.finished = Some(seq);
         }
-        fn silent_since(&self) -> Option<Mono> {
-            self.silent_since
+        fn gave_up(&self) -> Option<Duration> {
+            self.gave_up
         }
         fn tallies(&self) -> (&Stats, u64, u64) {
             (&self.stats, 1, 2)
@@ -174,25 +161,16 @@ mod tests {
     }
 
     #[test]
-    fn a_silence_past_the_limit_ends_the_run_and_says_how_long() {
+    fn a_transport_that_gave_up_ends_the_run_uninterrupted_and_says_how_long() {
         let mut c = Counting {
-            silent_since: Some(Mono::now() - Duration::from_secs(5)),
+            stop_at: Some(3),
+            gave_up: Some(Duration::from_secs(5)),
             ..Counting::default()
         };
-        let mut cfg = config(100, 0);
-        cfg.give_up_after = Some(Duration::from_secs(3));
-        let outcome = run(&mut c, &cfg, &StopFlag::new(), placement()).unwrap();
-        assert_eq!(c.exchanged.len(), 1, "gave up after the first");
-        assert!(outcome.gave_up.is_some_and(|s| s >= Duration::from_secs(5)));
+        let outcome = run(&mut c, &config(100, 0), &StopFlag::new(), placement()).unwrap();
+        assert_eq!(c.exchanged.len(), 4);
+        assert_eq!(outcome.gave_up, Some(Duration::from_secs(5)));
         assert!(!outcome.interrupted);
-        cfg.give_up_after = None;
-        let mut c = Counting {
-            silent_since: Some(Mono::now() - Duration::from_secs(5)),
-            ..Counting::default()
-        };
-        let outcome = run(&mut c, &cfg, &StopFlag::new(), placement()).unwrap();
-        assert_eq!(c.exchanged.len(), 100, "never gives up");
-        assert_eq!(outcome.gave_up, None);
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub(crate) struct TcpCrr<'a> {
     out: Output,
     log_overflow: u64,
     outages: OutageDetector,
+    /// The stop rule for a silent peer.
+    give_up: crate::client::give_up::GiveUp,
     epoch: Mono,
     seen: Seen,
     /// Wall clock reads for the log's rows (only with a log).
@@ -96,6 +98,7 @@ impl<'a> TcpCrr<'a> {
             out,
             log_overflow: 0,
             outages: OutageDetector::default(),
+            give_up: crate::client::give_up::GiveUp::new(cfg.give_up_after),
             epoch: Mono::now(),
             seen: Seen::default(),
             refused: false,
@@ -171,6 +174,7 @@ impl<'a> TcpCrr<'a> {
                 ));
                 if !warmup {
                     self.outages.missed(seq, self.at_ns(t0));
+                    self.give_up.lost(&self.outages, self.at_ns(deadline));
                 }
                 if self.seen.replies == 0 && self.refused {
                     return Err(EngineError::TcpRefused(self.cfg.server));
@@ -352,15 +356,15 @@ impl Exchanges for TcpCrr<'_> {
         false
     }
 
-    fn silent_since(&self) -> Option<Mono> {
-        self.outages.since_ns().map(|ns| self.epoch.plus_ns(ns))
+    fn gave_up(&self) -> Option<Duration> {
+        self.give_up.gave_up
     }
 
     #[inline]
     fn packet(&mut self, _: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet {
         let done = self.transact(seq, warmup, stop)?;
         let now = Mono::now();
-        if matches!(done, Done::Stopped) {
+        if matches!(done, Done::Stopped) || self.give_up.gave_up.is_some() {
             return Ok((true, now));
         }
         if self.seen.replies == 0 && seq + 1 >= GIVE_UP_AFTER {

@@ -64,6 +64,8 @@ pub(crate) struct TcpPinger<'a> {
     pub(super) out: Output,
     pub(super) log_overflow: u64,
     pub(super) outages: OutageDetector,
+    /// The stop rule for a silent peer.
+    pub(super) give_up: crate::client::give_up::GiveUp,
     /// A connection was lost: the first request lost with it and when it
     /// left. Every loss of a connection is an outage, however few
     /// requests it took.
@@ -114,6 +116,7 @@ impl<'a> TcpPinger<'a> {
             out,
             log_overflow: 0,
             outages: OutageDetector::default(),
+            give_up: crate::client::give_up::GiveUp::new(cfg.give_up_after),
             broken_since: None,
             epoch: Mono::now(),
             seen: Seen::default(),
@@ -282,8 +285,8 @@ impl<'a> TcpPinger<'a> {
 }
 
 impl Exchanges for TcpPinger<'_> {
-    fn silent_since(&self) -> Option<Mono> {
-        self.outages.since_ns().map(|ns| self.epoch.plus_ns(ns))
+    fn gave_up(&self) -> Option<Duration> {
+        self.give_up.gave_up
     }
 
     /// `TCP_INFO` read when due; a paced run waits for its slot.
@@ -300,7 +303,7 @@ impl Exchanges for TcpPinger<'_> {
     #[inline]
     fn packet(&mut self, _: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet {
         let (wait, now) = self.transact(seq, warmup, stop)?;
-        if wait == Wait::Stopped {
+        if wait == Wait::Stopped || self.give_up.gave_up.is_some() {
             return Ok((true, now));
         }
         self.give_up_if_unreachable(seq, wait)?;

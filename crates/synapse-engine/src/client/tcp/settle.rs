@@ -204,6 +204,7 @@ impl TcpPinger<'_> {
         self.emit(Record::event(RecordKind::Lost, seq, at_ns, warmup));
         if !warmup {
             self.outages.missed(seq, self.at_ns(t1));
+            self.give_up.lost(&self.outages, at_ns);
         }
         Wait::TimedOut
     }
@@ -235,6 +236,7 @@ impl TcpPinger<'_> {
             self.tcp.lost_with_connection += self.unanswered;
             let sent = self.at_ns(t1);
             self.outages.missed(seq, sent);
+            self.give_up.lost(&self.outages, at_ns);
             self.broken_since.get_or_insert((seq, sent));
         }
         self.unanswered = 0;
