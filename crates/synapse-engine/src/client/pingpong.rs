@@ -495,10 +495,11 @@ impl<'a> Pinger<'a> {
     /// Empties the error queue: TX stamps go to the packet in flight; the
     /// errno of an ICMP error it held is returned.
     fn clear_error_queue(&mut self, fd: i32) -> Option<i32> {
-        match &mut self.stamps {
+        let report = match &mut self.stamps {
             Some(s) => s.absorb(fd),
             None => sys::errqueue::drain_error_queue(fd),
-        }
+        };
+        report.map(|r| r.errno)
     }
 
     /// The packet in flight is settled (answered or lost): its TX stamps

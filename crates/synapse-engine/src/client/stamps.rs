@@ -3,6 +3,7 @@
 //! the packet in flight fetched from the error queue once it is settled.
 
 use crate::points::Points;
+use crate::sys::icmp_error::IcmpReport;
 use crate::sys::timestamping::{self, RecvMeta, flags};
 use crate::timestamping::phc_map::PhcMap;
 use crate::timestamping::tx_matcher::{TxMatcher, TxPoints, TxStampReader};
@@ -108,10 +109,10 @@ impl ClientStamps {
     }
 
     /// Reads what the error queue holds now (never blocking): TX stamps
-    /// are filed for the packet in flight; the errno of an ICMP report, if
-    /// one was there, is returned. Called while waiting, when the queue
-    /// wakes the wait.
-    pub fn absorb(&mut self, fd: RawFd) -> Option<i32> {
+    /// are filed for the packet in flight; the last ICMP report, if one
+    /// was there, is returned. Called while waiting, when the queue wakes
+    /// the wait.
+    pub fn absorb(&mut self, fd: RawFd) -> Option<IcmpReport> {
         for _ in 0..MAX_READS {
             let Some((id, point, stamps)) = self.reader.next(fd) else {
                 break;

@@ -26,6 +26,7 @@ use super::stamp_counters::StampCounters;
 use crate::protocol::stamp::TimeFormat;
 use crate::protocol::tlv_reflect::follow_up_of;
 use crate::sys::errqueue::TxPoint;
+use crate::sys::icmp_error::IcmpReport;
 use crate::sys::timestamping::Stamps;
 use crate::timestamping::phc_map::PhcMap;
 use crate::timestamping::tx_matcher::{TxEntry, TxMatcher, TxStampReader};
@@ -121,13 +122,13 @@ impl FollowUpStamps {
     /// Reads the error queue (never blocking; one `recvmmsg` unless it
     /// holds more than a batch) and gives each session the stamp of its
     /// answer: the NIC's, placed on the system clock through `clock`, or
-    /// else the kernel's. Returns the errno of an ICMP error it read past.
+    /// else the kernel's. Returns the last ICMP error it read past.
     pub fn collect(
         &mut self,
         fd: RawFd,
         counters: &mut StampCounters,
         clock: Option<&PhcMap>,
-    ) -> Option<i32> {
+    ) -> Option<IcmpReport> {
         let mut newest = None;
         while let Some((id, point, stamps)) = self.reader.next(fd) {
             self.file(id, point, stamps, counters, clock);

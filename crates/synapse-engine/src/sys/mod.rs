@@ -10,7 +10,9 @@
 //!   the one `recvmsg`; `cmsg`: the one control-message encoder and
 //!   iterator; `sockopt`: integer socket options; `poll`: the one `ppoll`.
 //! - `timestamping`: `SO_TIMESTAMPING` and stamped receives and sends;
-//!   `errqueue`: TX stamps and ICMP errors off the error queue; `pktinfo`:
+//!   `errqueue`: TX stamps and ICMP errors off the error queue, and
+//!   `icmp_error`: such an error read as a report (who, what, about which
+//!   datagram); `pktinfo`:
 //!   answering from the address asked; `marks`: TOS and Traffic Class;
 //!   `batch`: `recvmmsg`/`sendmmsg` and GSO; `tcp`: stream calls,
 //!   `TCP_INFO`, `accept4`; `epoll`: the TCP reflector's readiness and
@@ -33,6 +35,7 @@ pub mod errno;
 pub mod errqueue;
 pub mod ethtool;
 pub mod floor;
+pub mod icmp_error;
 pub mod interfaces;
 pub mod io;
 pub mod marks;

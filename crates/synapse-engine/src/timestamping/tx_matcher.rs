@@ -13,6 +13,7 @@
 use super::phc_map::PhcMap;
 use crate::sys::cmsg::ControlBuf;
 use crate::sys::errqueue::{self, ErrQueue, ErrQueueBatch, TxPoint};
+use crate::sys::icmp_error::IcmpReport;
 use crate::sys::timestamping::{self, Stamps};
 use std::os::fd::RawFd;
 
@@ -213,9 +214,9 @@ pub struct TxStampReader {
     /// Messages of the last batch read, and how many were handed out.
     read: usize,
     handed: usize,
-    /// The errno of the last ICMP error read past (reading it cleared the
-    /// socket's pending error).
-    error: Option<i32>,
+    /// The last ICMP error read past (reading it cleared the socket's
+    /// pending error).
+    error: Option<IcmpReport>,
 }
 
 impl TxStampReader {
@@ -256,8 +257,8 @@ impl TxStampReader {
         }
     }
 
-    /// The next TX stamp, reading past ICMP reports (the last one's errno
-    /// is kept for [`TxStampReader::take_error`]); `None` once the queue is
+    /// The next TX stamp, reading past ICMP reports (the last one is kept
+    /// for [`TxStampReader::take_error`]); `None` once the queue is
     /// empty or cannot be read.
     #[inline]
     pub fn next(&mut self, fd: RawFd) -> Option<(u32, TxPoint, Stamps)> {
@@ -275,7 +276,7 @@ impl TxStampReader {
             self.handed += 1;
             match message {
                 ErrQueue::Stamp { id, point, stamps } => return Some((id, point, stamps)),
-                ErrQueue::Error(errno) => self.error = Some(errno),
+                ErrQueue::Error(report) => self.error = Some(report),
                 ErrQueue::Other | ErrQueue::Empty => {}
             }
         }
@@ -288,8 +289,8 @@ impl TxStampReader {
         self.handed == self.read && self.read < errqueue::ERRQUEUE_BATCH
     }
 
-    /// The errno of an ICMP error read past since the last call, if any.
-    pub fn take_error(&mut self) -> Option<i32> {
+    /// The ICMP error read past since the last call, if any.
+    pub fn take_error(&mut self) -> Option<IcmpReport> {
         self.error.take()
     }
 

@@ -77,7 +77,7 @@ impl<S: Sink> Pacer<'_, S> {
             None => sys::errqueue::drain_error_queue(self.fd),
         };
         match errno {
-            Some(errno) => self.refused_before_any_reply(0, Some(errno)),
+            Some(report) => self.refused_before_any_reply(0, Some(report.errno)),
             None => Ok(()),
         }
     }

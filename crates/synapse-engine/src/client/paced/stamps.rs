@@ -4,6 +4,7 @@
 
 use crate::sys::addr::RawAddr;
 use crate::sys::errqueue::TxPoint;
+use crate::sys::icmp_error::IcmpReport;
 use crate::sys::timestamping::{self, RecvMeta, Stamps};
 use crate::timestamping::phc_map::PhcMap;
 use crate::timestamping::tx_matcher::{TxEntry, TxMatcher, TxPoints, TxStampReader};
@@ -86,9 +87,9 @@ impl PacedStamps {
     }
 
     /// Reads what the error queue holds now (never blocking), handing each
-    /// request whose stamps are complete to `done`. Returns the errno of an
-    /// ICMP report read past, if any.
-    pub fn absorb(&mut self, fd: RawFd, mut done: impl FnMut(Tagged)) -> Option<i32> {
+    /// request whose stamps are complete to `done`. Returns the last ICMP
+    /// report read past, if any.
+    pub fn absorb(&mut self, fd: RawFd, mut done: impl FnMut(Tagged)) -> Option<IcmpReport> {
         while let Some((id, point, stamps)) = self.reader.next(fd) {
             if let Some(t) = self.matcher.file(id, point, stamps) {
                 done(Tagged {
