@@ -15,6 +15,11 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 /// little as 8 (RFC 792); a probe's identity fits in those.
 pub const QUOTED: usize = 16;
 
+/// `IP_RECVERR_RFC4884` (Linux 5.9): `ee_data` then says where ICMP
+/// extensions (RFC 4884: MPLS labels, RFC 4950) begin in the quoted payload.
+pub(super) const IP_RECVERR_RFC4884: libc::c_int = 26;
+/// `IPV6_RECVERR_RFC4884`, the same for ICMPv6.
+pub(super) const IPV6_RECVERR_RFC4884: libc::c_int = 31;
 /// `SO_EE_RFC4884_FLAG_INVALID`: the extension structure failed its checks.
 const RFC4884_FLAG_INVALID: u8 = 1;
 
