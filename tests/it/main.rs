@@ -41,4 +41,5 @@ mod stamp_tlv;
 mod syscalls;
 mod tcp;
 mod timestamps;
+mod trace;
 mod tui;

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod ecmp_lab;
 pub mod http;
 pub mod netns;
 pub mod routed;

@@ -1,11 +1,19 @@
-//! `synapse trace`'s loop: one connected UDP socket per source port (so
-//! each probe has its flow's exact 5-tuple), TTL set per datagram, ICMP
-//! errors read off each socket's error queue (unprivileged: no raw
-//! socket), echoes off the socket itself, all paced by the [`Tracer`].
+//! `synapse trace`'s loop: one UDP socket per source port (so each probe
+//! has its flow's exact 5-tuple), TTL set per datagram, ICMP errors read
+//! off each socket's error queue (unprivileged: no raw socket), echoes off
+//! the socket itself, all paced by the [`Tracer`].
+//!
+//! The sockets are not connected, as the agent's probers are not: Linux
+//! gives a connected socket a random flow hash that travels with its
+//! packets, and a router in the same host (a namespace lab) may hash on it
+//! (`fib_multipath_hash_policy=1` takes an L4 hash the packet already
+//! has) rather than on the 5-tuple; the probes must take the path the
+//! 5-tuple takes.
 
 use super::tracer::{Probe, TraceCounts, TracePlan, Tracer};
 use crate::mono::Mono;
-use crate::socket::bind_udp;
+use crate::socket::paced_socket;
+use crate::sys::addr::RawAddr;
 use crate::sys::cmsg::ControlBuf;
 use crate::sys::errqueue::{ErrQueue, read_error_queue_into};
 use crate::sys::poll::{Readiness, WAIT_ANY_MAX, wait_any};
@@ -60,6 +68,7 @@ pub struct TraceOutcome {
 struct Flow {
     socket: Socket,
     ipv6: bool,
+    to: RawAddr,
 }
 
 /// Runs a trace to its end (or `stop`), in this thread.
@@ -105,7 +114,7 @@ pub fn run_trace(cfg: &TraceConfig, stop: &StopFlag) -> Result<TraceOutcome, Eng
         wait_any(&fds, &mut ready, wait).map_err(EngineError::io("cannot wait for the sockets"))?;
         for (flow, r) in ready.iter().enumerate() {
             if *r != Readiness::TimedOut {
-                reader.drain(flow, fds[flow], &mut tracer);
+                reader.drain(flow, fds[flow], &flows[flow].to, &mut tracer);
             }
         }
     }
@@ -119,46 +128,31 @@ pub fn run_trace(cfg: &TraceConfig, stop: &StopFlag) -> Result<TraceOutcome, Eng
     })
 }
 
-/// Binds and connects one socket per port: ports in use are refused here.
+/// Binds one socket per port: ports in use are refused here.
 fn open(cfg: &TraceConfig) -> Result<(Vec<Flow>, Vec<u16>, SocketAddr), EngineError> {
-    let ipv6 = cfg.destination.is_ipv6();
+    let to = cfg.destination;
+    let ipv6 = to.is_ipv6();
     let ip = cfg
         .bind
-        .unwrap_or_else(|| crate::socket::wildcard_for(cfg.destination).ip());
+        .unwrap_or_else(|| crate::socket::wildcard_for(to).ip());
     let mut flows = Vec::new();
     let mut ports = Vec::new();
     let mut local = None;
     for &port in cfg.ports.iter().take(MAX_PATHS) {
-        let socket = bind_udp(SocketAddr::new(ip, port))?;
-        let fd = socket.as_raw_fd();
+        let (socket, here) = paced_socket(SocketAddr::new(ip, port), to)?;
         // Where the extensions of a quote begin (MPLS labels); an old
         // kernel refuses and the labels are simply not read.
-        let _ = sockopt::enable_recverr_rfc4884(fd, ipv6);
-        socket
-            .set_nonblocking(true)
-            .map_err(EngineError::io("cannot configure socket"))?;
-        socket
-            .connect(&cfg.destination.into())
-            .map_err(|e| EngineError::Send {
-                addr: cfg.destination,
-                source: e,
-            })?;
-        let here = socket
-            .local_addr()
-            .ok()
-            .and_then(|a| a.as_socket())
-            .ok_or_else(|| {
-                EngineError::io("cannot read local address")(std::io::Error::other(
-                    "not an IP socket",
-                ))
-            })?;
+        let _ = sockopt::enable_recverr_rfc4884(socket.as_raw_fd(), ipv6);
         local.get_or_insert(here);
         ports.push(here.port());
-        flows.push(Flow { socket, ipv6 });
+        flows.push(Flow {
+            socket,
+            ipv6,
+            to: RawAddr::from_socket_addr(to),
+        });
     }
-    let local =
-        local.ok_or_else(|| EngineError::io("no source port")(std::io::Error::other("none")))?;
-    Ok((flows, ports, local))
+    let none = || EngineError::io("no source port")(std::io::Error::other("none"));
+    Ok((flows, ports, local.ok_or_else(none)?))
 }
 
 /// Sends one probe. An error an earlier probe's ICMP left pending fails a
@@ -173,21 +167,27 @@ fn send(
     epoch: Mono,
 ) -> Result<(), EngineError> {
     let fd = flow.socket.as_raw_fd();
-    let mut result = hop_limit::send_with_ttl(fd, &p.bytes, None, flow.ipv6, p.ttl);
+    // Timed before the send: on loopback the answer can come within it.
+    let mut at = (epoch.elapsed_ns(), realtime_ns());
+    let mut result = hop_limit::send_with_ttl(fd, &p.bytes, Some(&flow.to), flow.ipv6, p.ttl);
     if result
         .as_ref()
         .is_err_and(|e| e.raw_os_error().is_some_and(errno::is_pending_icmp))
     {
-        reader.drain(p.flow, fd, tracer);
-        result = hop_limit::send_with_ttl(fd, &p.bytes, None, flow.ipv6, p.ttl);
+        reader.drain(p.flow, fd, &flow.to, tracer);
+        at = (epoch.elapsed_ns(), realtime_ns());
+        result = hop_limit::send_with_ttl(fd, &p.bytes, Some(&flow.to), flow.ipv6, p.ttl);
     }
     match result {
         Ok(_) => {
-            tracer.sent(p, epoch.elapsed_ns(), realtime_ns());
+            tracer.sent(p, at.0, at.1);
             Ok(())
         }
         Err(e) if tracer.counts().sent == 0 => Err(EngineError::Send {
-            addr: tracer_destination(tracer, flow),
+            addr: flow
+                .to
+                .to_socket_addr()
+                .unwrap_or(SocketAddr::new(tracer.plan().destination, 0)),
             source: e,
         }),
         Err(_) => {
@@ -195,14 +195,6 @@ fn send(
             Ok(())
         }
     }
-}
-
-fn tracer_destination(tracer: &Tracer, flow: &Flow) -> SocketAddr {
-    flow.socket
-        .peer_addr()
-        .ok()
-        .and_then(|a| a.as_socket())
-        .unwrap_or_else(|| SocketAddr::new(tracer.plan().destination, 0))
 }
 
 /// Reads what a socket holds (error queue, then datagrams) into the trace.
@@ -223,18 +215,21 @@ impl Reader {
         }
     }
 
-    /// Everything `fd` holds: its error queue, then its datagrams.
-    fn drain(&mut self, flow: usize, fd: RawFd, tracer: &mut Tracer) {
+    /// Everything `fd` holds: its error queue, then its datagrams (those
+    /// from the destination, `to`, may be echoes).
+    fn drain(&mut self, flow: usize, fd: RawFd, to: &RawAddr, tracer: &mut Tracer) {
         self.drain_errors(flow, fd, tracer);
+        let mut from = RawAddr::empty();
         loop {
-            let got = timestamping::recv_stamped_now(
+            let got = timestamping::recv_stamped(
                 fd,
                 &mut self.datagram,
+                Some(&mut from),
                 &mut self.control,
                 self.stamp_type,
             );
             match got {
-                Ok(got) if !got.received.truncated => {
+                Ok(got) if !got.received.truncated && from.same_as(to) => {
                     let at = got.stamps.software.unwrap_or_else(realtime_ns);
                     tracer.on_echo(flow, &self.datagram[..got.received.len], at);
                 }

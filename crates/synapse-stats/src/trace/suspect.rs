@@ -66,14 +66,24 @@ pub enum Verdict {
     Suspect(Suspect),
     /// Neither can be said.
     Inconclusive(Inconclusive),
+    /// The path ends before the destination: the hop that said so (a
+    /// router's, or the destination's host) and the ICMP code it gave.
+    Unreachable(HopRef, u8),
 }
 
 /// The verdict on `path`, whose hops' figures are `hops`
 /// ([`super::figures`]).
 pub fn judge(path: &PathTally, hops: &[HopFigures]) -> Verdict {
-    let Some((end_ttl, kind, _)) = path.end() else {
+    let Some((end_ttl, kind, by)) = path.end() else {
         return Verdict::Inconclusive(Inconclusive::NeverAnswered);
     };
+    if let AnswerKind::Unreachable(code) = kind {
+        let at = HopRef {
+            ttl: end_ttl,
+            addr: Some(by),
+        };
+        return Verdict::Unreachable(at, code);
+    }
     let hops = &hops[..hops.len().min(usize::from(end_ttl))];
     let answering: Vec<&HopFigures> = hops.iter().filter(|h| h.answers()).collect();
     let run = answering
@@ -198,6 +208,15 @@ mod tests {
             hop("10.0.0.2", TimeExceeded, 80, 0),
         ]);
         assert_eq!(v, Verdict::Inconclusive(Inconclusive::NeverAnswered));
+        let v = verdict(vec![
+            hop("10.0.0.1", TimeExceeded, 80, 80),
+            hop("10.0.0.1", Unreachable(1), 80, 80),
+        ]);
+        let at = HopRef {
+            ttl: 2,
+            addr: Some("10.0.0.1".parse().unwrap()),
+        };
+        assert_eq!(v, Verdict::Unreachable(at, 1), "host unreachable");
     }
 
     /// Loss from the first hop on: the link from this host.
@@ -248,7 +267,7 @@ mod tests {
                     let last = f.iter().rev().find(|h| h.answers()).unwrap();
                     prop_assert!(!last.shows_loss());
                 }
-                Verdict::Inconclusive(_) => {}
+                Verdict::Inconclusive(_) | Verdict::Unreachable(..) => {}
             }
             if answers[n - 1] == 80 {
                 prop_assert_eq!(judge(&p, &f), Verdict::NoSuspect);

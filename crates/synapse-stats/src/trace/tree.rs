@@ -50,6 +50,16 @@ fn route(p: &PathTally) -> Vec<Option<IpAddr>> {
         .collect()
 }
 
+/// Whether two ports took the same route: as long, and the same router at
+/// every TTL where both heard one (a hop silent for one port, a router
+/// that rate-limited all its answers away, tells nothing apart).
+fn same_route(a: &[Option<IpAddr>], b: &[Option<IpAddr>]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.is_none() || y.is_none() || x == y)
+}
+
 /// `b`'s counts added into `a`, TTL by TTL.
 fn add(a: &mut PathTally, b: &PathTally) {
     if a.hops.len() < b.hops.len() {
@@ -87,10 +97,13 @@ pub fn tree(traces: &[PathTally]) -> EcmpTree {
     let mut groups: Vec<(Vec<Option<IpAddr>>, Vec<u16>, PathTally)> = Vec::new();
     for t in traces {
         let r = route(t);
-        match groups.iter_mut().find(|g| g.0 == r) {
+        match groups.iter_mut().find(|g| same_route(&g.0, &r)) {
             Some(g) => {
                 g.1.push(t.port);
                 add(&mut g.2, t);
+                for (mine, theirs) in g.0.iter_mut().zip(&r) {
+                    *mine = mine.or(*theirs);
+                }
             }
             None => groups.push((r, vec![t.port], t.clone())),
         }
@@ -179,6 +192,17 @@ mod tests {
         let (r, b, s) = ("10.0.0.1", "10.0.0.3", "10.0.0.9").to_owned_addrs();
         assert_eq!(t.common, [(Some(r), b), (Some(b), s)]);
         assert_eq!(t.blamed, Some((Some(b), s)));
+    }
+
+    /// A port whose first hop never answered (its router's answers all
+    /// rate-limited away) still joins the path its other hops name.
+    #[test]
+    fn a_silent_hop_does_not_split_a_path() {
+        let mut silent = on(2, "10.0.0.2", 80);
+        silent.hops[0] = hop("10.0.0.1", TimeExceeded, 80, 0);
+        let t = tree(&[on(1, "10.0.0.2", 80), silent, on(3, "10.0.0.3", 50)]);
+        assert_eq!(t.paths.len(), 2);
+        assert_eq!(t.paths[0].ports, [1, 2]);
     }
 
     #[test]
