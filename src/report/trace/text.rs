@@ -241,3 +241,108 @@ fn ports_text(ports: &[u16]) -> String {
         _ => format!("source ports {}{more}", shown.join(" ")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use synapse_engine::trace::TraceCounts;
+    use synapse_stats::trace::{HopTally, PathTally, Responder};
+
+    fn hop(addr: &str, kind: AnswerKind, sent: u32, answered: u32) -> HopTally {
+        HopTally {
+            sent,
+            answered,
+            responders: vec![Responder {
+                addr: addr.parse().unwrap(),
+                kind,
+                answers: answered,
+                mpls: Vec::new(),
+            }],
+            rtt_ns: vec![50_000; answered as usize],
+        }
+    }
+
+    fn report(end: AnswerKind, answered: u32) -> TraceReport {
+        let path = PathTally {
+            port: 40_000,
+            destination: "10.0.0.9".parse().unwrap(),
+            hops: vec![
+                hop("10.0.0.1", AnswerKind::TimeExceeded, 80, 9),
+                hop("10.0.0.2", AnswerKind::TimeExceeded, 80, 80),
+                hop("10.0.0.9", end, 80, answered),
+            ],
+            max_ttl: 3,
+        };
+        let counts = TraceCounts {
+            sent: 240,
+            first_send_ns: Some(0),
+            last_send_ns: Some(2_390_000_000),
+            ..TraceCounts::default()
+        };
+        TraceReport::new(
+            "10.0.0.9:8080".parse().unwrap(),
+            "10.0.0.100:40000".parse().unwrap(),
+            &[path],
+            counts,
+            false,
+        )
+        .asked(80, 30, 100.0)
+    }
+
+    fn text(r: &TraceReport) -> String {
+        let mut out = Vec::new();
+        write_trace_text(&mut out, r).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The lab's path through B, as text: R's line says rate-limited,
+    /// the echo's that loss persists, the verdict names B → S.
+    #[test]
+    fn a_suspect_is_named_and_the_rate_limited_router_labelled() {
+        let r = report(AnswerKind::Echo, 56);
+        let t = text(&r);
+        let line = |addr: &str| {
+            let cell = format!(" {addr} ");
+            t.lines().find(|l| l.contains(&cell)).unwrap().to_string()
+        };
+        assert!(
+            line("10.0.0.1").ends_with("ICMP rate-limited: not loss"),
+            "{t}"
+        );
+        assert!(line("10.0.0.1").contains(" 9/80 "), "{t}");
+        assert!(line("10.0.0.9").ends_with("echo; loss persists"), "{t}");
+        assert!(
+            t.contains("Suspect link: 10.0.0.2 (hop 2) → 10.0.0.9 (hop 3): 30.0 % [20.3–41.3 %] lost, confirmed by the destination's echo"),
+            "{t}"
+        );
+        assert!(t.contains("240 probes sent in 2.39 s"), "{t}");
+        assert_eq!(r.exit_status(), 3);
+    }
+
+    /// A port unreachable short of answers: inconclusive, the candidate said.
+    #[test]
+    fn an_unconfirmed_loss_is_inconclusive_with_its_candidate() {
+        let r = report(AnswerKind::PortUnreachable, 7);
+        let t = text(&r);
+        assert!(
+            t.contains("Inconclusive: the loss is shown only by one answer"),
+            "{t}"
+        );
+        assert!(
+            t.contains("Candidate: 10.0.0.2 (hop 2) → 10.0.0.9 (hop 3)"),
+            "{t}"
+        );
+        assert_eq!(r.exit_status(), 4);
+    }
+
+    /// Names, when resolved, go before the address.
+    #[test]
+    fn names_are_shown_beside_addresses() {
+        let mut r = report(AnswerKind::Echo, 80);
+        r.resolve(|a| (a.to_string() == "10.0.0.2").then(|| "b.lab".to_string()));
+        let t = text(&r);
+        assert!(t.contains("b.lab (10.0.0.2)"), "{t}");
+        assert!(t.contains("No suspect"), "{t}");
+        assert_eq!(r.exit_status(), 0);
+    }
+}

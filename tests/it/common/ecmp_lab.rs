@@ -39,6 +39,18 @@ impl EcmpLab {
         for ns in lab.all() {
             ip(&["netns", "add", ns]);
             ip(&["-n", ns, "link", "set", "lo", "up"]);
+            // No duplicate address detection: a link-local address still
+            // tentative leaves neighbour discovery failing for a second or
+            // two, and the first probes with it.
+            lab.exec(
+                ns,
+                "sysctl",
+                &[
+                    "-qw",
+                    "net.ipv6.conf.default.accept_dad=0",
+                    "net.ipv6.conf.all.accept_dad=0",
+                ],
+            );
         }
         // (namespace, device, IPv4 /24, IPv6 /64) at each end of each link.
         let links = [
@@ -80,6 +92,30 @@ impl EcmpLab {
                     "nodad",
                 ]);
                 ip(&["-n", ns, "link", "set", dev, "up"]);
+            }
+            // Each end knows the other's MAC from the start: neighbour
+            // discovery on links just made lost the first probes for a
+            // second or two (IPv6 most), which no trace should have to see.
+            for ((ns, dev), (peer, peer_dev, v4, v6)) in
+                [((xn, xd), (yn, yd, y4, y6)), ((yn, yd), (xn, xd, x4, x6))]
+            {
+                let mac = lab.mac(peer, peer_dev);
+                for (family, addr) in [("-4", v4), ("-6", v6)] {
+                    ip(&[
+                        family,
+                        "-n",
+                        ns,
+                        "neigh",
+                        "replace",
+                        addr,
+                        "lladdr",
+                        &mac,
+                        "dev",
+                        dev,
+                        "nud",
+                        "permanent",
+                    ]);
+                }
             }
         }
         ip(&[
@@ -233,6 +269,20 @@ impl EcmpLab {
         }
     }
 
+    /// The MAC address of `dev` in `ns`.
+    fn mac(&self, ns: &str, dev: &str) -> String {
+        let out = Command::new("ip")
+            .args(["-n", ns, "-o", "link", "show", "dev", dev])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.split("link/ether ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no MAC for {dev}: {text}"))
+            .to_string()
+    }
+
     fn all(&self) -> [&String; 5] {
         [&self.c, &self.r, &self.a, &self.b, &self.s]
     }
@@ -263,6 +313,7 @@ impl EcmpLab {
                 .args(["server", "--no-ui", "--bind", &bind])
                 .args(["--stamp-port", "0", "--tcp-port", "0"])
                 .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
                 .spawn()
                 .unwrap();
             let (guard, out, _) = super::wait_until_ready(child);
