@@ -9,6 +9,21 @@ use super::cmsg::{Encoder, Space};
 use std::io;
 use std::os::fd::RawFd;
 
+/// How a probe leaves: its TTL, its family, and whether it must ask for no
+/// TX stamp (on a socket that stamps every datagram, so that the probe
+/// neither takes a number of the kernel's per-datagram count nor puts a
+/// stamp on the error queue that the socket's own datagrams' matcher would
+/// take for one of theirs).
+#[derive(Debug, Clone, Copy)]
+pub struct ProbeSend {
+    /// TTL (hop limit).
+    pub ttl: u8,
+    /// The datagram leaves as IPv6.
+    pub ipv6: bool,
+    /// Ask for no TX stamp.
+    pub unstamped: bool,
+}
+
 /// Sends `buf` to `to` (`None`: the connected peer) with TTL (hop limit)
 /// `ttl`, one `sendmsg`. `ipv6`: the datagram leaves as IPv6.
 pub fn send_with_ttl(
@@ -18,13 +33,33 @@ pub fn send_with_ttl(
     ipv6: bool,
     ttl: u8,
 ) -> io::Result<usize> {
-    let mut space = Space::<32>::default();
+    let how = ProbeSend {
+        ttl,
+        ipv6,
+        unstamped: false,
+    };
+    send_probe(fd, buf, to, how)
+}
+
+/// Sends `buf` to `to` as `how` says, one `sendmsg`.
+pub fn send_probe(
+    fd: RawFd,
+    buf: &[u8],
+    to: Option<&RawAddr>,
+    how: ProbeSend,
+) -> io::Result<usize> {
+    let (ttl, ipv6) = (how.ttl, how.ipv6);
+    let mut space = Space::<48>::default();
     let mut control = Encoder::new(&mut space);
     let value = libc::c_int::from(ttl);
     if ipv6 {
         control.push(libc::IPPROTO_IPV6, libc::IPV6_HOPLIMIT, value);
     } else {
         control.push(libc::IPPROTO_IP, libc::IP_TTL, value);
+    }
+    if how.unstamped {
+        // The TX flags of this datagram alone: none.
+        control.push(libc::SOL_SOCKET, libc::SO_TIMESTAMPING, 0u32);
     }
     super::io::send_msg(fd, buf, to, &mut control, 0)
 }
@@ -81,5 +116,38 @@ mod tests {
             send_with_ttl(other.as_raw_fd(), b"ttl", Some(&to), ipv6, 3).unwrap();
             assert_eq!(ttl_of_next(), Some(3), "{host}: unconnected");
         }
+    }
+
+    /// On a socket that stamps every datagram and numbers the stamps, an
+    /// unstamped probe between two datagrams leaves no stamp and takes no
+    /// number: the second datagram's stamps carry the next number.
+    #[test]
+    fn an_unstamped_probe_takes_no_stamp_and_no_number() {
+        use crate::sys::errqueue::{ErrQueue, read_error_queue};
+        use crate::sys::timestamping::{enable, flags};
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        let wanted = flags::TX_SOFTWARE | flags::REPORT_SOFTWARE | flags::OPTIONS;
+        let kind = enable(tx.as_raw_fd(), wanted).unwrap();
+        let how = ProbeSend {
+            ttl: 9,
+            ipv6: false,
+            unstamped: true,
+        };
+        tx.send(b"measured").unwrap();
+        send_probe(tx.as_raw_fd(), b"probe", None, how).unwrap();
+        tx.send(b"measured").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut control = ControlBuf::default();
+        let mut ids = Vec::new();
+        loop {
+            match read_error_queue(tx.as_raw_fd(), &mut control, kind).unwrap() {
+                ErrQueue::Stamp { id, .. } => ids.push(id),
+                ErrQueue::Empty => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(ids, [0, 0, 1, 1], "two stamps each, numbered 0 and 1");
     }
 }
