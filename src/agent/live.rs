@@ -17,6 +17,37 @@ use std::time::{Duration, Instant};
 /// Redraws per second: the figures move no faster.
 const FRAME: Duration = Duration::from_millis(250);
 
+/// The trace pane of the peer on row `offset` (key `t`): its last trace's
+/// report, or why there is none.
+pub fn trace_pane(agent: &Agent, offset: usize) -> (String, Vec<String>) {
+    let Some(peer) = agent.cfg.peers.get(offset) else {
+        return ("Trace".into(), vec!["no peer".into()]);
+    };
+    let Some(t) = agent.tracing.last.get(&peer.name) else {
+        let why = match agent.cfg.trace.on_loss {
+            Some(pct) => format!(
+                "no trace of {} yet: none of its paths lost over {pct} % in a window",
+                peer.name
+            ),
+            None => "traces are off (--trace-on-loss PCT)".into(),
+        };
+        return (format!("Trace of {}", peer.name), vec![why]);
+    };
+    let mut out = Vec::new();
+    let _ = crate::report::trace::text::write_trace_text(&mut out, &t.report);
+    let title = format!(
+        "Trace of {} from port {} (window loss {:.1} %)",
+        t.peer, t.port, t.loss_percent
+    );
+    (
+        title,
+        String::from_utf8_lossy(&out)
+            .lines()
+            .map(String::from)
+            .collect(),
+    )
+}
+
 /// What the table shows now, from row `offset`.
 pub fn view(agent: &Agent, offset: usize) -> TableView {
     let c = &agent.cfg;
@@ -45,6 +76,8 @@ pub fn view(agent: &Agent, offset: usize) -> TableView {
         overflow: agent.overflow,
         reload_errors: agent.reload_errors,
         offset,
+        traces: agent.tracing.on(),
+        trace: None,
     }
 }
 
@@ -53,6 +86,7 @@ pub fn view(agent: &Agent, offset: usize) -> TableView {
 enum Key {
     Quit,
     Reload,
+    Trace,
     Scroll(Scroll),
     Other,
 }
@@ -66,6 +100,7 @@ fn key_of(ev: &Event) -> Key {
         KeyCode::Char('q') | KeyCode::Esc => Key::Quit,
         KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Key::Quit,
         KeyCode::Char('r') => Key::Reload,
+        KeyCode::Char('t') => Key::Trace,
         KeyCode::Up => Key::Scroll(Scroll::Up),
         KeyCode::Down => Key::Scroll(Scroll::Down),
         KeyCode::PageUp => Key::Scroll(Scroll::PageUp),
@@ -109,14 +144,19 @@ pub fn run(agent: &mut Agent, signals: &Signals) -> Result<(), AppError> {
         let stdin_tty = std::io::stdin().is_terminal();
         // The first row shown, and how many fit at the last frame.
         let (mut offset, mut shown) = (0usize, 0usize);
+        let mut show_trace = false;
         // SIGHUP is a hangup here, not a reload.
         while !signals.stop.is_raised() && !signals.reload.load(Ordering::Relaxed) {
             if let Some(why) = agent.step() {
                 return Err(AppError::Runtime(anyhow::anyhow!(why)));
             }
             let _ = agent.turn_if_due(Instant::now());
+            // The table shows each peer's last trace; the lines are for
+            // headless runs.
+            let _ = agent.tracing.take_finished();
             if Instant::now() >= next_frame {
-                let v = view(agent, offset);
+                let mut v = view(agent, offset);
+                v.trace = show_trace.then(|| trace_pane(agent, offset));
                 terminal
                     .draw(|f| shown = render(&v, f.area(), f.buffer_mut(), theme))
                     .map_err(|e| AppError::Runtime(anyhow::Error::new(e)))?;
@@ -135,6 +175,10 @@ pub fn run(agent: &mut Agent, signals: &Signals) -> Result<(), AppError> {
                                 // the next frame is drawn whole.
                                 agent.reload();
                                 terminal.clear()?;
+                                next_frame = Instant::now();
+                            }
+                            Key::Trace => {
+                                show_trace = !show_trace;
                                 next_frame = Instant::now();
                             }
                             Key::Scroll(how) => {

@@ -51,6 +51,10 @@ pub struct TableView {
     /// The first row shown (the table scrolls when the peers outnumber
     /// its rows).
     pub offset: usize,
+    /// `--trace-on-loss` is on: the key `t` shows the first row's last trace.
+    pub traces: bool,
+    /// The trace shown (key `t`): a title and its report's lines.
+    pub trace: Option<(String, Vec<String>)>,
 }
 
 /// How the table is scrolled: a key's move.
@@ -296,6 +300,10 @@ fn header_lines(view: &TableView, width: u16, theme: Theme) -> Vec<Line<'static>
 /// `view.offset` that fit (the offset kept within the last page). Returns
 /// how many rows were shown, for the next scroll.
 pub fn render(view: &TableView, area: Rect, buf: &mut Buffer, theme: Theme) -> usize {
+    let area = match &view.trace {
+        Some(trace) => render_trace(trace, area, buf, theme),
+        None => area,
+    };
     let mut fitted = fitted(view, area.width, theme);
     let head_lines = header_lines(view, area.width, theme);
     // The footer's line count does not depend on which rows are shown.
@@ -330,6 +338,24 @@ pub fn render(view: &TableView, area: Rect, buf: &mut Buffer, theme: Theme) -> u
     shown
 }
 
+/// The trace pane at the bottom of `area` (at most half of it): its
+/// title, then the report's lines. Returns what is left above it.
+fn render_trace(trace: &(String, Vec<String>), area: Rect, buf: &mut Buffer, theme: Theme) -> Rect {
+    let (title, lines) = trace;
+    let height = (lines.len() as u16 + 1).min(area.height / 2);
+    let [rest, pane] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(height)]).areas(area);
+    let text: Vec<Line> = lines.iter().map(|l| Line::raw(l.clone())).collect();
+    Paragraph::new(text)
+        .block(
+            Block::default()
+                .borders(Borders::TOP)
+                .title(Span::styled(title.clone(), theme.title())),
+        )
+        .render(pane, buf);
+    rest
+}
+
 /// The keys, which rows are shown when not all are, what went wrong, and
 /// which columns a wider terminal shows, as parts to wrap. `(offset,
 /// shown)`: the rows on screen.
@@ -343,6 +369,9 @@ fn footer(
         Line::from(vec![Span::styled(k, theme.key()), Span::raw(what)])
     };
     let mut parts = vec![key("q", " quit"), key("r", " reload the configuration")];
+    if view.traces {
+        parts.push(key("t", " the first row's last trace"));
+    }
     let total = view.rows.len();
     if shown < total {
         parts.push(key("↑↓ PgUp PgDn Home End", " scroll"));
@@ -428,6 +457,8 @@ mod tests {
             overflow: 0,
             reload_errors: 1,
             offset: 0,
+            traces: false,
+            trace: None,
         }
     }
 
@@ -448,6 +479,35 @@ mod tests {
         let mut buf = Buffer::empty(area);
         render(&view(), area, &mut buf, Theme::new(false));
         insta::assert_snapshot!(text(&buf));
+    }
+
+    /// Key `t`: the first row's trace in a pane under the table, the key
+    /// said in the footer; the table keeps its rows above.
+    #[test]
+    fn the_trace_pane_shows_under_the_table() {
+        let mut v = view();
+        v.traces = true;
+        v.trace = Some((
+            "Trace of beta from port 40000".into(),
+            vec![
+                " TTL  Address".into(),
+                "   1  10.0.0.1  ICMP rate-limited: not loss".into(),
+                "Suspect link: 10.0.0.1 (hop 1) → 10.0.0.2 (hop 2)".into(),
+            ],
+        ));
+        let area = Rect::new(0, 0, 140, 16);
+        let mut buf = Buffer::empty(area);
+        render(&v, area, &mut buf, Theme::new(false));
+        let t = text(&buf);
+        let at = |s: &str| {
+            t.lines()
+                .position(|l| l.contains(s))
+                .unwrap_or_else(|| panic!("{s}: {t}"))
+        };
+        assert!(at("beta") < at("Trace of beta from port 40000"), "{t}");
+        assert!(at("Trace of beta") < at("Suspect link: 10.0.0.1"), "{t}");
+        assert!(t.contains("t the first row's last trace"), "{t}");
+        assert!(t.contains("gamma"), "both rows still shown: {t}");
     }
 
     /// A fleet as a user names it: longer names and addresses, an IPv6

@@ -60,6 +60,36 @@ pub struct TraceArgs {
     pub json: bool,
 }
 
+/// `synapse agent`'s traces: when a path loses, trace it on its own socket.
+#[derive(Debug, Args, Clone)]
+pub struct TraceOnLossArgs {
+    /// Trace a UDP path whose loss over a window (--report-every) is over
+    /// PCT, on that path's own socket (its 5-tuple), to find the link
+    /// where it loses: the suspect goes into the --json lines, the live
+    /// table (key t) and /metrics [default: never].
+    #[arg(long, value_name = "PCT", value_parser = trace_on_loss)]
+    pub trace_on_loss: Option<f64>,
+
+    /// At most one trace of a peer this often.
+    #[arg(long, value_name = "DURATION", default_value = "5min", value_parser = synapse_units::seconds)]
+    pub trace_every: Duration,
+
+    /// At most this many traces per --trace-every, all peers together, one
+    /// at a time, each started up to a window after its trigger at random:
+    /// a fleet-wide event never becomes a storm of traces.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub trace_limit: u32,
+}
+
+/// `--trace-on-loss`: a share of probes, above 0 and below 100.
+fn trace_on_loss(s: &str) -> Result<f64, String> {
+    let p = synapse_units::percent(s)?;
+    if p <= 0.0 || p >= 100.0 {
+        return Err(format!("'{s}': a loss between 0 and 100 % (exclusive)"));
+    }
+    Ok(p)
+}
+
 /// A trace's rate: a rate as `--rate` takes it, at most [`MAX_RATE`].
 fn trace_rate(s: &str) -> Result<f64, String> {
     let r = synapse_units::rate(s)?;

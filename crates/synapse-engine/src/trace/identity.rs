@@ -18,6 +18,11 @@ const MARK_MASK: u64 = 0xff_ffff << 40;
 /// Sequence numbers a trace can give (24 bits).
 pub const MAX_PROBES: u32 = 1 << 24;
 
+/// A run token: random, or the clock when the system has no randomness.
+pub fn random_token() -> u64 {
+    crate::sys::random::random_u64().unwrap_or_else(|_| crate::sys::clock::realtime_ns())
+}
+
 /// Which probe: its sequence number in the trace and the TTL it left with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProbeId {

@@ -89,7 +89,7 @@ pub fn run_trace(cfg: &TraceConfig, stop: &StopFlag) -> Result<TraceOutcome, Eng
         rate: cfg.rate,
         timeout_ns: cfg.timeout.as_nanos() as u64,
     };
-    let token = crate::sys::random::random_u64().unwrap_or_else(|_| realtime_ns());
+    let token = super::identity::random_token();
     let epoch = Mono::now();
     let mut tracer = Tracer::new(plan, token as u8, token, 0);
     let mut reader = Reader::new(stamp_type);
