@@ -473,3 +473,153 @@ fn faults_end_in_a_clear_report_and_the_rate_holds() {
     );
     assert_eq!(packets[1], 0, "none beyond it: {counts}");
 }
+
+/// The agent in C, probing S from eight ports with `--trace-on-loss 10`:
+/// a path through B loses 30 %, so that path is traced on its own socket;
+/// the trace's `--json` line names the link after B, /metrics has the
+/// suspect series naming B and counts the trace's probes, which are
+/// bounded; the windows count no stray and no loss on the paths through
+/// A while the trace runs (its time-exceeded are the trace's, never the
+/// reflector's).
+#[test]
+fn the_agents_triggered_trace_names_b() {
+    let test = "the_agents_triggered_trace_names_b";
+    if !lab_possible(test) {
+        return;
+    }
+    let Some(_) = tool("curl", test) else {
+        return;
+    };
+    let _alone = one_at_a_time();
+    let lab = EcmpLab::new();
+    let _s = lab.reflectors();
+    for attempt in 1..=3 {
+        let mut agent = netns::synapse_in(&lab.c)
+            .args([
+                "agent",
+                "--no-ui",
+                "--json",
+                "--reflect",
+                "none",
+                "--name",
+                "c",
+            ])
+            .args([
+                "--metrics-listen",
+                "127.0.0.1:0",
+                "--peer",
+                &format!("s={S_V4}:8080"),
+            ])
+            .args(["--paths", "8", "--interval", "10ms", "--report-every", "2s"])
+            .args(["--trace-on-loss", "10"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = json_lines(agent.stdout.take().unwrap());
+        let metrics = metrics_address(agent.stderr.take().unwrap());
+        let _agent = Guard(agent);
+        let mut windows = Vec::new();
+        let trace = loop {
+            let v = lines
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .expect("a window or a trace within 30 s");
+            if v.get("trace").is_some() {
+                break Some(v);
+            }
+            let lossy = v["paths"]["each"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["lost"].as_u64() > Some(2));
+            windows.push(v);
+            if windows.len() == 3 && !lossy {
+                break None; // eight ports all through A: new ports
+            }
+        };
+        let Some(t) = trace else {
+            println!("attempt {attempt}: no port through B");
+            continue;
+        };
+        let port = t["port"].as_u64().unwrap();
+        let suspect = &t["trace"]["suspect"];
+        assert_eq!(suspect["from"]["address"], B_V4, "{t}");
+        assert_eq!(suspect["to"]["address"], S_V4, "{t}");
+        assert_eq!(t["trace"]["ports"][0], port);
+        assert!(t["trigger_loss_percent"].as_f64().unwrap() > 10.0);
+        let sent = t["trace"]["sent"].as_u64().unwrap();
+        assert!(sent > 0 && sent <= 80 * 30, "bounded: {sent}");
+        let url = format!("http://{}/metrics", metrics.recv().unwrap());
+        let text = lab.exec(&lab.c, "curl", &["-s", &url]);
+        let series = format!(
+            "synapse_trace_suspect_loss_ratio{{source=\"c\",peer=\"s\",hop=\"{B_V4}\",ttl=\"2\"}}"
+        );
+        assert!(text.contains(&series), "{text}");
+        assert!(
+            text.contains(&format!(
+                "synapse_trace_probes_total{{source=\"c\"}} {sent}"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("synapse_traces_total{source=\"c\",verdict=\"suspect\"} 1"),
+            "{text}"
+        );
+        // The windows around the trace: no stray, and the paths that lost
+        // nothing before it lost nothing while it ran.
+        let clean = |w: &Value| -> Vec<u64> {
+            w["paths"]["each"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["lost"] == 0)
+                .map(|p| p["port"].as_u64().unwrap())
+                .collect()
+        };
+        let before = clean(windows.last().unwrap());
+        let after = lines
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap();
+        assert!(!before.is_empty(), "a path through A: {:?}", windows.last());
+        let still = clean(&after);
+        assert!(
+            before.iter().all(|p| still.contains(p)),
+            "{before:?} then {after}"
+        );
+        for w in windows.iter().chain([&after]) {
+            assert_eq!(w["stray"], 0, "{w}");
+        }
+        return;
+    }
+    panic!("three agents' eight ports all went through A (1 in 128 each)");
+}
+
+/// Every JSON line a child prints, as it comes.
+fn json_lines(out: std::process::ChildStdout) -> std::sync::mpsc::Receiver<Value> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line)
+                && tx.send(v).is_err()
+            {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The address the agent serves /metrics on, from its note on stderr.
+fn metrics_address(err: std::process::ChildStderr) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("metrics on http://").nth(1) {
+                let _ = tx.send(rest.trim_end_matches("/metrics").to_string());
+            }
+        }
+    });
+    rx
+}
