@@ -289,18 +289,7 @@ impl EcmpLab {
 
     /// `TOOL ARGS` in namespace `ns`, which must succeed; its stdout.
     pub fn exec(&self, ns: &str, tool: &str, args: &[&str]) -> String {
-        let out = Command::new("ip")
-            .args(["netns", "exec", ns, tool])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{tool} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        super::netns::exec_in(ns, tool, args)
     }
 
     /// Synapse reflectors on S, plain echo on port 8080 of its service
