@@ -228,7 +228,7 @@ fn ports_by_next_hop(
 /// time-exceeded, is the only hop past B that shows the loss, and one
 /// rate-limited answer confirms nothing: inconclusive (4), with the
 /// candidate B → S said. (S answers six at once, then one a second: one
-/// trace's worth.)
+/// trace's worth.) `--resolve` names each hop from C's hosts file.
 #[test]
 fn a_port_unreachable_alone_confirms_nothing() {
     let test = "a_port_unreachable_alone_confirms_nothing";
@@ -240,8 +240,19 @@ fn a_port_unreachable_alone_confirms_nothing() {
     let to = format!("{S_V4}:9");
     let (_, through_b) = ports_by_next_hop(&lab, &to, 41_000, A_V4, B_V4);
     let port = through_b[0].to_string();
-    let (t, code) = trace(&lab, &[&to, "--source-port", &port, "--rate", "500/s"]);
+    lab.name_hosts(&[(R_V4, "r.lab"), (B_V4, "b.lab"), (S_V4, "s.lab")]);
+    let (t, code) = trace(
+        &lab,
+        &[&to, "--source-port", &port, "--rate", "500/s", "--resolve"],
+    );
     assert_eq!(code, 4, "{t}");
+    let names: Vec<&Value> = t["hops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h["names"][0])
+        .collect();
+    assert_eq!(names, ["r.lab", "b.lab", "s.lab"], "--resolve: {t}");
     assert_eq!(t["verdict"], "inconclusive");
     assert_eq!(t["suspect"], Value::Null);
     let path = &t["paths"][0];

@@ -283,6 +283,26 @@ impl EcmpLab {
             .to_string()
     }
 
+    /// Names for the lab's addresses, as C's resolver finds them: a hosts
+    /// file of C's own (`ip netns exec` puts `/etc/netns/NS/hosts` over
+    /// `/etc/hosts`), and a resolver that asks only C's loopback, so no
+    /// other name leaves for anywhere. Removed with the lab.
+    pub fn name_hosts(&self, names: &[(&str, &str)]) {
+        let dir = self.etc_of_c();
+        std::fs::create_dir_all(&dir).unwrap();
+        let hosts: String = names.iter().map(|(a, n)| format!("{a} {n}\n")).collect();
+        std::fs::write(dir.join("hosts"), hosts).unwrap();
+        std::fs::write(
+            dir.join("resolv.conf"),
+            "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+        )
+        .unwrap();
+    }
+
+    fn etc_of_c(&self) -> std::path::PathBuf {
+        std::path::Path::new("/etc/netns").join(&self.c)
+    }
+
     fn all(&self) -> [&String; 5] {
         [&self.c, &self.r, &self.a, &self.b, &self.s]
     }
@@ -339,5 +359,6 @@ impl EcmpLab {
 impl Drop for EcmpLab {
     fn drop(&mut self) {
         delete(&self.all());
+        let _ = std::fs::remove_dir_all(self.etc_of_c());
     }
 }
