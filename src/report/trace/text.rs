@@ -184,7 +184,16 @@ pub fn write_trace_text(out: &mut dyn Write, r: &TraceReport) -> io::Result<()> 
             )?;
         }
         write_hops(out, r, path)?;
-        writeln!(out, "{}", verdict_text(r, path))?;
+        if r.interrupted {
+            // Stopped before its probes were all sent: not judged.
+            writeln!(
+                out,
+                "Not judged (interrupted); so far: {}",
+                verdict_text(r, path)
+            )?;
+        } else {
+            writeln!(out, "{}", verdict_text(r, path))?;
+        }
     }
     if many {
         writeln!(out)?;
