@@ -128,7 +128,8 @@ fn run_tool(command: &Command) -> Result<bool, AppError> {
         | Command::Agent(_)
         | Command::Calibrate(_)
         | Command::Compare(_)
-        | Command::Plot(_) => {
+        | Command::Plot(_)
+        | Command::Trace(_) => {
             return Ok(false);
         }
     }
@@ -151,6 +152,11 @@ fn run(cli: Cli, matches: &clap::ArgMatches) -> Result<i32, AppError> {
     }
     if let Some(Command::Agent(args)) = cli.command {
         return synapse::agent::run(args, matches);
+    }
+    if let Some(Command::Trace(args)) = &cli.command {
+        let stop = StopFlag::new();
+        let _ = install_signal_handlers(&stop)?;
+        return synapse::commands::trace::run(args, &stop, &mut std::io::stdout().lock());
     }
     if let Some(Command::Calibrate(args)) = &cli.command {
         let stop = StopFlag::new();

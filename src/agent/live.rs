@@ -19,6 +19,37 @@ const FRAME: Duration = Duration::from_millis(250);
 /// How long a reload's outcome stays in the footer.
 const NEWS: Duration = Duration::from_secs(10);
 
+/// The trace pane of the peer on row `offset` (key `t`): its last trace's
+/// report, or why there is none.
+pub fn trace_pane(agent: &Agent, offset: usize) -> (String, Vec<String>) {
+    let Some(peer) = agent.cfg.peers.get(offset) else {
+        return ("Trace".into(), vec!["no peer".into()]);
+    };
+    let Some(t) = agent.tracing.last.get(&peer.name) else {
+        let why = match agent.cfg.trace.on_loss {
+            Some(pct) => format!(
+                "no trace of {} yet: none of its paths lost over {pct} % in a window",
+                peer.name
+            ),
+            None => "traces are off (--trace-on-loss PCT)".into(),
+        };
+        return (format!("Trace of {}", peer.name), vec![why]);
+    };
+    let mut out = Vec::new();
+    let _ = crate::report::trace::text::write_trace_text(&mut out, &t.report);
+    let title = format!(
+        "Trace of {} from port {} (window loss {:.1} %)",
+        t.peer, t.port, t.loss_percent
+    );
+    (
+        title,
+        String::from_utf8_lossy(&out)
+            .lines()
+            .map(String::from)
+            .collect(),
+    )
+}
+
 /// What the table shows now, from row `offset`.
 pub fn view(agent: &Agent, offset: usize) -> TableView {
     let c = &agent.cfg;
@@ -49,6 +80,8 @@ pub fn view(agent: &Agent, offset: usize) -> TableView {
         offset,
         news: agent.reloaded.clone(),
         help: false,
+        traces: agent.tracing.on(),
+        trace: None,
     }
 }
 
@@ -58,6 +91,7 @@ enum Key {
     Quit,
     Reload,
     Help,
+    Trace,
     Scroll(Scroll),
     Other,
 }
@@ -72,6 +106,7 @@ fn key_of(ev: &Event) -> Key {
         KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Key::Quit,
         KeyCode::Char('r') => Key::Reload,
         KeyCode::Char('?') => Key::Help,
+        KeyCode::Char('t') => Key::Trace,
         KeyCode::Up => Key::Scroll(Scroll::Up),
         KeyCode::Down => Key::Scroll(Scroll::Down),
         KeyCode::PageUp => Key::Scroll(Scroll::PageUp),
@@ -117,18 +152,23 @@ pub fn run(agent: &mut Agent, signals: &Signals) -> Result<(), AppError> {
         let (mut offset, mut shown) = (0usize, 0usize);
         // The help over the table, and until when a reload's news shows.
         let (mut help, mut news_until) = (false, Instant::now());
+        let mut show_trace = false;
         // SIGHUP is a hangup here, not a reload.
         while !signals.stop.is_raised() && !signals.reload.load(Ordering::Relaxed) {
             if let Some(why) = agent.step() {
                 return Err(AppError::Runtime(anyhow::anyhow!(why)));
             }
             let _ = agent.turn_if_due(Instant::now());
+            // The table shows each peer's last trace; the lines are for
+            // headless runs.
+            let _ = agent.tracing.take_finished();
             if Instant::now() >= next_frame {
                 let mut v = view(agent, offset);
                 v.help = help;
                 if Instant::now() > news_until {
                     v.news = None;
                 }
+                v.trace = show_trace.then(|| trace_pane(agent, offset));
                 terminal
                     .draw(|f| shown = render(&v, f.area(), f.buffer_mut(), theme))
                     .map_err(|e| AppError::Runtime(anyhow::Error::new(e)))?;
@@ -161,6 +201,10 @@ pub fn run(agent: &mut Agent, signals: &Signals) -> Result<(), AppError> {
                                 agent.reload();
                                 news_until = Instant::now() + NEWS;
                                 terminal.clear()?;
+                                next_frame = Instant::now();
+                            }
+                            Key::Trace => {
+                                show_trace = !show_trace;
                                 next_frame = Instant::now();
                             }
                             Key::Scroll(how) => {

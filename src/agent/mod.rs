@@ -37,6 +37,8 @@ mod register;
 pub mod report;
 pub mod subset;
 pub mod table;
+pub mod trace;
+pub mod trace_metrics;
 pub mod window;
 
 use crate::cli::AgentArgs;
@@ -106,6 +108,8 @@ pub struct Agent {
     /// Each peer's series prefix in that log (`NAME/`), in `cfg.peers`
     /// order: made when the peers change, not for every record.
     hdr_prefixes: Vec<String>,
+    /// `--trace-on-loss`: the traces of paths that lose.
+    pub tracing: trace::Tracing,
 }
 
 /// Signals the agent answers: SIGINT and SIGTERM stop it, SIGHUP reloads.
@@ -219,6 +223,12 @@ impl Agent {
         let mut registry = Registry::default();
         let mut metrics = Metrics::new(&mut registry, &cfg.name);
         metrics.set_topology(&cfg.labels, &cfg.series_labels);
+        let trace_metrics = trace_metrics::TraceMetrics::new(&mut registry, &cfg.name);
+        let tracing = trace::Tracing::new(
+            cfg.trace,
+            trace_metrics,
+            synapse_engine::trace::identity::random_token(),
+        );
         let registry = Arc::new(registry);
         // Listening first: a taken port fails before anything is sent.
         let server = http::serve(Arc::clone(&registry), cfg.metrics_listen).map_err(|e| {
@@ -279,6 +289,7 @@ impl Agent {
             reloaded: None,
             hdr: None,
             hdr_prefixes: Vec::new(),
+            tracing,
         })
     }
 
@@ -319,6 +330,8 @@ impl Agent {
         if let Some(round) = self.discoverer.as_ref().and_then(Discoverer::latest) {
             self.apply_round(round);
         }
+        self.tracing
+            .poll(&mut self.session, &self.cfg.peers, Instant::now());
     }
 
     /// A discovery round's outcome: its failures reported, and the peers
@@ -361,6 +374,9 @@ impl Agent {
                 self.metrics.path_spread(p, &paths::spread(figures));
             }
         }
+        let window = self.cfg.report_every;
+        self.tracing
+            .window_ended(&self.cfg.peers, &self.paths, now, window);
         self.probed_by = self
             .inbound
             .sources(self.cfg.report_every.as_nanos() as u64);
@@ -463,6 +479,7 @@ impl Agent {
             }
             return Err(());
         }
+        self.tracing.probers_restarted(cfg.trace);
         let s = &self.session;
         self.timestamps = stamping_label(s.stamping().or_else(|| s.stamping_of(0)));
         self.path_ports = s.path_ports();

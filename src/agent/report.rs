@@ -317,6 +317,15 @@ pub fn run_headless(agent: &mut Agent, signals: &Signals, json: bool) -> Result<
             }
             out.flush()?;
         }
+        for t in agent.tracing.take_finished() {
+            let line = if json {
+                t.json_line(&agent.cfg.name)
+            } else {
+                t.text_line()
+            };
+            writeln!(out, "{line}")?;
+            out.flush()?;
+        }
         std::thread::sleep(POLL);
     }
     Ok(())
@@ -446,6 +455,11 @@ mod tests {
             labels: Default::default(),
             series_labels: Vec::new(),
             paths: 1,
+            trace: crate::plan::agent::TracePolicy {
+                on_loss: None,
+                every: Duration::from_secs(300),
+                limit: 4,
+            },
             discovery: Default::default(),
         };
         let text = check_text(&cfg);

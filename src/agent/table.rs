@@ -55,6 +55,10 @@ pub struct TableView {
     pub news: Option<String>,
     /// The keys and what the table shows, over it (`?`).
     pub help: bool,
+    /// `--trace-on-loss` is on: the key `t` shows the first row's last trace.
+    pub traces: bool,
+    /// The trace shown (key `t`): a title and its report's lines.
+    pub trace: Option<(String, Vec<String>)>,
 }
 
 /// How the table is scrolled: a key's move.
@@ -304,6 +308,10 @@ fn header_lines(view: &TableView, width: u16, theme: Theme) -> Vec<Line<'static>
 /// `view.offset` that fit (the offset kept within the last page). Returns
 /// how many rows were shown, for the next scroll.
 pub fn render(view: &TableView, area: Rect, buf: &mut Buffer, theme: Theme) -> usize {
+    let area = match &view.trace {
+        Some(trace) => render_trace(trace, area, buf, theme),
+        None => area,
+    };
     let mut fitted = fitted(view, area.width, theme);
     let head_lines = header_lines(view, area.width, theme);
     // The footer's line count does not depend on which rows are shown.
@@ -342,11 +350,12 @@ pub fn render(view: &TableView, area: Rect, buf: &mut Buffer, theme: Theme) -> u
 }
 
 /// What `?` shows over the table: the keys, and how to read a row.
-const HELP: [(&str, &str); 8] = [
+const HELP: [(&str, &str); 9] = [
     ("q, Esc", "quit, printing a summary of every peer"),
     ("r", "reload the configuration (as SIGHUP does headless)"),
     ("↑↓ PgUp PgDn", "scroll the peers"),
     ("Home End", "the first, the last page"),
+    ("t", "the first row's last trace (--trace-on-loss)"),
     ("?", "this help (any key closes it)"),
     ("p50, p99", "round trip over the last window"),
     (
@@ -389,6 +398,24 @@ fn help(area: Rect, buf: &mut Buffer, theme: Theme) {
         .render(at, buf);
 }
 
+/// The trace pane at the bottom of `area` (at most half of it): its
+/// title, then the report's lines. Returns what is left above it.
+fn render_trace(trace: &(String, Vec<String>), area: Rect, buf: &mut Buffer, theme: Theme) -> Rect {
+    let (title, lines) = trace;
+    let height = (lines.len() as u16 + 1).min(area.height / 2);
+    let [rest, pane] =
+        Layout::vertical([Constraint::Min(0), Constraint::Length(height)]).areas(area);
+    let text: Vec<Line> = lines.iter().map(|l| Line::raw(l.clone())).collect();
+    Paragraph::new(text)
+        .block(
+            Block::default()
+                .borders(Borders::TOP)
+                .title(Span::styled(title.clone(), theme.title())),
+        )
+        .render(pane, buf);
+    rest
+}
+
 /// The keys, which rows are shown when not all are, what went wrong, and
 /// which columns a wider terminal shows, as parts to wrap. `(offset,
 /// shown)`: the rows on screen.
@@ -408,6 +435,9 @@ fn footer(
     ];
     if let Some(news) = &view.news {
         parts.push(Line::styled(news.clone(), theme.warn()));
+    }
+    if view.traces {
+        parts.push(key("t", " the first row's last trace"));
     }
     let total = view.rows.len();
     if shown < total {
@@ -496,6 +526,8 @@ mod tests {
             offset: 0,
             news: None,
             help: false,
+            traces: false,
+            trace: None,
         }
     }
 
@@ -544,6 +576,35 @@ mod tests {
         let t = text(&buf);
         assert!(t.contains("┌ keys"), "{t}");
         assert!(t.contains("quit, printing a summary of every peer"), "{t}");
+    }
+
+    /// Key `t`: the first row's trace in a pane under the table, the key
+    /// said in the footer; the table keeps its rows above.
+    #[test]
+    fn the_trace_pane_shows_under_the_table() {
+        let mut v = view();
+        v.traces = true;
+        v.trace = Some((
+            "Trace of beta from port 40000".into(),
+            vec![
+                " TTL  Address".into(),
+                "   1  10.0.0.1  ICMP rate-limited: not loss".into(),
+                "Suspect link: 10.0.0.1 (hop 1) → 10.0.0.2 (hop 2)".into(),
+            ],
+        ));
+        let area = Rect::new(0, 0, 140, 16);
+        let mut buf = Buffer::empty(area);
+        render(&v, area, &mut buf, Theme::new(false));
+        let t = text(&buf);
+        let at = |s: &str| {
+            t.lines()
+                .position(|l| l.contains(s))
+                .unwrap_or_else(|| panic!("{s}: {t}"))
+        };
+        assert!(at("beta") < at("Trace of beta from port 40000"), "{t}");
+        assert!(at("Trace of beta") < at("Suspect link: 10.0.0.1"), "{t}");
+        assert!(t.contains("t the first row's last trace"), "{t}");
+        assert!(t.contains("gamma"), "both rows still shown: {t}");
     }
 
     /// A fleet as a user names it: longer names and addresses, an IPv6

@@ -138,6 +138,9 @@ pub struct AgentOptions {
     #[arg(long, value_name = "K", default_value = "1", value_parser = clap::value_parser!(u16).range(1..=64))]
     pub paths: u16,
 
+    #[command(flatten)]
+    pub trace: super::trace::TraceOnLossArgs,
+
     /// Local address the probes leave from [default: any].
     #[arg(long, value_name = "ADDR", value_parser = address_text)]
     pub bind: Option<String>,

@@ -10,11 +10,13 @@
 pub mod agent;
 pub mod calibrate;
 pub mod compare;
+pub mod trace;
 mod usage_error;
 
 pub use agent::{AgentArgs, AgentOptions, PeerOptions};
 pub use calibrate::CalibrateArgs;
 pub use compare::{CompareArgs, PlotArgs};
+pub use trace::TraceArgs;
 pub use usage_error::one_line;
 
 use crate::packet_log::Opening;
@@ -105,6 +107,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Draw runs: percentile distribution, latency over time, the split.
     Plot(PlotArgs),
+    /// Trace one flow's path hop by hop and name the link where it loses.
+    Trace(TraceArgs),
     /// Print the manual page (roff), e.g. `synapse man | man -l -`.
     Man,
 }

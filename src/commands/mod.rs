@@ -1,6 +1,6 @@
 //! The front ends that need no folder of their own: running a client or a
 //! server without the live display, and the subcommands `compare`, `plot`,
-//! `profiles` and `interfaces`. (The live display is `ui`, the fleet agent
+//! `profiles`, `interfaces` and `trace`. (The live display is `ui`, the fleet agent
 //! `agent`, `synapse calibrate` is `calibrate`.)
 
 pub mod compare;
@@ -8,3 +8,4 @@ pub mod headless;
 pub mod interfaces;
 pub mod plot;
 pub mod profiles;
+pub mod trace;

@@ -20,6 +20,7 @@ pub mod slices_json;
 mod tcp_text;
 mod text;
 mod timing_text;
+pub mod trace;
 pub mod verdict;
 
 pub use breakdown::{BreakdownReport, PointSource, point_sources};

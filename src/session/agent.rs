@@ -10,6 +10,7 @@ use crate::plan::agent::{AgentConfig, PeerConfig};
 use crate::plan::{Output, ServerPlan};
 use crate::session::{Opening, Side};
 use std::time::Duration;
+use synapse_engine::trace::{TraceDone, TraceJob, Tracer};
 use synapse_engine::{
     Budget, EngineError, NO_PEER, Placement, ProbeConfig, ProberConfig, ProberRun, Protocol,
     ReflectorEvent, Role, StampingInfo, StopFlag, ThreadPlacement, Transport, choose_cpu,
@@ -57,6 +58,8 @@ pub struct AgentSession {
     ports: Vec<u16>,
     /// The probers' peers: each one's index in the configuration.
     udp_peers: Vec<usize>,
+    /// Their addresses, in the same order.
+    peer_addrs: Vec<std::net::SocketAddr>,
     tcp: TcpPeers,
 }
 
@@ -78,6 +81,7 @@ impl AgentSession {
             probers: Vec::new(),
             ports: Vec::new(),
             udp_peers: Vec::new(),
+            peer_addrs: Vec::new(),
             tcp: TcpPeers::default(),
         };
         s.restart_prober(cfg)?;
@@ -94,6 +98,7 @@ impl AgentSession {
         self.udp_peers = (0..cfg.peers.len())
             .filter(|&i| cfg.peers[i].transport == Transport::Udp)
             .collect();
+        self.peer_addrs = self.udp_peers.iter().map(|&i| cfg.peers[i].addr).collect();
         if self.udp_peers.is_empty() {
             return Ok(());
         }
@@ -212,6 +217,33 @@ impl AgentSession {
             }
         }
         self.tcp.drain(|peer, r| each(peer, 0, r));
+    }
+
+    /// Asks path `path`'s prober to trace the way to UDP peer `peer` (its
+    /// index in the configuration) with the tracer `make` plans for the
+    /// path's source port and the peer's address. Whether it was taken (a
+    /// TCP peer, or a path or peer that is gone, is not): the address the
+    /// path's probes leave from, when it was.
+    pub fn start_trace(
+        &mut self,
+        peer: usize,
+        path: usize,
+        make: impl FnOnce(u16, std::net::SocketAddr) -> Box<Tracer>,
+    ) -> Option<std::net::IpAddr> {
+        let probe = self.udp_peers.iter().position(|&i| i == peer)?;
+        let run = self.probers.get_mut(path)?;
+        let addr = self.peer_addrs.get(probe).copied()?;
+        let tracer = make(run.local.port(), addr);
+        run.traces.start(TraceJob { probe, tracer }).ok()?;
+        Some(run.local.ip())
+    }
+
+    /// A trace path `path`'s prober has handed back, with the
+    /// configuration index of the peer it traced.
+    pub fn finished_trace(&mut self, path: usize) -> Option<(usize, TraceDone)> {
+        let done = self.probers.get_mut(path)?.traces.finished()?;
+        let peer = self.udp_peers.get(done.probe).copied()?;
+        Some((peer, done))
     }
 
     /// Hands the reflectors' events since the last call to `each`.

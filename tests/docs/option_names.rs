@@ -24,6 +24,7 @@ const FOREIGN: &[(&str, &str)] = &[
     ("storage.tsdb.path", "prometheus --storage.tsdb.path"),
     ("data-urlencode", "curl --data-urlencode"),
     ("exec", "ncat --exec"),
+    ("sport", "traceroute -U --sport P -p PORT"),
     ("purge", "dpkg --purge"),
     ("full", "systemctl edit --full"),
     ("now", "systemctl enable --now"),

@@ -47,11 +47,13 @@ fn the_rules_pass_promtool_and_their_unit_tests() {
             "synapse.rules.yml",
             "synapse.alerts.yml",
             "synapse.fleet.rules.yml",
+            "synapse.trace.rules.yml",
         ],
         test,
     );
     promtool(&["test", "rules", "synapse.rules.test.yml"], test);
     promtool(&["test", "rules", "synapse.fleet.rules.test.yml"], test);
+    promtool(&["test", "rules", "synapse.trace.rules.test.yml"], test);
 }
 
 /// The topology heatmap: a rack × rack matrix of the rolled-up rules,

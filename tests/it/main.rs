@@ -43,4 +43,5 @@ mod stamp_tlv;
 mod syscalls;
 mod tcp;
 mod timestamps;
+mod trace;
 mod tui;

@@ -55,6 +55,7 @@ mod reflector;
 pub mod socket;
 pub(crate) mod sys;
 pub mod timestamping;
+pub mod trace;
 mod transport;
 mod wall_clock;
 
@@ -84,6 +85,8 @@ pub use sys::affinity::allowed_cpus;
 /// A NIC's interrupt coalescing, as `ethtool -c` shows it (`synapse
 /// calibrate`'s audit of this host).
 pub use sys::ethtool::{Coalesce, coalesce};
+/// An address's name (`synapse trace --resolve`).
+pub use sys::names::name_of;
 /// Waiting for keys without crossterm's reader, which spins on a terminal
 /// that hung up (the agent's live table).
 pub use sys::terminal::terminal_input;

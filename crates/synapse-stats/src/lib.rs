@@ -30,6 +30,7 @@ mod summary;
 pub mod tcp;
 pub mod tcp_legs;
 mod threshold;
+pub mod trace;
 
 pub use breakdown::{BelowZero, Breakdown, SegmentFigures};
 pub use clock_offset::{DriftFigures, OffsetFigures, StepFigures};

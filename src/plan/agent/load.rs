@@ -226,6 +226,11 @@ fn finish(
         labels,
         series_labels,
         paths: usize::from(opts.paths),
+        trace: super::TracePolicy {
+            on_loss: opts.trace.trace_on_loss,
+            every: opts.trace.trace_every,
+            limit: opts.trace.trace_limit,
+        },
         discovery,
     })
 }

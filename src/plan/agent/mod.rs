@@ -153,6 +153,18 @@ impl PeerConfig {
     }
 }
 
+/// When the agent traces a path that loses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TracePolicy {
+    /// Trace a path whose window's loss is over this, percent (`None`:
+    /// never).
+    pub on_loss: Option<f64>,
+    /// At most one trace of a peer this often.
+    pub every: Duration,
+    /// At most this many traces per `every`, all peers together.
+    pub limit: u32,
+}
+
 /// The whole agent, resolved.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -195,6 +207,8 @@ pub struct AgentConfig {
     pub series_labels: Vec<String>,
     /// `--paths`: source ports each UDP peer is probed from, in turn.
     pub paths: usize,
+    /// `--trace-on-loss`, `--trace-every`, `--trace-limit`.
+    pub trace: TracePolicy,
     /// Where more peers are discovered.
     pub discovery: DiscoveryPlan,
 }

@@ -5,6 +5,7 @@
 
 pub mod announce;
 pub mod csv_log;
+pub mod ecmp_lab;
 pub mod http;
 pub mod netns;
 pub mod proc_udp;

@@ -60,8 +60,8 @@ pub fn ip(args: &[&str]) {
     );
 }
 
-/// `TOOL ARGS` in namespace `ns`, which must succeed.
-pub fn exec_in(ns: &str, tool: &str, args: &[&str]) {
+/// `TOOL ARGS` in namespace `ns`, which must succeed; its stdout.
+pub fn exec_in(ns: &str, tool: &str, args: &[&str]) -> String {
     let out = Command::new("ip")
         .args(["netns", "exec", ns, tool])
         .args(args)
@@ -73,6 +73,7 @@ pub fn exec_in(ns: &str, tool: &str, args: &[&str]) {
         args.join(" "),
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// One fresh namespace name per role, `PREFIX-ROLE-PID-N`: tests running

@@ -10,6 +10,7 @@ use crate::affinity::{Placement, ThreadPlacement, place_current_thread};
 use crate::points::Points;
 use crate::socket::paced_socket;
 use crate::timestamping::{self, TimestampMode, capabilities::Source};
+use crate::trace::{TraceHandle, trace_channel};
 use crate::{EngineError, StopFlag};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -61,6 +62,8 @@ pub struct ProberRun {
     pub local: SocketAddr,
     /// How the probes are stamped.
     pub stamping: StampingInfo,
+    /// Traces of a peer's path, run on this prober's socket.
+    pub traces: TraceHandle,
     stop: StopFlag,
     overflow: Arc<AtomicU64>,
     handle: Option<JoinHandle<Result<Placement, EngineError>>>,
@@ -110,7 +113,9 @@ impl Sink for RingSink {
         }
     }
 
-    fn row(&mut self, _probe: usize, _p: &Points) {}
+    fn row(&mut self, _probe: usize, _p: &Points) {
+        // The prober keeps no per-packet log.
+    }
 }
 
 /// Binds the socket (so a bad address fails here) and starts the prober.
@@ -151,6 +156,7 @@ pub fn start_prober(cfg: ProberConfig, stop: StopFlag) -> Result<ProberRun, Engi
         ring,
         overflow: Arc::clone(&overflow),
     };
+    let (traces, slot) = trace_channel();
     let thread_stop = stop.clone();
     let handle = std::thread::Builder::new()
         .name("synapse-prober".into())
@@ -164,7 +170,8 @@ pub fn start_prober(cfg: ProberConfig, stop: StopFlag) -> Result<ProberRun, Engi
                 give_up_after: None,
                 wake: SlotWake::Ticks(cfg.tick.as_nanos() as u64),
             };
-            let mut pacer = Pacer::new(&socket, cfg.peers, pacer_cfg, stamps, sink);
+            let mut pacer =
+                Pacer::new(&socket, cfg.peers, pacer_cfg, stamps, sink).with_traces(slot);
             pacer.run(&thread_stop)?;
             Ok(placed.placement)
         })
@@ -173,8 +180,133 @@ pub fn start_prober(cfg: ProberConfig, stop: StopFlag) -> Result<ProberRun, Engi
         records,
         local,
         stamping,
+        traces,
         stop,
         overflow,
         handle: Some(handle),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::paced::schedule::Schedule;
+    use crate::trace::{TraceJob, TracePlan, Tracer};
+    use synapse_stats::trace::AnswerKind;
+    use synapse_stats::{Pattern, RecordKind};
+
+    fn prober_to(peer: SocketAddr) -> ProberRun {
+        let probe = ProbeConfig {
+            addr: peer,
+            schedule: Schedule {
+                pattern: Pattern::Periodic,
+                interval: Duration::from_millis(5),
+            },
+            phase: Duration::ZERO,
+            warmup: 0,
+            budget: crate::Budget::Unbounded,
+            size: 64,
+            stamp: false,
+            ssid: 0,
+            key: None,
+            marks: None,
+            tlvs: Default::default(),
+            stamp_format: Default::default(),
+        };
+        let cfg = ProberConfig {
+            bind: None,
+            peers: vec![probe],
+            timeout: Duration::from_millis(200),
+            thread: ThreadPlacement {
+                cpu: 0,
+                cpu_auto: true,
+                busy_poll: false,
+                rt: false,
+                keep_awake: false,
+            },
+            timestamps: TimestampMode::Software,
+            ring_capacity: 1 << 14,
+            tick: Duration::from_millis(1),
+        };
+        start_prober(cfg, StopFlag::new()).unwrap()
+    }
+
+    /// Runs a trace of `probes` probes on `run`'s socket to its peer `to`.
+    fn trace_on(run: &mut ProberRun, to: SocketAddr, probes: u32) -> Box<Tracer> {
+        let plan = TracePlan {
+            destination: to.ip(),
+            ports: vec![run.local.port()],
+            probes,
+            max_ttl: 4,
+            rate: 500.0,
+            timeout_ns: 200_000_000,
+        };
+        let tracer = Box::new(Tracer::new(plan, 3, 0x5eed, 0));
+        run.traces.start(TraceJob { probe: 0, tracer }).unwrap();
+        for _ in 0..500 {
+            if let Some(done) = run.traces.finished() {
+                assert!(!done.interrupted);
+                return done.tracer;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("the trace never ended");
+    }
+
+    /// Records of kind `k` so far.
+    fn count(run: &mut ProberRun, k: fn(&RecordKind) -> bool) -> usize {
+        let mut n = 0;
+        while let Ok(r) = run.records.pop() {
+            n += usize::from(k(&r.record.kind));
+        }
+        n
+    }
+
+    /// A trace on a prober's own socket to its echo peer: every probe
+    /// echoed and taken by the trace, none of its echoes a stray to the
+    /// prober, and the prober's own requests all answered meanwhile.
+    #[test]
+    fn a_trace_rides_the_probers_socket_and_leaves_its_measurement_alone() {
+        let echo = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = echo.local_addr().unwrap();
+        echo.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let server = std::thread::spawn(move || {
+            let mut buf = [0u8; 256];
+            while let Ok((n, from)) = echo.recv_from(&mut buf) {
+                let _ = echo.send_to(&buf[..n], from);
+            }
+        });
+        let mut run = prober_to(to);
+        let tracer = trace_on(&mut run, to, 30);
+        let counts = tracer.counts();
+        let paths = tracer.into_tallies();
+        let hop = &paths[0].hops[0];
+        assert_eq!((hop.sent, hop.answered), (30, 30), "{hop:?}");
+        assert_eq!(hop.responders[0].kind, AnswerKind::Echo);
+        assert_eq!(counts.sent, 30);
+        run.stop();
+        run.join().unwrap();
+        let strays = count(&mut run, |k| *k == RecordKind::Stray);
+        server.join().unwrap();
+        assert_eq!(strays, 0, "no echo of the trace reached the prober");
+    }
+
+    /// To a closed port: the trace's port-unreachables go to the trace,
+    /// every one.
+    #[test]
+    fn a_traces_icmp_goes_to_the_trace() {
+        let closed = std::net::UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let mut run = prober_to(closed);
+        let tracer = trace_on(&mut run, closed, 20);
+        let paths = tracer.into_tallies();
+        let hop = &paths[0].hops[0];
+        assert_eq!((hop.sent, hop.answered), (20, 20), "{hop:?}");
+        assert_eq!(hop.responders[0].kind, AnswerKind::PortUnreachable);
+        run.stop();
+        run.join().unwrap();
+    }
 }

@@ -14,7 +14,8 @@
 //!   `icmp_error`: such an error read as a report (who, what, about which
 //!   datagram); `pktinfo`:
 //!   answering from the address asked; `marks`: TOS and Traffic Class;
-//!   `batch`: `recvmmsg`/`sendmmsg` and GSO; `tcp`: stream calls,
+//!   `batch`: `recvmmsg`/`sendmmsg` and GSO; `hop_limit`: one datagram's
+//!   TTL in its own control message; `names`: an address's name; `tcp`: stream calls,
 //!   `TCP_INFO`, `accept4`; `epoll`: the TCP reflector's readiness and
 //!   descriptor limit.
 //! - `clock`: `CLOCK_REALTIME` and its synchronisation; `random`:
@@ -35,10 +36,12 @@ pub mod errno;
 pub mod errqueue;
 pub mod ethtool;
 pub mod floor;
+pub mod hop_limit;
 pub mod icmp_error;
 pub mod interfaces;
 pub mod io;
 pub mod marks;
+pub mod names;
 pub mod phc;
 pub mod pktinfo;
 pub mod poll;

@@ -30,10 +30,7 @@ pub(super) fn ppoll(
         events,
         revents: 0,
     };
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
-    };
+    let ts = timespec_of(timeout);
     // SAFETY: pfd and ts are live for the call; one pollfd is passed; a
     // null signal mask leaves the thread's mask alone.
     let n = unsafe { libc::ppoll(&raw mut pfd, 1, &raw const ts, std::ptr::null()) };
@@ -55,6 +52,59 @@ pub fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<Readiness> {
         Some(revents) if revents & libc::POLLIN != 0 => Readiness::Readable,
         Some(_) => Readiness::ErrorQueue,
     })
+}
+
+/// Sockets [`wait_any`] waits on at most.
+pub const WAIT_ANY_MAX: usize = 64;
+
+/// Waits until one of `fds` (at most [`WAIT_ANY_MAX`]) has a datagram or
+/// an error, at most `timeout`; `ready[i]` says what `fds[i]` has. Returns
+/// how many have something (0: the time ran out or a signal came). One
+/// `ppoll`, nothing allocated.
+pub fn wait_any(fds: &[RawFd], ready: &mut [Readiness], timeout: Duration) -> io::Result<usize> {
+    let n = fds.len().min(WAIT_ANY_MAX).min(ready.len());
+    let mut pfds = [libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; WAIT_ANY_MAX];
+    for (p, &fd) in pfds.iter_mut().zip(&fds[..n]) {
+        p.fd = fd;
+        p.events = libc::POLLIN;
+    }
+    let ts = timespec_of(timeout);
+    // SAFETY: pfds and ts are live for the call; `n` of the pollfds are
+    // passed, within the array; a null signal mask leaves the thread's.
+    let got = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            n as libc::nfds_t,
+            &raw const ts,
+            std::ptr::null(),
+        )
+    };
+    if got < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EINTR) => Ok(0),
+            _ => Err(e),
+        };
+    }
+    for (r, p) in ready.iter_mut().zip(&pfds[..n]) {
+        *r = match p.revents {
+            0 => Readiness::TimedOut,
+            e if e & libc::POLLIN != 0 => Readiness::Readable,
+            _ => Readiness::ErrorQueue,
+        };
+    }
+    Ok(got as usize)
+}
+
+fn timespec_of(timeout: Duration) -> libc::timespec {
+    libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    }
 }
 
 /// Waits until `fd` can take more bytes (or failed), at most `timeout`.
@@ -86,6 +136,29 @@ mod tests {
         assert_eq!(
             wait_readable(rx.as_raw_fd(), ms(500)).unwrap(),
             Readiness::Readable
+        );
+    }
+
+    /// Of three sockets, the one a datagram came to is the one said ready.
+    #[test]
+    fn a_wait_on_many_names_the_ready_one() {
+        let rx: Vec<UdpSocket> = (0..3)
+            .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let fds: Vec<RawFd> = rx.iter().map(AsRawFd::as_raw_fd).collect();
+        let mut ready = [Readiness::TimedOut; 3];
+        let ms = Duration::from_millis;
+        assert_eq!(wait_any(&fds, &mut ready, ms(1)).unwrap(), 0);
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.send_to(b"x", rx[1].local_addr().unwrap()).unwrap();
+        assert_eq!(wait_any(&fds, &mut ready, ms(2000)).unwrap(), 1);
+        assert_eq!(
+            ready,
+            [
+                Readiness::TimedOut,
+                Readiness::Readable,
+                Readiness::TimedOut
+            ]
         );
     }
 }

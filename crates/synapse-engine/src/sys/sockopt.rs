@@ -31,6 +31,23 @@ pub fn enable_recverr(fd: RawFd, ipv6: bool) -> io::Result<()> {
     set_int(fd, level, name, 1)
 }
 
+/// Asks the kernel to say where an ICMP error's RFC 4884 extensions
+/// (MPLS label stacks, RFC 4950) begin in its quote (Linux 5.9 and later;
+/// an older kernel refuses, and reports then simply place none).
+pub fn enable_recverr_rfc4884(fd: RawFd, ipv6: bool) -> io::Result<()> {
+    /// `IP_RECVERR_RFC4884` (Linux 5.9): `ee_data` then says where ICMP
+    /// extensions begin in the quoted payload.
+    const IP_RECVERR_RFC4884: libc::c_int = 26;
+    /// `IPV6_RECVERR_RFC4884`, the same for ICMPv6.
+    const IPV6_RECVERR_RFC4884: libc::c_int = 31;
+    let (level, name) = if ipv6 {
+        (libc::IPPROTO_IPV6, IPV6_RECVERR_RFC4884)
+    } else {
+        (libc::IPPROTO_IP, IP_RECVERR_RFC4884)
+    };
+    set_int(fd, level, name, 1)
+}
+
 /// Asks for the TTL (hop limit) of received datagrams, for STAMP.
 pub fn enable_ttl(fd: RawFd, ipv6: bool) -> io::Result<()> {
     if ipv6 {

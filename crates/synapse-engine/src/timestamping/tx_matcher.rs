@@ -282,6 +282,15 @@ impl TxStampReader {
         }
     }
 
+    /// The next message the last read found and has not handed out, if
+    /// any; reads nothing.
+    pub fn next_read(&mut self) -> Option<ErrQueue> {
+        (self.handed < self.read).then(|| {
+            self.handed += 1;
+            self.batch.fill_result(self.handed - 1)
+        })
+    }
+
     /// Whether everything the last read found is handed out and that read
     /// found fewer than a batch: the queue was empty then, and another read
     /// now would most likely only say so (a syscall saved).

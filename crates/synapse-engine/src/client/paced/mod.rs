@@ -20,6 +20,7 @@ mod probe;
 mod receive;
 pub mod schedule;
 mod stamps;
+mod trace_turn;
 mod waiter;
 
 pub use probe::{Budget, MAX_IN_FLIGHT, ProbeConfig, in_flight_bound};
@@ -127,6 +128,9 @@ pub struct Pacer<'a, S: Sink> {
     /// kernel stamps bring it), and the last reply's TOS.
     marks: Option<Box<ControlBuf>>,
     reply_tos: Option<u8>,
+    /// A trace run on this socket between the schedule's requests (the
+    /// agent's prober).
+    trace: Option<crate::trace::TraceSlot>,
     sink: S,
 }
 
@@ -228,6 +232,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             unread_tx: false,
             marks,
             reply_tos: None,
+            trace: None,
             sink,
         }
     }
@@ -277,6 +282,9 @@ impl<'a, S: Sink> Pacer<'a, S> {
         let mut gave_up;
         loop {
             let now = self.now_ns();
+            if self.trace.is_some() {
+                self.trace_turn(now)?;
+            }
             if let Some(&Reverse((due, p))) = self.slots.peek()
                 && due <= now
             {
@@ -348,8 +356,9 @@ impl<'a, S: Sink> Pacer<'a, S> {
         let now = self.now_ns();
         let until = |t: Option<u64>| t.map_or(u64::MAX, |t| t.saturating_sub(now));
         let to_slot = until(self.slots.peek().map(|r| r.0.0));
-        let to_deadline =
-            until(self.deadlines.front().map(|d| d.0)).min(STOP_CHECK.as_nanos() as u64);
+        let to_deadline = until(self.deadlines.front().map(|d| d.0))
+            .min(STOP_CHECK.as_nanos() as u64)
+            .min(until(self.trace_due()));
         let sleep = match self.wake {
             _ if self.busy_poll => None,
             SlotWake::SpinToSlot => self.waiter.sleep_for(to_slot, to_deadline),

@@ -47,6 +47,7 @@ impl<S: Sink> Pacer<'_, S> {
             };
             let now = self.now_ns();
             match received {
+                Ok((got, rx, _)) if self.tracing() && self.trace_echo(got.len, rx, now) => {}
                 Ok((got, rx, tos)) => {
                     self.reply_tos = tos;
                     self.on_datagram(got, rx, now)?;
@@ -69,7 +70,10 @@ impl<S: Sink> Pacer<'_, S> {
     /// Files the TX stamps (and reads past the ICMP reports) the error
     /// queue holds.
     pub(super) fn absorb_error_queue(&mut self) -> Result<(), EngineError> {
+        // A trace riding the socket takes its own reports first.
+        let tracing = self.tracing();
         let errno = match self.stamps.as_mut() {
+            _ if tracing => self.absorb_with_trace(),
             Some(stamps) => {
                 let probes = &mut self.probes;
                 stamps.absorb(self.fd, |t| file_into(probes, t))
@@ -275,7 +279,7 @@ impl<S: Sink> Pacer<'_, S> {
 }
 
 /// Files completed TX stamps with their request, if it is still in flight.
-fn file_into(probes: &mut [super::probe::Probe], t: Tagged) {
+pub(super) fn file_into(probes: &mut [super::probe::Probe], t: Tagged) {
     if let Some(e) = probes
         .get_mut(t.probe)
         .and_then(|p| p.in_flight.get_mut(t.seq))

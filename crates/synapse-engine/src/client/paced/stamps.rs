@@ -3,7 +3,7 @@
 //! request gets it whenever it comes, until its deadline settles it.
 
 use crate::sys::addr::RawAddr;
-use crate::sys::errqueue::TxPoint;
+use crate::sys::errqueue::{ErrQueue, TxPoint};
 use crate::sys::icmp_error::IcmpReport;
 use crate::sys::timestamping::{self, RecvMeta, Stamps};
 use crate::timestamping::phc_map::PhcMap;
@@ -91,14 +91,45 @@ impl PacedStamps {
     /// report read past, if any.
     pub fn absorb(&mut self, fd: RawFd, mut done: impl FnMut(Tagged)) -> Option<IcmpReport> {
         while let Some((id, point, stamps)) = self.reader.next(fd) {
-            if let Some(t) = self.matcher.file(id, point, stamps) {
-                done(Tagged {
-                    tx: t.tx.mapped(self.clock.as_ref()),
-                    ..t
-                });
-            }
+            self.file(id, point, stamps, &mut done);
         }
         self.reader.take_error()
+    }
+
+    /// Files one TX stamp read off the queue by someone else (a trace
+    /// reading it whole), handing its request to `done` once complete.
+    pub fn file(&mut self, id: u32, point: TxPoint, stamps: Stamps, done: &mut impl FnMut(Tagged)) {
+        if let Some(t) = self.matcher.file(id, point, stamps) {
+            done(Tagged {
+                tx: t.tx.mapped(self.clock.as_ref()),
+                ..t
+            });
+        }
+    }
+
+    /// What the reader has read and not handed out yet, in order: stamps
+    /// filed (`done` as above), reports to `report`. For a reader of the
+    /// queue's messages one by one, which must see them after these.
+    pub fn drain_read(
+        &mut self,
+        mut done: impl FnMut(Tagged),
+        mut report: impl FnMut(&IcmpReport),
+    ) {
+        while let Some(m) = self.reader.next_read() {
+            match m {
+                ErrQueue::Stamp { id, point, stamps } => self.file(id, point, stamps, &mut done),
+                ErrQueue::Error(r) => report(&r),
+                ErrQueue::Other | ErrQueue::Empty => {}
+            }
+        }
+        if let Some(r) = self.reader.take_error() {
+            report(&r);
+        }
+    }
+
+    /// The control-message type stamps arrive as.
+    pub fn cmsg_type(&self) -> i32 {
+        self.reader.cmsg_type()
     }
 
     /// Takes `seq`'s stamps out, complete or not (it is being settled).
