@@ -1,8 +1,8 @@
 //! `synapse compare` and `synapse plot`: their options, declared once.
 
-use super::percent;
 use clap::Args;
 use std::path::PathBuf;
+use synapse_units::percent;
 
 /// The margin of a comparison and what an inconclusive one does:
 /// `synapse compare` and the client's `--fail-on-regression` share them.

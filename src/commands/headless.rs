@@ -3,7 +3,8 @@
 
 use crate::console;
 use crate::error::AppError;
-use crate::plan::{ClientPlan, ServerPlan};
+use crate::plan::{ClientPlan, Output, ServerPlan};
+use crate::report::json_stream::{self, JsonStream};
 use crate::report::server_text::{self, session_line};
 use crate::report::{LogSummary, Progress, Report};
 use crate::session::{ClientFeed, ClientSession, ServerSession};
@@ -25,7 +26,15 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
         "synapse client",
     )?
     .with_slices();
+    // Made before the run starts: the stream's clock is never behind the run's.
+    let mut stream = (plan.output == Output::JsonStream).then(|| {
+        let cut = json_stream::cut_of(plan.settings.update);
+        JsonStream::new(std::io::stdout(), cut, plan.settings.timeout)
+    });
     let mut session = ClientSession::start(plan, None, plan.log_opening, stop.clone())?;
+    if let Some(s) = &mut stream {
+        s.start(ClientFeed::server(&session), ClientFeed::local(&session));
+    }
     tap.start_run(plan.settings.timeout);
     let mut progress = Progress::new(plan.packets, plan.settings.duration);
     let mut measured = 0u64;
@@ -36,9 +45,12 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
             let resolved = matches!(r.kind, RecordKind::Sample | RecordKind::Lost);
             measured += u64::from(resolved && !r.warmup);
             tap.record(r);
+            stream.iter_mut().for_each(|s| s.record(r));
         });
+        stream.iter_mut().for_each(JsonStream::tick);
         progress.update(measured);
-        if session.log_failure().is_some() || tap.failure().is_some() {
+        let stream_failed = stream.as_ref().is_some_and(|s| s.failure().is_some());
+        if session.log_failure().is_some() || tap.failure().is_some() || stream_failed {
             // A log that cannot be written ends the run: what it measured
             // is reported, and the report says why it stopped.
             session.stop();
@@ -46,8 +58,18 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     }
     progress.finish();
     let overflow = session.ring_overflow();
-    let finish = session.finish(|r| tap.record(r));
+    let finish = session.finish(|r| {
+        tap.record(r);
+        stream.iter_mut().for_each(|s| s.record(r));
+    });
     tap.end_run();
+    if let Some(mut s) = stream {
+        s.end_run();
+        if let Some(e) = s.into_failure() {
+            // A reader that went away (`| head`) ends the run quietly.
+            return Err(anyhow::Error::new(e).context("--json-stream").into());
+        }
+    }
     if overflow > 0 {
         tap.comment(&format!(
             "[Incomplete: {overflow} records did not fit the ring and are not in this log]"

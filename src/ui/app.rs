@@ -10,6 +10,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use synapse_engine::{ReflectorTotals, SessionInfo, StampingInfo};
 use synapse_stats::LiveStats;
+use synapse_units::Every;
+
+/// `--update` on the live display when none is given: the original
+/// tool's 100 packets per step.
+pub const DEFAULT_UPDATE: u64 = 100;
 
 /// Which side of the measurement this process is playing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,8 +209,8 @@ pub struct App {
     pub frozen: Option<Box<(ClientView, ServerView, Animation)>>,
     /// One line of news for the status bar (errors, warnings, hints).
     pub status: Option<String>,
-    /// `--update`: packets per animation step.
-    pub update_every: u64,
+    /// `--update`: packets (or time) per animation step.
+    pub update_every: Every,
     /// `--fps`, shown in help.
     pub fps: u32,
     /// The profile in use, if any.
@@ -286,7 +291,7 @@ impl App {
         info: ClientInfo,
         server: ServerView,
         theme: Theme,
-        update_every: u64,
+        update_every: Every,
         fps: u32,
     ) -> Self {
         Self {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use synapse_engine::capabilities::Source;
 use synapse_engine::{Points, ReflectorTotals, Refusals, SessionInfo, StampingInfo};
 use synapse_stats::{Record, RecordKind, SegmentSet, Shape, Split};
+use synapse_units::Every;
 
 /// A client that measured 40 windows of traffic around 80 µs, with a
 /// spike, a few losses and one of everything else.
@@ -38,7 +39,14 @@ pub fn client_app() -> App {
         session_idle: Duration::from_millis(1500),
         ..ServerView::default()
     };
-    let mut app = App::new(Role::Client, info, server, Theme::new(true), 100, 30);
+    let mut app = App::new(
+        Role::Client,
+        info,
+        server,
+        Theme::new(true),
+        Every::Packets(100),
+        30,
+    );
     let stamping = StampingInfo {
         source: Source::Software,
         interface: Some("lo".into()),

@@ -25,7 +25,7 @@ use synapse_engine::{
     Transport,
 };
 use synapse_stats::{RecordKind, Stats, Summary, WINDOW};
-use synapse_units::count_of;
+use synapse_units::{Every, count_of};
 
 /// What the live display measured, for the summary printed after it closes.
 #[derive(Debug)]
@@ -497,10 +497,17 @@ impl Station {
             .live
             .last_rtt_ns
             .map(|rtt| (app.client.live.last_seq, rtt));
-        match app.role {
-            Role::Client => app.anim.on_frame(new_packets, app.update_every, newest),
-            Role::Server => app.anim.on_frame(reflected, app.update_every, None),
-        }
+        // `--update N` counts packets; `--update DURATION` counts time.
+        let (done, every, newest) = match (app.update_every, app.role) {
+            (Every::Packets(n), Role::Client) => (new_packets, n, newest),
+            (Every::Packets(n), Role::Server) => (reflected, n, None),
+            (Every::Time(d), role) => (
+                1_000_000 / u64::from(app.fps.max(1)),
+                d.as_micros() as u64,
+                newest.filter(|_| role == Role::Client),
+            ),
+        };
+        app.anim.on_frame(done, every, newest);
         if let Some(view) = self.versus.update(now) {
             app.client.versus = Some(view);
         }

@@ -28,6 +28,7 @@ mod hdr;
 mod instructions;
 mod interop;
 mod interop_tlv;
+mod json_stream;
 mod limits;
 mod location_netns;
 mod logs;

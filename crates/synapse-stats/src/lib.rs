@@ -24,6 +24,7 @@ mod signed_histogram;
 pub mod significance;
 pub mod slices;
 mod split_mix;
+pub mod stream_slices;
 mod summary;
 pub mod tcp;
 pub mod tcp_legs;
