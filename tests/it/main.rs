@@ -33,6 +33,7 @@ mod limits;
 mod location_netns;
 mod logs;
 mod paced;
+mod plot;
 mod profiles;
 mod server;
 mod small;
