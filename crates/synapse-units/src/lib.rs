@@ -370,6 +370,40 @@ pub fn format_ns(ns: f64) -> String {
     }
 }
 
+/// One unit for every round-trip figure of a report, chosen once from
+/// its typical figure (its median): a report in µs says `77.1 µs` in its
+/// verdict too, not `0.077ms`, and its slowest reply `3,090 µs`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    ns_per_unit: f64,
+    unit: &'static str,
+}
+
+impl Scale {
+    /// The unit that suits `typical_ns`: ns, µs, ms or s.
+    pub fn for_figure(typical_ns: f64) -> Self {
+        let (ns_per_unit, unit) = match typical_ns {
+            v if v < 1e3 => (1.0, "ns"),
+            v if v < 1e6 => (1e3, "µs"),
+            v if v < 1e9 => (1e6, "ms"),
+            _ => (1e9, "s"),
+        };
+        Self { ns_per_unit, unit }
+    }
+
+    /// `ns` in this unit: one decimal from 10 (`59.8 µs`, `272.9 µs`), two
+    /// below (`7.21 µs`), whole and grouped from 1,000 (`3,091 µs`).
+    pub fn format(&self, ns: f64) -> String {
+        let v = ns / self.ns_per_unit;
+        let text = match v.abs() {
+            a if a >= 1_000.0 => group_thousands(v.round() as u64),
+            a if a >= 10.0 => format!("{v:.1}"),
+            _ => format!("{v:.2}"),
+        };
+        format!("{text} {}", self.unit)
+    }
+}
+
 /// A figure of either sign with `decimals` places: `+1.50`, `−7.07` (the
 /// minus sign of the times beside it, `−3.2 µs`), and no sign at all when
 /// it rounds to zero: `0.00`, never `-0.00` or `+0.00`.
@@ -527,6 +561,16 @@ mod tests {
             None,
             "never taken bare"
         );
+    }
+
+    #[test]
+    fn a_report_keeps_one_unit() {
+        let us = Scale::for_figure(61_000.0);
+        assert_eq!(us.format(77_100.0), "77.1 µs");
+        assert_eq!(us.format(3_090_500.0), "3,091 µs");
+        assert_eq!(us.format(7_210.0), "7.21 µs");
+        assert_eq!(us.format(272_900.0), "272.9 µs");
+        assert_eq!(Scale::for_figure(2.1e6).format(61_000.0), "0.06 ms");
     }
 
     #[test]

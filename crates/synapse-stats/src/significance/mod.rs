@@ -125,6 +125,14 @@ pub struct FigureComparison {
     pub ci_low_percent: Option<f64>,
     /// Its upper end.
     pub ci_high_percent: Option<f64>,
+    /// The interval as the ratio B/A, computed on the log scale (latency
+    /// only): a slowdown's lower end is a factor, never "−100 %".
+    pub ci_low_ratio: Option<f64>,
+    /// Its upper end.
+    pub ci_high_ratio: Option<f64>,
+    /// The interval spans more than [`UNBOUNDED_RATIO`] either side of its
+    /// middle: the data cannot bound the change (latency only).
+    pub ci_unbounded: bool,
     /// The smallest worsening this data could have called a regression:
     /// the margin plus the interval's half width, in the figure's unit.
     pub detectable: Option<f64>,
@@ -193,6 +201,24 @@ impl Comparison {
 
 /// The overall confidence.
 pub const CONFIDENCE: f64 = 0.95;
+
+/// A ratio interval whose ends lie more than this factor either side of
+/// its middle (four decades from end to end) bounds nothing a reader can
+/// use: the report calls it unbounded. A smallest detectable change past
+/// this factor is none.
+pub const UNBOUNDED_RATIO: f64 = 100.0;
+
+/// The smallest factor by which a latency figure must change before one
+/// run a side can call it a regression, with no margin and no noise
+/// within the runs at all: the prior's run-to-run spread alone, at the
+/// simultaneous level (real runs' own noise widens it further).
+pub fn one_run_a_side_floor(spread: &Spread, figure: Figure) -> Option<f64> {
+    let k = Figure::ALL.iter().position(|f| *f == figure)?;
+    let sd = *spread.log_sd.get(k)?;
+    let alpha = (1.0 - CONFIDENCE) / Figure::ALL.len() as f64;
+    let t = special::t_quantile(1.0 - alpha / 2.0, spread.df);
+    Some((t * sd * 2f64.sqrt()).exp())
+}
 
 /// Compares B with A.
 pub fn compare(a: &[Run], b: &[Run], opts: &Options) -> Comparison {
@@ -290,6 +316,9 @@ fn figure(
         ci_high: change.map(|c| to_unit(c.high())),
         ci_low_percent: change.and_then(|c| to_pct(c.low())),
         ci_high_percent: change.and_then(|c| to_pct(c.high())),
+        ci_low_ratio: change.and_then(|c| (!is_loss).then(|| c.low().exp())),
+        ci_high_ratio: change.and_then(|c| (!is_loss).then(|| c.high().exp())),
+        ci_unbounded: change.is_some_and(|c| !is_loss && c.half_width > UNBOUNDED_RATIO.ln()),
         detectable: change.map(|c| to_unit(need + c.half_width)),
         detectable_percent: change.and_then(|c| to_pct(need + c.half_width)),
         resolved,
