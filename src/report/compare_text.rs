@@ -174,7 +174,7 @@ pub fn method(c: &Comparison) -> String {
             let floor =
                 |f: Figure| one_run_a_side_floor(spread, f).map_or_else(String::new, factor);
             format!(
-                "one run a side, so the variation between runs is not in the data: it is {prior}, so only a change beyond p50 {}, p99 {}, p99.9 {} can be called a regression (with no noise within the runs; more with it)",
+                "one run a side, so the variation between runs is not in the data: it is {prior}, so no change within p50 {}, p99 {}, p99.9 {} can be called a regression, however quiet the runs",
                 floor(Figure::P50),
                 floor(Figure::P99),
                 floor(Figure::P999)

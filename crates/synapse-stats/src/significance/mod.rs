@@ -209,15 +209,25 @@ pub const CONFIDENCE: f64 = 0.95;
 pub const UNBOUNDED_RATIO: f64 = 100.0;
 
 /// The smallest factor by which a latency figure must change before one
-/// run a side can call it a regression, with no margin and no noise
-/// within the runs at all: the prior's run-to-run spread alone, at the
-/// simultaneous level (real runs' own noise widens it further).
+/// run a side can call it a regression, with no margin, however quiet
+/// the runs: the interval's half width at its narrowest over every
+/// within-run variance w the runs could have. (With w = 0 the prior's 4
+/// degrees of freedom set a wide t; a little w of many degrees of freedom
+/// raises the Welch-Satterthwaite df faster than it widens the error, so
+/// the narrowest lies a little above w = 0; runs' own df only widen it.)
 pub fn one_run_a_side_floor(spread: &Spread, figure: Figure) -> Option<f64> {
     let k = Figure::ALL.iter().position(|f| *f == figure)?;
     let sd = *spread.log_sd.get(k)?;
     let alpha = (1.0 - CONFIDENCE) / Figure::ALL.len() as f64;
-    let t = special::t_quantile(1.0 - alpha / 2.0, spread.df);
-    Some((t * sd * 2f64.sqrt()).exp())
+    // u = w / τ²: variance 2τ²(1 + u); df d₀(1 + u)² (the runs' part has
+    // infinite df at best).
+    let narrowest = (0..=400)
+        .map(|i| f64::from(i) / 20.0)
+        .map(|u| {
+            special::t_quantile(1.0 - alpha / 2.0, spread.df * (1.0 + u).powi(2)) * (1.0 + u).sqrt()
+        })
+        .fold(f64::INFINITY, f64::min);
+    Some((narrowest * sd * 2f64.sqrt()).exp())
 }
 
 /// Compares B with A.
