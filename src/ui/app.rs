@@ -63,8 +63,13 @@ pub struct ClientView {
     pub info: ClientInfo,
     /// Post-warm-up packets resolved in the current run.
     pub run_done: u64,
-    /// Time since the current run started.
+    /// Time since the current run started (once it stopped: the time it
+    /// measured, as the report counts it).
     pub run_elapsed: Duration,
+    /// The runs before this one since the last clear (a stop and a start,
+    /// a switch of role and back): their packets and measured time, which
+    /// the report adds to this run's.
+    pub earlier: (u64, Duration),
     /// Records the ring could not hold (live view only; totals are exact).
     pub ring_overflow: u64,
     /// How the current run stamps its packets (once it has started).
@@ -305,6 +310,7 @@ impl App {
                 info,
                 run_done: 0,
                 run_elapsed: Duration::ZERO,
+                earlier: (0, Duration::ZERO),
                 ring_overflow: 0,
                 versus: None,
                 stamping: None,
@@ -366,6 +372,8 @@ impl App {
         self.client.live = LiveStats::new();
         self.client.versus = None;
         self.client.run_done = 0;
+        self.client.run_elapsed = Duration::ZERO;
+        self.client.earlier = (0, Duration::ZERO);
         self.server.clear();
         self.anim = Animation::default();
         self.frozen = None;

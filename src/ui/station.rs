@@ -312,8 +312,12 @@ impl Station {
         app.client.info.target = session.server().to_string();
         app.client.stamping = Some(stamping.clone());
         self.totals.stamping = Some(stamping);
+        // The run before, kept in the totals, stays in the display's too.
+        let (n, t) = app.client.earlier;
+        app.client.earlier = (n + app.client.run_done, t + app.client.run_elapsed);
         app.client.run_done = 0;
         app.client.run_elapsed = Duration::ZERO;
+        app.client.live.start_run();
         self.run_started = Instant::now();
         self.client = Some(session);
         Ok(())
@@ -349,7 +353,11 @@ impl Station {
             }
         }
         match finish.outcome {
-            Ok(o) if keep => self.absorb(&o),
+            Ok(o) if keep => {
+                // What the report will count for this run: its measured time.
+                app.client.run_elapsed = o.measured;
+                self.absorb(&o);
+            }
             Ok(_) => {}
             Err(e) => {
                 app.status = Some(format!("measurement stopped: {e}"));

@@ -310,6 +310,15 @@ impl Stats {
         }
     }
 
+    /// Another run's records follow: its sequence numbers start afresh, so
+    /// the walks along them start again (as [`Stats::merge`] keeps the
+    /// later run's); the counts stay. Without it, a run's first replies
+    /// would read as reordered behind the last run's.
+    pub fn start_run(&mut self) {
+        self.order = ReplyOrder::default();
+        self.direction = DirectionStats::default();
+    }
+
     /// Adds another run's statistics to these.
     pub fn merge(&mut self, other: &Stats) {
         self.hist.add(&other.hist);

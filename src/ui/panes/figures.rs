@@ -65,6 +65,8 @@ struct Parts<'a> {
     s: Summary,
     t: Theme,
     live: &'a synapse_stats::LiveStats,
+    /// Measuring now: the newest reply is current, not the last one.
+    running: bool,
 }
 
 impl Parts<'_> {
@@ -77,12 +79,21 @@ impl Parts<'_> {
         )
     }
 
+    /// The newest reply; once stopped, the last one, said to be the last
+    /// (the same packet the path's caption names), not a current figure.
     fn current(&self) -> Vec<Span<'static>> {
+        let last = self.live.last_rtt_ns;
         vec![
             Span::raw(" "),
-            match self.live.last_rtt_ns {
-                Some(ns) => Span::styled(format!("→ {}", format_ns(ns as f64)), self.t.rtt(ns)),
-                None => Span::styled("→ waiting for replies", self.t.dim()),
+            match (last, self.running) {
+                (Some(ns), true) => {
+                    Span::styled(format!("→ {}", format_ns(ns as f64)), self.t.rtt(ns))
+                }
+                (Some(ns), false) => {
+                    Span::styled(format!("■ last {}", format_ns(ns as f64)), self.t.dim())
+                }
+                (None, true) => Span::styled("→ waiting for replies", self.t.dim()),
+                (None, false) => Span::styled("■ stopped", self.t.dim()),
             },
         ]
     }
@@ -170,11 +181,17 @@ impl Parts<'_> {
 /// The client's figures, as lines `width` wide: the RTT, the fates of the
 /// packets and, paced, the schedule, jitter, one-way delays and loss by
 /// direction. `compact`: the reply fates on one row, for short terminals.
-pub fn client_lines(v: &ClientView, width: u16, compact: bool, t: Theme) -> Vec<Line<'static>> {
+pub fn client_lines(
+    v: &ClientView,
+    width: u16,
+    (compact, running): (bool, bool),
+    t: Theme,
+) -> Vec<Line<'static>> {
     let parts = Parts {
         s: Summary::from_stats(v.live.total(), Duration::ZERO),
         t,
         live: &v.live,
+        running,
     };
     let rows = match v.info.pace {
         None => ping_pong_rows(&parts, compact),
@@ -192,13 +209,13 @@ pub fn render_client(
     f: &mut Frame,
     area: Rect,
     v: &ClientView,
-    compact: bool,
+    layout: (bool, bool),
     compare: (Option<&Baseline>, Option<&Calibration>),
     t: Theme,
 ) {
     let (baseline, floor) = compare;
     let s = Summary::from_stats(v.live.total(), Duration::ZERO);
-    let lines = client_lines(v, area.width, compact, t);
+    let lines = client_lines(v, area.width, layout, t);
     let title = format!(" RTT · {} ", pace_label(v.info.pace));
     let mut block = Block::bordered().title(Span::styled(title, t.title()));
     let mut room = usize::from(area.width.saturating_sub(2));
