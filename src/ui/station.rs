@@ -214,6 +214,7 @@ impl Station {
         self.served.base = ReflectorTotals::default();
         self.served.last = ReflectorTotals::default();
         self.served.last_ns = 0;
+        app.server.restart_answer_clock();
         self.server = Some(session);
         Ok(addr)
     }
@@ -498,7 +499,6 @@ impl Station {
         if let Some(session) = self.server.as_mut() {
             let served = &mut self.served;
             session.drain(|side, ev| reflected += served.apply(side, ev, app));
-            app.server.answered(reflected);
         }
         let newest = app
             .client
@@ -685,6 +685,8 @@ impl ServerTotals {
                 // A restarted reflector counts from zero: never negative.
                 let new = t.packets.saturating_sub(app.server.stamp_totals.packets);
                 app.server.stamp_totals = t;
+                // On the echo reflector's clock, at its latest totals.
+                app.server.answered_between(self.last_ns, self.last_ns, new);
                 return new;
             }
             (Side::Echo, ReflectorEvent::Totals(t, at_ns)) => {
@@ -693,6 +695,7 @@ impl ServerTotals {
                     app.server.pps = (t.packets - self.last.packets) as f64 * 1e9 / dt as f64;
                 }
                 let new = t.packets.saturating_sub(self.last.packets);
+                app.server.answered_between(self.last_ns, at_ns, new);
                 self.last = t;
                 self.last_ns = at_ns;
                 app.server.now_ns = at_ns;
@@ -724,7 +727,6 @@ impl ServerTotals {
 fn close_windows(app: &mut App, started: &mut Instant, t: Instant) {
     while t.saturating_duration_since(*started) >= WINDOW {
         app.client.live.close_window();
-        app.server.close_window();
         *started += WINDOW;
     }
 }

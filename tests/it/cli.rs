@@ -162,6 +162,10 @@ fn durations_need_their_unit_and_shares_stay_within_all() {
             &["client", "--update", "0"],
             "every 0 packets never happens",
         ),
+        (
+            &["client", "127.0.0.1:0", "--no-ui"],
+            "127.0.0.1:0: port 0 is no reflector's port",
+        ),
     ] {
         rejects(args, said);
     }
