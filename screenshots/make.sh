@@ -47,7 +47,7 @@ echo "server"
 server_port=$(free_port)
 # Two clients for the server's table, started once its display is up.
 (sleep 2
- "$bin" client "127.0.0.1:$server_port" --no-ui --interval 2ms --duration 6 >/dev/null &
+ "$bin" client "127.0.0.1:$server_port" --no-ui --interval 2ms --duration 6s >/dev/null &
  "$bin" client "127.0.0.1:$server_port" --no-ui --interval 5ms --packets 400 >/dev/null &
  wait) &
 pids+=($!)

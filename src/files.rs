@@ -18,6 +18,15 @@ pub fn cause(e: &io::Error) -> String {
     }
 }
 
+/// What a write error says: a file kept says how to replace it.
+fn why(e: &io::Error) -> String {
+    if e.kind() == io::ErrorKind::AlreadyExists {
+        "the file exists (--force replaces it)".into()
+    } else {
+        cause(e)
+    }
+}
+
 /// A file the user named could not be made there (no such directory, not
 /// allowed, a directory in its place): bad input, exit 2. Anything else
 /// (a full disk, an I/O error) is a failure of the run, exit 1.
@@ -36,7 +45,7 @@ pub fn is_bad_path(e: &io::Error) -> bool {
 
 /// Why a file could not be written: what it was for, where, and why.
 #[derive(Debug, thiserror::Error)]
-#[error("{what} {}: {}", path.display(), cause(source))]
+#[error("{what} {}: {}", path.display(), why(source))]
 pub struct WriteError {
     /// What the file is, as the user asked for it: `plot -o`, `--hdr-log`.
     pub what: String,
@@ -49,16 +58,24 @@ pub struct WriteError {
 impl WriteError {
     /// Bad input (see [`is_bad_path`]) rather than an I/O failure.
     pub fn is_bad_path(&self) -> bool {
-        is_bad_path(&self.source)
+        is_bad_path(&self.source) || self.exists()
+    }
+
+    /// The file was there already, and was kept.
+    pub fn exists(&self) -> bool {
+        self.source.kind() == io::ErrorKind::AlreadyExists
     }
 }
 
 /// Writes `bytes` as the whole of `path`, or nothing: they go to a
-/// temporary file beside it, renamed over `path` once complete, so a
-/// failure leaves neither a partial file nor an empty one. Something
-/// other than a regular file already at `path` (a device, a link) is
-/// written through, not replaced.
-pub fn write_whole(what: &str, path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+/// temporary file beside it, renamed to `path` once complete, so a
+/// failure leaves neither a partial file nor an empty one. The file is
+/// created as any other the program writes (mode 0666 less the umask,
+/// not private), and a file already at `path` is replaced only when
+/// `replace` (else: [`io::ErrorKind::AlreadyExists`], see
+/// [`WriteError::exists`]). Something other than a regular file already
+/// at `path` (a device, a link) is written through, not replaced.
+pub fn write_whole(what: &str, path: &Path, bytes: &[u8], replace: bool) -> Result<(), WriteError> {
     let failed = |source| WriteError {
         what: what.to_string(),
         path: path.to_path_buf(),
@@ -71,10 +88,22 @@ pub fn write_whole(what: &str, path: &Path, bytes: &[u8]) -> Result<(), WriteErr
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(failed)?;
+    if !replace && std::fs::symlink_metadata(path).is_ok() {
+        return Err(failed(io::ErrorKind::AlreadyExists.into()));
+    }
+    // Asked for 0666: the kernel takes the umask off, as for any file.
+    let mut tmp = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(failed)?;
     tmp.write_all(bytes).map_err(failed)?;
     tmp.as_file().sync_all().map_err(failed)?;
-    tmp.persist(path).map_err(|e| failed(e.error))?;
+    let done = if replace {
+        tmp.persist(path)
+    } else {
+        tmp.persist_noclobber(path)
+    };
+    done.map_err(|e| failed(e.error))?;
     Ok(())
 }
 
@@ -106,17 +135,17 @@ mod tests {
     fn a_whole_write_leaves_the_file_or_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.png");
-        write_whole("plot -o", &path, b"picture").unwrap();
+        write_whole("plot -o", &path, b"picture", false).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"picture");
         let nowhere = dir.path().join("no/such/dir/a.png");
-        let e = write_whole("plot -o", &nowhere, b"x").unwrap_err();
+        let e = write_whole("plot -o", &nowhere, b"x", false).unwrap_err();
         assert!(e.is_bad_path());
         assert_eq!(
             e.to_string(),
             format!("plot -o {}: No such file or directory", nowhere.display())
         );
         // A device is written through (and is full), never replaced.
-        let full = write_whole("plot -o", Path::new("/dev/full"), b"x").unwrap_err();
+        let full = write_whole("plot -o", Path::new("/dev/full"), b"x", true).unwrap_err();
         assert!(!full.is_bad_path());
         assert_eq!(
             full.to_string(),
@@ -124,6 +153,43 @@ mod tests {
         );
         assert!(!std::fs::symlink_metadata("/dev/full").unwrap().is_file());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// Issue 51: a picture is made as any other file (the umask decides,
+    /// not a private 0600), and one already there is kept unless replaced.
+    #[test]
+    fn a_whole_write_follows_the_umask_and_keeps_an_existing_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.png");
+        write_whole("plot -o", &path, b"one", false).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        let umask = umask_of_this_process();
+        assert_eq!(mode, 0o666 & !umask, "mode {mode:o} under umask {umask:o}");
+        let e = write_whole("plot -o", &path, b"two", false).unwrap_err();
+        assert!(e.exists() && e.is_bad_path());
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "plot -o {}: the file exists (--force replaces it)",
+                path.display()
+            )
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"one");
+        write_whole("plot -o", &path, b"two", true).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary left"
+        );
+    }
+
+    /// This process's umask, from `/proc/self/status`.
+    fn umask_of_this_process() -> u32 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("Umask:")).unwrap();
+        u32::from_str_radix(line.split_whitespace().nth(1).unwrap(), 8).unwrap()
     }
 
     #[test]

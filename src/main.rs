@@ -289,6 +289,7 @@ fn print_report(report: &Report, output: Output, to_stderr: bool) -> Result<(), 
     };
     match output {
         Output::Json => write_json(&mut out, report)?,
+        Output::JsonStream => synapse::report::json_stream::write_report(&mut out, report)?,
         Output::Text | Output::Ui => {
             let color = tty && std::env::var_os("NO_COLOR").is_none();
             write_text(&mut out, report, color)?;

@@ -207,20 +207,35 @@ pub fn check_text(c: &crate::plan::agent::AgentConfig) -> String {
             c.paths
         ));
     }
-    for p in &c.peers {
+    // One row a peer, its columns aligned (names and addresses differ in
+    // length): name, address, as given, then what it does.
+    let rows: Vec<[String; 4]> = c
+        .peers
+        .iter()
+        .map(|p| {
+            [
+                p.name.clone(),
+                p.addr.to_string(),
+                format!("({})", p.address),
+                format!(
+                    "{} every {}, first at +{}{}{}",
+                    p.protocol(),
+                    format_ns(p.schedule.interval.as_nanos() as f64),
+                    format_ns(p.phase.as_nanos() as f64),
+                    match p.chosen {
+                        Chosen::Named => String::new(),
+                        how => format!(", {}", how.name()),
+                    },
+                    labels_text(&p.labels),
+                ),
+            ]
+        })
+        .collect();
+    let width = |k: usize| rows.iter().map(|r| r[k].chars().count()).max().unwrap_or(0);
+    let (w0, w1, w2) = (width(0), width(1), width(2));
+    for [name, addr, given, what] in rows {
         out.push_str(&format!(
-            "  {}  {} ({}), {} every {}, first at +{}{}{}\n",
-            p.name,
-            p.addr,
-            p.address,
-            p.protocol(),
-            format_ns(p.schedule.interval.as_nanos() as f64),
-            format_ns(p.phase.as_nanos() as f64),
-            match p.chosen {
-                Chosen::Named => String::new(),
-                how => format!(", {}", how.name()),
-            },
-            labels_text(&p.labels),
+            "  {name:<w0$}  {addr:<w1$}  {given:<w2$}  {what}\n"
         ));
     }
     out

@@ -418,7 +418,12 @@ mod tests {
     #[test]
     fn report_every_and_max_pps_refuse_nonsense() {
         assert!(report_every("100ms").is_err());
-        assert_eq!(report_every("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(report_every("10s").unwrap(), Duration::from_secs(10));
+        assert!(
+            report_every("10")
+                .unwrap_err()
+                .contains("needs a unit: 10s")
+        );
         assert!(max_pps("0").is_err());
         assert!(max_pps("NaN").is_err());
         assert_eq!(max_pps("500").unwrap(), 500.0);

@@ -1,8 +1,8 @@
 //! `synapse compare` and `synapse plot`: their options, declared once.
 
-use super::percent;
 use clap::Args;
 use std::path::PathBuf;
+use synapse_units::percent;
 
 /// The margin of a comparison and what an inconclusive one does:
 /// `synapse compare` and the client's `--fail-on-regression` share them.
@@ -72,19 +72,27 @@ Exit status: 0 no regression, 3 regression, 4 inconclusive (3 with
 #[derive(Debug, Args)]
 pub struct PlotArgs {
     /// The runs to draw: interval logs (`--hdr-log`), `baseline:PROFILE`,
-    /// or JSON reports (their percentiles only: a report has no intervals).
+    /// or JSON reports (over time from their slices; a report without
+    /// slices, by its percentiles only).
     #[arg(value_name = "INPUT", required = true, num_args = 1..)]
     pub inputs: Vec<String>,
 
-    /// The picture: FILE.svg or FILE.png.
+    /// The picture: FILE.svg or FILE.png. An existing FILE is refused,
+    /// unless --force.
     #[arg(short, long, value_name = "FILE.svg|FILE.png")]
     pub output: PathBuf,
 
+    /// Replace an existing picture.
+    #[arg(long)]
+    pub force: bool,
+
     /// What to draw: `percentiles` (the distribution on HdrHistogram's
     /// 1/(1−q) axis, the runs overlaid), `time` (per-interval p50, p99 and
-    /// max, loss and outages marked), `split` (the segments of the round
-    /// trip, stacked per interval), or `all` (the three, one above the
-    /// other).
+    /// max; intervals without replies left as gaps and shaded, loss and
+    /// outages marked), `split` (the segments of the round trip, stacked
+    /// per interval, one pane per run that has them), or `all` (each that
+    /// the runs can give, one above the other; a note says what was left
+    /// out and why).
     #[arg(long, value_name = "KIND", default_value = "all", value_parser = ["percentiles", "time", "split", "all"])]
     pub kind: String,
 

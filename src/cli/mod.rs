@@ -33,7 +33,7 @@ use synapse_engine::stamp::TimeFormat;
 use synapse_engine::{ReflectorStamping, Schedule, TimestampMode, Transport};
 use synapse_stats::Threshold;
 use synapse_stats::{Dscp, Ecn, Pattern};
-use synapse_units::{count, percent, seconds};
+use synapse_units::{DefaultUnit, Every, count, percent_of_all, seconds};
 
 const ABOUT: &str = "Measure application-to-application UDP round-trip time.";
 const LONG_ABOUT: &str = "\
@@ -45,11 +45,17 @@ look at this machine's own floor. Run `synapse server` on one host and
 `synapse client HOST` on another to measure the path between them.";
 
 const AFTER_HELP: &str = "\
-Exit status: 0 PASS, 3 FAIL (a --threshold not met, more loss than --max-loss,
-or a regression past --fail-on-regression), 2 bad input or unreachable peer,
-1 failure during the run (such as a --log that could not be written),
-130 interrupted before complete (a run stopped before its first measured request;
-calibrate on Ctrl-C; any command on a second Ctrl-C).
+Exit status:
+  0    PASS: every criterion held.
+  3    FAIL: a --threshold not met, more loss than --max-loss, a longer outage
+       than --max-outage, or a regression past --fail-on-regression.
+  4    INCONCLUSIVE: a comparison could show neither a regression nor its
+       absence (3 with --fail-on-inconclusive).
+  2    Bad input, or a peer that cannot be reached.
+  1    A failure during the run (such as a --log that could not be written).
+  130  INTERRUPTED: stopped by Ctrl-C before its --duration or --packets was
+       done: what it measured is reported, not judged (other signals: 128 +
+       their number); also calibrate on Ctrl-C, and any command on a second.
 Logging: RUST_LOG=synapse=debug (logs go to stderr, never stdout).";
 
 /// Top-level command line.
@@ -273,6 +279,7 @@ impl LimitArgs {
 
 /// `synapse client`.
 #[derive(Debug, Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct ClientArgs {
     /// Reflector address: HOST[:PORT], IPv4 or IPv6 (default 127.0.0.1:8080).
     #[arg(value_name = "ADDR", conflicts_with = "server", value_parser = address_text)]
@@ -346,8 +353,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = count)]
     pub packets: Option<u64>,
 
-    /// Measure for this long instead of a packet count (e.g. 30s, 2min,
-    /// 1h; a bare number is seconds).
+    /// Measure for this long instead of a packet count (with its unit:
+    /// 30s, 2min, 1h).
     #[arg(long, value_name = "DURATION", value_parser = seconds)]
     #[serde(rename = "duration_s", serialize_with = "synapse_units::serde_secs")]
     pub duration: Option<Duration>,
@@ -394,10 +401,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub tx_stamp_every: Option<u32>,
 
-    /// Live display: advance the packet animation every N packets.
-    #[arg(long, value_name = "N", default_value = "100",
-          value_parser = clap::value_parser!(u64).range(1..=synapse_units::MAX_COUNT))]
-    pub update: u64,
+    /// How often the live display's packet animation advances and
+    /// --json-stream writes: every N packets (the original tool's
+    /// --update), or every DURATION, with its unit (250ms, 1s) [default:
+    /// 100 packets on the live display; 1s for --json-stream].
+    #[arg(long, value_name = "N|DURATION", value_parser = Every::parse)]
+    pub update: Option<Every>,
 
     #[command(flatten)]
     #[serde(flatten)]
@@ -416,7 +425,7 @@ pub struct RunArgs {
 
     /// FAIL when more than this percentage of the requests sent got no
     /// timely reply (lost, or late).
-    #[arg(long, value_name = "PERCENT", default_value = "1", value_parser = percent)]
+    #[arg(long, value_name = "PERCENT", default_value = "1", value_parser = percent_of_all)]
     #[serde(rename = "max_loss_percent")]
     pub max_loss: f64,
 
@@ -451,8 +460,8 @@ pub struct RunArgs {
 #[command(group(ArgGroup::new("pace").args(["interval", "rate"])))]
 pub struct PaceArgs {
     /// Paced mode: send a request every DURATION (10us to 1h, with its
-    /// unit: 100us, 10ms, 1s, 2min), whatever the replies do, many in flight, instead of ping-pong's one
-    /// at a time. Reports the schedule kept, jitter and, with --stamp,
+    /// unit: 100us, 10ms, 1s, 2min), whatever the replies do, many in
+    /// flight, instead of ping-pong's one at a time. Reports the schedule kept, jitter and, with --stamp,
     /// one-way delay and which way losses went.
     #[arg(long, value_name = "DURATION", value_parser = synapse_units::interval)]
     #[serde(rename = "interval_ns", serialize_with = "synapse_units::serde_opt_ns")]
@@ -583,8 +592,8 @@ pub struct StampFormatArgs {
 #[derive(Debug, Args, Clone, Serialize)]
 pub struct ClockArgs {
     /// How long to wait for each reply before counting it lost (1ms to
-    /// 1min, e.g. 100ms, 1s; a bare number is milliseconds).
-    #[arg(long = "timeout", value_name = "DURATION", default_value = "100", value_parser = synapse_units::timeout)]
+    /// 1min, with its unit: 100ms, 1s).
+    #[arg(long = "timeout", value_name = "DURATION", default_value = "100ms", value_parser = synapse_units::timeout)]
     #[serde(serialize_with = "synapse_units::serde_ms")]
     pub timeout_ms: Duration,
 
@@ -689,8 +698,7 @@ pub struct HdrLogArgs {
     #[arg(long, value_name = "FILE")]
     pub hdr_log: Option<PathBuf>,
 
-    /// The interval log's interval (1ms to 1h, e.g. 1s, 100ms; a bare
-    /// number is seconds).
+    /// The interval log's interval (1ms to 1h, with its unit: 1s, 100ms).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = hdr_interval)]
     pub hdr_interval: Duration,
 }
@@ -726,10 +734,34 @@ pub struct OutputArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Write the run as it goes to stdout, one JSON object a line, each
+    /// flushed as written: an `interval` event per --update interval (its
+    /// figures by the report's names, its loss marked provisional until
+    /// its timeout has passed, its RTT histogram in HdrHistogram's
+    /// encoding), then the report itself as the last line, also when
+    /// stopped early. No live display.
+    #[arg(long, conflicts_with = "json")]
+    pub json_stream: bool,
+
     /// Configuration file [default: $XDG_CONFIG_HOME/synapse/config.toml].
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
 }
+
+/// What a bare number meant to each duration option a file may set,
+/// before every duration needed its unit (issue 51): how `[defaults]`,
+/// profiles and `[agent]` tables saved under the old rule are read (and
+/// rewritten with their units). Options not listed never took one.
+pub const BARE_NUMBERS_WERE: &[(&str, DefaultUnit)] = &[
+    ("duration", DefaultUnit::Seconds),
+    ("timeout_ms", DefaultUnit::Millis),
+    ("threshold", DefaultUnit::Millis),
+    ("max_outage", DefaultUnit::Millis),
+    ("hdr_interval", DefaultUnit::Seconds),
+    ("session_idle", DefaultUnit::Seconds),
+    ("discover_every", DefaultUnit::Seconds),
+    ("report_every", DefaultUnit::Seconds),
+];
 
 /// Warm-up packets in ping-pong, and at most in paced mode.
 pub const DEFAULT_WARMUP: u64 = 200;
@@ -832,7 +864,7 @@ mod tests {
         assert_eq!(c.run.warmup_packets(), 200);
         assert_eq!(c.run.schedule(), None, "ping-pong is the default");
         assert_eq!(c.run.clock.timeout_ms, Duration::from_millis(100));
-        assert_eq!(c.run.update, 100);
+        assert_eq!(c.run.update, None, "each consumer's own default");
         assert_eq!(c.run.packet.size, 8);
         assert_eq!(c.run.threshold, ["1ms".parse::<Threshold>().unwrap()]);
         assert_eq!(c.run.max_loss, 1.0);
@@ -854,7 +886,7 @@ mod tests {
 
     #[test]
     fn packets_and_duration_conflict() {
-        assert!(Cli::try_parse_from(["synapse", "--packets", "5", "--duration", "1"]).is_err());
+        assert!(Cli::try_parse_from(["synapse", "--packets", "5", "--duration", "1s"]).is_err());
     }
 
     /// `--help` of the command and of every subcommand, as a user sees it
@@ -924,7 +956,7 @@ mod tests {
     }
 
     #[test]
-    fn timeouts_take_units_and_bare_milliseconds() {
+    fn timeouts_take_units_and_suggest_one_for_a_bare_number() {
         let t = |s: &str| {
             Cli::try_parse_from(["synapse", "--timeout", s])
                 .map(|c| c.run.clock.timeout_ms)
@@ -932,8 +964,9 @@ mod tests {
         };
         assert_eq!(t("100ms"), Ok(Duration::from_millis(100)));
         assert_eq!(t("1s"), Ok(Duration::from_secs(1)));
-        assert_eq!(t("250"), Ok(Duration::from_millis(250)));
-        assert!(t("0").unwrap_err().contains("out of range: 1ms to 1min"));
+        let bare = t("250").unwrap_err();
+        assert!(bare.contains("'250' needs a unit: 250ms"), "{bare}");
+        assert!(t("0ms").unwrap_err().contains("out of range: 1ms to 1min"));
         assert!(t("61s").is_err());
     }
 }

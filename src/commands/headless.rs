@@ -3,7 +3,8 @@
 
 use crate::console;
 use crate::error::AppError;
-use crate::plan::{ClientPlan, ServerPlan};
+use crate::plan::{ClientPlan, Output, ServerPlan};
+use crate::report::json_stream::{self, JsonStream};
 use crate::report::server_text::{self, session_line};
 use crate::report::{LogSummary, Progress, Report};
 use crate::session::far_side::{self, FarSide};
@@ -26,7 +27,15 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
         "synapse client",
     )?
     .with_slices();
+    // Made before the run starts: the stream's clock is never behind the run's.
+    let mut stream = (plan.output == Output::JsonStream).then(|| {
+        let cut = json_stream::cut_of(plan.settings.update);
+        JsonStream::new(std::io::stdout(), cut, plan.settings.timeout)
+    });
     let mut session = ClientSession::start(plan, None, plan.log_opening, stop.clone())?;
+    if let Some(s) = &mut stream {
+        s.start(ClientFeed::server(&session), ClientFeed::local(&session));
+    }
     tap.start_run(plan.settings.timeout);
     let mut progress = Progress::new(plan.packets, plan.settings.duration);
     let mut measured = 0u64;
@@ -42,7 +51,9 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
             measured += u64::from(resolved && !r.warmup);
             tap.record(r);
             notices.extend(far.record(r));
+            stream.iter_mut().for_each(|s| s.record(r));
         });
+        stream.iter_mut().for_each(JsonStream::tick);
         // The engine's clock starts a moment after `started`: a notice
         // after a second of silence does not feel it.
         notices.extend(far.tick(started.elapsed().as_nanos() as u64));
@@ -53,7 +64,8 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
             far_side::say(n, &peer);
         }
         progress.update(measured);
-        if session.log_failure().is_some() || tap.failure().is_some() {
+        let stream_failed = stream.as_ref().is_some_and(|s| s.failure().is_some());
+        if session.log_failure().is_some() || tap.failure().is_some() || stream_failed {
             // A log that cannot be written ends the run: what it measured
             // is reported, and the report says why it stopped.
             session.stop();
@@ -61,8 +73,18 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     }
     progress.finish();
     let overflow = session.ring_overflow();
-    let finish = session.finish(|r| tap.record(r));
+    let finish = session.finish(|r| {
+        tap.record(r);
+        stream.iter_mut().for_each(|s| s.record(r));
+    });
     tap.end_run();
+    if let Some(mut s) = stream {
+        s.end_run();
+        if let Some(e) = s.into_failure() {
+            // A reader that went away (`| head`) ends the run quietly.
+            return Err(anyhow::Error::new(e).context("--json-stream").into());
+        }
+    }
     if overflow > 0 {
         tap.comment(&format!(
             "[Incomplete: {overflow} records did not fit the ring and are not in this log]"

@@ -61,15 +61,23 @@ pub fn run_command(args: &ProfilesArgs, out: &mut impl Write) -> Result<(), AppE
         ProfilesAction::Show { name } => {
             let p = cfg.profile(name)?;
             writeln!(out, "[profiles.{name}]  in {}", cfg.path.display())?;
-            for arg in options(&schema) {
-                let key = arg.get_id().as_str();
-                if let Some(v) = p.settings.shown(&schema, key) {
-                    writeln!(out, "  {key:<11} {v}")?;
-                }
-            }
-            match &p.baseline {
-                Some(b) => writeln!(out, "  baseline    {}", baseline_line(b))?,
-                None => writeln!(out, "  baseline    none (set one with --set-baseline)")?,
+            let mut rows: Vec<(&str, String)> = options(&schema)
+                .filter_map(|arg| {
+                    let key = arg.get_id().as_str();
+                    p.settings.shown(&schema, key).map(|v| (key, v))
+                })
+                .collect();
+            rows.push((
+                "baseline",
+                p.baseline.as_ref().map_or_else(
+                    || "none (set one with --set-baseline)".to_string(),
+                    baseline_line,
+                ),
+            ));
+            // One column for the values, as wide as the longest key.
+            let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+            for (key, v) in rows {
+                writeln!(out, "  {key:<width$}  {v}")?;
             }
         }
         ProfilesAction::Rm { name } => {

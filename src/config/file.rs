@@ -167,7 +167,7 @@ max_loss = 0.5
 bind = "10.0.0.1"
 server = "10.0.0.2:9000"
 duration = "30s"
-timeout_ms = 200
+timeout_ms = "200ms"
 update = 10
 size = 1400
 cpu = 1
@@ -202,7 +202,12 @@ stamp = true
                 run.packet.size,
                 run.thread.cpu
             ),
-            (Duration::from_millis(200), 10, 1400, Some(1))
+            (
+                Duration::from_millis(200),
+                Some(synapse_units::Every::Packets(10)),
+                1400,
+                Some(1)
+            )
         );
         assert_eq!(
             (run.thread.busy_poll, run.thread.rt, run.fps),
@@ -248,7 +253,7 @@ stamp = true
         );
         assert_eq!(
             error("[defaults]\nthreshold = \"soon\"\n"),
-            "/cfg/config.toml:2:13: defaults.threshold: 'soon' is not a duration: a number and one of ns, us, µs, ms, s, min, h (e.g. 250us, 2min); a bare number is milliseconds"
+            "/cfg/config.toml:2:13: defaults.threshold: 'soon' is not a duration: a number and one of ns, us, µs, ms, s, min, h (e.g. 250us, 2min)"
         );
         assert_eq!(
             error("colour = 1\n"),
@@ -260,7 +265,7 @@ stamp = true
             error("[defaults\n")
         );
         assert_eq!(
-            error("[defaults]\npackets = 5\nduration = 3\n"),
+            error("[defaults]\npackets = 5\nduration = \"3s\"\n"),
             "/cfg/config.toml:3:1: defaults.duration: packets and duration cannot both be set"
         );
     }

@@ -158,7 +158,7 @@ mod tests {
     #[test]
     fn command_line_beats_profile_beats_defaults_beats_builtin() {
         let cli = settings(&[("size", "64")]);
-        let defaults = settings(&[("size", "256"), ("timeout_ms", "250"), ("warmup", "99")]);
+        let defaults = settings(&[("size", "256"), ("timeout_ms", "250ms"), ("warmup", "99")]);
         let p = profile();
         let (run, l) = run_of(&cli, Some(("lab", &p)), &defaults);
         assert_eq!(run.packet.size, 64, "command line");
@@ -168,7 +168,7 @@ mod tests {
             Duration::from_millis(250),
             "defaults over built-in"
         );
-        assert_eq!(run.update, 100, "built-in");
+        assert_eq!(run.update, None, "built-in: each consumer's own");
         assert!(run.thread.busy_poll);
         assert_eq!(run.packets, Some(1_000));
         assert_eq!(l.chosen.text("server"), Some("10.0.0.2:8080"));
@@ -180,7 +180,7 @@ mod tests {
 
     #[test]
     fn a_duration_on_the_command_line_replaces_the_profiles_packet_count() {
-        let cli = settings(&[("duration", "5")]);
+        let cli = settings(&[("duration", "5s")]);
         let p = profile();
         let (run, l) = run_of(&cli, Some(("lab", &p)), &Settings::default());
         assert_eq!(
@@ -195,7 +195,7 @@ mod tests {
 
     #[test]
     fn a_profiles_budget_hides_the_defaults_one() {
-        let defaults = settings(&[("duration", "3")]);
+        let defaults = settings(&[("duration", "3s")]);
         let p = profile();
         let (run, _) = run_of(&Settings::default(), Some(("lab", &p)), &defaults);
         assert_eq!((run.packets, run.duration), (Some(1000), None));
@@ -212,7 +212,7 @@ mod tests {
 
     #[test]
     fn without_a_profile_the_defaults_table_applies() {
-        let defaults = settings(&[("duration", "3"), ("fps", "10")]);
+        let defaults = settings(&[("duration", "3s"), ("fps", "10")]);
         let (run, l) = run_of(&Settings::default(), None, &defaults);
         assert_eq!(run.duration, Some(Duration::from_secs(3)));
         assert_eq!(run.fps, 10);

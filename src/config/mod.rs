@@ -18,6 +18,7 @@ pub mod error;
 pub mod file;
 pub mod key_file;
 pub mod layering;
+pub mod migrate;
 pub mod run_kind;
 pub mod settings;
 pub mod store;
@@ -57,7 +58,10 @@ pub fn load(
         return Ok(ConfigFile::empty(PathBuf::from("config.toml")));
     };
     match std::fs::read_to_string(&path) {
-        Ok(text) => ConfigFile::parse(path, &text, schema),
+        Ok(text) => {
+            let text = migrate::read(&path, text);
+            ConfigFile::parse(path, &text, schema)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && (explicit.is_none() || will_save) => {
             Ok(ConfigFile::empty(path))
         }

@@ -90,6 +90,24 @@ fn edit(
     Ok(changed)
 }
 
+/// Replaces the file's text with `new` if it still reads `old` (under the
+/// same lock as every edit); whether it did.
+pub fn replace_text(path: &Path, old: &str, new: &str) -> Result<bool, ConfigError> {
+    edit(path, |doc| {
+        if doc.to_string() != old {
+            return Ok(false);
+        }
+        *doc = new.parse::<DocumentMut>().map_err(|e| ConfigError {
+            path: path.to_path_buf(),
+            line: 0,
+            column: 0,
+            key: String::new(),
+            message: format!("not valid TOML: {}", e.message().trim()),
+        })?;
+        Ok(true)
+    })
+}
+
 /// The `[profiles.NAME]` table, created (implicitly, as a dotted header)
 /// when missing.
 fn profile_table<'d>(doc: &'d mut DocumentMut, name: &str) -> Result<&'d mut Table, ConfigError> {

@@ -89,3 +89,64 @@ fn absolute_timestamps_of_other_writers_count_from_the_first_interval() {
     assert_eq!(back.intervals[0].start_ns, 0);
     assert_eq!(back.intervals[1].start_ns, 250_000_000);
 }
+
+/// Issue 51: an outage is a line spanning it, read back where it began;
+/// an older log's outage (in the interval it ended in) reads from its
+/// length back from that interval's end.
+#[test]
+fn an_outage_is_read_back_where_it_began() {
+    use synapse_stats::intervals::OUTAGE;
+    let mut r = IntervalRecorder::new(Duration::from_secs(1));
+    let ms = 1_000_000u64;
+    r.add_record(500 * ms, &Record::sample(0, 0, 20_000, false), 0, "");
+    r.add_record(5_120 * ms, &Record::outage(1, 31, 0, 3_100 * ms), 0, "");
+    let mut all = r.finish(5_200 * ms);
+    all.extend(r.take_spans());
+    let mut buf = Vec::new();
+    encode(&all, &mut buf).unwrap();
+    let back = read_text(&buf).unwrap();
+    assert_eq!(
+        back.intervals.len(),
+        1,
+        "the outage is not one of the run's intervals"
+    );
+    assert_eq!(back.outages(OUTAGE), [(2_020 * ms, 5_120 * ms)]);
+    // As Synapse wrote it before: in the interval it ended in.
+    let old = b"#[BaseTime: 1.000 (seconds since epoch)]\n";
+    let mut legacy = old.to_vec();
+    let mut h = synapse_stats::intervals::empty_histogram();
+    h.record(3_100 * ms).unwrap();
+    let span = Interval {
+        start_ns: 5_000 * ms,
+        length_ns: 1_000 * ms,
+        series: vec![(OUTAGE.into(), h.clone())],
+    };
+    encode(&[span], &mut legacy).unwrap();
+    let back = read_text(&legacy).unwrap();
+    let end = 6_000 * ms;
+    assert_eq!(back.outages(OUTAGE), [(end - h.max(), end)]);
+}
+
+/// Issue 51: a log cut mid-line (its writer stopped) is read up to its
+/// last whole interval, and says so; one broken in the middle is refused.
+#[test]
+fn a_log_cut_short_reads_up_to_its_last_whole_interval() {
+    let mut buf = Vec::new();
+    encode(&intervals(), &mut buf).unwrap();
+    let text = String::from_utf8(buf.clone()).unwrap();
+    let last_line = text.trim_end().rfind('\n').unwrap() + 1;
+    // Cut inside the last interval's line: three whole intervals remain.
+    let cut = &buf[..last_line + 30];
+    let back = read_text(cut).unwrap();
+    assert_eq!(back.intervals.len(), 3);
+    let note = back.cut_short.unwrap();
+    assert!(
+        note.contains("read up to its last whole interval, 3 whole intervals (0.750 s)"),
+        "{note}"
+    );
+    // The same bytes with garbage after them and a newline: refused.
+    let mut broken = cut.to_vec();
+    broken.extend_from_slice(b"\nTag=rtt,1.000,0.250,1.0,HISTFAAA\n");
+    assert!(read_text(&broken).is_err());
+    assert!(read_text(&buf).unwrap().cut_short.is_none());
+}

@@ -269,7 +269,7 @@ pub(super) fn client_plan(
             "--bind {b} and server {peer} are of different IP versions"
         )));
     }
-    let shown = output_for(output.no_ui, output.json);
+    let shown = output_for(output.no_ui, output.json, output.json_stream);
     check_stdout_log(output.log.log.as_deref(), shown)?;
     let (cpu, cpu_auto) = choose_cpu(run.thread.cpu, Role::Client)?;
     let (mut rcpu, rauto) = choose_cpu(None, Role::Reflector)?;

@@ -70,6 +70,7 @@ pub fn counterpart_client(s: &ServerPlan) -> Result<ClientPlan, AppError> {
         hdr: HdrLogArgs::default(),
         no_ui: s.output != Output::Ui,
         json: false,
+        json_stream: false,
         config: None,
     };
     let mut c = client_plan(Target::Remote(connectable(s.bind)), None, run, &output)?;

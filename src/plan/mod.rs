@@ -58,6 +58,9 @@ pub enum Output {
     Text,
     /// One JSON object on stdout.
     Json,
+    /// JSON lines on stdout as the run goes, the report last
+    /// (`--json-stream`).
+    JsonStream,
 }
 
 /// Who the client measures.
@@ -104,8 +107,10 @@ pub fn plan(cli: Cli, matches: &ArgMatches) -> Result<Plan, AppError> {
     }
 }
 
-fn output_for(no_ui: bool, json: bool) -> Output {
-    if json {
+fn output_for(no_ui: bool, json: bool, json_stream: bool) -> Output {
+    if json_stream {
+        Output::JsonStream
+    } else if json {
         Output::Json
     } else if no_ui || !ui_possible() {
         Output::Text
@@ -132,9 +137,9 @@ pub fn stamp_key_of(k: &KeyArgs, stamp: bool, who: &str) -> Result<Option<StampK
 fn check_stdout_log(log: Option<&std::path::Path>, shown: Output) -> Result<(), AppError> {
     if log.is_some_and(|p| p.as_os_str() == STDOUT) {
         match shown {
-            Output::Json => {
+            Output::Json | Output::JsonStream => {
                 return Err(AppError::Usage(
-                    "--log - and --json both want stdout: write the log to a file".into(),
+                    "--log - and --json (or --json-stream) both want stdout: write the log to a file".into(),
                 ));
             }
             Output::Ui => {
@@ -157,6 +162,7 @@ mod tests {
         let dash = std::path::Path::new(STDOUT);
         assert!(check_stdout_log(Some(dash), Output::Text).is_ok());
         assert!(check_stdout_log(Some(dash), Output::Json).is_err());
+        assert!(check_stdout_log(Some(dash), Output::JsonStream).is_err());
         assert!(check_stdout_log(Some(dash), Output::Ui).is_err());
         let file = std::path::Path::new("run.csv");
         assert!(check_stdout_log(Some(file), Output::Json).is_ok());

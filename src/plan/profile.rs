@@ -113,6 +113,13 @@ pub(super) fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Resul
     };
     let text = hosts.server.unwrap_or_else(|| format!("127.0.0.1:{port}"));
     let server = resolve(&text, port).map_err(|e| located("server", e))?;
+    // Port 0 is "any port" to bind, never a port anyone listens on: said
+    // now, not as the ICMP error a datagram sent there comes back with.
+    if server.port() == 0 {
+        return Err(AppError::Usage(format!(
+            "{text}: port 0 is no reflector's port (it means \"any\" only when binding): give the port it listens on, or none for {port}"
+        )));
+    }
     let bind = hosts
         .bind
         .map(|b| resolve(&b, 0).map_err(|e| located("bind", e)))

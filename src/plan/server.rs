@@ -55,7 +55,7 @@ pub(super) fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
             "--session-idle must be longer than zero".into(),
         ));
     }
-    let output = output_for(s.no_ui, false);
+    let output = output_for(s.no_ui, false, false);
     check_stdout_log(s.log.log.as_deref(), output)?;
     let stamp_key = stamp_key_of(
         &s.key,

@@ -40,8 +40,9 @@ pub struct RunSettings {
     pub give_up_after: Option<Duration>,
     /// CPUs kept out of idle states was asked for.
     pub keep_awake: bool,
-    /// Live display: the packet animation advances every this many packets.
-    pub update: u64,
+    /// `--update`: how often the live display's animation advances and
+    /// the JSON stream writes; `None`: each its own default.
+    pub update: Option<synapse_units::Every>,
     /// Live display: frames per second.
     pub fps: u32,
     /// Every run option as resolved, by its JSON name: the JSON report's
@@ -94,7 +95,7 @@ mod tests {
         let s = settings(&[]);
         assert_eq!(s.transport, Transport::Udp);
         assert_eq!(s.pattern, Pattern::PingPong);
-        assert_eq!((s.warmup, s.size, s.update, s.fps), (200, 8, 100, 30));
+        assert_eq!((s.warmup, s.size, s.update, s.fps), (200, 8, None, 30));
         assert!(s.schedule.is_none() && !s.stamp && !s.connect_each);
         assert_eq!(s.max_outage, Duration::from_secs(1));
         assert_eq!(s.options["max_loss_percent"], serde_json::json!(1.0));

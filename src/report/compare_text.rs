@@ -4,7 +4,8 @@
 
 use std::io::{self, Write};
 use synapse_stats::significance::{
-    Between, Comparison, Figure, FigureComparison, SpreadSource, Verdict, Within,
+    Between, Comparison, Figure, FigureComparison, SpreadSource, UNBOUNDED_RATIO, Verdict, Within,
+    one_run_a_side_floor,
 };
 use synapse_units::format_ns;
 
@@ -27,15 +28,33 @@ fn signed_percent(v: f64) -> String {
     }
 }
 
-/// A change in the figure's own terms: a time and its percentage of A, or
-/// loss points.
+/// A ratio B/A as a factor, two significant digits: `×0.79`, `×2.7`, `×81`.
+fn factor(r: f64) -> String {
+    let digits = (1 - r.log10().floor() as i32).max(0) as usize;
+    format!("×{r:.digits$}")
+}
+
+/// A latency ratio as a reader takes it in: a percentage of A while B is
+/// within half to twice A (`+3.2 %`, `−40 %`), a factor beyond (`×2.7`,
+/// `×0.31`): a change's interval is a ratio, and a percentage of a large
+/// slowdown's lower end reads as "−100 %".
+fn relative(ratio: f64) -> String {
+    if (0.5..=2.0).contains(&ratio) {
+        signed_percent(100.0 * (ratio - 1.0))
+    } else {
+        factor(ratio)
+    }
+}
+
+/// A change in the figure's own terms: a time and its part of A, or loss
+/// points.
 fn change(f: &FigureComparison, v: f64, percent: Option<f64>) -> String {
     if f.figure == Figure::Loss {
         let sign = if v < 0.0 { "−" } else { "+" };
         return format!("{sign}{:.2} pt", v.abs());
     }
     match percent {
-        Some(p) => format!("{} ({})", signed_ns(v), signed_percent(p)),
+        Some(p) => format!("{} ({})", signed_ns(v), relative(1.0 + p / 100.0)),
         None => signed_ns(v),
     }
 }
@@ -49,7 +68,9 @@ fn level(f: &FigureComparison, v: Option<f64>) -> String {
     }
 }
 
-/// The interval: `+373 µs to +3.07 ms`, or `−0.10 to +0.10 pt`.
+/// The interval: `−12 % to +21 %` (within half to twice A), `×0.79 to
+/// ×9.3` (beyond), `unbounded` (four decades wide or more: the data
+/// cannot bound it), or `−0.10 to +0.10 pt` for the loss.
 pub fn interval(f: &FigureComparison) -> Option<String> {
     let (lo, hi) = f.ci_low.zip(f.ci_high)?;
     Some(if f.figure == Figure::Loss {
@@ -61,9 +82,14 @@ pub fn interval(f: &FigureComparison) -> Option<String> {
             }
         };
         format!("{} to {} pt", s(lo), s(hi))
+    } else if f.ci_unbounded {
+        "unbounded".into()
     } else {
-        match f.ci_low_percent.zip(f.ci_high_percent) {
-            Some((pl, ph)) => format!("{} to {}", signed_percent(pl), signed_percent(ph)),
+        match f.ci_low_ratio.zip(f.ci_high_ratio) {
+            Some((rl, rh)) if (0.5..=2.0).contains(&rl) && (0.5..=2.0).contains(&rh) => {
+                format!("{} to {}", relative(rl), relative(rh))
+            }
+            Some((rl, rh)) => format!("{} to {}", factor(rl), factor(rh)),
             None => format!("{} to {}", signed_ns(lo), signed_ns(hi)),
         }
     })
@@ -88,8 +114,10 @@ pub fn figure_sentence(f: &FigureComparison) -> String {
     if let Some(ci) = interval(f) {
         s.push_str(&format!(", 95 % CI {ci}"));
     }
-    if let Some(shown) = detectable(f) {
-        s.push_str(&format!(", could show {shown}"));
+    match detectable(f) {
+        Some(shown) if shown == NONE => s.push_str(", could show no change at all"),
+        Some(shown) => s.push_str(&format!(", could show {shown}")),
+        None => {}
     }
     s.push_str(&format!(": {}", figure_verdict(f)));
     if !f.resolved {
@@ -101,14 +129,19 @@ pub fn figure_sentence(f: &FigureComparison) -> String {
     s
 }
 
+/// What "could show" says when the data could call no change a
+/// regression (beyond ×100).
+const NONE: &str = "none";
+
 /// The smallest worsening this data could have called a regression.
 fn detectable(f: &FigureComparison) -> Option<String> {
     let d = f.detectable?;
     Some(if f.figure == Figure::Loss {
         format!("+{d:.2} pt")
     } else {
-        match f.detectable_percent {
-            Some(p) => signed_percent(p),
+        match f.detectable_percent.map(|p| 1.0 + p / 100.0) {
+            Some(r) if r > UNBOUNDED_RATIO => NONE.into(),
+            Some(r) => relative(r),
             None => signed_ns(d),
         }
     })
@@ -137,9 +170,16 @@ pub fn method(c: &Comparison) -> String {
             "the variation between runs from these {} + {} runs, pooled with {prior} as a prior of {:.0} degrees of freedom",
             c.runs_a, c.runs_b, spread.df
         ),
-        _ => format!(
-            "one run a side, so the variation between runs is not in the data: it is {prior}"
-        ),
+        _ => {
+            let floor =
+                |f: Figure| one_run_a_side_floor(spread, f).map_or_else(String::new, factor);
+            format!(
+                "one run a side, so the variation between runs is not in the data: it is {prior}, so no change within p50 {}, p99 {}, p99.9 {} can be called a regression, however quiet the runs",
+                floor(Figure::P50),
+                floor(Figure::P99),
+                floor(Figure::P999)
+            )
+        }
     };
     s.push_str(match within {
         Some(Within::BlockBootstrap) => {
@@ -269,7 +309,7 @@ mod tests {
         assert!(t.contains("figures only"), "{t}");
         let p50 = &c.figures[0];
         let s = figure_sentence(p50);
-        assert!(s.starts_with("p50 +1.20 ms (+8000 %), 95 % CI +"), "{s}");
+        assert!(s.starts_with("p50 +1.20 ms (×81), 95 % CI ×"), "{s}");
         assert!(s.ends_with(": regression"), "{s}");
     }
 
@@ -311,5 +351,78 @@ mod tests {
             "{}",
             method(&c)
         );
+    }
+}
+
+/// Issue 51: a ratio interval is read in log space: a slowdown's lower end
+/// is a factor, never "−100 %"; an interval the data cannot bound says so.
+#[cfg(test)]
+mod ratio_tests {
+    use super::*;
+    use synapse_stats::significance::{Options, Run, compare};
+
+    fn run(p50: f64, spread: f64, slices: u64) -> Run {
+        // A run's slices of consecutive requests, their RTTs around p50.
+        let slices: Vec<synapse_stats::slices::Slice> = (0..slices)
+            .map(|i| {
+                let x = (p50 * (1.0 + spread * ((i * 7 % 11) as f64 / 10.0 - 0.5))) as u64;
+                synapse_stats::slices::Slice {
+                    start_ns: i,
+                    end_ns: i + 1,
+                    rtt: vec![(x, 40)],
+                    unanswered: 0,
+                }
+            })
+            .collect();
+        Run::from_slices("r", &slices)
+    }
+
+    #[test]
+    fn a_slowdowns_interval_is_a_factor_and_an_unbounded_one_says_so() {
+        for (a, b) in [(run(40_000.0, 0.1, 64), run(108_000.0, 0.1, 64))] {
+            let c = compare(&[a], &[b], &Options::with_min_effect(None));
+            let p50 = &c.figures[0];
+            let ci = interval(p50).unwrap();
+            assert!(!ci.contains('%') && ci.contains('×'), "{ci}");
+            assert!(
+                !figure_sentence(p50).contains("−100 %"),
+                "{}",
+                figure_sentence(p50)
+            );
+            let (lo, hi) = (p50.ci_low_ratio.unwrap(), p50.ci_high_ratio.unwrap());
+            assert!(lo > 0.0 && lo < 2.7 && hi > 2.7, "{lo} {hi}");
+        }
+        // A spread between runs as wide as the figures: nothing bounds
+        // the change, and the words say so plainly.
+        let bare = |x: f64| {
+            Run::from_figures(
+                "r",
+                [Some(x), Some(x), Some(x), Some(x), Some(x), Some(0.0)],
+                100,
+                0,
+            )
+        };
+        let wild = Options {
+            min_effect_percent: None,
+            spread: synapse_stats::significance::Spread {
+                source: SpreadSource::Assumed,
+                log_sd: [3.0; 5],
+                df: 4.0,
+            },
+        };
+        let c = compare(&[bare(40_000.0)], &[bare(108_000.0)], &wild);
+        let p50 = &c.figures[0];
+        assert!(p50.ci_unbounded);
+        assert_eq!(interval(p50).unwrap(), "unbounded");
+        let s = figure_sentence(p50);
+        assert!(
+            s.contains("95 % CI unbounded, could show no change at all: inconclusive"),
+            "{s}"
+        );
+        assert_eq!(relative(0.3), "×0.30");
+        assert_eq!(relative(1.5), "+50 %");
+        assert_eq!(relative(0.999_7), "−0.0 %");
+        assert_eq!(factor(1395.0), "×1395");
+        assert_eq!(factor(0.0007), "×0.00070");
     }
 }

@@ -6,8 +6,9 @@ use serde::Serialize;
 use std::io::{self, Write};
 use synapse_stats::Summary;
 
+/// The report as JSON: what `--json` prints, and `--json-stream`'s last line.
 #[derive(Serialize)]
-struct JsonReport<'a> {
+pub(super) struct JsonReport<'a> {
     synapse_version: &'static str,
     #[serde(flatten)]
     summary: &'a Summary,
@@ -61,7 +62,13 @@ struct Extensions<'a> {
 
 /// Writes the report as one JSON object and a newline.
 pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
-    let doc = JsonReport {
+    serde_json::to_writer(&mut *out, &document(report))?;
+    writeln!(out)
+}
+
+/// The report's JSON document.
+pub(super) fn document(report: &Report) -> JsonReport<'_> {
+    JsonReport {
         synapse_version: env!("CARGO_PKG_VERSION"),
         summary: &report.summary,
         percentiles: &report.percentiles,
@@ -87,7 +94,5 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
         interrupted: report.interrupted,
         slices: (!report.slices.is_empty())
             .then(|| super::slices_json::SlicesJson::of(&report.slices)),
-    };
-    serde_json::to_writer(&mut *out, &doc)?;
-    writeln!(out)
+    }
 }

@@ -9,6 +9,7 @@ mod extensions_text;
 mod floor;
 mod jitter_text;
 mod json;
+pub mod json_stream;
 mod one_way_text;
 mod path_text;
 pub mod percentiles;

@@ -8,6 +8,7 @@ use crate::hdr_log::{self, LoggedRun};
 use std::path::{Path, PathBuf};
 use synapse_stats::intervals::RTT;
 use synapse_stats::significance::Run;
+use synapse_stats::slices::Slice;
 use synapse_units::count_of;
 
 /// One run read back.
@@ -23,6 +24,8 @@ pub struct Input {
     pub log: Option<LoggedRun>,
     /// A JSON report's percentiles: (quantile, ns).
     pub percentiles: Vec<(f64, f64)>,
+    /// A JSON report's slices, when it has them (its run over time).
+    pub slices: Vec<Slice>,
 }
 
 /// The series prefix of `--peer NAME` (an agent's log), or none.
@@ -54,6 +57,9 @@ pub fn load(
 }
 
 fn from_log(label: &str, log: LoggedRun, prefix: &str) -> Result<Input, AppError> {
+    if let Some(cut) = &log.cut_short {
+        crate::console::note(&format!("{label}: {cut}"));
+    }
     let tag = format!("{prefix}{RTT}");
     let replies: u64 = log
         .intervals
@@ -84,6 +90,7 @@ fn from_log(label: &str, log: LoggedRun, prefix: &str) -> Result<Input, AppError
         run: Run::from_intervals(label, &log.intervals, prefix),
         log: Some(log),
         percentiles: Vec::new(),
+        slices: Vec::new(),
     })
 }
 
@@ -119,13 +126,14 @@ fn json_report(label: &str, bytes: &[u8]) -> Result<Input, AppError> {
     .filter_map(|&(q, k)| Some((q, get(k)?)))
     .collect();
     // A report with its slices is resampled like an interval log.
-    let (run, what) = match j.get("slices").filter(|v| !v.is_null()) {
+    let (run, what, slices) = match j.get("slices").filter(|v| !v.is_null()) {
         Some(v) => {
             let slices = super::slices_json::read(v).map_err(|e| bad(&e))?;
             let n = slices.len() as u64;
             (
                 Run::from_slices(label, &slices),
                 format!("JSON report: {sent} sent, {}", count_of(n, "slice")),
+                slices,
             )
         }
         None => (
@@ -133,6 +141,7 @@ fn json_report(label: &str, bytes: &[u8]) -> Result<Input, AppError> {
             format!(
                 "JSON report: {sent} sent, figures only (no slices: its own noise is not known)"
             ),
+            Vec::new(),
         ),
     };
     Ok(Input {
@@ -141,6 +150,7 @@ fn json_report(label: &str, bytes: &[u8]) -> Result<Input, AppError> {
         run,
         log: None,
         percentiles,
+        slices,
     })
 }
 
@@ -187,5 +197,6 @@ fn baseline(
             (0.99, b.p99_ns as f64),
             (0.999, b.p999_ns as f64),
         ],
+        slices: Vec::new(),
     }])
 }

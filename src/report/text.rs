@@ -5,7 +5,7 @@ use super::percentiles::Percentile;
 use super::{BreakdownReport, LogSummary, Outcome, Report};
 use std::io::{self, Write};
 use synapse_stats::{DistributionBucket, RttFigures, Summary};
-use synapse_units::{count_of, format_ns, format_ns_plain, format_rate, group_thousands};
+use synapse_units::{Scale, count_of, format_ns, format_ns_plain, format_rate, group_thousands};
 
 const BAR_WIDTH: usize = 30;
 
@@ -59,7 +59,7 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
             group_thousands(n)
         )?;
     }
-    write_latency(out, s, &report.percentiles)?;
+    write_latency(out, s, &report.percentiles, &scale_of(s))?;
     if let Some(f) = &report.floor {
         writeln!(out, "Floor:   {}", f.sentence())?;
     }
@@ -140,11 +140,16 @@ fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
         )?;
         writeln!(out)?;
     }
+    // Whom the run measured: the reflector it started, or one elsewhere.
+    let whom = if c.mode == "loopback" {
+        "the in-process reflector on"
+    } else {
+        "the reflector at"
+    };
     writeln!(
         out,
-        "Target:   {} ({}) from {}, {}-byte payload",
+        "Target:   {whom} {}, from {}, {}-byte payload",
         c.server,
-        c.mode,
         super::local_text(c.local, c.settings.connect_each),
         c.size
     )?;
@@ -200,7 +205,25 @@ fn write_packets(out: &mut impl Write, report: &Report, ending: &str) -> io::Res
         group_thousands(p.reordered),
         group_thousands(p.stray)
     )?;
-    if p.lost + p.late > 0 {
+    // Which loss this is: RFC 7680 counts a request without a reply
+    // within the waiting time as lost, whether or not one came later.
+    let wait = format_ns_plain(report.config.settings.timeout.as_nanos() as u64);
+    let unanswered = p.lost + p.late;
+    if unanswered == 0 {
+        writeln!(
+            out,
+            "          └─ no loss: every reply came within the {wait} timeout (RFC 7680)"
+        )?;
+    } else {
+        let share = 100.0 * unanswered as f64 / p.sent.max(1) as f64;
+        writeln!(
+            out,
+            "          └─ loss by RFC 7680 (no reply within the {wait} timeout; late replies too): {} of {}, {share:.2}%",
+            group_thousands(unanswered),
+            group_thousands(p.sent)
+        )?;
+    }
+    if p.lost > 0 {
         writeln!(
             out,
             "          └─ Packet loss should be 0% for reliable measurements"
@@ -248,6 +271,7 @@ fn write_packets(out: &mut impl Write, report: &Report, ending: &str) -> io::Res
 /// failed, INCONCLUSIVE, INTERRUPTED or RUN FAILED.
 fn write_verdict(out: &mut impl Write, report: &Report, paint: &Paint) -> io::Result<()> {
     let v = &report.verdict;
+    let scale = scale_of(&report.summary);
     writeln!(out, "Verdict:")?;
     for c in &v.criteria {
         let mark = match c.outcome {
@@ -255,7 +279,12 @@ fn write_verdict(out: &mut impl Write, report: &Report, paint: &Paint) -> io::Re
             super::verdict::Held::No => paint.red("✗"),
             super::verdict::Held::Inconclusive => paint.cyan("?"),
         };
-        writeln!(out, "  {mark} {}{}", c.describe(), why(&c.metric))?;
+        writeln!(
+            out,
+            "  {mark} {}{}",
+            c.describe_in(Some(&scale)),
+            why(&c.metric)
+        )?;
     }
     let line = closing_line(report);
     let line = match report.outcome() {
@@ -299,7 +328,7 @@ fn closing_line(report: &Report) -> String {
         Outcome::Fail => {
             let failed: Vec<String> = v
                 .failed()
-                .map(|c| format!("{}{}", c.describe(), why(&c.metric)))
+                .map(|c| format!("{}{}", c.describe_in(Some(&scale_of(s))), why(&c.metric)))
                 .collect();
             format!("✗ FAIL: {}", failed.join("; "))
         }
@@ -318,10 +347,11 @@ fn closing_line(report: &Report) -> String {
         Outcome::Pass => {
             let means: Vec<_> = v.criteria.iter().filter(|c| c.metric == "mean").collect();
             match (means.as_slice(), s.rtt_ns.as_ref(), v.criteria.len()) {
+                // The original tool's line, in the report's own unit.
                 ([c], Some(r), 3) => format!(
-                    "✓ PASS: Mean latency ({:.3}ms) is below {} threshold",
-                    r.mean / 1e6,
-                    format_ns_plain(c.limit as u64).replace(' ', "")
+                    "✓ PASS: Mean latency ({}) is below {} threshold",
+                    scale_of(s).format(r.mean),
+                    format_ns_plain(c.limit as u64)
                 ),
                 _ => "✓ PASS: every criterion held".into(),
             }
@@ -531,7 +561,17 @@ fn write_nic_clock(out: &mut impl Write, b: &BreakdownReport) -> io::Result<()> 
     Ok(())
 }
 
-fn write_latency(out: &mut impl Write, s: &Summary, percentiles: &[Percentile]) -> io::Result<()> {
+/// The report's one unit for round-trip figures, from its median.
+fn scale_of(s: &Summary) -> Scale {
+    Scale::for_figure(s.rtt_ns.as_ref().map_or(1e3, |r| r.p50 as f64))
+}
+
+fn write_latency(
+    out: &mut impl Write,
+    s: &Summary,
+    percentiles: &[Percentile],
+    scale: &Scale,
+) -> io::Result<()> {
     writeln!(
         out,
         "Latency Statistics (round-trip time, over {} {}):",
@@ -553,11 +593,11 @@ fn write_latency(out: &mut impl Write, s: &Summary, percentiles: &[Percentile]) 
         let shown = s
             .rtt_ns
             .as_ref()
-            .map_or_else(|| "—".to_string(), |r| format_ns(figure(r)));
+            .map_or_else(|| "—".to_string(), |r| scale.format(figure(r)));
         writeln!(out, "  {:<8} {shown:>10}  ← {note}", format!("{name}:"))?;
     }
     for p in percentiles {
-        writeln!(out, "{}", percentile_line(p))?;
+        writeln!(out, "{}", percentile_line(p, scale))?;
     }
     if s.rtt_ns.is_none() {
         writeln!(out, "  (no replies, so no round-trip figures)")?;
@@ -582,13 +622,13 @@ fn write_latency(out: &mut impl Write, s: &Summary, percentiles: &[Percentile]) 
 
 /// `  P99:       45.3 µs  [41.0–52.0 µs]  ← 99% of packets …`, or the
 /// same marked not resolved.
-fn percentile_line(p: &Percentile) -> String {
+fn percentile_line(p: &Percentile, scale: &Scale) -> String {
     let label = format!("P{}:", &p.name[1..]);
     let note = match p.name {
         "p50" => "50% of packets are faster than this (median)".to_string(),
         n => format!("{}% of packets are faster than this", &n[1..]),
     };
-    let value = format_ns(p.ns as f64);
+    let value = scale.format(p.ns as f64);
     if !p.resolved {
         return format!(
             "  {label:<8} {value:>10}  not resolved: {} beyond it of {} (p{} needs {}+)",
@@ -600,7 +640,7 @@ fn percentile_line(p: &Percentile) -> String {
     }
     match (p.ci_low_ns, p.ci_high_ns) {
         (Some(lo), Some(hi)) => {
-            let ci = format!("[{}–{}]", format_ns(lo), format_ns(hi));
+            let ci = format!("[{}–{}]", scale.format(lo), scale.format(hi));
             format!("  {label:<8} {value:>10}  {ci:<21} ← {note}")
         }
         _ => format!("  {label:<8} {value:>10}  ← {note}"),

@@ -103,14 +103,22 @@ impl Criterion {
     /// One style for every criterion, held or not: `p99 61.2 µs, below
     /// 500 µs`, `max 82.6 µs, above 1 µs`, `loss 0.20 %, within 1 %`.
     pub fn describe(&self) -> String {
+        self.describe_in(None)
+    }
+
+    /// The same, a round-trip figure in the report's unit (`scale`); an
+    /// outage of none says none (not `0 ns`).
+    pub fn describe_in(&self, scale: Option<&synapse_units::Scale>) -> String {
         if let Some(detail) = &self.detail {
             return detail.clone();
         }
         if self.metric == "unchecked regression" {
             return "regression against the baseline: not checked".into();
         }
-        let value = |v: f64| match self.unit {
-            "ns" => format_ns(v),
+        let rtt = self.metric != "outage";
+        let value = |v: f64| match (self.unit, scale) {
+            ("ns", Some(s)) if rtt => s.format(v),
+            ("ns", _) => format_ns(v),
             _ => format!("{v:.2} %"),
         };
         let limit = match self.unit {
@@ -120,9 +128,13 @@ impl Criterion {
         let Some(v) = self.value else {
             return format!("{} — (no replies), so not below {limit}", self.metric);
         };
+        if !rtt && v == 0.0 && self.held {
+            return format!("outage: none, within {limit}");
+        }
         let strict = self.unit == "ns" && self.metric != "outage";
         let shown = if self.at_least {
-            format!("≥ {} (no timely reply)", value(v))
+            // The timeout it waited, as it was given: not a measured figure.
+            format!("≥ {} (no timely reply)", format_ns_plain(v as u64))
         } else {
             value(v)
         };

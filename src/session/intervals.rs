@@ -122,8 +122,7 @@ impl IntervalTap {
         let t = self.offset_ns + r.at_ns;
         self.last_ns = self.last_ns.max(t);
         self.recorder.add_record(t, r, self.timeout_ns, "");
-        let closed = self.recorder.take_closed();
-        self.pass_on(closed);
+        self.pass_on_closed();
     }
 
     /// Accounts for a value of series `tag` at `t` after the log's base
@@ -132,8 +131,7 @@ impl IntervalTap {
         let t = t.as_nanos() as u64;
         self.last_ns = self.last_ns.max(t);
         self.recorder.add(t, tag, value);
-        let closed = self.recorder.take_closed();
-        self.pass_on(closed);
+        self.pass_on_closed();
     }
 
     /// Like [`IntervalTap::record`], for a record at `t` after the log's
@@ -143,13 +141,24 @@ impl IntervalTap {
         self.last_ns = self.last_ns.max(t);
         self.recorder
             .add_record(t, r, timeout.as_nanos() as u64, prefix);
-        let closed = self.recorder.take_closed();
-        self.pass_on(closed);
+        self.pass_on_closed();
     }
 
     /// The log's time 0, on the monotonic clock.
     pub fn base(&self) -> Instant {
         self.base
+    }
+
+    /// The intervals the recorder closed, and the outages it ended: both
+    /// to the log; the intervals kept (an outage spans time, it is not one
+    /// of the run's intervals).
+    fn pass_on_closed(&mut self) {
+        let closed = self.recorder.take_closed();
+        self.pass_on(closed);
+        let spans = self.recorder.take_spans();
+        if let Some(w) = &self.writer {
+            w.write(spans);
+        }
     }
 
     fn pass_on(&mut self, closed: Vec<Interval>) {
@@ -172,6 +181,7 @@ impl IntervalTap {
     pub fn end_run(&mut self) {
         let closed = self.recorder.finish(self.last_ns + 1);
         self.pass_on(closed);
+        self.pass_on_closed();
     }
 
     /// Starts afresh on the same clock: the open interval is closed where

@@ -10,6 +10,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use synapse_engine::{ReflectorTotals, SessionInfo, StampingInfo};
 use synapse_stats::LiveStats;
+use synapse_units::Every;
+
+/// `--update` on the live display when none is given: the original
+/// tool's 100 packets per step.
+pub const DEFAULT_UPDATE: u64 = 100;
 
 /// Which side of the measurement this process is playing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,8 +63,13 @@ pub struct ClientView {
     pub info: ClientInfo,
     /// Post-warm-up packets resolved in the current run.
     pub run_done: u64,
-    /// Time since the current run started.
+    /// Time since the current run started (once it stopped: the time it
+    /// measured, as the report counts it).
     pub run_elapsed: Duration,
+    /// The runs before this one since the last clear (a stop and a start,
+    /// a switch of role and back): their packets and measured time, which
+    /// the report adds to this run's.
+    pub earlier: (u64, Duration),
     /// Records the ring could not hold (live view only; totals are exact).
     pub ring_overflow: u64,
     /// How the current run stamps its packets (once it has started).
@@ -112,8 +122,11 @@ pub struct ServerView {
     /// Datagrams answered per closed window (250 ms), oldest first, over
     /// the last minute.
     pub answers: VecDeque<u64>,
-    /// Datagrams answered in the window still open.
-    pub answers_open: u64,
+    /// Answers not yet in a window: (from, to, count) on the reflector's
+    /// clock, as its totals said them.
+    pub answers_pending: VecDeque<(u64, u64, u64)>,
+    /// Where the open window of answers ends, on the reflector's clock.
+    pub answers_window_end: Option<u64>,
 }
 
 /// Ended sessions kept for display.
@@ -129,18 +142,48 @@ impl ServerView {
         s
     }
 
-    /// Counts datagrams answered since the last call.
-    pub fn answered(&mut self, n: u64) {
-        self.answers_open += n;
+    /// `n` datagrams answered between `from_ns` and `to_ns` on the
+    /// reflector's clock (between two of its totals). Windows are cut on
+    /// that clock, each answer counted in the window of its time (spread
+    /// evenly over its span), and a window closes once the reflector's
+    /// clock has passed its end: the totals come every 100 ms, so cutting
+    /// by when they arrived gave a steady 1,000/s windows of 2 and 3 ticks,
+    /// 800/s and 1.2k/s.
+    pub fn answered_between(&mut self, from_ns: u64, to_ns: u64, n: u64) {
+        let window = synapse_stats::WINDOW.as_nanos() as u64;
+        let mut end = *self.answers_window_end.get_or_insert(from_ns + window);
+        if n > 0 {
+            self.answers_pending
+                .push_back((from_ns, to_ns.max(from_ns), n));
+        }
+        while to_ns >= end {
+            let mut closed = 0;
+            for (a, b, count) in &mut self.answers_pending {
+                let before = if *b <= end {
+                    *count
+                } else if *a >= end {
+                    0
+                } else {
+                    *count * (end - *a) / (*b - *a)
+                };
+                closed += before;
+                *count -= before;
+                *a = (*a).max(end.min(*b));
+            }
+            self.answers_pending.retain(|p| p.2 > 0);
+            if self.answers.len() == synapse_stats::HISTORY {
+                self.answers.pop_front();
+            }
+            self.answers.push_back(closed);
+            end += window;
+        }
+        self.answers_window_end = Some(end);
     }
 
-    /// Ends a window of the answer history (one minute of them is kept).
-    pub fn close_window(&mut self) {
-        if self.answers.len() == synapse_stats::HISTORY {
-            self.answers.pop_front();
-        }
-        self.answers
-            .push_back(std::mem::take(&mut self.answers_open));
+    /// A reflector started afresh: its clock starts again.
+    pub fn restart_answer_clock(&mut self) {
+        self.answers_pending.clear();
+        self.answers_window_end = None;
     }
 
     /// Records a session that went idle.
@@ -162,7 +205,7 @@ impl ServerView {
         self.totals = ReflectorTotals::default();
         self.scroll = 0;
         self.answers.clear();
-        self.answers_open = 0;
+        self.answers_pending.clear();
     }
 
     /// Moves the client table by `rows` (negative: up), within its rows.
@@ -207,8 +250,8 @@ pub struct App {
     pub frozen: Option<Box<(ClientView, ServerView, Animation)>>,
     /// One line of news for the status bar (errors, warnings, hints).
     pub status: Option<String>,
-    /// `--update`: packets per animation step.
-    pub update_every: u64,
+    /// `--update`: packets (or time) per animation step.
+    pub update_every: Every,
     /// `--fps`, shown in help.
     pub fps: u32,
     /// The profile in use, if any.
@@ -289,7 +332,7 @@ impl App {
         info: ClientInfo,
         server: ServerView,
         theme: Theme,
-        update_every: u64,
+        update_every: Every,
         fps: u32,
     ) -> Self {
         Self {
@@ -303,6 +346,7 @@ impl App {
                 info,
                 run_done: 0,
                 run_elapsed: Duration::ZERO,
+                earlier: (0, Duration::ZERO),
                 ring_overflow: 0,
                 versus: None,
                 stamping: None,
@@ -365,6 +409,8 @@ impl App {
         self.client.live = LiveStats::new();
         self.client.versus = None;
         self.client.run_done = 0;
+        self.client.run_elapsed = Duration::ZERO;
+        self.client.earlier = (0, Duration::ZERO);
         self.server.clear();
         self.anim = Animation::default();
         self.frozen = None;

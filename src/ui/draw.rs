@@ -133,7 +133,7 @@ fn client_labels(v: &crate::ui::app::ClientView) -> (StackLabels, StackLabels) {
 /// path, which keeps its own width.
 fn draw_client(f: &mut Frame, area: Rect, app: &App, short: bool) {
     let (v, t) = (app.shown_client(), app.theme);
-    let figure_lines = figures::client_lines(v, FIGURES, short, t).len() as u16;
+    let figure_lines = figures::client_lines(v, FIGURES, (short, app.running), t).len() as u16;
     let path_rows = if short { PATH_ROWS } else { PATH_ROWS + 2 };
     let [top, middle, bar] = Layout::vertical([
         Constraint::Length((figure_lines + 2).max(path_rows)),
@@ -158,10 +158,11 @@ fn draw_client(f: &mut Frame, area: Rect, app: &App, short: bool) {
         [numbers, path, Rect::default()]
     };
     let compare = (app.baseline.as_ref(), app.floor.as_ref());
-    figures::render_client(f, numbers, v, short, compare, t);
+    figures::render_client(f, numbers, v, (short, app.running), compare, t);
+    let last = v.live.last_rtt_ns.map(|rtt| (v.live.last_seq, rtt));
     let caption = match v.silence.filter(|_| app.running) {
         Some(s) => osi::silent_caption(app.shown_anim(), s),
-        None => osi::packet_caption(app.shown_anim(), app.running),
+        None => osi::packet_caption(app.shown_anim(), last, app.running),
     };
     let caption = (!short).then_some(caption.as_str());
     let below = osi::render(f, path, (&client, &server), app.shown_anim(), caption, t);

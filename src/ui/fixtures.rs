@@ -9,6 +9,7 @@ use std::time::Duration;
 use synapse_engine::capabilities::Source;
 use synapse_engine::{Points, ReflectorTotals, Refusals, SessionInfo, StampingInfo};
 use synapse_stats::{Record, RecordKind, SegmentSet, Shape, Split};
+use synapse_units::Every;
 
 /// A client that measured 40 windows of traffic around 80 µs, with a
 /// spike, a few losses and one of everything else.
@@ -38,7 +39,14 @@ pub fn client_app() -> App {
         session_idle: Duration::from_millis(1500),
         ..ServerView::default()
     };
-    let mut app = App::new(Role::Client, info, server, Theme::new(true), 100, 30);
+    let mut app = App::new(
+        Role::Client,
+        info,
+        server,
+        Theme::new(true),
+        Every::Packets(100),
+        30,
+    );
     let stamping = StampingInfo {
         source: Source::Software,
         interface: Some("lo".into()),
@@ -238,9 +246,9 @@ pub fn server_app() -> App {
     };
     s.pps = 15_300.0;
     // Forty windows of answers, about 15,000 a second.
+    let window = synapse_stats::WINDOW.as_nanos() as u64;
     for w in 0..40u64 {
-        s.answered(3_600 + (w * 7919 % 7) * 100);
-        s.close_window();
+        s.answered_between(w * window, (w + 1) * window, 3_600 + (w * 7919 % 7) * 100);
     }
     s.stamp = Some(Ok("0.0.0.0:862".into()));
     s.stamp_totals.refused.malformed = 2;

@@ -136,7 +136,9 @@ pub(crate) fn initial_app(c: &ClientPlan, s: &ServerPlan, station: &Station, rol
         info,
         server,
         Theme::from_env(),
-        c.settings.update,
+        c.settings
+            .update
+            .unwrap_or(synapse_units::Every::Packets(app::DEFAULT_UPDATE)),
         c.settings.fps,
     );
     app.profile = c.profile.name.clone();

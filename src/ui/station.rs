@@ -26,7 +26,7 @@ use synapse_engine::{
     Transport,
 };
 use synapse_stats::{RecordKind, Stats, Summary, WINDOW};
-use synapse_units::count_of;
+use synapse_units::{Every, count_of};
 
 /// What the live display measured, for the summary printed after it closes.
 #[derive(Debug)]
@@ -226,6 +226,7 @@ impl Station {
         self.served.base = ReflectorTotals::default();
         self.served.last = ReflectorTotals::default();
         self.served.last_ns = 0;
+        app.server.restart_answer_clock();
         self.server = Some(session);
         Ok(addr)
     }
@@ -324,10 +325,14 @@ impl Station {
         app.client.info.target = session.server().to_string();
         app.client.stamping = Some(stamping.clone());
         self.totals.stamping = Some(stamping);
+        // The run before, kept in the totals, stays in the display's too.
+        let (n, t) = app.client.earlier;
+        app.client.earlier = (n + app.client.run_done, t + app.client.run_elapsed);
         app.client.run_done = 0;
         app.client.run_elapsed = Duration::ZERO;
         app.client.silence = None;
         self.far = FarSide::new();
+        app.client.live.start_run();
         self.run_started = Instant::now();
         self.client = Some(session);
         Ok(())
@@ -365,7 +370,11 @@ impl Station {
             }
         }
         match finish.outcome {
-            Ok(o) if keep => self.absorb(&o),
+            Ok(o) if keep => {
+                // What the report will count for this run: its measured time.
+                app.client.run_elapsed = o.measured;
+                self.absorb(&o);
+            }
             Ok(_) => {}
             Err(e) => {
                 app.status = Some(format!("measurement stopped: {e}"));
@@ -512,17 +521,23 @@ impl Station {
         if let Some(session) = self.server.as_mut() {
             let served = &mut self.served;
             session.drain(|side, ev| reflected += served.apply(side, ev, app));
-            app.server.answered(reflected);
         }
         let newest = app
             .client
             .live
             .last_rtt_ns
             .map(|rtt| (app.client.live.last_seq, rtt));
-        match app.role {
-            Role::Client => app.anim.on_frame(new_packets, app.update_every, newest),
-            Role::Server => app.anim.on_frame(reflected, app.update_every, None),
-        }
+        // `--update N` counts packets; `--update DURATION` counts time.
+        let (done, every, newest) = match (app.update_every, app.role) {
+            (Every::Packets(n), Role::Client) => (new_packets, n, newest),
+            (Every::Packets(n), Role::Server) => (reflected, n, None),
+            (Every::Time(d), role) => (
+                1_000_000 / u64::from(app.fps.max(1)),
+                d.as_micros() as u64,
+                newest.filter(|_| role == Role::Client),
+            ),
+        };
+        app.anim.on_frame(done, every, newest);
         if let Some(view) = self.versus.update(now) {
             app.client.versus = Some(view);
         }
@@ -699,6 +714,8 @@ impl ServerTotals {
                 // A restarted reflector counts from zero: never negative.
                 let new = t.packets.saturating_sub(app.server.stamp_totals.packets);
                 app.server.stamp_totals = t;
+                // On the echo reflector's clock, at its latest totals.
+                app.server.answered_between(self.last_ns, self.last_ns, new);
                 return new;
             }
             (Side::Echo, ReflectorEvent::Totals(t, at_ns)) => {
@@ -707,6 +724,7 @@ impl ServerTotals {
                     app.server.pps = (t.packets - self.last.packets) as f64 * 1e9 / dt as f64;
                 }
                 let new = t.packets.saturating_sub(self.last.packets);
+                app.server.answered_between(self.last_ns, at_ns, new);
                 self.last = t;
                 self.last_ns = at_ns;
                 app.server.now_ns = at_ns;
@@ -738,7 +756,6 @@ impl ServerTotals {
 fn close_windows(app: &mut App, started: &mut Instant, t: Instant) {
     while t.saturating_duration_since(*started) >= WINDOW {
         app.client.live.close_window();
-        app.server.close_window();
         *started += WINDOW;
     }
 }

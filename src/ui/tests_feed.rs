@@ -422,3 +422,48 @@ fn quitting_before_the_length_asked_is_interrupted_and_without_one_is_not() {
     assert!(!report.interrupted);
     assert_eq!(report.exit_status(), crate::error::exit::PASS);
 }
+
+/// Issue 51: a run, a switch to the server role and back, a second run
+/// whose sequence numbers start again: the display counts what the report
+/// counts (both runs, their measured time, no reordering), and once
+/// stopped it names the last reply as the last, not as a current figure.
+#[test]
+fn the_display_and_the_report_agree_after_a_switch_of_role_and_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = remote_plan(&dir);
+    let first = Recorded::new(vec![samples(0..300, 50_000, false), vec![]]);
+    let second = Recorded::new(vec![samples(0..200, 60_000, false), vec![]]);
+    let (mut station, mut app, _) = started(&c, vec![first, second]);
+    station.poll(&mut app, Instant::now());
+    station.switch_role(&mut app);
+    assert_eq!(app.role, Role::Server);
+    station.switch_role(&mut app);
+    assert_eq!(app.role, Role::Client);
+    station.poll(&mut app, Instant::now());
+    station.stop(&mut app);
+    let live = *app.client.live.total().counters();
+    let (_, label) = super::panes::progress::label(&app.client, app.running);
+    let screen = rows(&frame(&app, 120, 36)).join("\n");
+    let report = station.finish(&mut app, None).report.unwrap();
+    let p = &report.summary.packets;
+    assert_eq!((live.sent, live.reordered), (p.sent, p.reordered));
+    assert_eq!(
+        (p.sent, p.reordered),
+        (500, 0),
+        "the second run's numbers start again"
+    );
+    let all = format!(
+        "since clear: 500 packets, {:.2} s",
+        report.summary.duration_s.unwrap()
+    );
+    assert!(label.contains(&all), "{label} (the report: {all})");
+    assert!(screen.contains("■ last 60.0 µs"), "{screen}");
+    assert!(
+        screen.contains("stopped · last reply #199: 60.0 µs"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("→ 60.0 µs"),
+        "no current figure once stopped"
+    );
+}

@@ -12,12 +12,15 @@
 //! `then` commands have run (and a second and a half more, so their
 //! sessions end); `{port}` and `{port2}` are free ports on loopback, so an
 //! example that shows a service's port binds none a user might be running.
+//! `first:` commands run before the example's own, in the same directory,
+//! and must succeed (the runs a `synapse compare` example compares).
 //! Figures differ from run to run, so lines are compared with every number,
 //! time unit, sign, bar and run of blanks masked, and the block's lines
 //! must appear in the output in its order (an `…` line, or any line the
 //! block leaves out, stands for lines not shown). A `json` block is
 //! compared by its keys: each object holds the keys the program's does, no
-//! fewer, and no more unless it says `…`.
+//! fewer, and no more unless it says `…`. A ratio and a percentage are
+//! both figures: `×2.7` and `+5.3 %` mask alike.
 //!
 //! `UPDATE_DOCS=1 cargo test --test docs examples` writes each block anew
 //! from the run, keeping the lines it shows.
@@ -35,6 +38,7 @@ struct Example {
     run: Vec<String>,
     until: Option<String>,
     then: Vec<Vec<String>>,
+    first: Vec<Vec<String>>,
     json: bool,
     /// The block's lines, and where in the file they start (a byte offset).
     body: String,
@@ -57,14 +61,16 @@ fn examples(file: &str, text: &str) -> Vec<Example> {
         let end = start + text[start..].find("-->").expect(&place);
         let mut lines = text[start + MARK.len() - 1..end].lines();
         let run = words(lines.next().unwrap_or_default());
-        let (mut until, mut then) = (None, Vec::new());
+        let (mut until, mut then, mut first) = (None, Vec::new(), Vec::new());
         for l in lines.map(str::trim) {
             if let Some(u) = l.strip_prefix("until:") {
                 until = Some(u.trim().to_string());
             } else if let Some(t) = l.strip_prefix("then:") {
                 then.push(words(t));
+            } else if let Some(f) = l.strip_prefix("first:") {
+                first.push(words(f));
             } else {
-                panic!("{place}: {l:?} is neither `until:` nor `then:`");
+                panic!("{place}: {l:?} is neither `until:`, `then:` nor `first:`");
             }
         }
         // The fence must follow the marker at once.
@@ -81,6 +87,7 @@ fn examples(file: &str, text: &str) -> Vec<Example> {
             run,
             until,
             then,
+            first,
             json: text[fence..body_at].trim() == "```json",
             body: text[body_at..body_end].to_string(),
             body_at,
@@ -114,6 +121,17 @@ fn run(dir: &Path, ex: &Example) -> String {
             .map(|a| a.replace("{port}", &ports[0]).replace("{port2}", &ports[1]))
             .collect()
     };
+    for f in &ex.first {
+        let out = command(dir, &fill(f)).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}:{}: `{}` failed: {}",
+            ex.file,
+            ex.line,
+            f.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let mut cmd = command(dir, &fill(&ex.run));
     let Some(until) = ex.until.as_deref() else {
         let out = cmd.output().unwrap();
@@ -229,7 +247,10 @@ fn normal(line: &str) -> String {
             }
         }
     }
-    text.join(" ").replace('✗', "✓")
+    text.join(" ")
+        .replace('✗', "✓")
+        .replace("×#", "#")
+        .replace("# %", "#")
 }
 
 /// Each of `shown` in `printed`, in order; the index in `printed` of each,
@@ -410,6 +431,10 @@ fn masking_keeps_the_words_and_drops_the_figures() {
         normal("network + remote +101 ns")
     );
     assert_ne!(normal("P50: 3 µs"), normal("P99: 3 µs"));
+    assert_eq!(
+        normal("  p99  +2.4 µs (+5.3 %)   −30 % to +58 %   +50 %"),
+        normal("  p99  −218.7 µs (×0.42)  ×0.13 to ×2.6    ×4.5")
+    );
     assert_eq!(
         normal("  P99:       272.9 µs  [231.5 µs–301.2 µs]   ← 99%"),
         normal("  P99:        3.90 ms  [3.84 ms–3.95 ms]     ← 99%")

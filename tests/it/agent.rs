@@ -777,3 +777,42 @@ fn an_agent_with_nothing_to_do_is_refused() {
         only.stderr()
     );
 }
+
+/// Issue 51: `--check` prints its peers in columns, however long a name
+/// or an address.
+#[test]
+fn check_prints_its_peers_in_columns() {
+    let out = synapse()
+        .args(["agent", "--check", "--reflect", "none"])
+        .args([
+            "--peer",
+            "a=127.0.0.1",
+            "--peer",
+            "a-longer-name=127.0.0.2:9000",
+        ])
+        .args(["--peer", "db=tcp://127.0.0.1:8080"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let peers: Vec<&str> = text.lines().filter(|l| l.starts_with("  ")).collect();
+    assert_eq!(peers.len(), 3, "{text}");
+    // Where each column starts: after the name, after the address.
+    let starts = |l: &str| {
+        let cells: Vec<usize> = l
+            .char_indices()
+            .filter(|&(i, c)| c != ' ' && i > 2 && l[..i].ends_with("  "))
+            .map(|(i, _)| l[..i].chars().count())
+            .collect();
+        cells[..3].to_vec()
+    };
+    let first = starts(peers[0]);
+    for p in &peers[1..] {
+        assert_eq!(starts(p), first, "columns differ:\n{text}");
+    }
+}

@@ -43,7 +43,32 @@ fn help_explains_the_modes_and_exit_codes() {
         .assert()
         .success()
         .stdout(predicate::str::contains("synapse server"))
-        .stdout(predicate::str::contains("Exit status: 0 PASS, 3 FAIL"));
+        .stdout(predicate::str::contains("0    PASS"))
+        .stdout(predicate::str::contains("3    FAIL"));
+    // Issue 51: every status the program gives is listed, INCONCLUSIVE
+    // too, and 130 is any stop before the budget, not only one before
+    // the first request; `client --help` says the same.
+    for args in [&["--help"][..], &["client", "--help"]] {
+        let out = cmd().args(args).output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        for status in [
+            "0    PASS",
+            "3    FAIL",
+            "4    INCONCLUSIVE",
+            "2    Bad input",
+            "130  INTERRUPTED",
+        ] {
+            assert!(help.contains(status), "{args:?}: no '{status}' in:\n{help}");
+        }
+        assert!(
+            !help.contains("before its first measured request"),
+            "{help}"
+        );
+        assert!(
+            help.contains("before its --duration or --packets was"),
+            "{help}"
+        );
+    }
     cmd()
         .args(["client", "--help"])
         .assert()
@@ -83,7 +108,7 @@ fn bad_flags_and_values_are_one_line_exit_2() {
         &["client", "--threshold", "soon"],
         "'soon' is not a duration",
     );
-    rejects(&["client", "--timeout", "0"], "--timeout");
+    rejects(&["client", "--timeout", "0ms"], "--timeout");
     rejects(
         &["client", "--packets", "0", "--no-ui"],
         "--packets must be at least 1",
@@ -93,7 +118,7 @@ fn bad_flags_and_values_are_one_line_exit_2() {
         "CPU 4096 is not available",
     );
     rejects(
-        &["--packets", "1", "--duration", "1"],
+        &["--packets", "1", "--duration", "1s"],
         "cannot be used with",
     );
     // A flag that needs another names the one missing.
@@ -104,6 +129,52 @@ fn bad_flags_and_values_are_one_line_exit_2() {
     rejects(
         &["client", "--stamp", "--ssid", "0", "127.0.0.1:9"],
         "0 is not in 1..=65535",
+    );
+}
+
+/// Issue 51: one rule for a bare number in every duration option (a unit
+/// is required; the suggestion keeps what the number meant there before),
+/// a share of requests past 100 % refused, `--update 0` worded for what
+/// it takes rather than a range of integers.
+#[test]
+fn durations_need_their_unit_and_shares_stay_within_all() {
+    for (args, said) in [
+        (&["client", "--duration", "1"][..], "'1' needs a unit: 1s"),
+        (&["client", "--timeout", "100"], "'100' needs a unit: 100ms"),
+        (&["client", "--threshold", "1"], "'1' needs a unit: 1ms"),
+        (&["client", "--threshold", "p99=5"], "'5' needs a unit: 5ms"),
+        (
+            &["client", "--max-outage", "500"],
+            "'500' needs a unit: 500ms",
+        ),
+        (
+            &["client", "--interval", "5"],
+            "'5' needs a unit: 5ms, 5us, 5s",
+        ),
+        (&["client", "--hdr-interval", "2"], "'2' needs a unit: 2s"),
+        (&["server", "--session-idle", "3"], "'3' needs a unit: 3s"),
+        (&["agent", "--report-every", "10"], "'10' needs a unit: 10s"),
+        (
+            &["client", "--max-loss", "150"],
+            "'150' is more than all: a share is 0 to 100 %",
+        ),
+        (
+            &["client", "--update", "0"],
+            "every 0 packets never happens",
+        ),
+        (
+            &["client", "127.0.0.1:0", "--no-ui"],
+            "127.0.0.1:0: port 0 is no reflector's port",
+        ),
+    ] {
+        rejects(args, said);
+    }
+    let update = cmd().args(["client", "--update", "0"]).output().unwrap();
+    let err = String::from_utf8_lossy(&update.stderr);
+    assert!(!err.contains("9223372036854775807"), "{err}");
+    assert!(
+        err.contains("a duration with its unit (250ms, 1s)"),
+        "{err}"
     );
 }
 
@@ -165,7 +236,7 @@ fn text_report_has_the_seed_sections_and_passes() {
             "1s",
         ])
         // Exactly 0 lost is asserted: allow for a loaded CI box's stalls.
-        .args(["--timeout", "2000"])
+        .args(["--timeout", "2000ms"])
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
@@ -208,7 +279,7 @@ fn json_report_has_the_documented_schema() {
             "--threshold",
             "1s",
         ])
-        .args(["--timeout", "2000"])
+        .args(["--timeout", "2000ms"])
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
@@ -434,6 +505,8 @@ fn the_json_config_holds_every_option() {
             "5",
             "--threshold",
             "1s",
+            "--update",
+            "250ms",
         ])
         .timeout(Duration::from_secs(30))
         .output()
@@ -460,5 +533,8 @@ fn the_json_config_holds_every_option() {
     assert_eq!(j["config"]["timeout_ms"], 100);
     assert_eq!(j["config"]["threshold"], serde_json::json!(["mean=1s"]));
     assert_eq!(j["config"]["max_loss_percent"], 1.0);
-    assert_eq!(j["config"]["update"], 100);
+    assert_eq!(
+        j["config"]["update"], "250ms",
+        "as the command line takes it"
+    );
 }

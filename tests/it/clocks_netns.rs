@@ -28,7 +28,7 @@ fn on_one_clock_the_offset_holds_zero_and_the_kernel_legs_agree() {
             "--tlv",
             "follow-up",
         ])
-        .args(["--interval", "10ms", "--duration", "20", "--warmup", "10"])
+        .args(["--interval", "10ms", "--duration", "20s", "--warmup", "10"])
         .args(["--json", "--threshold", "1s", "--timeout", "500ms"])
         .output()
         .unwrap();

@@ -421,39 +421,40 @@ fn stacked_bands_wear_their_colours_and_reports_are_drawn_for_what_they_hold() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_eq!(
-        text(&out.stderr),
-        "synapse: note: r.json, r.json are JSON reports: drawn by percentile only \
-         (latency over time and the split need an interval log, --hdr-log)\n"
-    );
-    assert!(
-        std::fs::read_to_string(&both)
-            .unwrap()
-            .contains("RTT by percentile")
-    );
+    // Issue 51: a report's slices are drawn over time; only the split,
+    // which a report does not hold, is left out, and said so per run.
+    let note = "synapse: note: r.json: its split not drawn (a report's slices hold round trips only, no split)\n";
+    assert_eq!(text(&out.stderr), note.repeat(2));
+    let svg = std::fs::read_to_string(&both).unwrap();
+    assert!(svg.contains("RTT by percentile") && svg.contains("RTT over time"));
     let out = synapse()
         .arg("plot")
         .arg(&log)
         .arg(&json)
         .arg("-o")
         .arg(&both)
+        .arg("--force")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr)
-            .starts_with("synapse: note: r.json is a JSON report: drawn by percentile only")
-    );
+    assert_eq!(text(&out.stderr), note);
+    // A report without slices holds figures only: nothing over time.
+    let mut figures = report.clone();
+    figures.as_object_mut().unwrap().remove("slices");
+    let bare = dir.path().join("bare.json");
+    std::fs::write(&bare, figures.to_string()).unwrap();
     let out = synapse()
         .args(["plot", "--kind", "time"])
-        .arg(&json)
+        .arg(&bare)
         .arg("-o")
         .arg(&both)
+        .arg("--force")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("r.json hold percentiles only (--kind percentiles draws them)")
+    assert_eq!(
+        text(&out.stderr),
+        "synapse: error: plot --kind time: no run over time to draw: bare.json: not drawn over time (a report without slices holds figures only, no time)\n"
     );
 }
 
@@ -479,8 +480,9 @@ fn plots_are_pictures() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let (w, h, pixels) = rgb_pixels(&png);
-    // Three charts (kernel stamps give a split) of 1200 × 675.
-    assert_eq!((w, h), (1200, 3 * 675));
+    // Four charts of 1200 × 675: percentiles, time, and each run's split
+    // (kernel stamps give one).
+    assert_eq!((w, h), (1200, 4 * 675));
     let inked = pixels.iter().filter(|p| **p != [255, 255, 255]).count();
     let share = inked as f64 / f64::from(w * h);
     assert!((0.02..0.8).contains(&share), "{:.1} % inked", share * 100.0);

@@ -46,7 +46,7 @@ fn a_dead_reflector_paces_the_run_at_one_loss_per_timeout() {
     let (server, port) = start_server(&[]);
     let run = synapse()
         .args(["client", &format!("127.0.0.1:{port}"), "--json"])
-        .args(["--duration", "3", "--timeout", "100ms", "--warmup", "10"])
+        .args(["--duration", "3s", "--timeout", "100ms", "--warmup", "10"])
         .args(["--timestamps", "user", "--log"])
         .arg(&log)
         .stdout(Stdio::piped())
@@ -337,7 +337,7 @@ fn a_run_without_replies_has_no_rtt() {
         "--warmup",
         "5",
         "--timeout",
-        "20",
+        "20ms",
     ];
     let mut with_json = args.to_vec();
     with_json.push("--json");
@@ -383,7 +383,7 @@ fn a_blackhole_is_reported_as_an_outage() {
         "--warmup",
         "20",
         "--timeout",
-        "100",
+        "100ms",
     ]);
     assert_eq!(out.status.code(), Some(3), "15 of 300 lost is 5 %");
     let j = json_of(&out.stdout);
@@ -409,7 +409,7 @@ fn a_stopped_reflector_is_an_outage_of_late_replies() {
     let pid = server.guard.0.id();
     let run = synapse()
         .args(["client", &format!("127.0.0.1:{port}"), "--json"])
-        .args(["--duration", "4", "--timeout", "100", "--warmup", "10"])
+        .args(["--duration", "4s", "--timeout", "100ms", "--warmup", "10"])
         .args(["--timestamps", "user"])
         .stdout(Stdio::piped())
         .spawn()
@@ -447,7 +447,7 @@ fn an_explicit_bind_port_in_use_by_another_client_is_refused() {
     let bind = format!("127.0.0.1:{port}");
     let first = synapse()
         .args(["client", &peer.addr(), "--bind", &bind, "--json"])
-        .args(["--duration", "3", "--timestamps", "user"])
+        .args(["--duration", "3s", "--timestamps", "user"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -481,7 +481,7 @@ fn loss_and_percentiles_decide_the_verdict() {
         "--warmup",
         "0",
         "--timeout",
-        "20",
+        "20ms",
         "--threshold",
         "1s",
     ];
@@ -527,7 +527,7 @@ fn loss_and_percentiles_decide_the_verdict() {
 fn sighup_ends_a_headless_run_with_its_report() {
     let peer = ScriptedPeer::start(|_| Answer::Echo);
     let child = synapse()
-        .args(["client", &peer.addr(), "--json", "--duration", "30"])
+        .args(["client", &peer.addr(), "--json", "--duration", "30s"])
         .args(["--timestamps", "user", "--threshold", "1s"])
         .stdout(Stdio::piped())
         .spawn()

@@ -206,7 +206,7 @@ fn each_address_has_its_own_rate_between_network_namespaces() {
         .map(|from| {
             ns.synapse_in(&ns.a)
                 .args(["client", &format!("{B_ADDR}:7007"), "--bind", from])
-                .args(["--rate", "2000", "--duration", "2", "--warmup", "0"])
+                .args(["--rate", "2000", "--duration", "2s", "--warmup", "0"])
                 .args(["--json", "--timeout", "100ms"])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

@@ -344,7 +344,7 @@ fn the_status_column_tells_late_from_lost() {
             "--warmup",
             "0",
         ])
-        .args(["--timeout", "20", "--timestamps", "user", "--log"])
+        .args(["--timeout", "20ms", "--timestamps", "user", "--log"])
         .arg(&log)
         .output()
         .unwrap();

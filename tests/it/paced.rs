@@ -269,7 +269,7 @@ fn a_stopped_reflector_shows_in_latency_from_the_schedule() {
         let (server, port) = start_server(&[]);
         let child = synapse()
             .args(["client", &format!("127.0.0.1:{port}"), "--json"])
-            .args(["--duration", "5", "--warmup", "10", "--threshold", "10s"])
+            .args(["--duration", "5s", "--warmup", "10", "--threshold", "10s"])
             .args(["--max-loss", "100", "--max-outage", "10s"])
             .args(args)
             .stdout(Stdio::piped())
@@ -314,7 +314,7 @@ fn poisson_gaps_have_the_mean_and_are_not_periodic() {
         "2ms",
         "--poisson",
         "--duration",
-        "3",
+        "3s",
         "--json",
         "--threshold",
         "1s",
@@ -433,7 +433,7 @@ fn profiles_keep_the_schedule() {
 fn ctrl_c_keeps_what_a_paced_run_measured() {
     let _one = one_at_a_time();
     let child = synapse()
-        .args(["--interval", "1ms", "--duration", "30", "--json"])
+        .args(["--interval", "1ms", "--duration", "30s", "--json"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

@@ -95,17 +95,38 @@ fn save_list_show_run_baseline_and_regression_round_trip() {
     let show = env.run(&["profiles", "show", "lab"]);
     assert_eq!(show.status.code(), Some(0));
     let show = text(&show.stdout);
-    for line in [
-        format!("  server      {a}"),
-        "  packets     500".into(),
-        "  size        64".into(),
-        "  threshold   1s".into(),
-        "  timestamps  user".into(),
-        "  stamp       false".into(),
+    let value = |key: &str| {
+        show.lines()
+            .find_map(|l| {
+                l.trim_start()
+                    .strip_prefix(key)
+                    .filter(|v| v.starts_with(' '))
+            })
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("no {key} in:\n{show}"))
+            .to_string()
+    };
+    for (key, want) in [
+        ("server", a.to_string()),
+        ("packets", "500".into()),
+        ("size", "64".into()),
+        ("threshold", "1s".into()),
+        ("timestamps", "user".into()),
+        ("stamp", "false".into()),
     ] {
-        assert!(show.contains(&line), "missing '{line}' in:\n{show}");
+        assert_eq!(value(key), want, "{show}");
     }
-    assert!(show.contains("  baseline    20"), "{show}");
+    assert!(value("baseline").starts_with("20"), "{show}");
+    // Issue 51: one column for every value, however long a key.
+    let columns: std::collections::BTreeSet<usize> = show
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let key_end = 2 + l[2..].find(' ').unwrap();
+            key_end + l[key_end..].find(|c: char| c != ' ').unwrap()
+        })
+        .collect();
+    assert_eq!(columns.len(), 1, "values in more than one column:\n{show}");
 
     // Running by name uses the profile's host pair and options.
     let out = env.run(&["client", "--profile", "lab", "--json"]);

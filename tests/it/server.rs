@@ -20,7 +20,7 @@ fn client_json(port: u16, packets: u32) -> serde_json::Value {
         .args(["--packets", &packets.to_string(), "--warmup", "20"])
         // Correctness, not latency: a loaded CI box may stall a thread for
         // longer than the 100 ms default, and that is not a lost packet.
-        .args(["--timeout", "2000"])
+        .args(["--timeout", "2000ms"])
         .output()
         .unwrap();
     success_json(&out)
@@ -185,7 +185,7 @@ fn a_wildcard_reflector_answers_from_the_address_asked() {
                 "--packets",
                 "200",
                 "--timeout",
-                "2000",
+                "2000ms",
             ])
             .args(stamp.then_some("--stamp"))
             .output()
@@ -293,7 +293,7 @@ fn interoperates_with_socat_as_an_rfc862_echo_server() {
                 "--size",
                 size,
                 "--timeout",
-                "1000",
+                "1000ms",
             ])
             .output()
             .unwrap();
@@ -374,7 +374,7 @@ fn a_truncating_echo_server_is_named() {
     wait_for_udp_bound(port);
     let out = synapse()
         .args(["client", &format!("127.0.0.1:{port}"), "--no-ui"])
-        .args(["--size", "9000", "--timeout", "200"])
+        .args(["--size", "9000", "--timeout", "200ms"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));

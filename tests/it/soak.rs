@@ -153,7 +153,7 @@ fn a_flooded_reflector_keeps_its_clients_its_memory_and_its_counts() {
     let client = |extra: &[&str], port: u16| {
         synapse()
             .args(["client", &format!("127.0.0.1:{port}"), "--json"])
-            .args(["--interval", "5ms", "--duration", "20", "--warmup", "0"])
+            .args(["--interval", "5ms", "--duration", "20s", "--warmup", "0"])
             .args(["--timeout", "500ms"])
             .args(extra)
             .stdout(Stdio::piped())

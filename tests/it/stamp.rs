@@ -257,7 +257,7 @@ fn synapse_client_speaks_stamp_to_another_reflector() {
     let log = dir.path().join("stamp.csv");
     let out = synapse()
         .args(["client", &format!("127.0.0.1:{port}"), "--stamp", "--json"])
-        .args(["--packets", "50", "--warmup", "10", "--timeout", "2000"])
+        .args(["--packets", "50", "--warmup", "10", "--timeout", "2000ms"])
         .args(["--threshold", "1s", "--timestamps", "user", "--log"])
         .arg(&log)
         .output()
@@ -308,7 +308,7 @@ fn stamp_against_a_plain_echo_server_says_so() {
     for paced in [&[][..], &["--interval", "1ms"][..]] {
         let out = synapse()
             .args(["client", &format!("127.0.0.1:{port}"), "--stamp", "--no-ui"])
-            .args(["--packets", "50", "--timeout", "50"])
+            .args(["--packets", "50", "--timeout", "50ms"])
             .args(paced)
             .output()
             .unwrap();

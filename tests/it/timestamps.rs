@@ -146,7 +146,7 @@ fn run_json(cmd: &mut Command) -> serde_json::Value {
 }
 
 /// Generous reply timeout: correctness here, not latency.
-const QUIET: [&str; 4] = ["--timeout", "2000", "--threshold", "1s"];
+const QUIET: [&str; 4] = ["--timeout", "2000ms", "--threshold", "1s"];
 
 #[test]
 fn loopback_echo_is_split_and_logged_packet_by_packet() {
@@ -417,7 +417,7 @@ fn ctrl_c_keeps_every_logged_packet() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("packets.csv");
     let child = synapse()
-        .args(["--json", "--duration", "60", "--warmup", "10", "--log"])
+        .args(["--json", "--duration", "60s", "--warmup", "10", "--log"])
         .arg(&log)
         .args(QUIET)
         .stdout(Stdio::piped())

@@ -19,7 +19,9 @@ pub const RTT: &str = "rtt";
 /// timeout it waited: their count over `rtt`'s plus theirs is the loss.
 pub const UNANSWERED: &str = "unanswered";
 /// Outages (two or more requests in a row without a timely reply), each
-/// recorded as its length.
+/// recorded as its length, in a line of its own that spans it: from its
+/// first unanswered request leaving to the reply that ended it (see
+/// [`IntervalRecorder::take_spans`]).
 pub const OUTAGE: &str = "outage";
 /// STAMP: the request's one-way delay, client clock to reflector clock.
 pub const FORWARD: &str = "forward";
@@ -72,6 +74,8 @@ pub struct IntervalRecorder {
     open: Vec<(String, Histogram<u64>)>,
     /// Where the open interval ends early (the end of a run).
     closed: Vec<Interval>,
+    /// Outages, each an interval of its own spanning it.
+    spans: Vec<Interval>,
     /// Each series' highest trackable value when its last interval
     /// closed: its next histogram starts that big, rather than growing
     /// (and copying its counts) a step at a time, record by record. One
@@ -93,6 +97,7 @@ impl IntervalRecorder {
             open_start: None,
             open: Vec::new(),
             closed: Vec::new(),
+            spans: Vec::new(),
             reach: HashMap::new(),
         }
     }
@@ -186,9 +191,31 @@ impl IntervalRecorder {
                 }
             }
             RecordKind::Lost => self.add_tagged(t_ns, prefix, UNANSWERED, timeout_ns.max(1)),
-            RecordKind::Outage { .. } => self.add_tagged(t_ns, prefix, OUTAGE, r.rtt_ns.max(1)),
+            RecordKind::Outage { .. } => self.add_span(t_ns, prefix, r.rtt_ns.max(1)),
             _ => {}
         }
+    }
+
+    /// An outage that ended at `end_ns`, `length_ns` long: known only when
+    /// it ends, after the intervals it covered have closed, it is kept as
+    /// an interval of its own that spans it, so a reader places it where
+    /// it began rather than in the interval where it ended.
+    fn add_span(&mut self, end_ns: u64, prefix: &str, length_ns: u64) {
+        let start = end_ns.saturating_sub(length_ns);
+        let mut h = empty_histogram();
+        let _ = h.record(length_ns.min(MAX_TRACKABLE_NS));
+        self.spans.push(Interval {
+            start_ns: start,
+            length_ns: end_ns - start,
+            series: vec![(format!("{prefix}{OUTAGE}"), h)],
+        });
+    }
+
+    /// The outages ended since the last call, each an interval spanning it
+    /// (series `outage`, its length): an interval log writes them as lines
+    /// of their own; they are not intervals of the run's grid.
+    pub fn take_spans(&mut self) -> Vec<Interval> {
+        std::mem::take(&mut self.spans)
     }
 
     /// Closes the open interval at `end_ns` (at most its full length).
@@ -347,7 +374,7 @@ mod tests {
             .with_split(split)
             .with_far(FarSide::new(0).with_application(Some(4_000), Some(-5)));
         r.add_record(0, &s, 0, "b/");
-        r.add_record(1, &Record::outage(1, 3, 0, 300 * MS), 0, "b/");
+        r.add_record(2_000 * MS, &Record::outage(1, 3, 0, 300 * MS), 0, "b/");
         let i = &r.finish(2)[0];
         let tags: Vec<&str> = i.series.iter().map(|(t, _)| t.as_str()).collect();
         assert_eq!(
@@ -358,10 +385,19 @@ mod tests {
                 "b/network",
                 "b/server_dwell",
                 "b/forward",
-                "b/outage"
             ],
             "a negative backward reading is left out"
         );
         assert_eq!(i.length_ns, 2, "a run's last interval ends with it");
+        // Issue 51: the outage spans the time it covered, not the interval
+        // it ended in.
+        let spans = r.take_spans();
+        assert_eq!(spans.len(), 1);
+        assert_eq!(
+            (spans[0].start_ns, spans[0].length_ns),
+            (1_700 * MS, 300 * MS)
+        );
+        let h = spans[0].get("b/outage").unwrap();
+        assert_eq!((h.len(), h.max()), (1, h.highest_equivalent(300 * MS)));
     }
 }

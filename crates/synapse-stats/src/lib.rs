@@ -26,6 +26,7 @@ mod signed_histogram;
 pub mod significance;
 pub mod slices;
 mod split_mix;
+pub mod stream_slices;
 mod summary;
 pub mod tcp;
 pub mod tcp_legs;
@@ -319,6 +320,15 @@ impl Stats {
                 }
             }
         }
+    }
+
+    /// Another run's records follow: its sequence numbers start afresh, so
+    /// the walks along them start again (as [`Stats::merge`] keeps the
+    /// later run's); the counts stay. Without it, a run's first replies
+    /// would read as reordered behind the last run's.
+    pub fn start_run(&mut self) {
+        self.order = ReplyOrder::default();
+        self.direction = DirectionStats::default();
     }
 
     /// Adds another run's statistics to these.

@@ -238,6 +238,13 @@ impl LiveStats {
         self.window_late = 0;
     }
 
+    /// A new run starts: its sequence numbers start afresh, so the walks
+    /// along them (reordering, loss direction) start again too; what was
+    /// counted stays.
+    pub fn start_run(&mut self) {
+        self.total.start_run();
+    }
+
     /// Takes the engine's shape (segments, schedule, one-way) from now on.
     pub fn use_shape(&mut self, shape: Shape) {
         self.total.use_shape(shape);

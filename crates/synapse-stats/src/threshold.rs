@@ -223,11 +223,9 @@ mod tests {
         );
         assert_eq!(t("p99=500us").metric, RttMetric::Percentile(99.0));
         assert_eq!(t("p99.9=5ms").limit, Duration::from_millis(5));
-        assert_eq!(
-            t("max=2").limit,
-            Duration::from_millis(2),
-            "bare numbers are ms"
-        );
+        // One rule for every duration (issue 51): a unit is required.
+        let bare = "max=2".parse::<Threshold>().unwrap_err();
+        assert!(bare.starts_with("'2' needs a unit: 2ms"), "{bare}");
         assert_eq!(t("p99=500us").to_string(), "p99=500us");
         assert_eq!(t("mean=1ms").to_string(), "mean=1ms");
         for bad in ["p100=1ms", "q99=1ms", "p99=soon", "fast"] {

@@ -6,15 +6,31 @@
 
 use std::time::Duration;
 
-/// What a bare number (no unit) means.
+/// What a bare number (no unit) meant to an option before every duration
+/// needed its unit. A bare number is refused everywhere now (one rule for
+/// every duration option); this only shapes the suggestion the refusal
+/// makes, and how a profile saved under the old rule is read
+/// ([`with_old_unit`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DefaultUnit {
-    /// Bare numbers are milliseconds.
+    /// Bare numbers were milliseconds (`--timeout`, `--threshold`,
+    /// `--max-outage`).
     Millis,
-    /// Bare numbers are seconds.
+    /// Bare numbers were seconds (`--duration`, `--hdr-interval`, …).
     Seconds,
-    /// A unit is required.
+    /// Bare numbers were never taken.
     None,
+}
+
+impl DefaultUnit {
+    /// The unit a bare number had, as a duration writes it.
+    fn suffix(self) -> Option<&'static str> {
+        match self {
+            Self::Millis => Some("ms"),
+            Self::Seconds => Some("s"),
+            Self::None => None,
+        }
+    }
 }
 
 /// The units a duration may carry, as every message lists them.
@@ -44,31 +60,49 @@ fn number_and_unit(text: &str) -> (&str, &str) {
 }
 
 /// Parses a non-negative duration: a number and one of [`TIME_UNITS`]
-/// (`250us`, `1.5s`, `2min`, `1h`); a bare number as `default` says. Every
-/// message names the units it takes.
-pub fn parse_duration(text: &str, default: DefaultUnit) -> Result<Duration, String> {
+/// (`250us`, `1.5s`, `2min`, `1h`). A bare number is refused, with the
+/// unit it had before (`was`) as the suggestion: `'100' needs a unit:
+/// 100ms`. Every other message names the units it takes.
+pub fn parse_duration(text: &str, was: DefaultUnit) -> Result<Duration, String> {
     let (num, unit) = number_and_unit(text);
-    let bare = match default {
-        DefaultUnit::Millis => "a bare number is milliseconds",
-        DefaultUnit::Seconds => "a bare number is seconds",
-        DefaultUnit::None => "a unit is required",
-    };
     let Ok(value) = num.parse::<f64>() else {
         return Err(format!(
-            "'{text}' is not a duration: a number and one of {TIME_UNITS} (e.g. 250us, 2min); {bare}"
+            "'{text}' is not a duration: a number and one of {TIME_UNITS} (e.g. 250us, 2min)"
         ));
     };
-    let scale = match (unit, default) {
-        ("", DefaultUnit::Millis) => 1e-3,
-        ("", DefaultUnit::Seconds) => 1.0,
-        ("", DefaultUnit::None) => {
-            return Err(format!("'{text}' needs a unit: 10ms, 100us, 1s"));
+    let scale = match unit {
+        "" => {
+            return Err(match was.suffix() {
+                Some(old) => format!(
+                    "'{text}' needs a unit: {num}{old} (a bare number was {} here before every duration needed its unit)",
+                    if old == "ms" {
+                        "milliseconds"
+                    } else {
+                        "seconds"
+                    }
+                ),
+                None => format!("'{text}' needs a unit: {num}ms, {num}us, {num}s"),
+            });
         }
-        ("m", _) => return Err(format!("'{text}' is ambiguous: write {num}min or {num}ms")),
-        (unit, _) => time_unit(unit)
+        "m" => return Err(format!("'{text}' is ambiguous: write {num}min or {num}ms")),
+        unit => time_unit(unit)
             .ok_or_else(|| format!("'{text}': unknown unit '{unit}' (use {TIME_UNITS})"))?,
     };
     Duration::try_from_secs_f64(value * scale).map_err(|_| format!("'{text}' is too long"))
+}
+
+/// A value saved under the old rule, made explicit: `100` becomes
+/// `100ms` where bare numbers were milliseconds (`p99=5` becomes
+/// `p99=5ms`: a threshold's figure is kept). `None` when `text` already
+/// has its unit, or the option never took bare numbers.
+pub fn with_old_unit(text: &str, was: DefaultUnit) -> Option<String> {
+    let old = was.suffix()?;
+    let (figure, value) = match text.rsplit_once('=') {
+        Some((f, v)) => (format!("{f}="), v),
+        None => (String::new(), text),
+    };
+    let (num, unit) = number_and_unit(value);
+    (unit.is_empty() && num.parse::<f64>().is_ok()).then(|| format!("{figure}{num}{old}"))
 }
 
 /// A duration within `lo..=hi`; out of range, the message gives the range
@@ -111,17 +145,30 @@ pub fn percent(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A duration whose bare numbers are seconds (`30`, `30s`, `2min`).
+/// A share of a whole: a percentage from 0 to 100 (`--max-loss`: more
+/// than all of the requests cannot be lost).
+pub fn percent_of_all(s: &str) -> Result<f64, String> {
+    let p = percent(s)?;
+    if p > 100.0 {
+        return Err(format!("'{s}' is more than all: a share is 0 to 100 %"));
+    }
+    Ok(p)
+}
+
+/// A duration with its unit (`30s`, `2min`), for an option whose bare
+/// numbers were seconds: `30` is refused with `30s` as the suggestion.
 pub fn seconds(s: &str) -> Result<Duration, String> {
     parse_duration(s, DefaultUnit::Seconds)
 }
 
-/// A duration whose bare numbers are milliseconds (`1`, `250us`, `1ms`).
+/// A duration with its unit (`250us`, `1ms`), for an option whose bare
+/// numbers were milliseconds: `1` is refused with `1ms` as the suggestion.
 pub fn millis(s: &str) -> Result<Duration, String> {
     parse_duration(s, DefaultUnit::Millis)
 }
 
-/// A reply timeout: milliseconds when bare, 1 ms to 60 s.
+/// A reply timeout, 1 ms to 60 s, with its unit (bare numbers were
+/// milliseconds).
 pub fn timeout(s: &str) -> Result<Duration, String> {
     let hi = Duration::from_secs(60);
     duration_within(s, DefaultUnit::Millis, Duration::from_millis(1), Some(hi))
@@ -136,6 +183,61 @@ pub const MAX_INTERVAL: Duration = Duration::from_secs(3600);
 /// 1 hour.
 pub fn interval(s: &str) -> Result<Duration, String> {
     duration_within(s, DefaultUnit::None, MIN_INTERVAL, Some(MAX_INTERVAL))
+}
+
+/// How often something periodic happens: every N packets (a bare count,
+/// as the original tool's `--update` took it) or every DURATION (with its
+/// unit). `--update` takes either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Every {
+    /// Every this many packets.
+    Packets(u64),
+    /// Every this long.
+    Time(Duration),
+}
+
+/// Shortest [`Every::Time`]: a millisecond.
+pub const MIN_EVERY: Duration = Duration::from_millis(1);
+
+impl Every {
+    /// `100` (packets) or `250ms`, `1s` (a duration, 1ms to 1h).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let t = text.trim();
+        if let Ok(n) = t.parse::<u64>() {
+            return (1..=MAX_COUNT)
+                .contains(&n)
+                .then_some(Self::Packets(n))
+                .ok_or_else(|| {
+                    format!("'{t}': every 0 packets never happens: give a count of 1 or more, or a duration with its unit (250ms, 1s)")
+                });
+        }
+        if t.parse::<f64>().is_ok() {
+            return Err(format!(
+                "'{t}' is neither a count of packets (a whole number) nor a duration (give its unit: {t}ms, {t}s)"
+            ));
+        }
+        duration_within(t, DefaultUnit::None, MIN_EVERY, Some(MAX_INTERVAL)).map(Self::Time)
+    }
+}
+
+impl std::fmt::Display for Every {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Packets(n) => write!(f, "{n}"),
+            Self::Time(d) => f.write_str(&duration_text(*d)),
+        }
+    }
+}
+
+/// JSON: a count as a number (`100`), a duration as the command line
+/// writes it (`"1s"`).
+impl serde::Serialize for Every {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Packets(n) => s.serialize_u64(*n),
+            Self::Time(d) => s.collect_str(&duration_text(*d)),
+        }
+    }
 }
 
 /// Per-unit spellings of a rate, and the seconds each unit holds.
@@ -268,6 +370,40 @@ pub fn format_ns(ns: f64) -> String {
     }
 }
 
+/// One unit for every round-trip figure of a report, chosen once from
+/// its typical figure (its median): a report in µs says `77.1 µs` in its
+/// verdict too, not `0.077ms`, and its slowest reply `3,090 µs`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scale {
+    ns_per_unit: f64,
+    unit: &'static str,
+}
+
+impl Scale {
+    /// The unit that suits `typical_ns`: ns, µs, ms or s.
+    pub fn for_figure(typical_ns: f64) -> Self {
+        let (ns_per_unit, unit) = match typical_ns {
+            v if v < 1e3 => (1.0, "ns"),
+            v if v < 1e6 => (1e3, "µs"),
+            v if v < 1e9 => (1e6, "ms"),
+            _ => (1e9, "s"),
+        };
+        Self { ns_per_unit, unit }
+    }
+
+    /// `ns` in this unit: one decimal from 10 (`59.8 µs`, `272.9 µs`), two
+    /// below (`7.21 µs`), whole and grouped from 1,000 (`3,091 µs`).
+    pub fn format(&self, ns: f64) -> String {
+        let v = ns / self.ns_per_unit;
+        let text = match v.abs() {
+            a if a >= 1_000.0 => group_thousands(v.round() as u64),
+            a if a >= 10.0 => format!("{v:.1}"),
+            _ => format!("{v:.2}"),
+        };
+        format!("{text} {}", self.unit)
+    }
+}
+
 /// A figure of either sign with `decimals` places: `+1.50`, `−7.07` (the
 /// minus sign of the times beside it, `−3.2 µs`), and no sign at all when
 /// it rounds to zero: `0.00`, never `-0.00` or `+0.00`.
@@ -355,42 +491,121 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_units_and_bare_numbers() {
+    fn parses_units_and_refuses_bare_numbers_with_a_suggestion() {
         let (ms, secs) = (DefaultUnit::Millis, DefaultUnit::Seconds);
         for (text, unit, want) in [
             ("1ms", ms, Duration::from_millis(1)),
             ("250us", ms, Duration::from_micros(250)),
             ("250µs", ms, Duration::from_micros(250)),
-            ("1.5", ms, Duration::from_micros(1500)),
+            ("1.5ms", ms, Duration::from_micros(1500)),
             ("800ns", ms, Duration::from_nanos(800)),
-            ("2", secs, Duration::from_secs(2)),
+            ("2s", secs, Duration::from_secs(2)),
             ("1 min", secs, Duration::from_secs(60)),
             ("1 s", ms, Duration::from_secs(1)),
             ("1h", secs, Duration::from_secs(3600)),
         ] {
             assert_eq!(parse_duration(text, unit), Ok(want), "{text}");
         }
+        // Issue 51: one rule for every duration option, whatever a bare
+        // number meant to it before; the suggestion keeps that meaning.
+        for (text, was, want) in [
+            (
+                "1",
+                ms,
+                "'1' needs a unit: 1ms (a bare number was milliseconds here before",
+            ),
+            (
+                "30",
+                secs,
+                "'30' needs a unit: 30s (a bare number was seconds here before",
+            ),
+            ("5", DefaultUnit::None, "'5' needs a unit: 5ms, 5us, 5s"),
+            ("1.5", ms, "'1.5' needs a unit: 1.5ms"),
+        ] {
+            let e = parse_duration(text, was).unwrap_err();
+            assert!(e.starts_with(want), "{text}: {e}");
+        }
     }
 
     #[test]
-    fn rejects_garbage_with_a_reason_that_lists_every_unit() {
-        for (text, default, want) in [
-            ("fast", DefaultUnit::Millis, "not a duration"),
-            (
-                "3 fortnights",
-                DefaultUnit::Millis,
-                "unknown unit 'fortnights'",
-            ),
-            ("-1ms", DefaultUnit::Millis, "not a duration"),
-            ("5", DefaultUnit::None, "'5' needs a unit"),
-            ("2m", DefaultUnit::Seconds, "ambiguous: write 2min or 2ms"),
-        ] {
-            let e = parse_duration(text, default).unwrap_err();
-            assert!(e.contains(want), "{text}: {e}");
-            if !e.contains("ambiguous") && !e.contains("needs a unit") {
-                assert!(e.contains(TIME_UNITS), "{text}: {e}");
-            }
-        }
+    fn values_saved_under_the_old_rule_get_their_old_unit() {
+        assert_eq!(
+            with_old_unit("100", DefaultUnit::Millis),
+            Some("100ms".into())
+        );
+        assert_eq!(
+            with_old_unit("30", DefaultUnit::Seconds),
+            Some("30s".into())
+        );
+        assert_eq!(
+            with_old_unit("p99=5", DefaultUnit::Millis),
+            Some("p99=5ms".into())
+        );
+        assert_eq!(
+            with_old_unit("2.5", DefaultUnit::Millis),
+            Some("2.5ms".into())
+        );
+        assert_eq!(
+            with_old_unit("100ms", DefaultUnit::Millis),
+            None,
+            "already explicit"
+        );
+        assert_eq!(with_old_unit("p99=5us", DefaultUnit::Millis), None);
+        assert_eq!(
+            with_old_unit("soon", DefaultUnit::Millis),
+            None,
+            "not a number: the parser says why"
+        );
+        assert_eq!(
+            with_old_unit("5", DefaultUnit::None),
+            None,
+            "never taken bare"
+        );
+    }
+
+    #[test]
+    fn a_report_keeps_one_unit() {
+        let us = Scale::for_figure(61_000.0);
+        assert_eq!(us.format(77_100.0), "77.1 µs");
+        assert_eq!(us.format(3_090_500.0), "3,091 µs");
+        assert_eq!(us.format(7_210.0), "7.21 µs");
+        assert_eq!(us.format(272_900.0), "272.9 µs");
+        assert_eq!(Scale::for_figure(2.1e6).format(61_000.0), "0.06 ms");
+    }
+
+    #[test]
+    fn a_share_is_at_most_all() {
+        assert_eq!(percent_of_all("100"), Ok(100.0));
+        assert_eq!(percent_of_all("0.5%"), Ok(0.5));
+        assert_eq!(
+            percent_of_all("150").unwrap_err(),
+            "'150' is more than all: a share is 0 to 100 %"
+        );
+        assert!(percent_of_all("-1").is_err());
+    }
+
+    #[test]
+    fn every_takes_a_count_of_packets_or_a_duration() {
+        assert_eq!(Every::parse("100"), Ok(Every::Packets(100)));
+        assert_eq!(
+            Every::parse("250ms"),
+            Ok(Every::Time(Duration::from_millis(250)))
+        );
+        assert_eq!(Every::parse("1s").map(|e| e.to_string()), Ok("1s".into()));
+        let zero = Every::parse("0").unwrap_err();
+        assert!(zero.contains("every 0 packets never happens"), "{zero}");
+        assert!(
+            zero.contains("a duration with its unit (250ms, 1s)"),
+            "{zero}"
+        );
+        assert!(!zero.contains("9223372036854775807"), "{zero}");
+        let frac = Every::parse("0.5").unwrap_err();
+        assert!(frac.contains("give its unit: 0.5ms, 0.5s"), "{frac}");
+        assert_eq!(
+            Every::parse("0ms").unwrap_err(),
+            "'0ms' is out of range: 1ms to 1h"
+        );
+        assert!(Every::parse("soon").unwrap_err().contains("not a duration"));
     }
 
     /// Issue 36: every unit a message lists is taken (`1h` was listed by
@@ -416,8 +631,8 @@ mod tests {
             "'5us' is out of range: 10us to 1h"
         );
         assert_eq!(
-            timeout("0").unwrap_err(),
-            "'0' is out of range: 1ms to 1min"
+            timeout("0ms").unwrap_err(),
+            "'0ms' is out of range: 1ms to 1min"
         );
         assert_eq!(timeout("60s"), Ok(Duration::from_secs(60)));
         for (d, text) in [(3600, "1h"), (120, "2min"), (90, "90s")] {

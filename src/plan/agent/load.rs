@@ -257,6 +257,7 @@ fn read_file(explicit: Option<&PathBuf>) -> Result<FileParts, AppError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && explicit.is_none() => String::new(),
         Err(e) => return Err(ConfigError::io(&path, &e).into()),
     };
+    let text = config::migrate::read(&path, text);
     let profiles = ConfigFile::parse(path.clone(), &text, &settings_schema())?;
     let doc = parse_toml(&path, &text)?;
     let (mut agent, mut peers) = (Settings::default(), Vec::new());
@@ -284,6 +285,7 @@ fn read_file(explicit: Option<&PathBuf>) -> Result<FileParts, AppError> {
 /// A `peers_file`: `[peers.NAME]` tables and nothing else.
 pub fn read_peers_file(path: &Path) -> Result<Vec<PeerEntry>, AppError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::io(path, &e))?;
+    let text = config::migrate::read(path, text);
     let doc = parse_toml(path, &text)?;
     let mut peers = Vec::new();
     for (key, item) in doc.as_table().iter() {
@@ -663,7 +665,7 @@ profile = "lab"
         let e = load_with("[agent]\ninterval = 5\n", None, &[]).unwrap_err();
         assert_eq!(
             e,
-            "DIR/config.toml:2:12: agent.interval: '5' needs a unit: 10ms, 100us, 1s"
+            "DIR/config.toml:2:12: agent.interval: '5' needs a unit: 5ms, 5us, 5s"
         );
         let e = load_with("[agent.peers.b]\nsize = 1\naddress = \"h\"\n", None, &[]).unwrap_err();
         assert!(

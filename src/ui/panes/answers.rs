@@ -89,9 +89,10 @@ mod tests {
     #[test]
     fn each_window_is_a_bar_and_the_label_says_the_rate() {
         let mut v = ServerView::default();
-        for n in [250, 500, 0, 1_000] {
-            v.answered(n);
-            v.close_window();
+        let w = WINDOW.as_nanos() as u64;
+        for (k, n) in [250, 500, 0, 1_000].into_iter().enumerate() {
+            let k = k as u64;
+            v.answered_between(k * w, (k + 1) * w, n);
         }
         let mut term = Terminal::new(TestBackend::new(40, 6)).unwrap();
         term.draw(|f| render(f, f.area(), &v, Theme::new(false)))
@@ -108,5 +109,19 @@ mod tests {
         assert_ne!(cells[1], ' ', "{bottom}");
         assert_eq!(cells[3], ' ', "{bottom}");
         assert_ne!(cells[4], ' ', "{bottom}");
+    }
+
+    /// Issue 51: the reflector's totals come every 100 ms; a steady
+    /// 1,000/s is 250 in every 250 ms window, never 200 or 300 by how many
+    /// ticks fell in it.
+    #[test]
+    fn a_steady_rate_makes_steady_windows() {
+        let mut v = ServerView::default();
+        let tick = 100_000_000u64;
+        for k in 0..40u64 {
+            v.answered_between(k * tick, (k + 1) * tick, 100);
+        }
+        assert_eq!(v.answers.len(), 16, "4 s of 250 ms windows");
+        assert!(v.answers.iter().all(|&n| n == 250), "{:?}", v.answers);
     }
 }

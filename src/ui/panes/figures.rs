@@ -66,6 +66,8 @@ struct Parts<'a> {
     t: Theme,
     live: &'a synapse_stats::LiveStats,
     silence: Option<crate::session::far_side::Silence>,
+    /// Measuring now: the newest reply is current, not the last one.
+    running: bool,
 }
 
 impl Parts<'_> {
@@ -78,13 +80,21 @@ impl Parts<'_> {
         )
     }
 
-    /// The latest round trip; while replies are missing, how long and
-    /// what the path said, never the last figure as if it were current.
+    /// The newest reply; while replies are missing, how long and what the
+    /// path said, never the last figure as if it were current; once
+    /// stopped, the last one, said to be the last (the same packet the
+    /// path's caption names).
     fn current(&self) -> Vec<Span<'static>> {
-        let now = match (self.silence, self.live.last_rtt_ns) {
+        let now = match (self.silence.filter(|_| self.running), self.live.last_rtt_ns) {
             (Some(s), _) => Span::styled(silence_text(s), self.t.bad()),
-            (None, Some(ns)) => Span::styled(format!("→ {}", format_ns(ns as f64)), self.t.rtt(ns)),
-            (None, None) => Span::styled("→ waiting for replies", self.t.dim()),
+            (None, Some(ns)) if self.running => {
+                Span::styled(format!("→ {}", format_ns(ns as f64)), self.t.rtt(ns))
+            }
+            (None, Some(ns)) => {
+                Span::styled(format!("■ last {}", format_ns(ns as f64)), self.t.dim())
+            }
+            (None, None) if self.running => Span::styled("→ waiting for replies", self.t.dim()),
+            (None, None) => Span::styled("■ stopped", self.t.dim()),
         };
         vec![Span::raw(" "), now]
     }
@@ -181,12 +191,18 @@ pub fn silence_text(s: crate::session::far_side::Silence) -> String {
 /// The client's figures, as lines `width` wide: the RTT, the fates of the
 /// packets and, paced, the schedule, jitter, one-way delays and loss by
 /// direction. `compact`: the reply fates on one row, for short terminals.
-pub fn client_lines(v: &ClientView, width: u16, compact: bool, t: Theme) -> Vec<Line<'static>> {
+pub fn client_lines(
+    v: &ClientView,
+    width: u16,
+    (compact, running): (bool, bool),
+    t: Theme,
+) -> Vec<Line<'static>> {
     let parts = Parts {
         s: Summary::from_stats(v.live.total(), Duration::ZERO),
         t,
         live: &v.live,
         silence: v.silence,
+        running,
     };
     let rows = match v.info.pace {
         None => ping_pong_rows(&parts, compact),
@@ -204,13 +220,13 @@ pub fn render_client(
     f: &mut Frame,
     area: Rect,
     v: &ClientView,
-    compact: bool,
+    layout: (bool, bool),
     compare: (Option<&Baseline>, Option<&Calibration>),
     t: Theme,
 ) {
     let (baseline, floor) = compare;
     let s = Summary::from_stats(v.live.total(), Duration::ZERO);
-    let lines = client_lines(v, area.width, compact, t);
+    let lines = client_lines(v, area.width, layout, t);
     let title = format!(" RTT · {} ", pace_label(v.info.pace));
     let mut block = Block::bordered().title(Span::styled(title, t.title()));
     let mut room = usize::from(area.width.saturating_sub(2));

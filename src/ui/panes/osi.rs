@@ -149,15 +149,19 @@ pub fn render(
     below
 }
 
-/// The caption for a packet being shown.
-pub fn packet_caption(anim: &Animation, running: bool) -> String {
-    match (anim.packet, running) {
-        (Some((seq, rtt)), true) => format!("packet #{seq}: round trip {}", format_ns(rtt as f64)),
-        (Some((seq, rtt)), false) => {
-            format!("stopped · last packet #{seq}: {}", format_ns(rtt as f64))
+/// The caption for a packet being shown; once stopped, the last reply
+/// (`last`: its number and round trip), the one the figures show too,
+/// not the packet the animation happened to carry.
+pub fn packet_caption(anim: &Animation, last: Option<(u64, u64)>, running: bool) -> String {
+    match (anim.packet, last, running) {
+        (Some((seq, rtt)), _, true) => {
+            format!("packet #{seq}: round trip {}", format_ns(rtt as f64))
         }
-        (None, true) => "waiting for the first reply…".into(),
-        (None, false) => "stopped · press space to measure".into(),
+        (None, _, true) => "waiting for the first reply…".into(),
+        (_, Some((seq, rtt)), false) => {
+            format!("stopped · last reply #{seq}: {}", format_ns(rtt as f64))
+        }
+        (_, None, false) => "stopped · press space to measure".into(),
     }
 }
 
@@ -237,12 +241,24 @@ mod tests {
     fn captions_say_what_is_shown_or_why_nothing_moves() {
         let mut a = Animation::default();
         assert_eq!(
-            packet_caption(&a, false),
+            packet_caption(&a, None, false),
             "stopped · press space to measure"
         );
-        assert_eq!(packet_caption(&a, true), "waiting for the first reply…");
+        assert_eq!(
+            packet_caption(&a, None, true),
+            "waiting for the first reply…"
+        );
         a.on_frame(1, 1, Some((42, 61_200)));
-        assert_eq!(packet_caption(&a, true), "packet #42: round trip 61.2 µs");
+        assert_eq!(
+            packet_caption(&a, Some((43, 5_000)), true),
+            "packet #42: round trip 61.2 µs"
+        );
+        // Issue 51: stopped, the caption names the last reply, the one the
+        // figures' `■ last` shows, not the packet the animation carried.
+        assert_eq!(
+            packet_caption(&a, Some((227_307, 337_500)), false),
+            "stopped · last reply #227307: 337.5 µs"
+        );
         let s = crate::session::far_side::Silence {
             for_ns: 4_200_000_000,
             error: Some(synapse_stats::PathError {

@@ -56,9 +56,28 @@ pub fn describe(v: &ClientView, running: bool) -> (f64, String) {
     }
 }
 
+/// The gauge's label with, when earlier runs since the clear are in the
+/// report too, what the report will count: all of them.
+pub fn label(v: &ClientView, running: bool) -> (f64, String) {
+    let (ratio, label) = describe(v, running);
+    let (n, t) = v.earlier;
+    if n == 0 && t.is_zero() {
+        return (ratio, label);
+    }
+    let all = n + v.run_done;
+    let secs = (t + v.run_elapsed).as_secs_f64();
+    (
+        ratio,
+        format!(
+            "{label}  · since clear: {} packets, {secs:.2} s",
+            group_thousands(all)
+        ),
+    )
+}
+
 /// Draws the progress gauge.
 pub fn render(f: &mut Frame, area: Rect, v: &ClientView, running: bool, t: Theme) {
-    let (ratio, label) = describe(v, running);
+    let (ratio, label) = label(v, running);
     f.render_widget(
         Gauge::default()
             .ratio(ratio)

@@ -125,6 +125,14 @@ pub struct FigureComparison {
     pub ci_low_percent: Option<f64>,
     /// Its upper end.
     pub ci_high_percent: Option<f64>,
+    /// The interval as the ratio B/A, computed on the log scale (latency
+    /// only): a slowdown's lower end is a factor, never "−100 %".
+    pub ci_low_ratio: Option<f64>,
+    /// Its upper end.
+    pub ci_high_ratio: Option<f64>,
+    /// The interval spans more than [`UNBOUNDED_RATIO`] either side of its
+    /// middle: the data cannot bound the change (latency only).
+    pub ci_unbounded: bool,
     /// The smallest worsening this data could have called a regression:
     /// the margin plus the interval's half width, in the figure's unit.
     pub detectable: Option<f64>,
@@ -193,6 +201,34 @@ impl Comparison {
 
 /// The overall confidence.
 pub const CONFIDENCE: f64 = 0.95;
+
+/// A ratio interval whose ends lie more than this factor either side of
+/// its middle (four decades from end to end) bounds nothing a reader can
+/// use: the report calls it unbounded. A smallest detectable change past
+/// this factor is none.
+pub const UNBOUNDED_RATIO: f64 = 100.0;
+
+/// The smallest factor by which a latency figure must change before one
+/// run a side can call it a regression, with no margin, however quiet
+/// the runs: the interval's half width at its narrowest over every
+/// within-run variance w the runs could have. (With w = 0 the prior's 4
+/// degrees of freedom set a wide t; a little w of many degrees of freedom
+/// raises the Welch-Satterthwaite df faster than it widens the error, so
+/// the narrowest lies a little above w = 0; runs' own df only widen it.)
+pub fn one_run_a_side_floor(spread: &Spread, figure: Figure) -> Option<f64> {
+    let k = Figure::ALL.iter().position(|f| *f == figure)?;
+    let sd = *spread.log_sd.get(k)?;
+    let alpha = (1.0 - CONFIDENCE) / Figure::ALL.len() as f64;
+    // u = w / τ²: variance 2τ²(1 + u); df d₀(1 + u)² (the runs' part has
+    // infinite df at best).
+    let narrowest = (0..=400)
+        .map(|i| f64::from(i) / 20.0)
+        .map(|u| {
+            special::t_quantile(1.0 - alpha / 2.0, spread.df * (1.0 + u).powi(2)) * (1.0 + u).sqrt()
+        })
+        .fold(f64::INFINITY, f64::min);
+    Some((narrowest * sd * 2f64.sqrt()).exp())
+}
 
 /// Compares B with A.
 pub fn compare(a: &[Run], b: &[Run], opts: &Options) -> Comparison {
@@ -290,6 +326,9 @@ fn figure(
         ci_high: change.map(|c| to_unit(c.high())),
         ci_low_percent: change.and_then(|c| to_pct(c.low())),
         ci_high_percent: change.and_then(|c| to_pct(c.high())),
+        ci_low_ratio: change.and_then(|c| (!is_loss).then(|| c.low().exp())),
+        ci_high_ratio: change.and_then(|c| (!is_loss).then(|| c.high().exp())),
+        ci_unbounded: change.is_some_and(|c| !is_loss && c.half_width > UNBOUNDED_RATIO.ln()),
         detectable: change.map(|c| to_unit(need + c.half_width)),
         detectable_percent: change.and_then(|c| to_pct(need + c.half_width)),
         resolved,

@@ -350,3 +350,55 @@ fn an_unresolved_percentile_is_inconclusive_whatever_its_interval() {
 
 use spread::ASSUMED_DF;
 use spread::ASSUMED_LOG_SD;
+
+/// Issue 51: what README.md and docs/compare.md say one run a side can
+/// call a regression is what the statistics give.
+#[test]
+fn the_docs_say_what_one_run_a_side_can_call() {
+    let spread = Spread::assumed();
+    let floor = |f: Figure| super::one_run_a_side_floor(&spread, f).unwrap();
+    let text = |x: f64| {
+        if x < 10.0 {
+            format!("×{x:.1}")
+        } else {
+            format!("×{x:.0}")
+        }
+    };
+    let (p50, p99, p999) = (
+        text(floor(Figure::P50)),
+        text(floor(Figure::P99)),
+        text(floor(Figure::P999)),
+    );
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let flat = |t: String| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let compare = flat(std::fs::read_to_string(root.join("docs/compare.md")).unwrap());
+    let want = format!(
+        "p50 must change by more than {p50}, p99 by more than {p99} and p99.9 by more than {p999}"
+    );
+    assert!(
+        compare.contains(&want),
+        "docs/compare.md should say: {want}"
+    );
+    let readme = flat(std::fs::read_to_string(root.join("README.md")).unwrap());
+    let want = format!("a p50 regression only beyond about {p50}");
+    assert!(readme.contains(&want), "README.md should say: {want}");
+    assert!(!readme.contains("calls a regression only beyond `--min-effect`"));
+    // The ×2.7 of issue 51 is below it; and it is a floor: no pair of
+    // runs, whatever their own noise, gets a narrower interval.
+    assert!(floor(Figure::P50) > 2.7);
+    let alpha = (1.0 - CONFIDENCE) / Figure::ALL.len() as f64;
+    for w in [0.0, 0.001, 0.01, 0.02, 0.05, 0.2] {
+        for df_w in [5.0, 50.0, 1e6] {
+            let tau2 = spread.log_sd[0].powi(2);
+            let var = 2.0 * tau2 + 2.0 * w;
+            let spread_df =
+                (2.0 * tau2).powi(2) / spread.df + if w > 0.0 { 2.0 * w * w / df_w } else { 0.0 };
+            let half = special::t_quantile(1.0 - alpha / 2.0, var * var / spread_df) * var.sqrt();
+            assert!(
+                half.exp() >= floor(Figure::P50) * (1.0 - 1e-9),
+                "w {w} df {df_w}: ×{}",
+                half.exp()
+            );
+        }
+    }
+}
