@@ -439,7 +439,7 @@ pub struct RunArgs {
     /// Give up once no request has had a timely reply for this long (after
     /// the first reply: a peer silent from the start is an error at once),
     /// ending with the report of what was measured, the reason, and a FAIL;
-    /// 0: never. Long enough to ride through a routing failover, short
+    /// 0s: never. Long enough to ride through a routing failover, short
     /// enough that a dead reflector does not hold a run for minutes. The
     /// user is told that replies stopped after a second, whatever this is.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = synapse_units::seconds)]
