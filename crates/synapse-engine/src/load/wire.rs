@@ -427,7 +427,7 @@ impl<'a> Fields<'a> {
 
     fn hex_u64(&self, key: &str) -> Result<u64, String> {
         self.get(key)
-            .and_then(|v| unhex::<8>(v))
+            .and_then(unhex::<8>)
             .map(u64::from_be_bytes)
             .ok_or_else(|| format!("no {key}"))
     }
