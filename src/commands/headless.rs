@@ -6,7 +6,7 @@ use crate::error::AppError;
 use crate::plan::{ClientPlan, ServerPlan};
 use crate::report::server_text::{self, session_line};
 use crate::report::{LogSummary, Progress, Report};
-use crate::session::{ClientFeed, ClientSession, ServerSession};
+use crate::session::{ClientFeed, ClientSession, LoadSession, ServerSession};
 use std::io::Write;
 use std::time::Duration;
 use synapse_engine::{Protocol, ReflectorEvent, StopFlag};
@@ -25,19 +25,31 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
         "synapse client",
     )?
     .with_slices();
-    let mut session = ClientSession::start(plan, None, plan.log_opening, stop.clone())?;
+    let mut session: Box<dyn ClientFeed> = if plan.settings.load.is_some() {
+        Box::new(LoadSession::start(plan, stop.clone())?)
+    } else {
+        Box::new(ClientSession::start(
+            plan,
+            None,
+            plan.log_opening,
+            stop.clone(),
+        )?)
+    };
     tap.start_run(plan.settings.timeout);
     let mut progress = Progress::new(plan.packets, plan.settings.duration);
     let mut measured = 0u64;
     while !session.is_finished() {
         std::thread::sleep(POLL);
         // Counts, and the interval log; the engine keeps the real statistics.
-        session.drain(|r| {
+        session.drain(&mut |r| {
             let resolved = matches!(r.kind, RecordKind::Sample | RecordKind::Lost);
             measured += u64::from(resolved && !r.warmup);
             tap.record(r);
         });
-        progress.update(measured);
+        match session.load() {
+            Some(l) => progress.show(&load_line(&l)),
+            None => progress.update(measured),
+        }
         if session.log_failure().is_some() || tap.failure().is_some() {
             // A log that cannot be written ends the run: what it measured
             // is reported, and the report says why it stopped.
@@ -46,7 +58,7 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     }
     progress.finish();
     let overflow = session.ring_overflow();
-    let finish = session.finish(|r| tap.record(r));
+    let finish = session.finish(&mut |r| tap.record(r));
     tap.end_run();
     if overflow > 0 {
         tap.comment(&format!(
@@ -70,7 +82,31 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     );
     report.log = finish.log.as_ref().map(LogSummary::of);
     report.hdr_log = hdr_log;
+    if let Some(load) = finish.load {
+        report.attach_load(load);
+    }
     Ok(report)
+}
+
+/// A load run's progress: its phase, streams and goodput.
+fn load_line(l: &crate::session::LoadLive) -> String {
+    let Some((i, n, kind, _)) = l.phase else {
+        return "load: starting".into();
+    };
+    let mut s = format!("load: phase {i} of {n}, {}", kind.name());
+    if kind.loaded() {
+        let (down, up) = l.streams;
+        s.push_str(&format!(", streams {down} down {up} up"));
+        for (v, arrow) in [(l.goodput.down, "↓"), (l.goodput.up, "↑")] {
+            if let Some(v) = v {
+                s.push_str(&format!(" {arrow} {}", synapse_units::format_bps(v)));
+            }
+        }
+        if l.stable {
+            s.push_str(", goodput stable");
+        }
+    }
+    s
 }
 
 /// Reflects until `stop`, printing a line per finished session and totals.

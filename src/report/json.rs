@@ -40,6 +40,9 @@ struct JsonReport<'a> {
     /// The run's slices of consecutive requests, so that `synapse compare`
     /// can resample this report for its own noise.
     slices: Option<super::slices_json::SlicesJson>,
+    /// Latency under load (`--load`): its phases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    load: Option<super::load::LoadJson<'a>>,
 }
 
 /// What `unanswered_treatment` says.
@@ -79,6 +82,7 @@ pub fn write_json(out: &mut impl Write, report: &Report) -> io::Result<()> {
         interrupted: report.interrupted,
         slices: (!report.slices.is_empty())
             .then(|| super::slices_json::SlicesJson::of(&report.slices)),
+        load: report.load.as_ref().map(super::load::LoadReport::json),
     };
     serde_json::to_writer(&mut *out, &doc)?;
     writeln!(out)

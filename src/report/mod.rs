@@ -9,6 +9,8 @@ mod extensions_text;
 mod floor;
 mod jitter_text;
 mod json;
+pub mod load;
+mod load_text;
 mod one_way_text;
 pub mod percentiles;
 mod progress;
@@ -141,6 +143,8 @@ pub struct Report {
     pub extensions: Option<synapse_engine::extensions::TlvSummary>,
     /// What the one-way figures rest on that the reader must know.
     pub extension_warnings: Vec<String>,
+    /// Latency under load (`--load`): its phases.
+    pub load: Option<load::LoadReport>,
 }
 
 /// What `--log` wrote.
@@ -241,6 +245,7 @@ impl Report {
             inconclusive_fails: plan.profile.fail_on_inconclusive,
             tcp: outcome.tcp.clone(),
             slices,
+            load: None,
         };
         report.compare_with_floor(calibration);
         report
@@ -254,10 +259,27 @@ impl Report {
     }
 
     /// Why the run failed to complete, if it did: a log that could not be
-    /// written.
+    /// written, or a load broken off.
     pub fn run_failure(&self) -> Option<&str> {
         let log = self.log.as_ref().and_then(|l| l.error.as_deref());
         log.or_else(|| self.hdr_log.as_ref().and_then(|h| h.error.as_deref()))
+            .or_else(|| {
+                self.load
+                    .as_ref()
+                    .and_then(|l| l.outcome.failure.as_deref())
+            })
+    }
+
+    /// A load run's outcome joins the report: its criteria join the
+    /// verdict, and it says whether the run was stopped (its probes always
+    /// are, when the phases are done).
+    pub fn attach_load(&mut self, outcome: crate::session::LoadOutcome) {
+        let l = load::LoadReport::of(outcome);
+        if let Some(s) = &self.config.settings.load {
+            self.verdict.extend(l.criteria(s));
+        }
+        self.interrupted = l.outcome.interrupted;
+        self.load = Some(l);
     }
 
     /// What the run came to, all told.
@@ -286,6 +308,10 @@ impl Report {
             Outcome::Inconclusive if self.inconclusive_fails => exit::FAIL,
             Outcome::Inconclusive => exit::INCONCLUSIVE,
             Outcome::Interrupted => self.signal.map_or(exit::INTERRUPTED, exit::interrupted_by),
+            // The reflector's refusal mid-run is the user's to fix.
+            Outcome::RunFailed if self.load.as_ref().is_some_and(|l| l.outcome.refused) => {
+                exit::USAGE
+            }
             Outcome::RunFailed => exit::RUNTIME,
         }
     }

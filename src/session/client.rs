@@ -31,6 +31,8 @@ pub struct ClientFinish {
     pub local: SocketAddr,
     /// The per-packet log, if one was written.
     pub log: Option<LogOutcome>,
+    /// A load run's outcome (`--load`).
+    pub load: Option<super::load::LoadOutcome>,
 }
 
 /// What a front end reads of a running client: the engine's
@@ -57,6 +59,10 @@ pub trait ClientFeed: std::fmt::Debug {
     fn stop(&self);
     /// Waits for the run to end and hands the last records to `each`.
     fn finish(self: Box<Self>, each: &mut dyn FnMut(&Record)) -> ClientFinish;
+    /// A load run's state as it stands (`None`: not a load run).
+    fn load(&self) -> Option<super::load::LoadLive> {
+        None
+    }
 }
 
 /// What starts a client's run in an engine: a plan, the reflector already
@@ -72,6 +78,10 @@ impl ClientStarter {
     /// The engine's client, stopped by its own flag.
     pub fn engine() -> Self {
         Self::new(|plan, against, log| {
+            if plan.settings.load.is_some() {
+                let session = super::load::LoadSession::start(plan, StopFlag::new())?;
+                return Ok(Box::new(session) as Box<dyn ClientFeed>);
+            }
             let session = ClientSession::start(plan, against, log, StopFlag::new())?;
             Ok(Box::new(session) as Box<dyn ClientFeed>)
         })
@@ -179,8 +189,10 @@ impl ClientSession {
                 return Err(e.into());
             }
         };
-        let log = match (file, run.points.take()) {
-            (Some(file), Some(points)) => Some(file.start(vec![points])?),
+        // Without a file the points stay for whoever reads them (a load
+        // run's conductor).
+        let log = match (file, run.points.is_some()) {
+            (Some(file), true) => run.points.take().map(|p| file.start(vec![p])).transpose()?,
             _ => None,
         };
         Ok(Self {
@@ -189,6 +201,12 @@ impl ClientSession {
             log,
             server,
         })
+    }
+
+    /// The ring of every probe's points, when the session kept one and
+    /// wrote no log of its own (a load run reads it).
+    pub fn take_points(&mut self) -> Option<rtrb::Consumer<synapse_engine::Points>> {
+        self.run.points.take()
     }
 
     /// Hands every record that arrived since the last call to `each`.
@@ -213,6 +231,7 @@ impl ClientSession {
             server: self.server,
             local: self.run.local,
             log,
+            load: None,
         }
     }
 }

@@ -15,6 +15,7 @@ mod agent;
 mod agent_tcp;
 mod client;
 pub mod intervals;
+pub mod load;
 mod loopback;
 mod server;
 
@@ -22,6 +23,7 @@ pub use crate::packet_log::Opening;
 pub use agent::AgentSession;
 pub use client::{ClientFeed, ClientFinish, ClientSession, ClientStarter};
 pub use intervals::IntervalTap;
+pub use load::{LoadLive, LoadOutcome, LoadSession};
 pub use server::{ServerFinish, ServerSession, Side};
 
 use crate::packet_log::{LogError, PacketLog, RunningLog};

@@ -314,8 +314,8 @@ impl LoadClient {
         }
     }
 
-    /// Ends the session (streams first).
-    pub fn close(mut self) {
+    /// Ends the session (streams first); the reflector logs it at once.
+    pub fn close(&mut self) {
         self.end_streams();
         let _ = write(&mut self.control, self.cfg.server, &FromClient::Bye);
     }

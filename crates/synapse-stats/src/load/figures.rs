@@ -102,12 +102,20 @@ pub struct PhaseFigures {
     /// Each stage's share of their summed inflation (0 to 1).
     #[serde(serialize_with = "by_key")]
     pub stage_share: Vec<(Stage, f64)>,
-    /// Round trips per minute, probe-based.
+    /// Round trips per minute, probe-based (`responsiveness.rpm`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rpm: Option<Rpm>,
+    pub rpm: Option<f64>,
+    /// What the RPM is made of: the probes' and the load connections'
+    /// trimmed means and rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub responsiveness: Option<Rpm>,
     /// The probes lost, and which way.
     pub loss: PhaseLoss,
     /// Load streams open at the end, each way.
+    #[serde(
+        serialize_with = "streams_object",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub streams: Option<(u32, u32)>,
     /// Resends of the load, each way.
     pub retransmits: PhaseRetransmits,
@@ -122,6 +130,15 @@ pub struct PhaseFigures {
     pub clock_step: bool,
     /// How it ended.
     pub end: PhaseEnd,
+}
+
+fn streams_object<S: Serializer>(v: &Option<(u32, u32)>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let (down, up) = v.unwrap_or_default();
+    let mut m = s.serialize_map(Some(2))?;
+    m.serialize_entry("down", &down)?;
+    m.serialize_entry("up", &up)?;
+    m.end()
 }
 
 fn by_key<S: Serializer>(v: &[(Stage, f64)], s: S) -> Result<S::Ok, S::Error> {
@@ -267,6 +284,7 @@ fn phase_figures(
         Vec::new()
     };
     let secs = |ns: u64| ns as f64 / 1e9;
+    let responsiveness = Rpm::of(&answered, &p.loaded_rtt_ns);
     PhaseFigures {
         name: p.kind.name(),
         start_s: secs(p.start_ns.saturating_sub(origin_ns)),
@@ -283,7 +301,8 @@ fn phase_figures(
         goodput_bps: p.goodput_bps,
         stage_share: stages::shares(&stage_inflation_ns),
         stage_inflation_ns,
-        rpm: Rpm::of(&answered, &p.loaded_rtt_ns),
+        rpm: responsiveness.map(|r| r.rpm.round()),
+        responsiveness,
         loss: loss(probes, p),
         streams: p.intervals.last().map(|l| (l.streams_down, l.streams_up)),
         retransmits: PhaseRetransmits {
@@ -360,8 +379,9 @@ mod tests {
         );
         assert!(f.phases[0].inflation_ns.is_none(), "idle is the baseline");
         assert!(f.phases[0].stage_inflation_ns.is_empty());
-        let rpm = d.rpm.unwrap();
+        let rpm = d.responsiveness.unwrap();
         assert!((rpm.rpm - 60e9 / 91e6).abs() < 1.0, "{rpm:?}");
+        assert_eq!(d.rpm, Some(rpm.rpm.round()));
         assert_eq!(f.clock.drift_ppm.map(f64::round), Some(0.0));
         assert!(f.clock.steps.is_empty());
     }

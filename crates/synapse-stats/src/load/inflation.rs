@@ -73,6 +73,14 @@ fn side(run: &Run, q: f64, k: usize, seed: u64) -> Option<(f64, Vec<f64>)> {
     Some((point, reps))
 }
 
+/// A percentile interval that holds its own figure: the bootstrap's
+/// percentiles of a median on bucketed values can fall both to one side
+/// of it, and an interval that leaves out the figure it bounds helps no
+/// reader (widening it only errs on the careful side).
+fn holding(ci: Option<(f64, f64)>, point: f64) -> Option<(f64, f64)> {
+    ci.map(|(lo, hi)| (lo.min(point), hi.max(point)))
+}
+
 fn at(sorted: &[f64], p: f64) -> f64 {
     sorted[((p * (sorted.len() - 1) as f64).round() as usize).min(sorted.len() - 1)]
 }
@@ -91,6 +99,7 @@ pub fn percentiles(rtts: &[Option<u64>]) -> Option<Figures> {
         let (point, reps) = side(&run, q, k, 0x1A ^ k as u64)?;
         let resolved = beyond(n, q) >= BEYOND;
         let ci = (resolved && !reps.is_empty()).then(|| (at(&reps, 0.025), at(&reps, 0.975)));
+        let ci = holding(ci, point);
         out[k] = Figure {
             ns: point,
             ci_low: ci.map(|c| c.0),
@@ -122,6 +131,7 @@ pub fn inflation(idle: &[Option<u64>], loaded: &[Option<u64>]) -> Option<Figures
         let mut diffs: Vec<f64> = rb.iter().zip(&ra).map(|(l, i)| l - i).collect();
         diffs.sort_by(f64::total_cmp);
         let ci = (resolved && n > 0).then(|| (at(&diffs, 0.025), at(&diffs, 0.975)));
+        let ci = holding(ci, pb - pa);
         out[k] = Figure {
             ns: pb - pa,
             ci_low: ci.map(|c| c.0),

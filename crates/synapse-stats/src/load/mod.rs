@@ -19,6 +19,7 @@ pub mod probe;
 pub mod rpm;
 pub mod saturation;
 pub mod stages;
+pub mod timeline;
 
 pub use figures::{LoadFigures, PhaseFigures};
 pub use phase::{Confidence, Goodput, LoadInterval, PhaseEnd, PhaseKind, PhaseRecord, Way};

@@ -81,6 +81,17 @@ pub enum Confidence {
     High,
 }
 
+impl Confidence {
+    /// As in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
+}
+
 /// How a phase ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "how", content = "why")]
