@@ -72,8 +72,10 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
         console::warning(why);
     }
     let calibration = crate::calibrate::kept_for_this_host();
+    // A load run's probes may speak STAMP to another port than asked.
+    let described = finish.load.as_ref().map_or(plan, |l| &l.probe_plan);
     let mut report = Report::new(
-        plan,
+        described,
         finish.server,
         finish.local,
         &outcome,
@@ -112,10 +114,10 @@ fn load_line(l: &crate::session::LoadLive) -> String {
 /// Reflects until `stop`, printing a line per finished session and totals.
 /// The STAMP reflector runs beside the echo one when it can bind; when it
 /// cannot, one note on stderr says why and echo goes on.
-pub fn run_server(
+pub fn run_server<W: Write>(
     plan: &ServerPlan,
     stop: &StopFlag,
-    out: &mut impl Write,
+    out: &mut W,
 ) -> Result<i32, AppError> {
     let mut session = ServerSession::start(plan, plan.bind, Protocol::Echo, stop)?;
     if plan.admission.allow.is_open() && !plan.bind.ip().is_loopback() {
@@ -133,11 +135,13 @@ pub fn run_server(
     }
     out.flush()?;
     let mut result = Ok(());
-    let mut print = |side, ev| {
-        if let ReflectorEvent::Ended(s) = ev
-            && result.is_ok()
-        {
-            result = writeln!(out, "{}", session_line(side, &s)).and_then(|()| out.flush());
+    // One line per finished session, reflected or loaded.
+    let mut lines: Vec<String> = Vec::new();
+    let mut say = |lines: &mut Vec<String>, out: &mut W| {
+        for l in lines.drain(..) {
+            if result.is_ok() {
+                result = writeln!(out, "{l}").and_then(|()| out.flush());
+            }
         }
     };
     // A reflector thread that dies (a system call failed) ends the server
@@ -145,13 +149,17 @@ pub fn run_server(
     let mut log_failed = false;
     while !stop.is_raised() && !session.failed() {
         std::thread::sleep(POLL);
-        session.drain(&mut print);
+        session.drain(ended(&mut lines));
+        session.drain_load(|ev| lines.push(server_text::load_line(&ev)));
+        say(&mut lines, out);
         if let Some(why) = session.log_failure().filter(|_| !log_failed) {
             console::error(&format!("{why}; answering goes on without the log"));
             log_failed = true;
         }
     }
-    let finish = session.finish(&mut print);
+    session.drain_load(|ev| lines.push(server_text::load_line(&ev)));
+    let finish = session.finish(ended(&mut lines));
+    say(&mut lines, out);
     result?;
     server_text::write_totals(out, &finish)?;
     if let Some(h) = &finish.hdr_log {
@@ -165,6 +173,9 @@ pub fn run_server(
     out.flush()?;
     if let Some(Err(e)) = &finish.tcp {
         console::error(&format!("TCP echo: {e}"));
+    }
+    if let Some(Err(e)) = &finish.load {
+        console::error(&format!("load server: {e}"));
     }
     for o in [Some(&finish.echo), finish.stamp.as_ref()]
         .into_iter()
@@ -192,4 +203,13 @@ pub fn run_server(
     } else {
         crate::error::exit::PASS
     })
+}
+
+/// A finished reflector session's line, kept in `lines` to be said.
+fn ended(lines: &mut Vec<String>) -> impl FnMut(crate::session::Side, ReflectorEvent) + '_ {
+    move |side, ev| {
+        if let ReflectorEvent::Ended(s) = ev {
+            lines.push(session_line(side, &s));
+        }
+    }
 }

@@ -48,10 +48,9 @@ fn write_header(out: &mut impl Write, report: &Report, l: &LoadReport) -> io::Re
     let g = &l.outcome.grant;
     writeln!(
         out,
-        "Latency under load ({probes} to {}; bulk TCP on {}, the reflector's congestion control {}, at most {} a session each way):",
+        "Latency under load ({probes} to {}; bulk TCP with the reflector's load port {}, at most {} a session each way):",
         c.server,
         l.outcome.load_port,
-        g.cc,
         format_bps(g.rate_bps as f64)
     )
 }

@@ -266,6 +266,20 @@ impl Conductor {
         rec
     }
 
+    /// The congestion control of a phase's senders: the one asked for,
+    /// else the reflector's own (downloads) and this host's (uploads).
+    fn congestion_control(&self, kind: PhaseKind) -> String {
+        if let Some(cc) = &self.settings.cc {
+            return cc.clone();
+        }
+        let (theirs, ours) = (&self.client.grant.cc, synapse_engine::load::default_cc());
+        match kind {
+            PhaseKind::Upload => ours,
+            PhaseKind::Bidirectional if *theirs != ours => format!("{theirs} down, {ours} up"),
+            _ => theirs.clone(),
+        }
+    }
+
     /// Notes an engine error as a phase's end: a refusal is the
     /// reflector's word (the run's exit says so), anything else a failure.
     fn failed(&mut self, e: &EngineError) -> PhaseEnd {
@@ -290,12 +304,7 @@ impl Conductor {
     fn loaded(&mut self, kind: PhaseKind) -> PhaseRecord {
         let start = now_ns();
         let mut rec = PhaseRecord::new(kind, start, start);
-        rec.cc = Some(
-            self.settings
-                .cc
-                .clone()
-                .unwrap_or_else(|| self.client.grant.cc.clone()),
-        );
+        rec.cc = Some(self.congestion_control(kind));
         let cap = self.settings.cap;
         let mut sat = Saturation::new(kind, self.settings.streams);
         let begun = match self

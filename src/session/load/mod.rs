@@ -56,6 +56,9 @@ pub struct LoadOutcome {
     pub refused: bool,
     /// Stopped by Ctrl-C or a signal.
     pub interrupted: bool,
+    /// The plan its probes ran by (STAMP to the reflector's port, when its
+    /// grant said it has one): what the report describes.
+    pub probe_plan: ClientPlan,
 }
 
 /// The in-process reflector and load server of `synapse --load`.
@@ -76,6 +79,7 @@ pub struct LoadSession {
     grant: Grant,
     load_port: SocketAddr,
     stop: StopFlag,
+    probe_plan: ClientPlan,
 }
 
 /// Starts this host's reflector (STAMP) and load server on loopback.
@@ -200,6 +204,7 @@ impl LoadSession {
             grant,
             load_port: port,
             stop,
+            probe_plan,
         })
     }
 
@@ -228,6 +233,7 @@ impl LoadSession {
             failure: e.failure,
             refused: e.refused,
             interrupted: e.interrupted,
+            probe_plan: self.probe_plan.clone(),
         });
         finish
     }

@@ -18,7 +18,9 @@ mod server_session;
 pub mod wire;
 
 pub use client::{LoadClient, LoadClientConfig, LoadSample};
-pub use server::{LoadEvent, LoadServerConfig, LoadServerRun, LoadServerTotals, start_load_server};
+pub use server::{
+    LoadEvent, LoadServerConfig, LoadServerRun, LoadServerTotals, default_cc, start_load_server,
+};
 pub use wire::{Direction, Grant, Info, Load};
 
 #[cfg(test)]

@@ -275,7 +275,7 @@ fn accept_loop(
 }
 
 /// The congestion control a new TCP socket of this host gets.
-fn default_cc() -> String {
+pub fn default_cc() -> String {
     socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
         .and_then(|s| s.tcp_congestion())
         .map(|name| {
