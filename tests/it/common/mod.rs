@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod bottleneck;
 pub mod http;
 pub mod netns;
 pub mod routed;
