@@ -172,8 +172,9 @@ fn write_clocks(out: &mut impl Write, l: &LoadReport) -> io::Result<()> {
             .iter()
             .map(|st| {
                 format!(
-                    "a step of {} at {:.1} s",
+                    "a step of {} (± {}) at {:.1} s",
                     signed_ns(st.size_ns as f64),
+                    format_ns(st.bound_ns as f64),
                     st.at_ns.saturating_sub(l.outcome.origin_ns) as f64 / 1e9
                 )
             })

@@ -101,8 +101,14 @@ impl Bottleneck {
     /// `synapse server` in S: echo, STAMP and load, for C's network only;
     /// its output lines are kept for the test.
     pub fn server(&self, extra: &[&str]) -> super::Server {
+        self.server_with(extra, &[])
+    }
+
+    /// [`Bottleneck::server`] with `env` set (a test build's clock).
+    pub fn server_with(&self, extra: &[&str], env: &[(&str, &str)]) -> super::Server {
         let child = self
             .synapse_in(&self.s)
+            .envs(env.iter().copied())
             .args(["server", "--no-ui", "--bind", &format!("{S_ADDR}:{ECHO}")])
             .args(["--stamp-port", &STAMP.to_string()])
             .args(["--load-port", &LOAD.to_string(), "--allow", "10.234.1.0/24"])

@@ -27,6 +27,10 @@ pub struct ClockStep {
     /// How far the offset moved, ns (the reflector's clock less the
     /// client's, after less before).
     pub size_ns: i64,
+    /// It is right within ± this, ns: the bounds of the readings either
+    /// side (half their round trips less the dwell; a reading under load
+    /// is wide).
+    pub bound_ns: u64,
 }
 
 /// What the run knows of the two clocks.
@@ -71,6 +75,7 @@ pub fn steps(probes: &[Probe]) -> Vec<ClockStep> {
         .map(|s| ClockStep {
             at_ns: first + (s.at_s * 1e9) as u64,
             size_ns: s.to_ns - s.from_ns,
+            bound_ns: s.from_bound_ns + s.to_bound_ns,
         })
         .collect()
 }
