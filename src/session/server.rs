@@ -120,25 +120,14 @@ impl ServerSession {
         let (tcp, tcp_refused) = match start_tcp(plan, echo.local, stop) {
             Ok(started) => started,
             Err(e) => {
-                echo.stop();
-                let _ = echo.join();
-                if let Some(s) = stamp.as_mut() {
-                    s.stop();
-                    let _ = s.join();
-                }
+                stop_started(&mut echo, stamp.as_mut(), None);
                 return Err(e);
             }
         };
         let load = match start_load(plan, &echo, stamp.as_ref(), stop) {
             Ok(l) => l,
             Err(e) => {
-                for r in [Some(&mut echo), stamp.as_mut()].into_iter().flatten() {
-                    r.stop();
-                    let _ = r.join();
-                }
-                if let Some(t) = &tcp {
-                    t.stop();
-                }
+                stop_started(&mut echo, stamp.as_mut(), tcp.as_ref());
                 return Err(e);
             }
         };
@@ -388,4 +377,19 @@ fn start_load(
     start_load_server(cfg, stop.clone())
         .map(Some)
         .map_err(|e| AppError::Usage(format!("--load-port: {e}")))
+}
+
+/// Stops the reflectors that started before a later one failed to.
+fn stop_started(
+    echo: &mut ReflectorRun,
+    stamp: Option<&mut ReflectorRun>,
+    tcp: Option<&TcpEchoRun>,
+) {
+    for r in [Some(echo), stamp].into_iter().flatten() {
+        r.stop();
+        let _ = r.join();
+    }
+    if let Some(t) = tcp {
+        t.stop();
+    }
 }

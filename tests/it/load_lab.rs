@@ -156,9 +156,8 @@ fn a_bottleneck_queue_is_measured_placed_and_judged_as_irtt_sees_it() {
         "beyond --max-inflation 100ms"
     );
     assert!(d["inflation_ns"]["p50_ci_low"].as_f64().unwrap() > 100e6);
-    assert_eq!(
+    assert!(
         d["stage_inflation_ns"]["forward"].is_f64(),
-        true,
         "STAMP legs: {d}"
     );
 

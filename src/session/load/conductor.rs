@@ -93,12 +93,20 @@ pub struct Conductor {
     refused: bool,
 }
 
+/// One interval of a loaded phase as the conductor keeps it.
+struct KeptInterval {
+    end_ns: u64,
+    secs: f64,
+    down: u64,
+    up: u64,
+    /// The load connections' round trips read in it, ns.
+    loaded: Vec<u64>,
+}
+
 /// A loaded phase's intervals as the conductor keeps them.
 #[derive(Default)]
 struct Kept {
-    /// Each interval's end, seconds, bytes each way, and the load
-    /// connections' round trips read in it.
-    intervals: Vec<(u64, f64, u64, u64, Vec<u64>)>,
+    intervals: Vec<KeptInterval>,
 }
 
 impl Conductor {
@@ -422,7 +430,13 @@ impl Conductor {
             streams_down: streams.0,
             streams_up: streams.1,
         });
-        kept.intervals.push((to, secs, down, up, loaded));
+        kept.intervals.push(KeptInterval {
+            end_ns: to,
+            secs,
+            down,
+            up,
+            loaded,
+        });
         self.show_interval(kind, goodput, streams, step.goodput_stable, rec.start_ns);
         Ok(step.done)
     }
@@ -483,21 +497,20 @@ fn settle_measured(rec: &mut PhaseRecord, sat: &Saturation, kept: &Kept) {
     let k = sat.measured_from().min(kept.intervals.len());
     rec.measured_from_ns = match k {
         0 => rec.start_ns,
-        k => kept.intervals[k - 1].0,
+        k => kept.intervals[k - 1].end_ns,
     };
     let part = &kept.intervals[k..];
-    let secs: f64 = part.iter().map(|i| i.1).sum();
+    let secs: f64 = part.iter().map(|i| i.secs).sum();
     let has = |w| rec.kind.ways().contains(&w);
     if secs > 0.0 {
-        let bits = |f: fn(&(u64, f64, u64, u64, Vec<u64>)) -> u64| {
-            part.iter().map(f).sum::<u64>() as f64 * 8.0 / secs
-        };
+        let bits =
+            |f: fn(&KeptInterval) -> u64| part.iter().map(f).sum::<u64>() as f64 * 8.0 / secs;
         rec.goodput_bps = Goodput {
-            down: has(Way::Down).then(|| bits(|i| i.2)),
-            up: has(Way::Up).then(|| bits(|i| i.3)),
+            down: has(Way::Down).then(|| bits(|i| i.down)),
+            up: has(Way::Up).then(|| bits(|i| i.up)),
         };
     }
-    rec.loaded_rtt_ns = part.iter().flat_map(|i| i.4.iter().copied()).collect();
+    rec.loaded_rtt_ns = part.iter().flat_map(|i| i.loaded.iter().copied()).collect();
     rec.confidence = Some((sat.goodput_confidence(), sat.latency_confidence()));
 }
 

@@ -149,7 +149,9 @@ impl LoadSession {
                 Ok(s)
             }
             Err(e) => {
-                local.map(Local::stop);
+                if let Some(l) = local {
+                    l.stop();
+                }
                 Err(e)
             }
         }
