@@ -32,7 +32,7 @@ pub struct ClientFinish {
     /// The per-packet log, if one was written.
     pub log: Option<LogOutcome>,
     /// A load run's outcome (`--load`).
-    pub load: Option<super::load::LoadOutcome>,
+    pub load: Option<super::load_outcome::LoadOutcome>,
 }
 
 /// What a front end reads of a running client: the engine's
@@ -60,59 +60,8 @@ pub trait ClientFeed: std::fmt::Debug {
     /// Waits for the run to end and hands the last records to `each`.
     fn finish(self: Box<Self>, each: &mut dyn FnMut(&Record)) -> ClientFinish;
     /// A load run's state as it stands (`None`: not a load run).
-    fn load(&self) -> Option<super::load::LoadLive> {
+    fn load(&self) -> Option<super::load_live::LoadLive> {
         None
-    }
-}
-
-/// What starts a client's run in an engine: a plan, the reflector already
-/// running (if any), how its log is opened.
-type StartFn =
-    dyn FnMut(&ClientPlan, Option<SocketAddr>, Opening) -> Result<Box<dyn ClientFeed>, AppError>;
-
-/// Starts a front end's client runs: [`ClientSession::start`] in the
-/// program ([`ClientStarter::engine`]); a recording in tests.
-pub struct ClientStarter(Box<StartFn>);
-
-impl ClientStarter {
-    /// The engine's client, stopped by its own flag.
-    pub fn engine() -> Self {
-        Self::new(|plan, against, log| {
-            if plan.settings.load.is_some() {
-                let session = super::load::LoadSession::start(plan, StopFlag::new())?;
-                return Ok(Box::new(session) as Box<dyn ClientFeed>);
-            }
-            let session = ClientSession::start(plan, against, log, StopFlag::new())?;
-            Ok(Box::new(session) as Box<dyn ClientFeed>)
-        })
-    }
-
-    /// Client runs started by `start`.
-    pub fn new(
-        start: impl FnMut(
-            &ClientPlan,
-            Option<SocketAddr>,
-            Opening,
-        ) -> Result<Box<dyn ClientFeed>, AppError>
-        + 'static,
-    ) -> Self {
-        Self(Box::new(start))
-    }
-
-    /// Starts a run for `plan`.
-    pub fn start(
-        &mut self,
-        plan: &ClientPlan,
-        against: Option<SocketAddr>,
-        log: Opening,
-    ) -> Result<Box<dyn ClientFeed>, AppError> {
-        (self.0)(plan, against, log)
-    }
-}
-
-impl std::fmt::Debug for ClientStarter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ClientStarter")
     }
 }
 

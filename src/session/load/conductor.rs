@@ -4,9 +4,9 @@
 //! thread's ring, tags each with its phase, and writes the per-packet
 //! log. The measurement thread only sends and receives probes.
 
-use super::live::{LiveLoad, LivePoint, LoadLive};
 use super::probes::{PhasedPoints, probe, sent_at};
 use crate::plan::LoadSettings;
+use crate::session::load_live::{LiveLoad, LivePoint, LoadLive};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use synapse_engine::load::{Direction, Load, LoadClient, LoadSample};

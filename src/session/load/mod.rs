@@ -8,14 +8,14 @@
 //! as they come, and its [`ClientFinish`] carries the load's outcome.
 
 mod conductor;
-mod live;
 mod probes;
 
 pub use conductor::now_ns;
-pub use live::{LiveLoad, LivePoint, LoadLive};
 pub use probes::PhasedPoints;
 
 use super::client::{ClientFeed, ClientFinish, ClientSession};
+use super::load_live::LoadLive;
+use super::load_outcome::LoadOutcome;
 use super::loopback::Loopback;
 use super::{LogOutcome, Opening, open_log};
 use crate::error::AppError;
@@ -29,37 +29,10 @@ use synapse_engine::load::{
     Grant, LoadClient, LoadClientConfig, LoadServerConfig, LoadServerRun, start_load_server,
 };
 use synapse_engine::{StampingInfo, StopFlag};
-use synapse_stats::load::{LoadFigures, PhaseRecord, Probe};
 use synapse_stats::{Record, Shape};
 
 /// Rows the phased log's ring holds (over ten minutes of probes at 10 ms).
 const LOG_RING: usize = 1 << 16;
-
-/// What a load run came to, beside its probes' own outcome.
-#[derive(Debug, Clone)]
-pub struct LoadOutcome {
-    /// The figures, phase by phase.
-    pub figures: LoadFigures,
-    /// The phases as they ran.
-    pub records: Vec<PhaseRecord>,
-    /// Every probe, in the order they left.
-    pub probes: Vec<Probe>,
-    /// The run's start on the probes' clock, ns.
-    pub origin_ns: u64,
-    /// What the reflector granted.
-    pub grant: Grant,
-    /// Its load port.
-    pub load_port: SocketAddr,
-    /// What broke the load off, if something did.
-    pub failure: Option<String>,
-    /// The reflector refused part of it (exit 2, not 1).
-    pub refused: bool,
-    /// Stopped by Ctrl-C or a signal.
-    pub interrupted: bool,
-    /// The plan its probes ran by (STAMP to the reflector's port, when its
-    /// grant said it has one): what the report describes.
-    pub probe_plan: ClientPlan,
-}
 
 /// The in-process reflector and load server of `synapse --load`.
 #[derive(Debug)]

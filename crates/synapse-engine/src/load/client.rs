@@ -198,7 +198,7 @@ impl LoadClient {
                     down: 0,
                     until: Instant::now()
                         + Duration::from_secs(u64::from(seconds))
-                        + super::server::GRACE,
+                        + super::server_state::GRACE,
                 });
                 Ok(())
             }

@@ -15,6 +15,7 @@ pub mod client;
 mod line;
 pub mod server;
 mod server_session;
+mod server_state;
 pub mod wire;
 
 pub use client::{LoadClient, LoadClientConfig, LoadSample};

@@ -3,7 +3,7 @@
 
 use super::bulk::{self, RateCap, StreamEnd};
 use super::line;
-use super::server::{ActivePhase, CONTROL_IDLE, GRACE, LoadEvent, Session, Shared};
+use super::server_state::{ActivePhase, CONTROL_IDLE, GRACE, LoadEvent, Session, Shared};
 use super::wire::{Direction, FromClient, FromReflector, Grant, Hello, Info, Load};
 use crate::sys::tcp::tcp_info;
 use std::net::{SocketAddr, TcpStream};
