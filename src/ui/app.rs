@@ -67,6 +67,8 @@ pub struct ClientView {
     /// Against the reference marked with `m`: the text, and whether a
     /// difference is significant yet.
     pub versus: Option<(String, bool)>,
+    /// A load run's state (`--load`).
+    pub load: Option<crate::session::LoadLive>,
 }
 
 /// What the server view shows.
@@ -303,6 +305,7 @@ impl App {
                 ring_overflow: 0,
                 versus: None,
                 stamping: None,
+                load: None,
             },
             server,
             anim: Animation::default(),

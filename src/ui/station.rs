@@ -69,6 +69,8 @@ struct ClientTotals {
     tcp: Option<synapse_stats::TcpFigures>,
     /// STAMP extensions, as the last run's replies said.
     extensions: Option<synapse_engine::extensions::TlvSummary>,
+    /// A load run's outcome, the latest.
+    load: Option<crate::session::LoadOutcome>,
 }
 
 /// The reflector's totals as the server view counts them.
@@ -145,6 +147,7 @@ impl Station {
                 unauthenticated: 0,
                 tcp: None,
                 extensions: None,
+                load: None,
             },
             served: ServerTotals::default(),
             server_log: None,
@@ -340,6 +343,9 @@ impl Station {
             t.end_run();
         }
         self.session.end_run();
+        if finish.load.is_some() {
+            self.totals.load = finish.load;
+        }
         if let Some(log) = finish.log {
             self.totals.log_rows += log.rows;
             self.totals.log_dropped += log.dropped;
@@ -473,6 +479,7 @@ impl Station {
             });
             app.client.ring_overflow = session.ring_overflow();
             app.client.run_elapsed = now.duration_since(self.run_started);
+            app.client.load = session.load();
             if session.log_failure().is_some() {
                 // A log that cannot be written ends the run, as headless.
                 session.stop();
@@ -630,8 +637,10 @@ impl Station {
                 nic_clock: None,
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));
+            // A load run's probes may speak STAMP to another port than asked.
+            let described = t.load.as_ref().map_or(&self.client_plan, |l| &l.probe_plan);
             let mut report = Report::new(
-                &self.client_plan,
+                described,
                 t.target.unwrap_or(fallback),
                 t.local.unwrap_or(fallback),
                 &outcome,
@@ -647,6 +656,9 @@ impl Station {
             });
             report.hdr_log = hdr_log;
             report.signal = signal;
+            if let Some(l) = t.load.clone() {
+                report.attach_load(l);
+            }
             report
         });
         Finale {
