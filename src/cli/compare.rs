@@ -83,9 +83,11 @@ pub struct PlotArgs {
     /// What to draw: `percentiles` (the distribution on HdrHistogram's
     /// 1/(1−q) axis, the runs overlaid), `time` (per-interval p50, p99 and
     /// max, loss and outages marked), `split` (the segments of the round
-    /// trip, stacked per interval), or `all` (the three, one above the
-    /// other).
-    #[arg(long, value_name = "KIND", default_value = "all", value_parser = ["percentiles", "time", "split", "all"])]
+    /// trip, stacked per interval), `load` (a load run's JSON report: the
+    /// load each way and the round trip over time, phases marked, and each
+    /// phase's stage split; what `all` draws of load runs), or `all` (the
+    /// three, one above the other).
+    #[arg(long, value_name = "KIND", default_value = "all", value_parser = ["percentiles", "time", "split", "load", "all"])]
     pub kind: String,
 
     /// An agent's interval log: draw this peer's series.

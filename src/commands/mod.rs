@@ -7,4 +7,5 @@ pub mod compare;
 pub mod headless;
 pub mod interfaces;
 pub mod plot;
+mod plot_load;
 pub mod profiles;

@@ -100,6 +100,19 @@ fn kinds(
     inputs: &[Input],
     prefix: &str,
 ) -> Result<(Vec<&'static str>, Option<String>), AppError> {
+    let loads = inputs.iter().filter(|i| i.load.is_some()).count();
+    match kind {
+        // A load run's report draws its load and phases; its whole-run
+        // percentiles mix idle and loaded probes.
+        "all" if loads > 0 && loads == inputs.len() => return Ok((vec!["load"], None)),
+        "load" if loads == 0 => {
+            return Err(AppError::Usage(
+                "plot --kind load: none of the inputs is a load run's JSON report (synapse client --load --json)".into(),
+            ));
+        }
+        "load" => return Ok((vec!["load"], None)),
+        _ => {}
+    }
     let reports: Vec<String> = inputs
         .iter()
         .filter(|i| i.log.is_none())
@@ -180,6 +193,7 @@ where
         match *kind {
             "percentiles" => pane.percentiles()?,
             "time" => pane.over_time()?,
+            "load" => pane.load()?,
             _ => pane.split()?,
         }
     }
@@ -443,6 +457,20 @@ where
                 .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 5, red));
         }
         legend(&mut chart, SeriesLabelPosition::UpperRight)
+    }
+
+    /// Each load run, a row each.
+    fn load(&self) -> Fallible<()> {
+        let runs: Vec<_> = self
+            .inputs
+            .iter()
+            .filter_map(|i| Some((short(&i.label), i.load.as_ref()?)))
+            .collect();
+        let rows = self.area.split_evenly((runs.len().max(1), 1));
+        for (row, (name, load)) in rows.iter().zip(&runs) {
+            super::plot_load::draw(row, name, load, FONT)?;
+        }
+        Ok(())
     }
 
     fn split(&self) -> Fallible<()> {

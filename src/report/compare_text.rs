@@ -232,6 +232,40 @@ pub fn write_comparison(out: &mut impl Write, c: &Comparison) -> io::Result<()> 
     writeln!(out, "  {}", verdict_line(c))
 }
 
+/// Load runs: each phase's p50 inflation, B against A, and its verdict.
+pub fn write_load_changes(
+    out: &mut impl Write,
+    changes: &[synapse_stats::load::compare::PhaseChange],
+) -> io::Result<()> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  Under load, p50 inflation over idle (B − A, 95 % CI):"
+    )?;
+    for c in changes {
+        writeln!(
+            out,
+            "  {:<14}{:>11} {:>11} {:>11}  {} to {}  {}",
+            c.phase,
+            synapse_units::signed_ns(c.a_ns),
+            synapse_units::signed_ns(c.b_ns),
+            synapse_units::signed_ns(c.change_ns),
+            synapse_units::signed_ns(c.low_ns),
+            synapse_units::signed_ns(c.high_ns),
+            c.verdict.words()
+        )?;
+    }
+    if changes.iter().any(|c| c.runs_a < 2 || c.runs_b < 2) {
+        writeln!(
+            out,
+            "  (one run a side: its interval holds each run's own noise, not how much runs differ)"
+        )?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

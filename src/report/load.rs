@@ -39,6 +39,21 @@ pub struct LoadJson<'a> {
     /// The run in quarter-second bins: phase, median and slowest round
     /// trip, probes sent and lost.
     timeline: &'a [Bin],
+    /// The load over time: each loaded phase's intervals (a second each),
+    /// their goodput each way and streams.
+    throughput: Vec<Throughput>,
+}
+
+/// One interval of the load, as the JSON's `throughput` lists it.
+#[derive(Debug, Serialize)]
+struct Throughput {
+    /// Its end, seconds since the run's start.
+    t_s: f64,
+    phase: &'static str,
+    #[serde(flatten)]
+    goodput_bps: synapse_stats::load::Goodput,
+    streams_down: u32,
+    streams_up: u32,
 }
 
 #[derive(Debug, Serialize)]
@@ -80,7 +95,25 @@ impl LoadReport {
             },
             failure: self.outcome.failure.as_deref(),
             timeline: &self.timeline,
+            throughput: self.throughput(),
         }
+    }
+
+    fn throughput(&self) -> Vec<Throughput> {
+        let origin = self.outcome.origin_ns;
+        self.outcome
+            .records
+            .iter()
+            .flat_map(|r| {
+                r.intervals.iter().map(move |i| Throughput {
+                    t_s: i.end_ns.saturating_sub(origin) as f64 / 1e9,
+                    phase: r.kind.name(),
+                    goodput_bps: i.goodput_bps,
+                    streams_down: i.streams_down,
+                    streams_up: i.streams_up,
+                })
+            })
+            .collect()
     }
 
     /// The verdict's criteria: each loaded phase's p50 inflation against

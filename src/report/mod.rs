@@ -10,6 +10,7 @@ mod floor;
 mod jitter_text;
 mod json;
 pub mod load;
+pub mod load_runs;
 mod load_text;
 mod one_way_text;
 pub mod percentiles;

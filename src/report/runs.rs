@@ -23,6 +23,8 @@ pub struct Input {
     pub log: Option<LoggedRun>,
     /// A JSON report's percentiles: (quantile, ns).
     pub percentiles: Vec<(f64, f64)>,
+    /// A load run's phases and series (a JSON report of `--load`).
+    pub load: Option<super::load_runs::LoadRead>,
 }
 
 /// The series prefix of `--peer NAME` (an agent's log), or none.
@@ -84,6 +86,7 @@ fn from_log(label: &str, log: LoggedRun, prefix: &str) -> Result<Input, AppError
         run: Run::from_intervals(label, &log.intervals, prefix),
         log: Some(log),
         percentiles: Vec::new(),
+        load: None,
     })
 }
 
@@ -141,6 +144,7 @@ fn json_report(label: &str, bytes: &[u8]) -> Result<Input, AppError> {
         run,
         log: None,
         percentiles,
+        load: super::load_runs::LoadRead::of(&j),
     })
 }
 
@@ -187,5 +191,6 @@ fn baseline(
             (0.99, b.p99_ns as f64),
             (0.999, b.p999_ns as f64),
         ],
+        load: None,
     }])
 }

@@ -366,6 +366,7 @@ impl Conductor {
                 return (PhaseEnd::Interrupted, sample);
             }
             if let Some(why) = &sample.problem {
+                self.refused |= sample.refused;
                 return (PhaseEnd::Failed(why.clone()), sample);
             }
             let now = now_ns();
@@ -404,11 +405,12 @@ impl Conductor {
             .iter()
             .map(|&us| u64::from(us) * 1_000)
             .collect();
-        if kind.ways().contains(&Way::Down) {
-            match self.client.remote() {
-                Ok(info) => loaded.extend(info.rtt_us.iter().map(|&us| u64::from(us) * 1_000)),
-                Err(e) => return Err(self.failed(&e)),
-            }
+        // The reflector's senders, as it last said (asked on a thread of
+        // the load's own: under a full queue its answer can take seconds).
+        if kind.ways().contains(&Way::Down)
+            && let Some(info) = self.client.remote()
+        {
+            loaded.extend(info.rtt_us.iter().map(|&us| u64::from(us) * 1_000));
         }
         let per_interval = |b: u64| (b as f64 / secs) as u64;
         let foreign = std::mem::take(&mut self.fresh);

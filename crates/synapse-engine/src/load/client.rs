@@ -19,6 +19,11 @@ use std::time::{Duration, Instant};
 
 /// How long the reflector has to answer a control line, or to accept.
 const ANSWER: Duration = Duration::from_secs(5);
+/// How often a phase asks the reflector for its side (its senders' round
+/// trips and resends), on a thread of its own: under a full queue an
+/// answer can take seconds (a drop-tail queue drops it, TCP resends), and
+/// nothing else may wait for it.
+const ASK_EVERY: Duration = Duration::from_millis(500);
 
 /// What a load session asks for.
 #[derive(Debug, Clone)]
@@ -58,6 +63,9 @@ pub struct LoadSample {
     pub up_bytes_retrans: u64,
     /// What went wrong with a stream, if something did.
     pub problem: Option<String>,
+    /// It was the reflector's (or this host's) refusal: a limit, a
+    /// congestion control it lacks.
+    pub refused: bool,
 }
 
 /// A running phase's streams.
@@ -66,16 +74,22 @@ struct Streams {
     received: Arc<AtomicU64>,
     written: Arc<AtomicU64>,
     cap: Arc<RateCap>,
-    uploads: Vec<Arc<TcpStream>>,
+    /// The upload streams' sockets once open, for their kernel's figures.
+    uploads: Arc<Mutex<Vec<Arc<TcpStream>>>>,
     threads: Vec<JoinHandle<()>>,
     problem: Arc<Mutex<Option<String>>>,
+    refused: Arc<AtomicBool>,
     down: u32,
+    up: u32,
     until: Instant,
+    /// The reflector's side, as last told.
+    remote: Arc<Mutex<Option<Info>>>,
 }
 
 /// A granted load session.
 pub struct LoadClient {
-    control: TcpStream,
+    /// Shared with the phase's thread that asks for the reflector's side.
+    control: Arc<Mutex<TcpStream>>,
     /// What the reflector granted.
     pub grant: Grant,
     cfg: LoadClientConfig,
@@ -165,7 +179,7 @@ impl LoadClient {
         write(&mut control, addr, &FromClient::Hello(hello))?;
         match read(&mut control, addr)? {
             FromReflector::Granted(grant) => Ok(Self {
-                control,
+                control: Arc::new(Mutex::new(control)),
                 grant,
                 cfg,
                 streams: None,
@@ -177,9 +191,7 @@ impl LoadClient {
 
     /// One control exchange.
     fn ask(&mut self, msg: &FromClient) -> Result<FromReflector, EngineError> {
-        let addr = self.cfg.server;
-        write(&mut self.control, addr, msg)?;
-        read(&mut self.control, addr)
+        exchange(&self.control, self.cfg.server, msg)
     }
 
     /// Starts a phase of at most `seconds` (no stream yet).
@@ -187,19 +199,26 @@ impl LoadClient {
         self.end_streams();
         match self.ask(&FromClient::Phase { load, seconds })? {
             FromReflector::Go => {
-                self.streams = Some(Streams {
+                let mut streams = Streams {
                     stop: Arc::new(AtomicBool::new(false)),
                     received: Arc::new(AtomicU64::new(0)),
                     written: Arc::new(AtomicU64::new(0)),
                     cap: Arc::new(RateCap::new(self.grant.rate_bps)),
-                    uploads: Vec::new(),
+                    uploads: Arc::new(Mutex::new(Vec::new())),
                     threads: Vec::new(),
                     problem: Arc::new(Mutex::new(None)),
+                    refused: Arc::new(AtomicBool::new(false)),
                     down: 0,
+                    up: 0,
                     until: Instant::now()
                         + Duration::from_secs(u64::from(seconds))
                         + super::server_state::GRACE,
-                });
+                    remote: Arc::new(Mutex::new(None)),
+                };
+                let asking = spawn_asking(&streams, Arc::clone(&self.control), self.cfg.server)
+                    .map_err(EngineError::io("cannot start a load phase's thread"))?;
+                streams.threads.push(asking);
+                self.streams = Some(streams);
                 Ok(())
             }
             FromReflector::Refused(why) => Err(EngineError::LoadRefused {
@@ -213,42 +232,20 @@ impl LoadClient {
         }
     }
 
-    /// Opens one more stream of the phase, `dir` its direction.
+    /// Opens one more stream of the phase, `dir` its direction, on a
+    /// thread of its own: its handshake under a full queue can take as
+    /// long as the queue holds, and nothing else waits for it. What goes
+    /// wrong is the phase's problem ([`LoadSample::problem`]).
     pub fn add_stream(&mut self, dir: Direction) -> Result<(), EngineError> {
         let addr = self.cfg.server;
-        let session = self.grant.session;
         let Some(streams) = self.streams.as_mut() else {
             return Err(failed(addr, "a stream outside a phase"));
         };
-        let (mut stream, _) = open(&self.cfg)?;
-        let cc = self.cfg.cc.clone();
-        if dir == Direction::Up
-            && let Some(cc) = &cc
-        {
-            socket2::SockRef::from(&stream)
-                .set_tcp_congestion(cc.as_bytes())
-                .map_err(|e| EngineError::LoadRefused {
-                    addr,
-                    reason: format!("congestion control {cc} is not available on this host ({e})"),
-                })?;
+        match dir {
+            Direction::Up => streams.up += 1,
+            Direction::Down => streams.down += 1,
         }
-        let msg = FromClient::Data { session, dir, cc };
-        write(&mut stream, addr, &msg)?;
-        match read(&mut stream, addr)? {
-            FromReflector::Go => {}
-            FromReflector::Refused(why) => {
-                return Err(EngineError::LoadRefused { addr, reason: why });
-            }
-            other => return Err(failed(addr, &format!("it answered {}", other.encode()))),
-        }
-        bulk::arm(&stream).map_err(EngineError::io("cannot set a stream's timeouts"))?;
-        let stream = Arc::new(stream);
-        if dir == Direction::Up {
-            streams.uploads.push(Arc::clone(&stream));
-        } else {
-            streams.down += 1;
-        }
-        let handle = spawn_stream(streams, stream, dir, self.cfg.avoid_cpu)
+        let handle = spawn_stream(streams, self.cfg.clone(), self.grant.session, dir)
             .map_err(EngineError::io("cannot start a load stream's thread"))?;
         streams.threads.push(handle);
         Ok(())
@@ -262,11 +259,13 @@ impl LoadClient {
         let mut out = LoadSample {
             down_bytes: s.received.load(Ordering::Relaxed),
             streams_down: s.down,
-            streams_up: s.uploads.len() as u32,
+            streams_up: s.up,
             problem: s.problem.lock().ok().and_then(|p| p.clone()),
+            refused: s.refused.load(Ordering::Relaxed),
             ..LoadSample::default()
         };
-        for up in &s.uploads {
+        let uploads = s.uploads.lock().map(|u| u.clone()).unwrap_or_default();
+        for up in &uploads {
             if let Ok(t) = tcp_info(up.as_raw_fd()) {
                 out.up_bytes += t.bytes_acked;
                 out.up_rtt_us.push(t.rtt_us);
@@ -277,31 +276,25 @@ impl LoadClient {
         out
     }
 
-    /// The reflector's side of the phase so far.
-    pub fn remote(&mut self) -> Result<Info, EngineError> {
-        match self.ask(&FromClient::Info)? {
+    /// The reflector's side of the phase as it last said (asked twice a
+    /// second, never waited for).
+    pub fn remote(&self) -> Option<Info> {
+        self.streams
+            .as_ref()
+            .and_then(|s| s.remote.lock().ok().and_then(|r| r.clone()))
+    }
+
+    /// Ends the phase: its streams are stopped and closed first (so the
+    /// queues they filled drain), then the reflector's last word on it.
+    pub fn end(&mut self) -> Result<Info, EngineError> {
+        self.end_streams();
+        match self.ask(&FromClient::End)? {
             FromReflector::Info(i) => Ok(i),
             other => Err(failed(
                 self.cfg.server,
                 &format!("it answered {}", other.encode()),
             )),
         }
-    }
-
-    /// Ends the phase: the reflector's last word on it, then its streams
-    /// are stopped and closed.
-    pub fn end(&mut self) -> Result<Info, EngineError> {
-        let last = match self.ask(&FromClient::End)? {
-            FromReflector::Info(i) => i,
-            other => {
-                return Err(failed(
-                    self.cfg.server,
-                    &format!("it answered {}", other.encode()),
-                ));
-            }
-        };
-        self.end_streams();
-        Ok(last)
     }
 
     /// Stops the phase's streams and waits for their threads.
@@ -317,7 +310,9 @@ impl LoadClient {
     /// Ends the session (streams first); the reflector logs it at once.
     pub fn close(&mut self) {
         self.end_streams();
-        let _ = write(&mut self.control, self.cfg.server, &FromClient::Bye);
+        if let Ok(mut c) = self.control.lock() {
+            let _ = write(&mut c, self.cfg.server, &FromClient::Bye);
+        }
     }
 }
 
@@ -327,33 +322,134 @@ impl Drop for LoadClient {
     }
 }
 
-/// A stream's thread: it moves bytes until the phase stops it, and says
-/// what went wrong when something else ends it.
+/// Keeps the first problem a phase had.
+fn note(problem: &Mutex<Option<String>>, why: String) {
+    if let Ok(mut p) = problem.lock() {
+        p.get_or_insert(why);
+    }
+}
+
+/// One exchange on the control connection, holding it for the while.
+fn exchange(
+    control: &Mutex<TcpStream>,
+    addr: SocketAddr,
+    msg: &FromClient,
+) -> Result<FromReflector, EngineError> {
+    let mut c = control
+        .lock()
+        .map_err(|_| failed(addr, "the control connection's holder failed"))?;
+    write(&mut c, addr, msg)?;
+    read(&mut c, addr)
+}
+
+/// A phase's thread that asks the reflector for its side every
+/// [`ASK_EVERY`], keeping the latest answer; a control connection that
+/// fails is the phase's problem.
+fn spawn_asking(
+    streams: &Streams,
+    control: Arc<Mutex<TcpStream>>,
+    addr: SocketAddr,
+) -> io::Result<JoinHandle<()>> {
+    let stop = Arc::clone(&streams.stop);
+    let (remote, problem) = (Arc::clone(&streams.remote), Arc::clone(&streams.problem));
+    std::thread::Builder::new()
+        .name("synapse-load-ask".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match exchange(&control, addr, &FromClient::Info) {
+                    Ok(FromReflector::Info(i)) => {
+                        if let Ok(mut r) = remote.lock() {
+                            *r = Some(i);
+                        }
+                    }
+                    Ok(other) => {
+                        let why = format!("the reflector answered {}", other.encode());
+                        note(&problem, why);
+                        return;
+                    }
+                    Err(e) if !stop.load(Ordering::Relaxed) => {
+                        note(&problem, e.to_string());
+                        return;
+                    }
+                    Err(_) => return,
+                }
+                let until = Instant::now() + ASK_EVERY;
+                while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(bulk::POLL / 4);
+                }
+            }
+        })
+}
+
+/// Opens a stream of session `session`: the reflector's greeting, DATA,
+/// its GO.
+fn attach(cfg: &LoadClientConfig, session: u64, dir: Direction) -> Result<TcpStream, EngineError> {
+    let addr = cfg.server;
+    let (mut stream, _) = open(cfg)?;
+    let cc = cfg.cc.clone();
+    if dir == Direction::Up
+        && let Some(cc) = &cc
+    {
+        socket2::SockRef::from(&stream)
+            .set_tcp_congestion(cc.as_bytes())
+            .map_err(|e| EngineError::LoadRefused {
+                addr,
+                reason: format!("congestion control {cc} is not available on this host ({e})"),
+            })?;
+    }
+    write(&mut stream, addr, &FromClient::Data { session, dir, cc })?;
+    match read(&mut stream, addr)? {
+        FromReflector::Go => {}
+        FromReflector::Refused(why) => return Err(EngineError::LoadRefused { addr, reason: why }),
+        other => return Err(failed(addr, &format!("it answered {}", other.encode()))),
+    }
+    bulk::arm(&stream).map_err(EngineError::io("cannot set a stream's timeouts"))?;
+    Ok(stream)
+}
+
+/// A stream's thread: it opens its connection, moves bytes until the
+/// phase stops it, and says what went wrong when something else ends it.
 fn spawn_stream(
     streams: &Streams,
-    stream: Arc<TcpStream>,
+    cfg: LoadClientConfig,
+    session: u64,
     dir: Direction,
-    avoid_cpu: Option<usize>,
 ) -> io::Result<JoinHandle<()>> {
     let stop = Arc::clone(&streams.stop);
     let (received, written) = (Arc::clone(&streams.received), Arc::clone(&streams.written));
-    let cap = Arc::clone(&streams.cap);
-    let problem = Arc::clone(&streams.problem);
+    let (cap, uploads) = (Arc::clone(&streams.cap), Arc::clone(&streams.uploads));
+    let (problem, refused) = (Arc::clone(&streams.problem), Arc::clone(&streams.refused));
     let until = streams.until;
     std::thread::Builder::new()
         .name(format!("synapse-load-{}", dir.name()))
         .spawn(move || {
-            keep_off(avoid_cpu);
+            keep_off(cfg.avoid_cpu);
             let halt = || stop.load(Ordering::Relaxed);
+            let stream = match attach(&cfg, session, dir) {
+                Ok(s) => Arc::new(s),
+                Err(e) => {
+                    if !halt() {
+                        refused.fetch_or(
+                            matches!(e, EngineError::LoadRefused { .. }),
+                            Ordering::Relaxed,
+                        );
+                        note(&problem, e.to_string());
+                    }
+                    return;
+                }
+            };
+            if dir == Direction::Up
+                && let Ok(mut u) = uploads.lock()
+            {
+                u.push(Arc::clone(&stream));
+            }
             let end = match dir {
                 Direction::Down => bulk::receive(&stream, &cap, &halt, Some(until), &received),
                 Direction::Up => bulk::send(&stream, &cap, &halt, Some(until), &written),
             };
             // A stream that ended on its own while the phase ran.
-            if let (false, Some(why)) = (halt(), end.problem())
-                && let Ok(mut p) = problem.lock()
-            {
-                p.get_or_insert(format!("{why} ({} stream)", dir.name()));
+            if let (false, Some(why)) = (halt(), end.problem()) {
+                note(&problem, format!("{why} ({} stream)", dir.name()));
             }
             let _: StreamEnd = end;
         })

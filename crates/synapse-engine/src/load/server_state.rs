@@ -46,8 +46,9 @@ impl LoadServerConfig {
     pub const DEFAULT_SECONDS: u32 = 30;
     /// The rate cap per session unless told: 1 Gbit/s each way.
     pub const DEFAULT_RATE_BPS: u64 = 1_000_000_000;
-    /// Streams a session may have at once (the IETF draft's largest).
-    pub const MAX_STREAMS: u32 = 16;
+    /// Streams a session may have at once: the IETF draft's largest (16)
+    /// each way of a bidirectional phase.
+    pub const MAX_STREAMS: u32 = 32;
 
     /// Serving every source on `bind`, with the defaults.
     pub fn new(bind: SocketAddr) -> Self {

@@ -12,6 +12,7 @@
 //! - [`figures`]: all of it, phase by phase, for the reports.
 
 pub mod clock;
+pub mod compare;
 pub mod figures;
 pub mod inflation;
 pub mod phase;
