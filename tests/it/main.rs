@@ -29,6 +29,7 @@ mod instructions;
 mod interop;
 mod interop_tlv;
 mod limits;
+mod load;
 mod load_clocks;
 mod load_faults;
 mod load_lab;
