@@ -32,6 +32,27 @@ fn stage_colour(key: &str) -> RGBColor {
     }
 }
 
+type Chart<'a, DB> = ChartContext<
+    'a,
+    DB,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// The series' legend, in the upper right.
+fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut Chart<'a, DB>, font: &str) -> Fallible<()>
+where
+    DB::ErrorType: 'static,
+{
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font((font, 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
 /// Draws `load` (a run called `name`) into `area`.
 pub fn draw<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -134,14 +155,7 @@ where
             .label(label)
             .legend(move |(x, y)| Circle::new((x + 10, y), 4, style.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((font, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
-    Ok(())
+    legend(&mut chart, font)
 }
 
 fn latency<DB: DrawingBackend>(
@@ -238,12 +252,5 @@ where
             (font, 14).into_font(),
         )))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((font, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
-    Ok(())
+    legend(&mut chart, font)
 }

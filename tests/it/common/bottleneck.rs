@@ -1,14 +1,15 @@
-//! A client C, a router R and a server S in network namespaces
-//! (`10.234.1.0/24` and `10.234.2.0/24`), offloads off on every veth so a
-//! queue holds wire-sized packets, and a token bucket where a test puts
-//! one: on R's egress toward C (the download's bottleneck) or on C's own
-//! (the upload's, in this host's queue discipline). Removed on drop.
+//! A client C, a router R and a server S: the three namespaces of
+//! [`Routed`] (its A, R and B), with offloads off on every veth so a queue
+//! holds wire-sized packets, and a token bucket where a test puts one: on
+//! R's egress toward C (the download's bottleneck) or on C's own (the
+//! upload's, in this host's queue discipline). Removed on drop.
 
-use super::netns::{delete, exec_in, fresh_names, ip};
+use super::netns::exec_in;
+use super::routed::{A_ADDR, B_ADDR, Routed};
 use std::process::{Command, Stdio};
 
-pub const C_ADDR: &str = "10.234.1.2";
-pub const S_ADDR: &str = "10.234.2.2";
+pub const C_ADDR: &str = A_ADDR;
+pub const S_ADDR: &str = B_ADDR;
 /// The reflector's ports in S: echo, STAMP, load.
 pub const ECHO: u16 = 7007;
 pub const STAMP: u16 = 8862;
@@ -23,47 +24,35 @@ pub enum Egress {
     Client,
 }
 
-/// C — R — S, removed on drop.
+/// C — R — S, removed on drop (with the [`Routed`] it is).
 pub struct Bottleneck {
     pub c: String,
     pub r: String,
     pub s: String,
+    _lab: Routed,
 }
 
 impl Bottleneck {
     pub fn new() -> Self {
-        let [c, r, s] = fresh_names("ld", ["c", "r", "s"]);
-        let t = Self { c, r, s };
-        for ns in [&t.c, &t.r, &t.s] {
-            ip(&["netns", "add", ns]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-        }
-        ip(&[
-            "link", "add", "ldc", "netns", &t.c, "type", "veth", "peer", "name", "ldrc", "netns",
-            &t.r,
-        ]);
-        ip(&[
-            "link", "add", "lds", "netns", &t.s, "type", "veth", "peer", "name", "ldrs", "netns",
-            &t.r,
-        ]);
-        for (ns, dev, addr) in [
-            (&t.c, "ldc", "10.234.1.2/24"),
-            (&t.r, "ldrc", "10.234.1.1/24"),
-            (&t.r, "ldrs", "10.234.2.1/24"),
-            (&t.s, "lds", "10.234.2.2/24"),
+        let lab = Routed::new();
+        for (ns, dev) in [
+            (&lab.a, "cosa"),
+            (&lab.r, "cosra"),
+            (&lab.r, "cosrb"),
+            (&lab.b, "cosb"),
         ] {
-            ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
-            ip(&["-n", ns, "link", "set", dev, "up"]);
             exec_in(
                 ns,
                 "ethtool",
                 &["-K", dev, "tso", "off", "gso", "off", "gro", "off"],
             );
         }
-        ip(&["-n", &t.c, "route", "add", "default", "via", "10.234.1.1"]);
-        ip(&["-n", &t.s, "route", "add", "default", "via", "10.234.2.1"]);
-        exec_in(&t.r, "sysctl", &["-qw", "net.ipv4.ip_forward=1"]);
-        t
+        Self {
+            c: lab.a.clone(),
+            r: lab.r.clone(),
+            s: lab.b.clone(),
+            _lab: lab,
+        }
     }
 
     /// A 10 Mbit/s token bucket of `limit` (`750kb`, `20kb`) at `at`,
@@ -88,8 +77,8 @@ impl Bottleneck {
 
     fn egress(&self, at: Egress) -> (&str, &str) {
         match at {
-            Egress::RouterToClient => (&self.r, "ldrc"),
-            Egress::Client => (&self.c, "ldc"),
+            Egress::RouterToClient => (&self.r, "cosra"),
+            Egress::Client => (&self.c, "cosa"),
         }
     }
 
@@ -111,7 +100,7 @@ impl Bottleneck {
             .envs(env.iter().copied())
             .args(["server", "--no-ui", "--bind", &format!("{S_ADDR}:{ECHO}")])
             .args(["--stamp-port", &STAMP.to_string()])
-            .args(["--load-port", &LOAD.to_string(), "--allow", "10.234.1.0/24"])
+            .args(["--load-port", &LOAD.to_string(), "--allow", "10.232.1.0/24"])
             .args(extra)
             .stdout(Stdio::piped())
             .spawn()
@@ -126,11 +115,5 @@ impl Bottleneck {
         c.args(["client", &format!("{S_ADDR}:{ECHO}"), "--json"]);
         c.args(args);
         c
-    }
-}
-
-impl Drop for Bottleneck {
-    fn drop(&mut self) {
-        delete(&[&self.c, &self.r, &self.s]);
     }
 }

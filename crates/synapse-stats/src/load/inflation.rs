@@ -31,6 +31,16 @@ pub struct Figure {
     pub resolved: bool,
 }
 
+impl Figure {
+    /// Nothing yet.
+    const NONE: Self = Self {
+        ns: 0.0,
+        ci_low: None,
+        ci_high: None,
+        resolved: false,
+    };
+}
+
 /// Figures at p50, p90 and p99, in [`QUANTILES`] order.
 pub type Figures = [Figure; 3];
 
@@ -89,12 +99,7 @@ fn at(sorted: &[f64], p: f64) -> f64 {
 pub fn percentiles(rtts: &[Option<u64>]) -> Option<Figures> {
     let run = Run::from_slices("phase", &slices(rtts));
     let n = run.replies();
-    let mut out = [Figure {
-        ns: 0.0,
-        ci_low: None,
-        ci_high: None,
-        resolved: false,
-    }; 3];
+    let mut out = [Figure::NONE; 3];
     for (k, &(_, q)) in QUANTILES.iter().enumerate() {
         let (point, reps) = side(&run, q, k, 0x1A ^ k as u64)?;
         let resolved = beyond(n, q) >= BEYOND;
@@ -117,12 +122,7 @@ pub fn inflation(idle: &[Option<u64>], loaded: &[Option<u64>]) -> Option<Figures
         Run::from_slices("idle", &slices(idle)),
         Run::from_slices("loaded", &slices(loaded)),
     );
-    let mut out = [Figure {
-        ns: 0.0,
-        ci_low: None,
-        ci_high: None,
-        resolved: false,
-    }; 3];
+    let mut out = [Figure::NONE; 3];
     for (k, &(_, q)) in QUANTILES.iter().enumerate() {
         let (pa, ra) = side(&a, q, k, 0x1D1E ^ k as u64)?;
         let (pb, rb) = side(&b, q, k, 0x10AD ^ k as u64)?;
