@@ -9,7 +9,7 @@ use crate::plan::LoadSettings;
 use crate::session::load_live::{LiveLoad, LivePoint, LoadLive};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use synapse_engine::load::{Direction, Load, LoadClient, LoadSample};
+use synapse_engine::load::{LoadClient, LoadSample};
 use synapse_engine::{EngineError, Points, StopFlag};
 use synapse_stats::load::phase::Retransmits;
 use synapse_stats::load::saturation::{INTERVAL_NS, Saturation};
@@ -56,21 +56,6 @@ pub fn schedule(loads: &[PhaseKind]) -> Vec<PhaseKind> {
         all.extend([l, PhaseKind::Idle]);
     }
     all
-}
-
-fn load_of(kind: PhaseKind) -> Load {
-    match kind {
-        PhaseKind::Upload => Load::Upload,
-        PhaseKind::Bidirectional => Load::Bidirectional,
-        PhaseKind::Idle | PhaseKind::Download => Load::Download,
-    }
-}
-
-fn direction(way: Way) -> Direction {
-    match way {
-        Way::Down => Direction::Down,
-        Way::Up => Direction::Up,
-    }
 }
 
 /// Everything the conductor holds.
@@ -300,7 +285,7 @@ impl Conductor {
     /// Opens one stream each of `ways`.
     fn open(&mut self, ways: &[Way]) -> Result<(), PhaseEnd> {
         for &w in ways {
-            if let Err(e) = self.client.add_stream(direction(w)) {
+            if let Err(e) = self.client.add_stream(w) {
                 return Err(self.failed(&e));
             }
         }
@@ -315,10 +300,7 @@ impl Conductor {
         rec.cc = Some(self.congestion_control(kind));
         let cap = self.settings.cap;
         let mut sat = Saturation::new(kind, self.settings.streams);
-        let begun = match self
-            .client
-            .begin(load_of(kind), cap.as_secs_f64().ceil() as u32)
-        {
+        let begun = match self.client.begin(kind, cap.as_secs_f64().ceil() as u32) {
             Ok(()) => self.open(&sat.opening()),
             Err(e) => Err(self.failed(&e)),
         };

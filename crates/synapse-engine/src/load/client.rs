@@ -5,7 +5,7 @@
 
 use super::bulk::{self, RateCap, StreamEnd};
 use super::line;
-use super::wire::{Direction, FromClient, FromReflector, Grant, Hello, Info, Load};
+use super::wire::{FromClient, FromReflector, Grant, Hello, Info, PhaseKind, Way};
 use crate::EngineError;
 use crate::protocol::stamp_key::StampKey;
 use crate::sys::tcp::tcp_info;
@@ -195,7 +195,7 @@ impl LoadClient {
     }
 
     /// Starts a phase of at most `seconds` (no stream yet).
-    pub fn begin(&mut self, load: Load, seconds: u32) -> Result<(), EngineError> {
+    pub fn begin(&mut self, load: PhaseKind, seconds: u32) -> Result<(), EngineError> {
         self.end_streams();
         match self.ask(&FromClient::Phase { load, seconds })? {
             FromReflector::Go => {
@@ -236,14 +236,14 @@ impl LoadClient {
     /// thread of its own: its handshake under a full queue can take as
     /// long as the queue holds, and nothing else waits for it. What goes
     /// wrong is the phase's problem ([`LoadSample::problem`]).
-    pub fn add_stream(&mut self, dir: Direction) -> Result<(), EngineError> {
+    pub fn add_stream(&mut self, dir: Way) -> Result<(), EngineError> {
         let addr = self.cfg.server;
         let Some(streams) = self.streams.as_mut() else {
             return Err(failed(addr, "a stream outside a phase"));
         };
         match dir {
-            Direction::Up => streams.up += 1,
-            Direction::Down => streams.down += 1,
+            Way::Up => streams.up += 1,
+            Way::Down => streams.down += 1,
         }
         let handle = spawn_stream(streams, self.cfg.clone(), self.grant.session, dir)
             .map_err(EngineError::io("cannot start a load stream's thread"))?;
@@ -383,11 +383,11 @@ fn spawn_asking(
 
 /// Opens a stream of session `session`: the reflector's greeting, DATA,
 /// its GO.
-fn attach(cfg: &LoadClientConfig, session: u64, dir: Direction) -> Result<TcpStream, EngineError> {
+fn attach(cfg: &LoadClientConfig, session: u64, dir: Way) -> Result<TcpStream, EngineError> {
     let addr = cfg.server;
     let (mut stream, _) = open(cfg)?;
     let cc = cfg.cc.clone();
-    if dir == Direction::Up
+    if dir == Way::Up
         && let Some(cc) = &cc
     {
         socket2::SockRef::from(&stream)
@@ -413,7 +413,7 @@ fn spawn_stream(
     streams: &Streams,
     cfg: LoadClientConfig,
     session: u64,
-    dir: Direction,
+    dir: Way,
 ) -> io::Result<JoinHandle<()>> {
     let stop = Arc::clone(&streams.stop);
     let (received, written) = (Arc::clone(&streams.received), Arc::clone(&streams.written));
@@ -438,14 +438,14 @@ fn spawn_stream(
                     return;
                 }
             };
-            if dir == Direction::Up
+            if dir == Way::Up
                 && let Ok(mut u) = uploads.lock()
             {
                 u.push(Arc::clone(&stream));
             }
             let end = match dir {
-                Direction::Down => bulk::receive(&stream, &cap, &halt, Some(until), &received),
-                Direction::Up => bulk::send(&stream, &cap, &halt, Some(until), &written),
+                Way::Down => bulk::receive(&stream, &cap, &halt, Some(until), &received),
+                Way::Up => bulk::send(&stream, &cap, &halt, Some(until), &written),
             };
             // A stream that ended on its own while the phase ran.
             if let (false, Some(why)) = (halt(), end.problem()) {

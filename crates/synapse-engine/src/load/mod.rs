@@ -22,7 +22,7 @@ pub use client::{LoadClient, LoadClientConfig, LoadSample};
 pub use server::{
     LoadEvent, LoadServerConfig, LoadServerRun, LoadServerTotals, default_cc, start_load_server,
 };
-pub use wire::{Direction, Grant, Info, Load};
+pub use wire::{Grant, Info, PhaseKind, Way};
 
 #[cfg(test)]
 mod tests;

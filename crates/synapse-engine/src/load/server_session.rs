@@ -4,7 +4,7 @@
 use super::bulk::{self, RateCap, StreamEnd};
 use super::line;
 use super::server_state::{ActivePhase, CONTROL_IDLE, GRACE, LoadEvent, Session, Shared};
-use super::wire::{Direction, FromClient, FromReflector, Grant, Hello, Info, Load};
+use super::wire::{FromClient, FromReflector, Grant, Hello, Info, PhaseKind, Way};
 use crate::sys::tcp::tcp_info;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
@@ -161,7 +161,7 @@ fn converse(shared: &Shared, stream: &mut TcpStream, session: &Session) -> (u32,
 
 /// Starts a phase within the session's seconds: its streams may connect
 /// until its cap (and a grace) has passed.
-fn begin_phase(session: &Session, load: Load, seconds: u32) -> Result<(), String> {
+fn begin_phase(session: &Session, load: PhaseKind, seconds: u32) -> Result<(), String> {
     let left = session.seconds_left.load(Ordering::Relaxed);
     if seconds == 0 || seconds > left {
         return Err(format!(
@@ -222,7 +222,7 @@ pub(super) fn serve_stream(
     mut stream: TcpStream,
     peer: SocketAddr,
     id: u64,
-    dir: Direction,
+    dir: Way,
     cc: Option<&str>,
 ) {
     let session = shared
@@ -272,11 +272,11 @@ fn flow(
     session: &Session,
     phase: &ActivePhase,
     stream: TcpStream,
-    dir: Direction,
+    dir: Way,
 ) -> StreamEnd {
     let stop = || phase.stop.load(Ordering::Relaxed) || shared.stop.is_raised();
     match dir {
-        Direction::Down => {
+        Way::Down => {
             let stream = Arc::new(stream);
             if let Ok(mut s) = session.senders.lock() {
                 s.push(Arc::clone(&stream));
@@ -284,7 +284,7 @@ fn flow(
             let until = Some(phase.until);
             bulk::send(&stream, &session.cap_down, &stop, until, &session.sent)
         }
-        Direction::Up => {
+        Way::Up => {
             let until = Some(phase.until);
             bulk::receive(&stream, &session.cap_up, &stop, until, &session.received)
         }

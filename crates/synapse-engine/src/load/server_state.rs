@@ -4,7 +4,7 @@
 
 use super::bulk::RateCap;
 use super::line;
-use super::wire::{FromReflector, Load};
+use super::wire::{FromReflector, PhaseKind};
 use crate::StopFlag;
 use crate::protocol::stamp_key::StampKey;
 use crate::reflector::admission::AllowList;
@@ -170,7 +170,7 @@ pub(super) struct Session {
 /// The phase a session runs now.
 #[derive(Clone)]
 pub(super) struct ActivePhase {
-    pub load: Load,
+    pub load: PhaseKind,
     /// Its streams end then at the latest (its cap and a grace).
     pub until: Instant,
     pub stop: Arc<AtomicBool>,

@@ -47,9 +47,9 @@ fn a_session_moves_bytes_each_way_and_reports_its_senders() {
     assert_eq!(c.grant.echo, Some(7));
     assert_eq!(c.grant.stamp, None);
     assert!(!c.grant.cc.is_empty());
-    c.begin(Load::Bidirectional, 2).unwrap();
-    c.add_stream(Direction::Down).unwrap();
-    c.add_stream(Direction::Up).unwrap();
+    c.begin(PhaseKind::Bidirectional, 2).unwrap();
+    c.add_stream(Way::Down).unwrap();
+    c.add_stream(Way::Up).unwrap();
     // The phase asks for the reflector's side twice a second.
     std::thread::sleep(Duration::from_millis(1_200));
     let s = c.sample();
@@ -116,8 +116,8 @@ fn too_many_sessions_too_many_seconds_and_a_bad_key_are_refused() {
     let mut first = LoadClient::connect(keyed.clone()).unwrap();
     let why = refusal(LoadClient::connect(keyed).unwrap_err());
     assert!(why.contains("--load-max-sessions 1"), "{why}");
-    first.begin(Load::Download, 8).unwrap();
-    let why = refusal(first.begin(Load::Upload, 8).unwrap_err());
+    first.begin(PhaseKind::Download, 8).unwrap();
+    let why = refusal(first.begin(PhaseKind::Upload, 8).unwrap_err());
     assert!(why.contains("2 s of this session's load left"), "{why}");
     first.close();
     let events = stop_server(run, &stop);
@@ -138,12 +138,12 @@ fn a_source_not_allowed_is_told_so_and_streams_need_their_session() {
 
     let (run, stop) = server(|_| {});
     let mut c = LoadClient::connect(client_cfg(&run)).unwrap();
-    let e = c.add_stream(Direction::Down).unwrap_err().to_string();
+    let e = c.add_stream(Way::Down).unwrap_err().to_string();
     assert!(e.contains("a stream outside a phase"), "{e}");
-    c.begin(Load::Download, 1).unwrap();
+    c.begin(PhaseKind::Download, 1).unwrap();
     // A stream is opened on its own thread: its refusal is the phase's
     // problem, said as the reflector said it.
-    c.add_stream(Direction::Up).unwrap();
+    c.add_stream(Way::Up).unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while c.sample().problem.is_none() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -183,8 +183,8 @@ fn nothing_listening_is_said_plainly() {
 fn a_stream_reset_mid_phase_is_said_with_its_direction() {
     let (run, stop) = server(|_| {});
     let mut c = LoadClient::connect(client_cfg(&run)).unwrap();
-    c.begin(Load::Download, 3).unwrap();
-    c.add_stream(Direction::Down).unwrap();
+    c.begin(PhaseKind::Download, 3).unwrap();
+    c.add_stream(Way::Down).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     // The reflector going away mid-phase ends the stream under the client.
     stop.raise();

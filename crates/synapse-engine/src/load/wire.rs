@@ -31,79 +31,7 @@ pub const VERSION: u32 = 1;
 /// The longest line either side sends or accepts.
 pub const MAX_LINE: usize = 512;
 
-/// What a phase loads the path with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Load {
-    /// The reflector sends, the client receives.
-    Download,
-    /// The client sends, the reflector receives.
-    Upload,
-    /// Both at once.
-    Bidirectional,
-}
-
-impl Load {
-    /// As on the wire and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Load::Download => "download",
-            Load::Upload => "upload",
-            Load::Bidirectional => "bidirectional",
-        }
-    }
-
-    /// Whether its streams include this direction.
-    pub fn carries(self, dir: Direction) -> bool {
-        matches!(
-            (self, dir),
-            (Load::Bidirectional, _)
-                | (Load::Download, Direction::Down)
-                | (Load::Upload, Direction::Up)
-        )
-    }
-
-    /// The directions it loads.
-    pub fn directions(self) -> &'static [Direction] {
-        match self {
-            Load::Download => &[Direction::Down],
-            Load::Upload => &[Direction::Up],
-            Load::Bidirectional => &[Direction::Down, Direction::Up],
-        }
-    }
-}
-
-impl std::str::FromStr for Load {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "download" => Ok(Load::Download),
-            "upload" => Ok(Load::Upload),
-            "bidirectional" => Ok(Load::Bidirectional),
-            other => Err(format!(
-                "'{other}' is not a load phase (download, upload, bidirectional)"
-            )),
-        }
-    }
-}
-
-/// One bulk stream's direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Direction {
-    /// Reflector to client.
-    Down,
-    /// Client to reflector.
-    Up,
-}
-
-impl Direction {
-    /// As on the wire.
-    pub fn name(self) -> &'static str {
-        match self {
-            Direction::Down => "down",
-            Direction::Up => "up",
-        }
-    }
-}
+pub use synapse_stats::load::{PhaseKind, Way};
 
 /// What the reflector grants a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,7 +98,7 @@ pub enum FromClient {
     /// Announces a phase.
     Phase {
         /// What it loads.
-        load: Load,
+        load: PhaseKind,
         /// Its cap, seconds.
         seconds: u32,
     },
@@ -179,7 +107,7 @@ pub enum FromClient {
         /// The session's number.
         session: u64,
         /// Which way the bytes go.
-        dir: Direction,
+        dir: Way,
         /// The sender's congestion control, when the client chose one.
         cc: Option<String>,
     },
@@ -368,8 +296,8 @@ impl FromClient {
             "DATA" => Ok(FromClient::Data {
                 session: f.hex_u64("session")?,
                 dir: match f.get("dir") {
-                    Some("down") => Direction::Down,
-                    Some("up") => Direction::Up,
+                    Some("down") => Way::Down,
+                    Some("up") => Way::Up,
                     _ => return Err("dir is down or up".into()),
                 },
                 cc: match f.get("cc") {
@@ -492,17 +420,17 @@ mod tests {
                 mac: None,
             }),
             FromClient::Phase {
-                load: Load::Bidirectional,
+                load: PhaseKind::Bidirectional,
                 seconds: 10,
             },
             FromClient::Data {
                 session: 42,
-                dir: Direction::Up,
+                dir: Way::Up,
                 cc: Some("bbr".into()),
             },
             FromClient::Data {
                 session: u64::MAX,
-                dir: Direction::Down,
+                dir: Way::Down,
                 cc: None,
             },
             FromClient::Info,
@@ -551,11 +479,11 @@ mod tests {
 
     #[test]
     fn loads_carry_their_directions() {
-        assert!(Load::Download.carries(Direction::Down));
-        assert!(!Load::Download.carries(Direction::Up));
-        assert!(Load::Bidirectional.carries(Direction::Up));
-        assert_eq!(Load::Upload.directions(), &[Direction::Up]);
-        assert_eq!("upload".parse(), Ok(Load::Upload));
+        assert!(PhaseKind::Download.carries(Way::Down));
+        assert!(!PhaseKind::Download.carries(Way::Up));
+        assert!(PhaseKind::Bidirectional.carries(Way::Up));
+        assert_eq!(PhaseKind::Upload.ways(), &[Way::Up]);
+        assert_eq!("upload".parse(), Ok(PhaseKind::Upload));
         assert!(valid_cc("bbr") && valid_cc("cubic") && !valid_cc("") && !valid_cc("a b"));
     }
 }

@@ -52,6 +52,21 @@ impl PhaseKind {
     pub fn loaded(self) -> bool {
         self != PhaseKind::Idle
     }
+
+    /// Whether its streams include `way`.
+    pub fn carries(self, way: Way) -> bool {
+        self.ways().contains(&way)
+    }
+}
+
+impl Way {
+    /// As on the wire and in reports: `down`, `up`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Way::Down => "down",
+            Way::Up => "up",
+        }
+    }
 }
 
 impl std::str::FromStr for PhaseKind {
