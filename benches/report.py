@@ -1225,6 +1225,46 @@ p("and the idle STAMP port's wake-ups) follow the clock, not the answers: its lo
 p("longer than its short one.")
 p()
 
+# 21. load -----------------------------------------------------------------------------
+p("## 21. Latency under load: Synapse beside irtt under iperf3")
+p()
+p("One lab of network namespaces (C — R — S over veth, offloads off), a 10 Mbit/s token bucket on R's")
+p("interface toward C, both tools' loads CUBIC with four streams (a loss-based sender fills a drop-tail")
+p("queue to its limit whichever tool drives it). Synapse: `--load download --load-streams 4 --load-cc")
+p("cubic`, its p50 inflation over its idle phases with its 95 % interval. irtt: every 10 ms idle, then")
+p("under `iperf3 -R -P 4 -C cubic` over the same seconds of the load (4 to 8, as Synapse's phase")
+p("measures its last ones), its median less its idle median. Alternating, one round per line of")
+p("the log; the figure is the median over the rounds. Last: the probes' own cost, the first idle")
+p("phase's p50 of a load run beside a plain paced STAMP run's on the same path, no bucket.")
+p()
+Q = "load"
+lq = run(Q)
+ms = lambda v: num(v, " ms", 1)
+rows = []
+for q, lab in (("deep", "750 kB queue (600 ms at 10 Mbit/s)"), ("shallow", "20 kB queue (16 ms)")):
+    rows.append(one_row(f"download p50 inflation, {lab}", Q, f"{q}.synapse", f"{q}.irtt",
+                        "irtt under iperf3 -R", ms))
+rows.append(one_row("idle p50 of a load run's probes (µs)", Q, "idle.load", "idle.plain",
+                    "a plain paced run's", lambda v: num(v, " µs", 1)))
+table(rows, figure="Synapse", reference="reference: same lab, same run")
+if not lq.why:
+    for q in ("deep", "shallow"):
+        lo, hi = lq.values(f"{q}.synapse", 1), lq.values(f"{q}.synapse", 2)
+        s, i = lq.values(f"{q}.synapse", 0), lq.values(f"{q}.irtt", 0)
+        gp, sh = lq.values(f"{q}.synapse", 3), lq.values(f"{q}.synapse", 4)
+        if s and i:
+            rounds = "; ".join(f"{a:.1f} [{l:.1f} to {h:.1f}] against {b:.1f}"
+                               for a, l, h, b in zip(s, lo, hi, i))
+            p(f"{q.capitalize()} queue, each round, Synapse's p50 inflation [its 95 % interval] against "
+              f"irtt's, ms: {rounds}. Goodput {', '.join(f'{g:.2f}' for g in gp)} Mbit/s; the way back's "
+              f"share of the added delay {', '.join(f'{x:.2f}' for x in sh)}.")
+            p()
+p("Reading: the two tools see one queue. Each round's Synapse interval is within the run (its")
+p("probes' own noise); irtt gives no interval, and the queue a CUBIC load builds differs from run")
+p("to run by a few per cent. The idle row is what the load's machinery (its conductor, its control")
+p("connection, threads waiting) costs the probes when no byte of load flows.")
+p()
+
 # not measured ---------------------------------------------------------------------------
 p("## What is not measured here")
 p()

@@ -90,10 +90,12 @@ pub struct PlotArgs {
     /// 1/(1−q) axis, the runs overlaid), `time` (per-interval p50, p99 and
     /// max; intervals without replies left as gaps and shaded, loss and
     /// outages marked), `split` (the segments of the round trip, stacked
-    /// per interval, one pane per run that has them), or `all` (each that
-    /// the runs can give, one above the other; a note says what was left
-    /// out and why).
-    #[arg(long, value_name = "KIND", default_value = "all", value_parser = ["percentiles", "time", "split", "all"])]
+    /// per interval, one pane per run that has them), `load` (a load run's
+    /// JSON report: the load each way and the round trip over time, phases
+    /// marked, and each phase's stage split; what `all` draws of load
+    /// runs), or `all` (each that the runs can give, one above the other; a
+    /// note says what was left out and why).
+    #[arg(long, value_name = "KIND", default_value = "all", value_parser = ["percentiles", "time", "split", "load", "all"])]
     pub kind: String,
 
     /// An agent's interval log: draw this peer's series.

@@ -10,12 +10,14 @@
 pub mod agent;
 pub mod calibrate;
 pub mod compare;
+pub mod load;
 pub mod trace;
 mod usage_error;
 
 pub use agent::{AgentArgs, AgentOptions, PeerOptions};
 pub use calibrate::CalibrateArgs;
 pub use compare::{CompareArgs, PlotArgs};
+pub use load::{LoadArgs, LoadPhases, LoadServerArgs};
 pub use trace::TraceArgs;
 pub use usage_error::one_line;
 
@@ -189,6 +191,9 @@ pub struct ServerArgs {
 
     #[command(flatten)]
     pub stamp_format: StampFormatArgs,
+
+    #[command(flatten)]
+    pub load: LoadServerArgs,
 
     /// Once the ports are bound, run as this user (and its group) for good:
     /// binding port 862 needs privilege, serving it does not. Needs root
@@ -428,6 +433,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "PERCENT", default_value = "1", value_parser = percent_of_all)]
     #[serde(rename = "max_loss_percent")]
     pub max_loss: f64,
+
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub load: LoadArgs,
 
     /// FAIL when replies stopped for longer than this: the longest outage
     /// (two or more requests in a row without a timely reply), from the

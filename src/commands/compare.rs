@@ -10,6 +10,7 @@ use crate::report::compare_text;
 use crate::report::runs::{self, Input};
 use serde::Serialize;
 use std::io::Write;
+use synapse_stats::load::compare::{PhaseChange, change};
 use synapse_stats::significance::{Comparison, Options, Verdict, compare};
 
 /// One comparison: which runs, and what came of them.
@@ -21,6 +22,43 @@ struct Pair<'a> {
     comparison: Comparison,
     /// What the intervals rest on, in a sentence.
     method: String,
+    /// Load runs: each phase's p50 inflation, B against A.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    load: Vec<PhaseChange>,
+}
+
+/// Every run's load, when each is a load run's report.
+fn load_reads<'a>(side: &[&'a Input]) -> Option<Vec<&'a crate::report::load_runs::LoadRead>> {
+    side.iter().map(|i| i.load.as_ref()).collect()
+}
+
+/// Each loaded phase both sides ran, B against A, when every run of both
+/// is a load run's report.
+fn load_changes(a: &[&Input], b: &[&Input], min_effect: Option<f64>) -> Vec<PhaseChange> {
+    let (Some(la), Some(lb)) = (load_reads(a), load_reads(b)) else {
+        return Vec::new();
+    };
+    let runs = |side: &[&crate::report::load_runs::LoadRead], name: &str| {
+        side.iter()
+            .filter_map(|l| l.inflations().find(|(n, _)| *n == name).map(|x| x.1))
+            .collect::<Vec<_>>()
+    };
+    let mut names: Vec<&str> = la
+        .iter()
+        .flat_map(|l| l.inflations().map(|x| x.0))
+        .collect();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|n| {
+            change(
+                n,
+                &runs(&la, n),
+                &runs(&lb, n),
+                min_effect.map(|m| m / 100.0),
+            )
+        })
+        .collect()
 }
 
 /// The exit status of a verdict: 0 no regression, 3 a regression, 4 (or
@@ -75,11 +113,14 @@ pub fn run(args: &CompareArgs, out: &mut impl Write) -> Result<i32, AppError> {
                 a: a.iter().map(|i| i.label.as_str()).collect(),
                 b: b.iter().map(|i| i.label.as_str()).collect(),
                 method: compare_text::method(&comparison),
+                load: load_changes(&a, &b, args.effect.min_effect),
                 comparison,
             }
         })
         .collect();
-    let verdict = Verdict::all(pairs.iter().map(|p| p.comparison.verdict));
+    let verdict = Verdict::all(pairs.iter().flat_map(|p| {
+        std::iter::once(p.comparison.verdict).chain(p.load.iter().map(|c| c.verdict))
+    }));
     if args.json {
         serde_json::to_writer(
             &mut *out,
@@ -103,6 +144,7 @@ pub fn run(args: &CompareArgs, out: &mut impl Write) -> Result<i32, AppError> {
                 synapse_units::count_of(c.runs_a as u64, "run"),
             )?;
             compare_text::write_comparison(out, c)?;
+            compare_text::write_load_changes(out, &p.load)?;
         }
         if verdict == Verdict::Inconclusive && args.effect.fail_on_inconclusive {
             writeln!(

@@ -8,7 +8,7 @@ use crate::report::json_stream::{self, JsonStream};
 use crate::report::server_text::{self, session_line};
 use crate::report::{LogSummary, Progress, Report};
 use crate::session::far_side::{self, FarSide};
-use crate::session::{ClientFeed, ClientSession, ServerSession};
+use crate::session::{ClientFeed, ClientSession, LoadSession, ServerSession};
 use std::io::Write;
 use std::time::Duration;
 use synapse_engine::{Protocol, ReflectorEvent, StopFlag};
@@ -32,48 +32,23 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
         let cut = json_stream::cut_of(plan.settings.update);
         JsonStream::new(std::io::stdout(), cut, plan.settings.timeout)
     });
-    let mut session = ClientSession::start(plan, None, plan.log_opening, stop.clone())?;
+    let mut session: Box<dyn ClientFeed> = if plan.settings.load.is_some() {
+        Box::new(LoadSession::start(plan, stop.clone())?)
+    } else {
+        Box::new(ClientSession::start(
+            plan,
+            None,
+            plan.log_opening,
+            stop.clone(),
+        )?)
+    };
     if let Some(s) = &mut stream {
-        s.start(ClientFeed::server(&session), ClientFeed::local(&session));
+        s.start(session.server(), session.local());
     }
     tap.start_run(plan.settings.timeout);
-    let mut progress = Progress::new(plan.packets, plan.settings.duration);
-    let mut measured = 0u64;
-    let mut far = FarSide::new();
-    let peer = format!("reflector {}", session.server());
-    let started = std::time::Instant::now();
-    while !session.is_finished() {
-        std::thread::sleep(POLL);
-        // Counts, and the interval log; the engine keeps the real statistics.
-        let mut notices = Vec::new();
-        session.drain(|r| {
-            let resolved = matches!(r.kind, RecordKind::Sample | RecordKind::Lost);
-            measured += u64::from(resolved && !r.warmup);
-            tap.record(r);
-            notices.extend(far.record(r));
-            stream.iter_mut().for_each(|s| s.record(r));
-        });
-        stream.iter_mut().for_each(JsonStream::tick);
-        // The engine's clock starts a moment after `started`: a notice
-        // after a second of silence does not feel it.
-        notices.extend(far.tick(started.elapsed().as_nanos() as u64));
-        if !notices.is_empty() {
-            progress.finish();
-        }
-        for n in &notices {
-            far_side::say(n, &peer);
-        }
-        progress.update(measured);
-        let stream_failed = stream.as_ref().is_some_and(|s| s.failure().is_some());
-        if session.log_failure().is_some() || tap.failure().is_some() || stream_failed {
-            // A log that cannot be written ends the run: what it measured
-            // is reported, and the report says why it stopped.
-            session.stop();
-        }
-    }
-    progress.finish();
+    watch(plan, session.as_mut(), &mut tap, &mut stream);
     let overflow = session.ring_overflow();
-    let finish = session.finish(|r| {
+    let finish = session.finish(&mut |r| {
         tap.record(r);
         stream.iter_mut().for_each(|s| s.record(r));
     });
@@ -97,8 +72,10 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
         console::warning(why);
     }
     let calibration = crate::calibrate::kept_for_this_host();
+    // A load run's probes may speak STAMP to another port than asked.
+    let described = finish.load.as_ref().map_or(plan, |l| &l.probe_plan);
     let mut report = Report::new(
-        plan,
+        described,
         finish.server,
         finish.local,
         &outcome,
@@ -107,16 +84,88 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     );
     report.log = finish.log.as_ref().map(LogSummary::of);
     report.hdr_log = hdr_log;
+    if let Some(load) = finish.load {
+        report.attach_load(load);
+    }
     Ok(report)
+}
+
+/// Follows a running client until it ends: progress (or a load run's
+/// phase), the interval log, the JSON stream, and what the far side's
+/// silence or errors say. A log or stream that cannot be written ends the
+/// run: what it measured is reported, and the report says why it stopped.
+fn watch(
+    plan: &ClientPlan,
+    session: &mut dyn ClientFeed,
+    tap: &mut crate::session::IntervalTap,
+    stream: &mut Option<JsonStream<std::io::Stdout>>,
+) {
+    let mut progress = Progress::new(plan.packets, plan.settings.duration);
+    let mut measured = 0u64;
+    let mut far = FarSide::new();
+    let peer = format!("reflector {}", session.server());
+    let started = std::time::Instant::now();
+    while !session.is_finished() {
+        std::thread::sleep(POLL);
+        // Counts, and the interval log; the engine keeps the real statistics.
+        let mut notices = Vec::new();
+        session.drain(&mut |r| {
+            let resolved = matches!(r.kind, RecordKind::Sample | RecordKind::Lost);
+            measured += u64::from(resolved && !r.warmup);
+            tap.record(r);
+            notices.extend(far.record(r));
+            stream.iter_mut().for_each(|s| s.record(r));
+        });
+        stream.iter_mut().for_each(JsonStream::tick);
+        // The engine's clock starts a moment after `started`: a notice
+        // after a second of silence does not feel it.
+        notices.extend(far.tick(started.elapsed().as_nanos() as u64));
+        if !notices.is_empty() {
+            progress.finish();
+        }
+        for n in &notices {
+            far_side::say(n, &peer);
+        }
+        match session.load() {
+            Some(l) => progress.show(&load_line(&l)),
+            None => progress.update(measured),
+        }
+        let stream_failed = stream.as_ref().is_some_and(|s| s.failure().is_some());
+        if session.log_failure().is_some() || tap.failure().is_some() || stream_failed {
+            session.stop();
+        }
+    }
+    progress.finish();
+}
+
+/// A load run's progress: its phase, streams and goodput.
+fn load_line(l: &crate::session::LoadLive) -> String {
+    let Some((i, n, kind, _)) = l.phase else {
+        return "load: starting".into();
+    };
+    let mut s = format!("load: phase {i} of {n}, {}", kind.name());
+    if kind.loaded() {
+        let (down, up) = l.streams;
+        s.push_str(&format!(", streams {down} down {up} up"));
+        for (v, arrow) in [(l.goodput.down, "↓"), (l.goodput.up, "↑")] {
+            if let Some(v) = v {
+                s.push_str(&format!(" {arrow} {}", synapse_units::format_bps(v)));
+            }
+        }
+        if l.stable {
+            s.push_str(", goodput stable");
+        }
+    }
+    s
 }
 
 /// Reflects until `stop`, printing a line per finished session and totals.
 /// The STAMP reflector runs beside the echo one when it can bind; when it
 /// cannot, one note on stderr says why and echo goes on.
-pub fn run_server(
+pub fn run_server<W: Write>(
     plan: &ServerPlan,
     stop: &StopFlag,
-    out: &mut impl Write,
+    out: &mut W,
 ) -> Result<i32, AppError> {
     let mut session = ServerSession::start(plan, plan.bind, Protocol::Echo, stop)?;
     if plan.admission.allow.is_open() && !plan.bind.ip().is_loopback() {
@@ -134,11 +183,13 @@ pub fn run_server(
     }
     out.flush()?;
     let mut result = Ok(());
-    let mut print = |side, ev| {
-        if let ReflectorEvent::Ended(s) = ev
-            && result.is_ok()
-        {
-            result = writeln!(out, "{}", session_line(side, &s)).and_then(|()| out.flush());
+    // One line per finished session, reflected or loaded.
+    let mut lines: Vec<String> = Vec::new();
+    let mut say = |lines: &mut Vec<String>, out: &mut W| {
+        for l in lines.drain(..) {
+            if result.is_ok() {
+                result = writeln!(out, "{l}").and_then(|()| out.flush());
+            }
         }
     };
     // A reflector thread that dies (a system call failed) ends the server
@@ -146,13 +197,17 @@ pub fn run_server(
     let mut log_failed = false;
     while !stop.is_raised() && !session.failed() {
         std::thread::sleep(POLL);
-        session.drain(&mut print);
+        session.drain(ended(&mut lines));
+        session.drain_load(|ev| lines.push(server_text::load_line(&ev)));
+        say(&mut lines, out);
         if let Some(why) = session.log_failure().filter(|_| !log_failed) {
             console::error(&format!("{why}; answering goes on without the log"));
             log_failed = true;
         }
     }
-    let finish = session.finish(&mut print);
+    session.drain_load(|ev| lines.push(server_text::load_line(&ev)));
+    let finish = session.finish(ended(&mut lines));
+    say(&mut lines, out);
     result?;
     server_text::write_totals(out, &finish)?;
     if let Some(h) = &finish.hdr_log {
@@ -166,6 +221,9 @@ pub fn run_server(
     out.flush()?;
     if let Some(Err(e)) = &finish.tcp {
         console::error(&format!("TCP echo: {e}"));
+    }
+    if let Some(Err(e)) = &finish.load {
+        console::error(&format!("load server: {e}"));
     }
     for o in [Some(&finish.echo), finish.stamp.as_ref()]
         .into_iter()
@@ -193,4 +251,13 @@ pub fn run_server(
     } else {
         crate::error::exit::PASS
     })
+}
+
+/// A finished reflector session's line, kept in `lines` to be said.
+fn ended(lines: &mut Vec<String>) -> impl FnMut(crate::session::Side, ReflectorEvent) + '_ {
+    move |side, ev| {
+        if let ReflectorEvent::Ended(s) = ev {
+            lines.push(session_line(side, &s));
+        }
+    }
 }

@@ -415,6 +415,13 @@ pub fn stamp(out: &mut impl Write, ns: Option<u64>) -> io::Result<()> {
 
 /// One packet as a CSV row.
 pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
+    write_fields(out, p)?;
+    writeln!(out)
+}
+
+/// One packet's columns, without the row's end (a load run adds its
+/// phase).
+pub fn write_fields(out: &mut impl Write, p: &Points) -> io::Result<()> {
     write!(out, "{},{}", p.seq, p.status.name())?;
     for ns in [
         p.t1_user,
@@ -484,7 +491,7 @@ pub fn write_row(out: &mut impl Write, p: &Points) -> io::Result<()> {
         }
         None => write!(out, ",,")?,
     }
-    writeln!(out)
+    Ok(())
 }
 
 #[cfg(test)]

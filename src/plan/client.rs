@@ -94,7 +94,12 @@ impl ClientPlan {
             } else {
                 DEFAULT_TX_STAMP_EVERY
             }),
-            log_capacity: if self.log.is_some() { LOG_RING } else { 0 },
+            // A load run reads every probe's points, for its stages.
+            log_capacity: if self.log.is_some() || self.settings.load.is_some() {
+                LOG_RING
+            } else {
+                0
+            },
             schedule: r.schedule(),
             transport: r.transport,
             connect_each: r.connect_each,
@@ -177,7 +182,7 @@ pub(super) fn stamp_size_note(run: &RunArgs, chosen: &Settings) -> Option<String
 
 /// Poisson gaps need a mean; a paced run keeps up to a timeout's worth of
 /// requests in flight, and the sequence tracker remembers 65 536.
-fn check_pacing(run: &RunArgs) -> Result<(), AppError> {
+pub(super) fn check_pacing(run: &RunArgs) -> Result<(), AppError> {
     let Some(schedule) = run.schedule() else {
         if run.pace.poisson {
             return Err(AppError::Usage(
@@ -315,7 +320,9 @@ pub(super) fn client_plan(
             ));
         }
     }
-    let stamp_key = stamp_key_of(&run.packet.key, run.packet.stamp, "synapse client")?;
+    // A load session is signed with the key too, whatever its probes speak.
+    let keyed = run.packet.stamp || run.load.load.is_some();
+    let stamp_key = stamp_key_of(&run.packet.key, keyed, "synapse client")?;
     if run.packet.stamp_format.stamp_format != TimeFormat::Ntp && !run.packet.stamp {
         return Err(AppError::Usage(format!(
             "--stamp-format {} is STAMP's: add --stamp",

@@ -55,6 +55,7 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         tcp_per_source: 1024,
         timestamps: ReflectorStamping::default(),
         timestamps_option: "--timestamps",
+        load: None,
     }
 }
 

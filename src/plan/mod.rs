@@ -10,6 +10,7 @@
 pub mod agent;
 mod client;
 mod counterpart;
+mod load;
 mod profile;
 mod server;
 mod settings;
@@ -26,6 +27,7 @@ use crate::packet_log::{Opening, STDOUT};
 use clap::ArgMatches;
 pub use client::{ClientPlan, DEFAULT_TX_STAMP_EVERY, ProfileUse};
 pub use counterpart::{counterpart_client, counterpart_server};
+pub use load::LoadSettings;
 use profile::{loopback_plan, remote_client_plan};
 pub use server::ServerPlan;
 use server::server_plan;

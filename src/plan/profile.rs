@@ -12,6 +12,7 @@ pub(super) fn loopback_plan(output: &OutputArgs, typed: &Settings) -> Result<Pla
     let run: RunArgs = l.parse(&schema).map_err(AppError::Usage)?;
     let note = stamp_size_note(&run, &l.chosen);
     let mut p = client_plan(Target::Loopback, None, run, output)?;
+    super::load::apply(&mut p, &l.chosen)?;
     p.profile.notes.extend(note);
     p.profile.config_path = cfg.path;
     p.profile.settings = l.chosen.with_defaults(&schema);
@@ -155,6 +156,7 @@ pub(super) fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Resul
     }
     notes.extend(stamp_size_note(&run, &l.chosen));
     let mut p = client_plan(Target::Remote(server), bind, run, &args.output)?;
+    super::load::apply(&mut p, &l.chosen)?;
     let mut settings = l.chosen.with_defaults(&schema);
     if settings.get("server").is_none() {
         settings.set("server", vec![server.to_string()]);

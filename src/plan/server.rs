@@ -45,6 +45,9 @@ pub struct ServerPlan {
     pub timestamps: ReflectorStamping,
     /// The option that set it, as errors name it.
     pub timestamps_option: &'static str,
+    /// The load server (`--load-port`), when asked for; its STAMP and echo
+    /// ports are filled in once those are bound.
+    pub load: Option<synapse_engine::load::LoadServerConfig>,
 }
 
 pub(super) fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
@@ -59,9 +62,10 @@ pub(super) fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
     check_stdout_log(s.log.log.as_deref(), output)?;
     let stamp_key = stamp_key_of(
         &s.key,
-        s.stamp_port != Some(0),
+        s.stamp_port != Some(0) || s.load.load_port.is_some(),
         "synapse server --stamp-port 0",
     )?;
+    let load = load_server(s, bind, stamp_key.as_ref())?;
     if let Some(user) = &s.user
         && s.timestamps != ReflectorStamping::default()
     {
@@ -103,7 +107,34 @@ pub(super) fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
         tcp_per_source: s.max_connections_per_source,
         timestamps: s.timestamps.clone(),
         timestamps_option: "--timestamps",
+        load,
     }))
+}
+
+/// The load server `--load-port` asks for. Bulk TCP for anyone is
+/// refused: on any address but loopback it needs `--allow` or a key.
+fn load_server(
+    s: &ServerArgs,
+    bind: SocketAddr,
+    key: Option<&StampKey>,
+) -> Result<Option<synapse_engine::load::LoadServerConfig>, AppError> {
+    let l = &s.load;
+    let Some(port) = l.load_port else {
+        return Ok(None);
+    };
+    if !bind.ip().is_loopback() && s.admission.allow.is_empty() && key.is_none() {
+        return Err(AppError::Usage(format!(
+            "--load-port {port} on {}: bulk TCP for any source is refused; say who may load it with --allow CIDR (or sign sessions with --hmac-key-file)",
+            bind.ip()
+        )));
+    }
+    let mut cfg = synapse_engine::load::LoadServerConfig::new(SocketAddr::new(bind.ip(), port));
+    cfg.allow = AllowList::new(s.admission.allow.clone());
+    cfg.key = key.cloned();
+    cfg.max_sessions = l.load_max_sessions as usize;
+    cfg.max_seconds = l.load_max_seconds;
+    cfg.rate_bps = l.load_max_rate;
+    Ok(Some(cfg))
 }
 
 /// Events the reflector can queue for its front end between two reads.

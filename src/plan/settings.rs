@@ -32,10 +32,11 @@ pub struct RunSettings {
     pub pattern: Pattern,
     /// The RTT figures a PASS needs below their limits.
     pub thresholds: Vec<Threshold>,
-    /// A FAIL above this share of requests unanswered in time, percent.
-    pub max_loss: f64,
-    /// A FAIL on replies stopping for longer than this.
-    pub max_outage: Duration,
+    /// A FAIL above this share of requests unanswered in time, percent
+    /// (`None`: not judged, a load run that was not asked to).
+    pub max_loss: Option<f64>,
+    /// A FAIL on replies stopping for longer than this (`None`: not judged).
+    pub max_outage: Option<Duration>,
     /// The run ends (FAIL) once no reply has come for this long.
     pub give_up_after: Option<Duration>,
     /// CPUs kept out of idle states was asked for.
@@ -45,6 +46,8 @@ pub struct RunSettings {
     pub update: Option<synapse_units::Every>,
     /// Live display: frames per second.
     pub fps: u32,
+    /// Latency under load (`--load`), when asked for.
+    pub load: Option<super::LoadSettings>,
     /// Every run option as resolved, by its JSON name: the JSON report's
     /// `config` echoes them.
     pub options: serde_json::Map<String, serde_json::Value>,
@@ -68,12 +71,13 @@ impl RunSettings {
             schedule: run.schedule(),
             pattern: run.pattern(),
             thresholds: run.threshold.clone(),
-            max_loss: run.max_loss,
-            max_outage: run.max_outage,
+            max_loss: Some(run.max_loss),
+            max_outage: Some(run.max_outage),
             give_up_after: (!run.give_up_after.is_zero()).then_some(run.give_up_after),
             keep_awake: run.thread.keep_awake,
             update: run.update,
             fps: run.fps,
+            load: super::LoadSettings::of(run),
             options,
         }
     }
@@ -97,7 +101,7 @@ mod tests {
         assert_eq!(s.pattern, Pattern::PingPong);
         assert_eq!((s.warmup, s.size, s.update, s.fps), (200, 8, None, 30));
         assert!(s.schedule.is_none() && !s.stamp && !s.connect_each);
-        assert_eq!(s.max_outage, Duration::from_secs(1));
+        assert_eq!(s.max_outage, Some(Duration::from_secs(1)));
         assert_eq!(s.options["max_loss_percent"], serde_json::json!(1.0));
     }
 

@@ -47,6 +47,9 @@ pub(super) struct JsonReport<'a> {
     /// The run's slices of consecutive requests, so that `synapse compare`
     /// can resample this report for its own noise.
     slices: Option<super::slices_json::SlicesJson>,
+    /// Latency under load (`--load`): its phases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    load: Option<super::load::LoadJson<'a>>,
 }
 
 /// What `unanswered_treatment` says.
@@ -94,5 +97,6 @@ pub(super) fn document(report: &Report) -> JsonReport<'_> {
         interrupted: report.interrupted,
         slices: (!report.slices.is_empty())
             .then(|| super::slices_json::SlicesJson::of(&report.slices)),
+        load: report.load.as_ref().map(super::load::LoadReport::json),
     }
 }

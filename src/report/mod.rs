@@ -10,6 +10,9 @@ mod floor;
 mod jitter_text;
 mod json;
 pub mod json_stream;
+pub mod load;
+pub mod load_runs;
+mod load_text;
 mod one_way_text;
 mod path_text;
 pub mod percentiles;
@@ -148,6 +151,8 @@ pub struct Report {
     pub path_errors: synapse_stats::PathErrors,
     /// The run gave up on a silent peer after this long without a reply.
     pub gave_up: Option<std::time::Duration>,
+    /// Latency under load (`--load`): its phases.
+    pub load: Option<load::LoadReport>,
 }
 
 /// What `--log` wrote.
@@ -256,6 +261,7 @@ impl Report {
             slices,
             path_errors: *outcome.stats.path_errors(),
             gave_up: outcome.gave_up,
+            load: None,
         };
         if let (Some(silent), Some(limit)) = (outcome.gave_up, plan.settings.give_up_after) {
             let last = report.path_errors.last().map(|(_, e)| e);
@@ -273,10 +279,27 @@ impl Report {
     }
 
     /// Why the run failed to complete, if it did: a log that could not be
-    /// written.
+    /// written, or a load broken off.
     pub fn run_failure(&self) -> Option<&str> {
         let log = self.log.as_ref().and_then(|l| l.error.as_deref());
         log.or_else(|| self.hdr_log.as_ref().and_then(|h| h.error.as_deref()))
+            .or_else(|| {
+                self.load
+                    .as_ref()
+                    .and_then(|l| l.outcome.failure.as_deref())
+            })
+    }
+
+    /// A load run's outcome joins the report: its criteria join the
+    /// verdict, and it says whether the run was stopped (its probes always
+    /// are, when the phases are done).
+    pub fn attach_load(&mut self, outcome: crate::session::LoadOutcome) {
+        let l = load::LoadReport::of(outcome);
+        if let Some(s) = &self.config.settings.load {
+            self.verdict.extend(l.criteria(s));
+        }
+        self.interrupted = l.outcome.interrupted;
+        self.load = Some(l);
     }
 
     /// What the run came to, all told.
@@ -305,6 +328,10 @@ impl Report {
             Outcome::Inconclusive if self.inconclusive_fails => exit::FAIL,
             Outcome::Inconclusive => exit::INCONCLUSIVE,
             Outcome::Interrupted => self.signal.map_or(exit::INTERRUPTED, exit::interrupted_by),
+            // The reflector's refusal mid-run is the user's to fix.
+            Outcome::RunFailed if self.load.as_ref().is_some_and(|l| l.outcome.refused) => {
+                exit::USAGE
+            }
             Outcome::RunFailed => exit::RUNTIME,
         }
     }

@@ -63,6 +63,17 @@ impl Progress {
         }
     }
 
+    /// Shows `line` instead (a load run's phase).
+    pub fn show(&mut self, line: &str) {
+        if self.enabled {
+            let secs = self.started.elapsed().as_secs_f64();
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K{line}  [{secs:.1}s]");
+            let _ = err.flush();
+            self.drawn = true;
+        }
+    }
+
     /// Erases the line, leaving the terminal as it was.
     pub fn finish(&mut self) {
         if self.drawn {

@@ -26,6 +26,8 @@ pub struct Input {
     pub percentiles: Vec<(f64, f64)>,
     /// A JSON report's slices, when it has them (its run over time).
     pub slices: Vec<Slice>,
+    /// A load run's phases and series (a JSON report of `--load`).
+    pub load: Option<super::load_runs::LoadRead>,
 }
 
 /// The series prefix of `--peer NAME` (an agent's log), or none.
@@ -91,6 +93,7 @@ fn from_log(label: &str, log: LoggedRun, prefix: &str) -> Result<Input, AppError
         log: Some(log),
         percentiles: Vec::new(),
         slices: Vec::new(),
+        load: None,
     })
 }
 
@@ -151,6 +154,7 @@ fn json_report(label: &str, bytes: &[u8]) -> Result<Input, AppError> {
         log: None,
         percentiles,
         slices,
+        load: super::load_runs::LoadRead::of(&j),
     })
 }
 
@@ -198,5 +202,6 @@ fn baseline(
             (0.999, b.p999_ns as f64),
         ],
         slices: Vec::new(),
+        load: None,
     }])
 }

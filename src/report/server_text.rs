@@ -33,6 +33,20 @@ pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) 
             plan.tcp_per_source
         )?;
     }
+    if let (Some(addr), Some(l)) = (s.load_addr(), &plan.load) {
+        let signed = if l.key.is_some() {
+            ", sessions signed with the key"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "Load sessions (bulk TCP) on {addr}: at most {} at once, {} s of load and {} each way a session{signed}",
+            l.max_sessions,
+            l.max_seconds,
+            synapse_units::format_bps(l.rate_bps as f64)
+        )?;
+    }
     if plan.timestamps != ReflectorStamping::default() {
         let st = &s.stamping;
         let on = st.interface.as_deref().map(|i| format!(" on {i}"));
@@ -64,6 +78,31 @@ pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) 
         out,
         "Ready to echo packets... (Ctrl-C prints totals and exits)"
     )
+}
+
+/// One load event, as the server's log says it.
+pub fn load_line(ev: &synapse_engine::load::LoadEvent) -> String {
+    use synapse_engine::load::LoadEvent;
+    match ev {
+        LoadEvent::Started { peer } => format!("load: session from {peer} started"),
+        LoadEvent::Refused { peer, reason } => format!("load: refused {peer}: {reason}"),
+        LoadEvent::Ended {
+            peer,
+            phases,
+            sent,
+            received,
+            problem,
+        } => format!(
+            "load: session from {peer} ended: {}, {} sent, {} received{}",
+            count_of(u64::from(*phases), "phase"),
+            count_of(*sent, "byte"),
+            count_of(*received, "byte"),
+            problem
+                .as_deref()
+                .map(|p| format!(" ({p})"))
+                .unwrap_or_default()
+        ),
+    }
 }
 
 /// One finished session.
@@ -205,6 +244,16 @@ pub fn write_totals(out: &mut impl Write, f: &ServerFinish) -> io::Result<()> {
             writeln!(out, "{}", session_line(Side::Stamp, s))?;
         }
         writeln!(out, "{}", stamp_totals(&o.totals))?;
+    }
+    if let Some(Ok(t)) = &f.load {
+        writeln!(
+            out,
+            "load: {}, {} refused; {} sent, {} received",
+            count_of(t.sessions, "session"),
+            t.refused,
+            count_of(t.sent, "byte"),
+            count_of(t.received, "byte")
+        )?;
     }
     // Said only when a TCP client came: a UDP-only server's totals stay as they were.
     if let Some(Ok(o)) = &f.tcp

@@ -35,7 +35,6 @@ impl Paint {
 /// for terminals without `NO_COLOR`).
 pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Result<()> {
     let paint = Paint(color);
-    let s = &report.summary;
     write_setup(out, report)?;
     if report.nothing_measured() {
         // No figures, so no verdict on them: say what happened.
@@ -59,25 +58,12 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
             group_thousands(n)
         )?;
     }
-    write_latency(out, s, &report.percentiles, &scale_of(s))?;
-    if let Some(f) = &report.floor {
-        writeln!(out, "Floor:   {}", f.sentence())?;
+    match &report.load {
+        // A load run's figures are its phases': the whole run's would mix
+        // idle and loaded probes.
+        Some(l) => super::load_text::write_load(out, report, l)?,
+        None => write_run_figures(out, report, &paint)?,
     }
-    writeln!(out)?;
-    super::timing_text::write_timing(out, s)?;
-    super::extensions_text::write_extensions(out, report)?;
-    if let Some(b) = &report.breakdown {
-        write_breakdown(out, b, s.packets.received)?;
-        writeln!(out)?;
-    } else if let Some(note) = &report.config.timestamps_note {
-        writeln!(out, "Timestamps: {note}")?;
-        writeln!(out)?;
-    }
-    if let Some(t) = &report.tcp {
-        super::tcp_text::write_tcp(out, t, s.packets.received)?;
-    }
-    write_distribution(out, s, &paint)?;
-    writeln!(out)?;
     if let Some(log) = &report.log {
         write_log(out, log, &paint)?;
     }
@@ -98,6 +84,32 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
         writeln!(out)?;
     }
     write_verdict(out, report, &paint)
+}
+
+/// The whole run's figures: latency, timing, the split, TCP, the
+/// distribution.
+fn write_run_figures(out: &mut impl Write, report: &Report, paint: &Paint) -> io::Result<()> {
+    let s = &report.summary;
+    write_latency(out, s, &report.percentiles, &scale_of(s))?;
+    if let Some(f) = &report.floor {
+        writeln!(out, "Floor:   {}", f.sentence())?;
+    }
+    writeln!(out)?;
+    super::timing_text::write_timing(out, s)?;
+    super::extensions_text::write_extensions(out, report)?;
+    if let Some(b) = &report.breakdown {
+        write_breakdown(out, b, s.packets.received)?;
+        writeln!(out)?;
+    } else if let Some(note) = &report.config.timestamps_note {
+        writeln!(out, "Timestamps: {note}")?;
+        writeln!(out)?;
+    }
+    if let Some(t) = &report.tcp {
+        super::tcp_text::write_tcp(out, t, s.packets.received)?;
+    }
+    write_distribution(out, s, paint)?;
+    writeln!(out)?;
+    Ok(())
 }
 
 /// What `--log` wrote, and why it stopped if it did.
@@ -353,6 +365,7 @@ fn closing_line(report: &Report) -> String {
                     scale_of(s).format(r.mean),
                     format_ns_plain(c.limit as u64)
                 ),
+                (_, _, 0) => "✓ PASS: nothing was asked to be judged (a load run is judged by --max-inflation and --min-rpm)".into(),
                 _ => "✓ PASS: every criterion held".into(),
             }
         }

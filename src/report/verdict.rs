@@ -16,10 +16,11 @@ use synapse_units::{format_ns, format_ns_plain};
 /// How much loss a run may have and still pass.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
-    /// Requests without a timely reply, percent of those sent.
-    pub loss_percent: f64,
-    /// The longest outage.
-    pub outage: Duration,
+    /// Requests without a timely reply, percent of those sent (`None`:
+    /// not judged).
+    pub loss_percent: Option<f64>,
+    /// The longest outage (`None`: not judged).
+    pub outage: Option<Duration>,
     /// How long a request waits for its reply: what an unanswered one
     /// counts as in the percentiles a threshold judges.
     pub timeout: Duration,
@@ -30,8 +31,8 @@ impl Limits {
     #[cfg(test)]
     pub fn none() -> Self {
         Self {
-            loss_percent: 100.0,
-            outage: Duration::MAX,
+            loss_percent: Some(100.0),
+            outage: Some(Duration::MAX),
             timeout: Duration::from_millis(100),
         }
     }
@@ -79,7 +80,13 @@ pub struct Criterion {
 }
 
 impl Criterion {
-    fn plain(metric: &str, limit: f64, value: Option<f64>, unit: &'static str, held: bool) -> Self {
+    pub(super) fn plain(
+        metric: &str,
+        limit: f64,
+        value: Option<f64>,
+        unit: &'static str,
+        held: bool,
+    ) -> Self {
         Self {
             metric: metric.into(),
             limit,
@@ -199,22 +206,26 @@ impl Verdict {
             .collect();
         let sent = summary.packets.sent;
         let loss = summary.packets.unanswered_percent();
-        criteria.push(Criterion::plain(
-            "loss",
-            limits.loss_percent,
-            (sent > 0).then_some(loss),
-            "percent",
-            sent > 0 && loss <= limits.loss_percent,
-        ));
+        if let Some(limit) = limits.loss_percent {
+            criteria.push(Criterion::plain(
+                "loss",
+                limit,
+                (sent > 0).then_some(loss),
+                "percent",
+                sent > 0 && loss <= limit,
+            ));
+        }
         let longest = summary.outages.longest_ms * 1e6;
-        let max_outage = limits.outage.as_nanos() as f64;
-        criteria.push(Criterion::plain(
-            "outage",
-            max_outage,
-            (sent > 0).then_some(longest),
-            "ns",
-            sent > 0 && longest <= max_outage,
-        ));
+        if let Some(outage) = limits.outage {
+            let max_outage = outage.as_nanos() as f64;
+            criteria.push(Criterion::plain(
+                "outage",
+                max_outage,
+                (sent > 0).then_some(longest),
+                "ns",
+                sent > 0 && longest <= max_outage,
+            ));
+        }
         if let Some(b) = baseline {
             criteria.extend(regression_criteria(b));
         }
@@ -261,6 +272,18 @@ impl Verdict {
         });
         self.pass = false;
         self.inconclusive = false;
+    }
+
+    /// The same verdict with more criteria (a load run's), judged anew.
+    pub fn extend(&mut self, more: Vec<Criterion>) {
+        self.criteria.extend(more);
+        let failed = self.criteria.iter().any(|c| c.outcome == Held::No);
+        self.pass = !failed && self.criteria.iter().all(|c| c.outcome == Held::Yes);
+        self.inconclusive = !failed
+            && self
+                .criteria
+                .iter()
+                .any(|c| c.outcome == Held::Inconclusive);
     }
 
     /// The criteria that did not hold.

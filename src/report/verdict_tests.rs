@@ -34,7 +34,7 @@ fn loss_counts_lost_and_late_of_sent() {
     let (stats, s) = run(50_000, 90_000, 1, 1);
     assert_eq!(s.packets.sent, 103);
     let limits = |loss_percent| Limits {
-        loss_percent,
+        loss_percent: Some(loss_percent),
         ..Limits::none()
     };
     let v = Verdict::judge(&stats, &s, &[t("1ms")], limits(1.0), None);
@@ -95,8 +95,8 @@ fn an_outage_longer_than_the_limit_fails_a_run_of_little_loss() {
     stats.record(&Record::outage(101, 19, 0, 2_000_000_000));
     let s = Summary::from_stats(&stats, Duration::from_secs(4));
     let limits = Limits {
-        loss_percent: 100.0,
-        outage: Duration::from_secs(1),
+        loss_percent: Some(100.0),
+        outage: Some(Duration::from_secs(1)),
         timeout: Duration::from_millis(100),
     };
     let v = Verdict::judge(&stats, &s, &[t("1ms")], limits, None);

@@ -364,6 +364,7 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         tcp_per_source: 1024,
         timestamps: cfg.reflect_timestamps.clone(),
         timestamps_option: "--reflect-timestamps",
+        load: None,
     })
 }
 

@@ -31,6 +31,8 @@ pub struct ClientFinish {
     pub local: SocketAddr,
     /// The per-packet log, if one was written.
     pub log: Option<LogOutcome>,
+    /// A load run's outcome (`--load`).
+    pub load: Option<super::load_outcome::LoadOutcome>,
 }
 
 /// What a front end reads of a running client: the engine's
@@ -57,52 +59,9 @@ pub trait ClientFeed: std::fmt::Debug {
     fn stop(&self);
     /// Waits for the run to end and hands the last records to `each`.
     fn finish(self: Box<Self>, each: &mut dyn FnMut(&Record)) -> ClientFinish;
-}
-
-/// What starts a client's run in an engine: a plan, the reflector already
-/// running (if any), how its log is opened.
-type StartFn =
-    dyn FnMut(&ClientPlan, Option<SocketAddr>, Opening) -> Result<Box<dyn ClientFeed>, AppError>;
-
-/// Starts a front end's client runs: [`ClientSession::start`] in the
-/// program ([`ClientStarter::engine`]); a recording in tests.
-pub struct ClientStarter(Box<StartFn>);
-
-impl ClientStarter {
-    /// The engine's client, stopped by its own flag.
-    pub fn engine() -> Self {
-        Self::new(|plan, against, log| {
-            let session = ClientSession::start(plan, against, log, StopFlag::new())?;
-            Ok(Box::new(session) as Box<dyn ClientFeed>)
-        })
-    }
-
-    /// Client runs started by `start`.
-    pub fn new(
-        start: impl FnMut(
-            &ClientPlan,
-            Option<SocketAddr>,
-            Opening,
-        ) -> Result<Box<dyn ClientFeed>, AppError>
-        + 'static,
-    ) -> Self {
-        Self(Box::new(start))
-    }
-
-    /// Starts a run for `plan`.
-    pub fn start(
-        &mut self,
-        plan: &ClientPlan,
-        against: Option<SocketAddr>,
-        log: Opening,
-    ) -> Result<Box<dyn ClientFeed>, AppError> {
-        (self.0)(plan, against, log)
-    }
-}
-
-impl std::fmt::Debug for ClientStarter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ClientStarter")
+    /// A load run's state as it stands (`None`: not a load run).
+    fn load(&self) -> Option<super::load_live::LoadLive> {
+        None
     }
 }
 
@@ -179,8 +138,10 @@ impl ClientSession {
                 return Err(e.into());
             }
         };
-        let log = match (file, run.points.take()) {
-            (Some(file), Some(points)) => Some(file.start(vec![points])?),
+        // Without a file the points stay for whoever reads them (a load
+        // run's conductor).
+        let log = match (file, run.points.is_some()) {
+            (Some(file), true) => run.points.take().map(|p| file.start(vec![p])).transpose()?,
             _ => None,
         };
         Ok(Self {
@@ -189,6 +150,12 @@ impl ClientSession {
             log,
             server,
         })
+    }
+
+    /// The ring of every probe's points, when the session kept one and
+    /// wrote no log of its own (a load run reads it).
+    pub fn take_points(&mut self) -> Option<rtrb::Consumer<synapse_engine::Points>> {
+        self.run.points.take()
     }
 
     /// Hands every record that arrived since the last call to `each`.
@@ -213,6 +180,7 @@ impl ClientSession {
             server: self.server,
             local: self.run.local,
             log,
+            load: None,
         }
     }
 }

@@ -16,14 +16,22 @@ mod agent_tcp;
 mod client;
 pub mod far_side;
 pub mod intervals;
+pub mod load;
+pub mod load_live;
+mod load_outcome;
 mod loopback;
 mod server;
+mod starter;
 
 pub use crate::packet_log::Opening;
 pub use agent::AgentSession;
-pub use client::{ClientFeed, ClientFinish, ClientSession, ClientStarter};
+pub use client::{ClientFeed, ClientFinish, ClientSession};
 pub use intervals::IntervalTap;
+pub use load::LoadSession;
+pub use load_live::LoadLive;
+pub use load_outcome::LoadOutcome;
 pub use server::{ServerFinish, ServerSession, Side};
+pub use starter::ClientStarter;
 
 use crate::packet_log::{LogError, PacketLog, RunningLog};
 use std::path::{Path, PathBuf};

@@ -12,6 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use synapse_engine::AnswerPoints;
 use synapse_engine::capabilities::Source;
+use synapse_engine::load::{
+    LoadEvent, LoadServerConfig, LoadServerRun, LoadServerTotals, start_load_server,
+};
 use synapse_engine::timestamping::Timestamping;
 use synapse_engine::{
     EngineError, NicStamping, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome,
@@ -48,6 +51,8 @@ pub struct ServerSession {
     /// How the UDP reflectors stamp; holds the NIC's setting until the
     /// session is dropped.
     pub stamping: Timestamping,
+    /// The load server (`--load-port`).
+    load: Option<LoadServerRun>,
 }
 
 /// What a finished server session hands back.
@@ -63,6 +68,8 @@ pub struct ServerFinish {
     pub log: Option<LogOutcome>,
     /// The interval log (`--hdr-log`), if one was written.
     pub hdr_log: Option<HdrLogOutcome>,
+    /// The load server's totals, when it ran.
+    pub load: Option<Result<LoadServerTotals, EngineError>>,
 }
 
 impl ServerSession {
@@ -113,12 +120,14 @@ impl ServerSession {
         let (tcp, tcp_refused) = match start_tcp(plan, echo.local, stop) {
             Ok(started) => started,
             Err(e) => {
-                echo.stop();
-                let _ = echo.join();
-                if let Some(s) = stamp.as_mut() {
-                    s.stop();
-                    let _ = s.join();
-                }
+                stop_started(&mut echo, stamp.as_mut(), None);
+                return Err(e);
+            }
+        };
+        let load = match start_load(plan, &echo, stamp.as_ref(), stop) {
+            Ok(l) => l,
+            Err(e) => {
+                stop_started(&mut echo, stamp.as_mut(), tcp.as_ref());
                 return Err(e);
             }
         };
@@ -148,6 +157,7 @@ impl ServerSession {
             tee_only,
             hdr,
             stamping,
+            load,
         };
         if let Some(user) = &plan.user {
             match synapse_engine::become_user(user) {
@@ -182,6 +192,18 @@ impl ServerSession {
         self.tcp.as_ref().map(|t| t.local)
     }
 
+    /// Where the load server listens, when it runs.
+    pub fn load_addr(&self) -> Option<SocketAddr> {
+        self.load.as_ref().map(|l| l.local)
+    }
+
+    /// Hands every load event since the last call to `each`.
+    pub fn drain_load(&mut self, mut each: impl FnMut(LoadEvent)) {
+        if let Some(l) = &self.load {
+            l.events.try_iter().for_each(&mut each);
+        }
+    }
+
     /// The answer log's file, when there is one.
     pub fn log_path(&self) -> Option<&std::path::Path> {
         self.log.as_ref().map(RunningLog::path)
@@ -210,6 +232,7 @@ impl ServerSession {
         self.echo.is_finished()
             || self.stamp.as_ref().is_some_and(ReflectorRun::is_finished)
             || self.tcp.as_ref().is_some_and(TcpEchoRun::is_finished)
+            || self.load.as_ref().is_some_and(LoadServerRun::is_finished)
     }
 
     /// Stops both reflectors, hands their last events to `each`, and lets
@@ -222,9 +245,13 @@ impl ServerSession {
         if let Some(t) = &self.tcp {
             t.stop();
         }
+        if let Some(l) = &self.load {
+            l.stop();
+        }
         let echo = self.echo.join();
         let stamp = self.stamp.as_mut().map(ReflectorRun::join);
         let tcp = self.tcp.as_mut().map(TcpEchoRun::join);
+        let load = self.load.as_mut().map(LoadServerRun::join);
         self.drain(&mut each);
         let dropped = [Some(&echo), stamp.as_ref()]
             .into_iter()
@@ -246,6 +273,7 @@ impl ServerSession {
             tcp,
             log,
             hdr_log,
+            load,
         }
     }
 }
@@ -326,5 +354,42 @@ fn start_tcp(
             None,
             Some(format!("TCP echo not served ({e}); UDP goes on")),
         )),
+    }
+}
+
+/// Starts the load server when the plan has one: its clients are told the
+/// echo and STAMP ports that answer beside it. A port that cannot be had
+/// is an error: it was asked for.
+fn start_load(
+    plan: &ServerPlan,
+    echo: &ReflectorRun,
+    stamp: Option<&ReflectorRun>,
+    stop: &StopFlag,
+) -> Result<Option<LoadServerRun>, AppError> {
+    let Some(cfg) = plan.load.clone() else {
+        return Ok(None);
+    };
+    let cfg = LoadServerConfig {
+        echo_port: Some(echo.local.port()),
+        stamp_port: stamp.map(|s| s.local.port()),
+        ..cfg
+    };
+    start_load_server(cfg, stop.clone())
+        .map(Some)
+        .map_err(|e| AppError::Usage(format!("--load-port: {e}")))
+}
+
+/// Stops the reflectors that started before a later one failed to.
+fn stop_started(
+    echo: &mut ReflectorRun,
+    stamp: Option<&mut ReflectorRun>,
+    tcp: Option<&TcpEchoRun>,
+) {
+    for r in [Some(echo), stamp].into_iter().flatten() {
+        r.stop();
+        let _ = r.join();
+    }
+    if let Some(t) = tcp {
+        t.stop();
     }
 }

@@ -80,6 +80,8 @@ pub struct ClientView {
     /// No reply for a while (said after a second, or at the path's first
     /// error): shown while it lasts, in place of a figure gone stale.
     pub silence: Option<crate::session::far_side::Silence>,
+    /// A load run's state (`--load`).
+    pub load: Option<crate::session::LoadLive>,
 }
 
 /// What the server view shows.
@@ -351,6 +353,7 @@ impl App {
                 versus: None,
                 stamping: None,
                 silence: None,
+                load: None,
             },
             server,
             anim: Animation::default(),

@@ -3,7 +3,7 @@
 use super::app::{App, Role};
 use super::panes::osi::{self, StackLabels};
 use super::panes::{
-    answers, figures, footer, header, help, histogram, progress, sessions, sparklines, split,
+    answers, figures, footer, header, help, histogram, load, progress, sessions, sparklines, split,
 };
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
@@ -168,7 +168,14 @@ fn draw_client(f: &mut Frame, area: Rect, app: &App, short: bool) {
     let below = osi::render(f, path, (&client, &server), app.shown_anim(), caption, t);
     let acks = split::acks(&v.live);
     split::render(f, below, &segments, acks, v.stamping.as_ref(), t);
-    if wide {
+    if let Some(l) = &v.load {
+        // Under load the story is the phases: the round trip over them,
+        // and where the added delay sits.
+        if wide {
+            sparklines::render(f, beside, &v.live, t);
+        }
+        load::render(f, middle, l, t);
+    } else if wide {
         sparklines::render(f, beside, &v.live, t);
         histogram::render(f, middle, &v.live, app.zoom, t);
     } else {

@@ -148,6 +148,49 @@ pub fn paced_client_app() -> App {
     app
 }
 
+/// A paced STAMP client under load: an idle phase at 1 ms, then a
+/// download whose queue grows to 100 ms on the way back, four streams,
+/// goodput stable.
+pub fn load_client_app() -> App {
+    use crate::session::load_live::{LivePoint, LoadLive};
+    use synapse_stats::load::{Goodput, PhaseKind, Stage};
+    let mut app = paced_client_app();
+    let mut l = LoadLive {
+        phase: Some((2, 7, PhaseKind::Download, 3.0)),
+        streams: (4, 0),
+        goodput: Goodput {
+            down: Some(9.48e6),
+            up: None,
+        },
+        stages: vec![
+            (Stage::SendPath, 1_200.0),
+            (Stage::SendQueue, -300.0),
+            (Stage::Forward, 15_000.0),
+            (Stage::FarSide, 4_000.0),
+            (Stage::Backward, 97_600_000.0),
+            (Stage::ReceivePath, 22_000.0),
+        ],
+        stable: true,
+        ..LoadLive::default()
+    };
+    for i in 0..900u32 {
+        let t_s = f64::from(i) * 0.01;
+        let (phase, rtt) = if t_s < 3.0 {
+            (PhaseKind::Idle, 1_000_000)
+        } else {
+            let grown = ((t_s - 3.0) / 2.0).min(1.0);
+            (PhaseKind::Download, 1_000_000 + (grown * 99e6) as u64)
+        };
+        l.push(LivePoint {
+            t_s,
+            rtt_ns: Some(rtt),
+            phase,
+        });
+    }
+    app.client.load = Some(l);
+    app
+}
+
 /// A TCP client on loopback with kernel stamps: the far kernel's ACK of
 /// one stamped request in four came on its own (the kernel RTT and the
 /// far side's share measured), the others rode on the reply.

@@ -72,6 +72,8 @@ struct ClientTotals {
     extensions: Option<synapse_engine::extensions::TlvSummary>,
     /// The last run gave up on a silent peer after this long.
     gave_up: Option<Duration>,
+    /// A load run's outcome, the latest.
+    load: Option<crate::session::LoadOutcome>,
 }
 
 /// The reflector's totals as the server view counts them.
@@ -157,6 +159,7 @@ impl Station {
                 tcp: None,
                 extensions: None,
                 gave_up: None,
+                load: None,
             },
             served: ServerTotals::default(),
             server_log: None,
@@ -361,6 +364,9 @@ impl Station {
             t.end_run();
         }
         self.session.end_run();
+        if finish.load.is_some() {
+            self.totals.load = finish.load;
+        }
         if let Some(log) = finish.log {
             self.totals.log_rows += log.rows;
             self.totals.log_dropped += log.dropped;
@@ -504,6 +510,7 @@ impl Station {
             let now_ns = app.client.run_elapsed.as_nanos() as u64;
             self.far.tick(now_ns);
             app.client.silence = self.far.silence(now_ns);
+            app.client.load = session.load();
             if session.log_failure().is_some() {
                 // A log that cannot be written ends the run, as headless.
                 session.stop();
@@ -674,8 +681,10 @@ impl Station {
                 gave_up: t.gave_up,
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));
+            // A load run's probes may speak STAMP to another port than asked.
+            let described = t.load.as_ref().map_or(&self.client_plan, |l| &l.probe_plan);
             let mut report = Report::new(
-                &self.client_plan,
+                described,
                 t.target.unwrap_or(fallback),
                 t.local.unwrap_or(fallback),
                 &outcome,
@@ -691,6 +700,9 @@ impl Station {
             });
             report.hdr_log = hdr_log;
             report.signal = signal;
+            if let Some(l) = t.load.clone() {
+                report.attach_load(l);
+            }
             report
         });
         Finale {

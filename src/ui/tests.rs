@@ -1,7 +1,9 @@
 //! Whole-frame snapshots and frame-level behaviour, from deterministic
 //! states (see `fixtures`).
 
-use super::fixtures::{client_app, frame, paced_client_app, rows, server_app, tcp_client_app};
+use super::fixtures::{
+    client_app, frame, load_client_app, paced_client_app, rows, server_app, tcp_client_app,
+};
 use super::theme::Theme;
 
 /// The sizes every view is drawn at: the smallest supported, tui-shot's,
@@ -21,6 +23,7 @@ fn every_view_at_every_size() {
         ("client", client_app()),
         ("paced", paced_client_app()),
         ("tcp", tcp_client_app()),
+        ("load", load_client_app()),
         ("server", server_app()),
         ("help", help),
         ("server_help", server_help),

@@ -116,6 +116,27 @@ pub enum EngineError {
         "{0} answers with bytes that are not the requests sent: it is not an echo server (RFC 862 returns every byte unchanged)"
     )]
     NotEcho(SocketAddr),
+    /// Nothing accepts connections at the load port.
+    #[error(
+        "{0} refused the load's connection: nothing serves load there (start the reflector with `synapse server --load-port PORT`, and give the client that port with --load-port)"
+    )]
+    LoadUnserved(SocketAddr),
+    /// The reflector's load server said no.
+    #[error("the reflector at {addr} refused the load: {reason}")]
+    LoadRefused {
+        /// Its load port.
+        addr: SocketAddr,
+        /// What it said.
+        reason: String,
+    },
+    /// The load session broke off.
+    #[error("the load session with {addr} failed: {reason}")]
+    LoadFailed {
+        /// Its load port.
+        addr: SocketAddr,
+        /// What happened.
+        reason: String,
+    },
     /// The timestamp source asked for cannot be had.
     #[error("{0}")]
     Timestamps(String),
@@ -133,7 +154,10 @@ impl EngineError {
     /// Whether the error is the user's to fix (bad address, busy port, wrong
     /// CPU, nobody listening) rather than a failure during a run.
     pub fn is_usage(&self) -> bool {
-        !matches!(self, EngineError::Io { .. })
+        !matches!(
+            self,
+            EngineError::Io { .. } | EngineError::LoadFailed { .. }
+        )
     }
 
     /// Wraps an I/O error with what was being done (for `map_err`).

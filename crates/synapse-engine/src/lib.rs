@@ -47,6 +47,7 @@ mod affinity;
 mod client;
 mod error;
 pub mod floor;
+pub mod load;
 mod mono;
 pub mod peer_address;
 mod points;

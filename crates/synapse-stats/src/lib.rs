@@ -13,6 +13,7 @@ mod hdr_counts;
 pub mod intervals;
 mod jitter;
 mod live;
+pub mod load;
 mod one_way;
 mod order;
 pub mod outages;

@@ -280,6 +280,44 @@ pub fn rate(s: &str) -> Result<f64, String> {
     Ok(per_hour / 3600.0)
 }
 
+/// A bit rate, bits per second: `1gbit`, `100mbit`, `500kbit` (also
+/// `1G`, `100M`, `500k`, with or without `/s` or `bps`); a bare number is
+/// bits per second. Zero is refused (say what no cap means where one is
+/// allowed).
+pub fn bitrate(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = t
+        .trim_end_matches("/s")
+        .trim_end_matches("ps")
+        .trim_end_matches("bit");
+    let t = t.trim_end_matches('b');
+    let (num, scale) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1e3),
+        Some('m') => (&t[..t.len() - 1], 1e6),
+        Some('g') => (&t[..t.len() - 1], 1e9),
+        Some('t') => (&t[..t.len() - 1], 1e12),
+        _ => (t, 1.0),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && (v * scale) < 1e15 => Ok((v * scale).round() as u64),
+        _ => Err(format!(
+            "'{s}' is not a bit rate above zero (e.g. 100mbit, 1gbit, 500kbit)"
+        )),
+    }
+}
+
+/// A bit rate with a unit that suits it: `950 kbit/s`, `9.52 Mbit/s`,
+/// `1.00 Gbit/s`.
+pub fn format_bps(bps: f64) -> String {
+    if bps < 1e6 {
+        format!("{:.0} kbit/s", bps / 1e3)
+    } else if bps < 1e9 {
+        format!("{:.2} Mbit/s", bps / 1e6)
+    } else {
+        format!("{:.2} Gbit/s", bps / 1e9)
+    }
+}
+
 /// JSON: an optional duration as nanoseconds (null when absent).
 pub fn serde_opt_ns<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {
@@ -489,6 +527,20 @@ pub fn count_of(n: u64, noun: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bit_rates_take_their_units_and_print_back() {
+        assert_eq!(bitrate("1gbit"), Ok(1_000_000_000));
+        assert_eq!(bitrate("100Mbit/s"), Ok(100_000_000));
+        assert_eq!(bitrate("10M"), Ok(10_000_000));
+        assert_eq!(bitrate("500kbps"), Ok(500_000));
+        assert_eq!(bitrate("2.5g"), Ok(2_500_000_000));
+        assert_eq!(bitrate("64000"), Ok(64_000));
+        assert!(bitrate("0").is_err() && bitrate("fast").is_err() && bitrate("-1m").is_err());
+        assert_eq!(format_bps(9_523_000.0), "9.52 Mbit/s");
+        assert_eq!(format_bps(950_000.0), "950 kbit/s");
+        assert_eq!(format_bps(1e9), "1.00 Gbit/s");
+    }
 
     #[test]
     fn parses_units_and_refuses_bare_numbers_with_a_suggestion() {

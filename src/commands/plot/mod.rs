@@ -9,7 +9,10 @@
 //!   shaded from where they began;
 //! - **split**: per run that has one, the segments of the round trip per
 //!   interval (their means, which add up to the sampled packets' mean
-//!   RTT), stacked.
+//!   RTT), stacked;
+//! - **load**: per load run (`--load`'s JSON report), the load each way and
+//!   the round trip over time, phases marked, and each phase's stage split
+//!   ([`load_pane`]).
 //!
 //! Every label is measured with the embedded font (see [`axes`]); titles
 //! fit inside their frame and legends sit below the data ([`frame`]).
@@ -18,10 +21,12 @@ mod axes;
 mod chart;
 mod data;
 mod frame;
+mod load_pane;
 mod panes;
 
 use crate::cli::PlotArgs;
 use crate::error::{AppError, exit};
+use crate::report::load_runs::LoadRead;
 use crate::report::runs;
 use data::Run;
 use frame::FONT;
@@ -38,6 +43,8 @@ enum Pane {
     Time,
     /// The split of run `k`.
     Split(usize),
+    /// Load run `k`'s load, round trip and stages.
+    Load(usize),
 }
 
 /// Runs `synapse plot`; the exit status.
@@ -58,22 +65,49 @@ pub fn run(args: &PlotArgs) -> Result<i32, AppError> {
         )));
     }
     let prefix = runs::prefix(args.peer.as_deref());
-    let mut drawn = Vec::new();
+    let (mut drawn, mut loads) = (Vec::new(), Vec::new());
     for s in &args.inputs {
         let inputs = runs::load(s, args.config.as_ref(), &prefix)?;
         drawn.extend(inputs.iter().map(|i| Run::of(i, &prefix)));
+        loads.extend(
+            inputs
+                .iter()
+                .filter_map(|i| Some((data::short(&i.label), i.load.clone()?))),
+        );
     }
-    let (panes, notes) = panes_of(&args.kind, &drawn)?;
+    let (panes, notes) = match load_panes(&args.kind, drawn.len(), loads.len())? {
+        Some(panes) => (panes, Vec::new()),
+        None => panes_of(&args.kind, &drawn)?,
+    };
     // Text is measured with the font for either back end.
     plotters::style::register_font(FONT, FontStyle::Normal, DEJAVU)
         .map_err(|_| AppError::Runtime(anyhow::anyhow!("the embedded font is broken")))?;
-    let bytes = picture(ext.as_deref() == Some("svg"), args.width, &drawn, &panes)
-        .map_err(|e| AppError::Runtime(anyhow::anyhow!("plot: cannot draw: {e}")))?;
+    let bytes = picture(
+        ext.as_deref() == Some("svg"),
+        args.width,
+        (&drawn, &loads),
+        &panes,
+    )
+    .map_err(|e| AppError::Runtime(anyhow::anyhow!("plot: cannot draw: {e}")))?;
     crate::files::write_whole("plot -o", path, &bytes, args.force)?;
     for note in notes {
         crate::console::note(&note);
     }
     Ok(exit::PASS)
+}
+
+/// Load runs are drawn as such: for `--kind load`, and for `all` when
+/// every run is one (their whole-run percentiles would mix idle and loaded
+/// probes). `None`: the other kinds decide.
+fn load_panes(kind: &str, runs: usize, loads: usize) -> Result<Option<Vec<Pane>>, AppError> {
+    match kind {
+        "load" if loads == 0 => Err(AppError::Usage(
+            "plot --kind load: none of the inputs is a load run's JSON report (synapse client --load --json)".into(),
+        )),
+        "load" => Ok(Some((0..loads).map(Pane::Load).collect())),
+        "all" if loads > 0 && loads == runs => Ok(Some((0..loads).map(Pane::Load).collect())),
+        _ => Ok(None),
+    }
 }
 
 /// The panes `--kind` asks for that the runs can give, and a note for
@@ -128,7 +162,7 @@ fn panes_of(kind: &str, runs: &[Run]) -> Result<(Vec<Pane>, Vec<String>), AppErr
 }
 
 /// The picture, SVG or PNG, `width` wide, a pane 9/16 as high each.
-fn picture(svg: bool, width: u32, runs: &[Run], panes: &[Pane]) -> Fallible<Vec<u8>> {
+fn picture(svg: bool, width: u32, runs: Runs<'_>, panes: &[Pane]) -> Fallible<Vec<u8>> {
     let (w, h) = (width, width * 9 / 16 * panes.len() as u32);
     if svg {
         let mut text = String::new();
@@ -158,9 +192,12 @@ fn png_of(rgb: &[u8], w: u32, h: u32) -> Fallible<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The runs, and the load runs among them by name.
+type Runs<'a> = (&'a [Run], &'a [(String, LoadRead)]);
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
-    runs: &[Run],
+    (runs, loads): Runs<'_>,
     panes: &[Pane],
 ) -> Fallible<()>
 where
@@ -187,6 +224,7 @@ where
                     panes::split(area, &runs[k].name, s, &measure)?;
                 }
             }
+            Pane::Load(k) => load_pane::draw(area, &loads[k].0, &loads[k].1, FONT)?,
         }
     }
     root.present()?;

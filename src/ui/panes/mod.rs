@@ -7,6 +7,7 @@ pub mod footer;
 pub mod header;
 pub mod help;
 pub mod histogram;
+pub mod load;
 pub mod osi;
 pub mod progress;
 pub mod sessions;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod announce;
+pub mod bottleneck;
 pub mod csv_log;
 pub mod ecmp_lab;
 pub mod http;

@@ -23,6 +23,7 @@
 //! a multi-queue NIC may reorder) still reaches its session.
 
 use super::stamp_counters::StampCounters;
+use super::test_clock::shifted_opt;
 use crate::protocol::stamp::TimeFormat;
 use crate::protocol::tlv_reflect::follow_up_of;
 use crate::sys::errqueue::TxPoint;
@@ -157,10 +158,12 @@ impl FollowUpStamps {
         if let Some(w) = done.or_else(|| self.matcher.peek(id).copied())
             && let Some(f) = follow_up_of(
                 w.seq,
-                w.stamps.software,
-                w.stamps
-                    .hardware
-                    .and_then(|hw| clock?.place(hw, w.stamps.software)),
+                shifted_opt(w.stamps.software),
+                shifted_opt(
+                    w.stamps
+                        .hardware
+                        .and_then(|hw| clock?.place(hw, w.stamps.software)),
+                ),
                 self.format,
             )
         {

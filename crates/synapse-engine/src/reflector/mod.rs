@@ -20,6 +20,7 @@ mod serve;
 mod sessions;
 mod stamp_counters;
 pub mod tcp;
+mod test_clock;
 
 pub use answer_log::AnswerPoints;
 

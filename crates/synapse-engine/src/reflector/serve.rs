@@ -21,6 +21,7 @@ use super::follow_up::FollowUpStamps;
 use super::limits::Pace;
 use super::sessions::Sessions;
 use super::stamp_counters::{Counted, StampCounters};
+use super::test_clock::shifted_opt;
 use super::{Protocol, ReflectorEvent, ReflectorOutcome, Refusal};
 use crate::affinity::Placement;
 use crate::mono::Mono;
@@ -490,10 +491,10 @@ impl Reflector {
         let format = self.wire.format;
         log.take_follow_ups(|p| {
             let wire = p.t3.mapped(clock).wire;
-            if let Some(f) = p
-                .follow_up
-                .and_then(|seq| tlv_reflect::follow_up_of(seq, p.t3.driver, wire, format))
-            {
+            if let Some(f) = p.follow_up.and_then(|seq| {
+                let (driver, wire) = (shifted_opt(p.t3.driver), shifted_opt(wire));
+                tlv_reflect::follow_up_of(seq, driver, wire, format)
+            }) {
                 counters.stamped(&p.peer, f);
             }
         });
@@ -530,14 +531,14 @@ impl Reflector {
             send.follow_up = (done.follow_up && counted.is_some()).then_some(reply_seq);
         }
         let totals = &mut self.sessions.totals;
-        let t2 = d.rx.software.unwrap_or_else(|| {
+        let t2 = super::test_clock::shifted(d.rx.software.unwrap_or_else(|| {
             totals.t2_from_user += 1;
             realtime_ns()
-        });
+        }));
         let mut t3 = 0;
         let format = self.wire.format;
         let read_t3 = || {
-            t3 = realtime_ns();
+            t3 = super::test_clock::shifted(realtime_ns());
             WireTime::encode(t3, format)
         };
         let packet = &mut self.buf[..len];

@@ -92,6 +92,17 @@ pub struct TcpInfo {
     pub rcv_ooopack: u32,
     /// Reordering events seen.
     pub reord_seen: u32,
+    /// Bytes sent and acknowledged by the peer (`tcpi_bytes_acked`; the
+    /// SYN counts one).
+    pub bytes_acked: u64,
+    /// Bytes received in order (`tcpi_bytes_received`).
+    pub bytes_received: u64,
+    /// Bytes handed to the network, resends included (`tcpi_bytes_sent`).
+    pub bytes_sent: u64,
+    /// The congestion window, segments.
+    pub snd_cwnd: u32,
+    /// Bytes written but not yet sent (`tcpi_notsent_bytes`).
+    pub notsent_bytes: u32,
 }
 
 /// The kernel's `struct tcp_info` up to `tcpi_rcv_ooopack` (Linux 5.4;
@@ -186,6 +197,11 @@ pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfo> {
         data_segs_out: raw.data_segs_out,
         rcv_ooopack: raw.rcv_ooopack,
         reord_seen: raw.reord_seen,
+        bytes_acked: raw.bytes_acked,
+        bytes_received: raw.bytes_received,
+        bytes_sent: raw.bytes_sent,
+        snd_cwnd: raw.snd_cwnd,
+        notsent_bytes: raw.notsent_bytes,
     })
 }
 
@@ -271,5 +287,10 @@ mod tests {
         assert!(after.data_segs_in >= before.data_segs_in + 3, "{after:?}");
         assert!(after.rtt_us > 0 && after.min_rtt_us > 0, "{after:?}");
         assert_eq!(after.total_retrans, 0);
+        assert!(after.bytes_acked >= 12, "{after:?}");
+        assert!(after.bytes_received >= 12, "{after:?}");
+        // The SYN counts one byte in bytes_acked, none in bytes_sent.
+        assert_eq!(after.bytes_acked, after.bytes_sent + 1, "{after:?}");
+        assert!(after.snd_cwnd > 0, "{after:?}");
     }
 }

@@ -105,7 +105,9 @@ impl TcpEchoRun {
     }
 }
 
-fn listen(addr: SocketAddr) -> Result<TcpListener, EngineError> {
+/// Listens on `addr`, non-blocking: a port that cannot be had is said
+/// plainly (the load server listens the same way).
+pub(crate) fn listen(addr: SocketAddr) -> Result<TcpListener, EngineError> {
     let reason = |e: io::Error| match e.kind() {
         io::ErrorKind::AddrInUse => "address already in use".to_string(),
         io::ErrorKind::AddrNotAvailable => "address is not local to this host".into(),
