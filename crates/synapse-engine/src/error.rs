@@ -116,6 +116,14 @@ pub enum EngineError {
         "{0} answers with bytes that are not the requests sent: it is not an echo server (RFC 862 returns every byte unchanged)"
     )]
     NotEcho(SocketAddr),
+    /// A multicast group could not be joined.
+    #[error("cannot join {group}: {reason}")]
+    Join {
+        /// The group (`GROUP` or `GROUP@SOURCE`).
+        group: String,
+        /// Why, in the user's terms.
+        reason: String,
+    },
     /// The timestamp source asked for cannot be had.
     #[error("{0}")]
     Timestamps(String),

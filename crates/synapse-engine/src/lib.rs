@@ -70,6 +70,7 @@ pub use points::{PacketStatus, Points};
 pub use protocol::stamp;
 pub use protocol::stamp_key;
 pub use reflector::admission as reflector_admission;
+pub use reflector::groups::{GroupJoins, Membership};
 pub use reflector::limits as reflector_limits;
 pub use reflector::tcp::{
     TcpEchoConfig, TcpEchoOutcome, TcpEchoRun, TcpEchoTotals, start_tcp_echo,

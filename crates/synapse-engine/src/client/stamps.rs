@@ -107,6 +107,20 @@ impl ClientStamps {
         timestamping::recv_stamped_now(fd, buf, self.reader.control(), cmsg_type)
     }
 
+    /// Receives one datagram with its RX stamps and its source (an
+    /// unconnected socket: a multicast run), told not to wait when `now`.
+    #[inline]
+    pub fn recv_from(
+        &mut self,
+        fd: RawFd,
+        buf: &mut [u8],
+        from: &mut crate::sys::addr::RawAddr,
+        now: bool,
+    ) -> io::Result<RecvMeta> {
+        let cmsg_type = self.reader.cmsg_type();
+        timestamping::recv_stamped_from(fd, buf, from, self.reader.control(), cmsg_type, now)
+    }
+
     /// Reads what the error queue holds now (never blocking): TX stamps
     /// are filed for the packet in flight; the errno of an ICMP report, if
     /// one was there, is returned. Called while waiting, when the queue

@@ -12,7 +12,8 @@
 //! - `timestamping`: `SO_TIMESTAMPING` and stamped receives and sends;
 //!   `errqueue`: TX stamps and ICMP errors off the error queue; `pktinfo`:
 //!   answering from the address asked; `marks`: TOS and Traffic Class;
-//!   `batch`: `recvmmsg`/`sendmmsg` and GSO; `tcp`: stream calls,
+//!   `batch`: `recvmmsg`/`sendmmsg` and GSO; `multicast`: group
+//!   membership and a group sender's options; `tcp`: stream calls,
 //!   `TCP_INFO`, `accept4`; `epoll`: the TCP reflector's readiness and
 //!   descriptor limit.
 //! - `clock`: `CLOCK_REALTIME` and its synchronisation; `random`:
@@ -36,6 +37,7 @@ pub mod floor;
 pub mod interfaces;
 pub mod io;
 pub mod marks;
+pub mod multicast;
 pub mod phc;
 pub mod pktinfo;
 pub mod poll;

@@ -177,6 +177,25 @@ pub fn recv_stamped_now(
     recv_stamped_flags(fd, buf, None, control, stamp_type, flags)
 }
 
+/// [`recv_stamped`] with the source address, told not to wait when
+/// `now` (`ppoll` said something is there).
+#[inline]
+pub fn recv_stamped_from(
+    fd: RawFd,
+    buf: &mut [u8],
+    from: &mut RawAddr,
+    control: &mut ControlBuf,
+    stamp_type: i32,
+    now: bool,
+) -> std::io::Result<RecvMeta> {
+    let flags = if now {
+        libc::MSG_TRUNC | libc::MSG_DONTWAIT
+    } else {
+        libc::MSG_TRUNC
+    };
+    recv_stamped_flags(fd, buf, Some(from), control, stamp_type, flags)
+}
+
 /// [`recv_stamped`] with `recvmsg` flags of the caller's (a stream's
 /// receive takes no `MSG_TRUNC`).
 pub(super) fn recv_stamped_flags(
