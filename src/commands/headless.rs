@@ -10,7 +10,8 @@ use crate::session::{ClientFeed, ClientSession, ServerSession};
 use std::io::Write;
 use std::time::Duration;
 use synapse_engine::{Protocol, ReflectorEvent, StopFlag};
-use synapse_stats::RecordKind;
+use synapse_stats::slices::SliceRecorder;
+use synapse_stats::{Record, RecordKind};
 
 const POLL: Duration = Duration::from_millis(100);
 
@@ -29,6 +30,14 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     tap.start_run(plan.settings.timeout);
     let mut progress = Progress::new(plan.packets, plan.settings.duration);
     let mut measured = 0u64;
+    // A multicast run: each responder's slices, for its intervals.
+    let mut responder_slices: Vec<SliceRecorder> = Vec::new();
+    let mut slice = |i: usize, r: &Record| {
+        if responder_slices.len() <= i {
+            responder_slices.resize_with(i + 1, SliceRecorder::new);
+        }
+        responder_slices[i].record(r);
+    };
     while !session.is_finished() {
         std::thread::sleep(POLL);
         // Counts, and the interval log; the engine keeps the real statistics.
@@ -37,6 +46,7 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
             measured += u64::from(resolved && !r.warmup);
             tap.record(r);
         });
+        session.drain_responders(&mut slice);
         progress.update(measured);
         if session.log_failure().is_some() || tap.failure().is_some() {
             // A log that cannot be written ends the run: what it measured
@@ -46,7 +56,12 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
     }
     progress.finish();
     let overflow = session.ring_overflow();
-    let finish = session.finish(|r| tap.record(r));
+    let mut finish = session.finish(|r| tap.record(r));
+    if let Some(ring) = finish.responders.as_mut() {
+        while let Ok(r) = ring.pop() {
+            slice(r.peer as usize, &r.record);
+        }
+    }
     tap.end_run();
     if overflow > 0 {
         tap.comment(&format!(
@@ -68,6 +83,11 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
         slices,
         calibration.as_ref(),
     );
+    let responder_slices: Vec<_> = responder_slices
+        .into_iter()
+        .map(SliceRecorder::finish)
+        .collect();
+    report.responder_intervals(&responder_slices);
     report.log = finish.log.as_ref().map(LogSummary::of);
     report.hdr_log = hdr_log;
     Ok(report)

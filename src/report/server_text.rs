@@ -33,6 +33,7 @@ pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) 
             plan.tcp_per_source
         )?;
     }
+    write_groups(out, plan, s)?;
     if plan.timestamps != ReflectorStamping::default() {
         let st = &s.stamping;
         let on = st.interface.as_deref().map(|i| format!(" on {i}"));
@@ -64,6 +65,31 @@ pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) 
         out,
         "Ready to echo packets... (Ctrl-C prints totals and exits)"
     )
+}
+
+/// The groups joined, where and by whom; the name answers carry.
+fn write_groups(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) -> io::Result<()> {
+    if let Some((groups, interface, sides)) = s.joined() {
+        let list: Vec<String> = groups.iter().map(ToString::to_string).collect();
+        let by: Vec<&str> = sides
+            .iter()
+            .map(|side| match side {
+                Side::Echo => "echo",
+                Side::Stamp => "STAMP",
+            })
+            .collect();
+        writeln!(
+            out,
+            "Joined {} on {} ({}; each answer to its sender's own address)",
+            list.join(", "),
+            interface.as_deref().unwrap_or("the route's interface"),
+            by.join(" and ")
+        )?;
+    }
+    if let Some(name) = &plan.name {
+        writeln!(out, "Echo answers that ask are named {name}")?;
+    }
+    Ok(())
 }
 
 /// One finished session.
@@ -205,6 +231,19 @@ pub fn write_totals(out: &mut impl Write, f: &ServerFinish) -> io::Result<()> {
             writeln!(out, "{}", session_line(Side::Stamp, s))?;
         }
         writeln!(out, "{}", stamp_totals(&o.totals))?;
+    }
+    let left: usize = [Some(&f.echo), f.stamp.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o.as_ref().ok())
+        .map(|o| o.groups_left)
+        .sum();
+    if left > 0 {
+        writeln!(
+            out,
+            "left {} on exit",
+            count_of(left as u64, "group membership")
+        )?;
     }
     // Said only when a TCP client came: a UDP-only server's totals stay as they were.
     if let Some(Ok(o)) = &f.tcp

@@ -69,6 +69,9 @@ pub fn write_text(out: &mut impl Write, report: &Report, color: bool) -> io::Res
     if let Some(t) = &report.tcp {
         super::tcp_text::write_tcp(out, t, s.packets.received)?;
     }
+    if let Some(g) = &report.group {
+        super::responders_text::write_group(out, g)?;
+    }
     write_distribution(out, s, &paint)?;
     writeln!(out)?;
     if let Some(log) = &report.log {
@@ -711,6 +714,7 @@ mod tests {
             },
             tcp: None,
             nic_clock: None,
+            group: None,
         };
         let server = "192.0.2.10:8080".parse().unwrap();
         Report::new(

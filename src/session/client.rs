@@ -7,7 +7,9 @@ use crate::error::AppError;
 use crate::packet_log::RunningLog;
 use crate::plan::{ClientPlan, Target};
 use std::net::SocketAddr;
-use synapse_engine::{ClientOutcome, ClientRun, EngineError, StampingInfo, StopFlag, start_client};
+use synapse_engine::{
+    ClientOutcome, ClientRun, EngineError, PeerRecord, StampingInfo, StopFlag, start_client,
+};
 use synapse_stats::{Record, Shape};
 
 /// A running client and what it brought along.
@@ -31,6 +33,8 @@ pub struct ClientFinish {
     pub local: SocketAddr,
     /// The per-packet log, if one was written.
     pub log: Option<LogOutcome>,
+    /// A multicast run: what its responders' ring still holds.
+    pub responders: Option<rtrb::Consumer<PeerRecord>>,
 }
 
 /// What a front end reads of a running client: the engine's
@@ -198,6 +202,16 @@ impl ClientSession {
         }
     }
 
+    /// A multicast run: hands each responder's records that arrived since
+    /// the last call to `each`, with the responder's index.
+    pub fn drain_responders(&mut self, mut each: impl FnMut(usize, &Record)) {
+        if let Some(ring) = self.run.responders.as_mut() {
+            while let Ok(r) = ring.pop() {
+                each(r.peer as usize, &r.record);
+            }
+        }
+    }
+
     /// Waits for the run to end, hands the last records to `each`, stops
     /// the reflector it brought, and lets the log writer drain and flush.
     pub fn finish(mut self, each: impl FnMut(&Record)) -> ClientFinish {
@@ -213,6 +227,7 @@ impl ClientSession {
             server: self.server,
             local: self.run.local,
             log,
+            responders: self.run.responders.take(),
         }
     }
 }

@@ -628,6 +628,7 @@ impl Station {
                 tcp: t.tcp.clone(),
                 extensions: t.extensions.clone(),
                 nic_clock: None,
+                group: None,
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));
             let mut report = Report::new(

@@ -114,6 +114,7 @@ impl ClientFeed for Recorded {
                 tcp: None,
                 extensions: None,
                 nic_clock: None,
+                group: None,
             }),
             server: self.server(),
             local: self.local(),

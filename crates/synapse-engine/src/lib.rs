@@ -60,6 +60,9 @@ mod wall_clock;
 
 pub use affinity::{Placement, Role, ThreadPlacement, choose_cpu, pin_thread};
 pub use client::extensions;
+pub use client::group::{
+    DISCOVERY_ROUNDS, GroupOutcome, MAX_RESPONDERS, MulticastOptions, ResponderOutcome,
+};
 pub use client::paced::schedule::Schedule;
 pub use client::paced::{Budget, MAX_IN_FLIGHT, ProbeConfig, in_flight_bound};
 pub use client::prober::{NO_PEER, PeerRecord, ProberConfig, ProberRun, start_prober};
@@ -85,6 +88,8 @@ pub use sys::affinity::allowed_cpus;
 /// A NIC's interrupt coalescing, as `ethtool -c` shows it (`synapse
 /// calibrate`'s audit of this host).
 pub use sys::ethtool::{Coalesce, coalesce};
+/// The index of a network interface, by name (`--mc-if`).
+pub use sys::interfaces::index_of as interface_index;
 /// Waiting for keys without crossterm's reader, which spins on a terminal
 /// that hung up (the agent's live table).
 pub use sys::terminal::terminal_input;

@@ -215,6 +215,53 @@ pub fn paced_socket(
     Ok((socket, local))
 }
 
+/// A multicast client's socket: unconnected (the answers come from every
+/// member's own address), bound to `bind`, its group datagrams sent with
+/// `hops`, by interface `ifindex` when given, and looped back to this
+/// host's own members only when `loopback`. Returns it with the local
+/// address the route to `group` picks.
+pub fn group_socket(
+    bind: SocketAddr,
+    group: SocketAddr,
+    hops: u8,
+    ifindex: Option<u32>,
+    loopback: bool,
+) -> Result<(Socket, SocketAddr), EngineError> {
+    let socket = bind_udp_with(bind, false)?;
+    let fd = socket.as_raw_fd();
+    let v6 = group.is_ipv6();
+    let cannot = |what: &'static str| EngineError::io(what);
+    sys::multicast::set_hops(fd, v6, hops).map_err(cannot("cannot set the multicast hop limit"))?;
+    sys::multicast::set_loopback(fd, v6, loopback)
+        .map_err(cannot("cannot set IP_MULTICAST_LOOP"))?;
+    if let Some(index) = ifindex {
+        sys::multicast::set_interface(fd, v6, index)
+            .map_err(cannot("cannot set the multicast interface"))?;
+    }
+    // Every member answers at once: a burst the default buffer may drop.
+    let _ = socket.set_recv_buffer_size(4 << 20);
+    let mut local = socket
+        .local_addr()
+        .ok()
+        .and_then(|a| a.as_socket())
+        .unwrap_or(bind);
+    if local.ip().is_unspecified() {
+        // As a connected probe would say: the source the route to the
+        // group picks (none with no route: the send says why).
+        if let Ok(probe) = std::net::UdpSocket::bind(wildcard_for(group)) {
+            if let Some(index) = ifindex {
+                let _ = sys::multicast::set_interface(probe.as_raw_fd(), v6, index);
+            }
+            if probe.connect(group).is_ok()
+                && let Ok(a) = probe.local_addr()
+            {
+                local.set_ip(a.ip());
+            }
+        }
+    }
+    Ok((socket, local))
+}
+
 /// Whether `ip` belongs to this host (loopback, or one of its interfaces):
 /// a reflector there reads the same clock as the client.
 pub fn is_this_host(ip: std::net::IpAddr) -> bool {

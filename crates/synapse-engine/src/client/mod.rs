@@ -8,6 +8,7 @@
 
 mod armed_wait;
 pub mod extensions;
+pub mod group;
 mod output;
 pub mod paced;
 mod pingpong;
@@ -27,7 +28,9 @@ use super::points::Points;
 use super::protocol::stamp::TimeFormat;
 use super::protocol::stamp_key::StampKey;
 use super::protocol::tlv::StampTlvs;
-use super::socket::{ClientSockets, client_sockets, is_this_host, paced_socket, wildcard_for};
+use super::socket::{
+    ClientSockets, client_sockets, group_socket, is_this_host, paced_socket, wildcard_for,
+};
 use super::timestamping::phc_map::{NicClockFigures, PhcMap};
 use super::timestamping::{self, TimestampMode, capabilities::Source};
 use super::{EngineError, StopFlag};
@@ -102,6 +105,9 @@ pub struct ClientConfig {
     /// its requests count lost and the connection is tried again with
     /// backoff, until stopped (the agent's peers).
     pub keep_trying: bool,
+    /// A multicast `server` (a group): how the requests are sent and whom
+    /// each waits for.
+    pub multicast: group::MulticastOptions,
 }
 
 impl ClientConfig {
@@ -143,6 +149,7 @@ impl ClientConfig {
             connect_each: false,
             phase: Duration::ZERO,
             keep_trying: false,
+            multicast: group::MulticastOptions::default(),
         }
     }
 }
@@ -219,6 +226,8 @@ pub struct ClientOutcome {
     pub extensions: Option<extensions::TlvSummary>,
     /// Hardware stamps: how the NIC's clock was placed on the system clock.
     pub nic_clock: Option<NicClockFigures>,
+    /// A multicast run: each responder's figures, and the fan-out.
+    pub group: Option<group::GroupOutcome>,
 }
 
 /// A running client.
@@ -236,6 +245,11 @@ pub struct ClientRun {
     pub shape: Shape,
     /// TCP: the connection's state and the kernel's view, as they go.
     pub tcp_live: Option<Arc<synapse_stats::TcpLive>>,
+    /// A multicast run: each responder's records as they happen, tagged
+    /// with its index (the order it was first heard in).
+    pub responders: Option<rtrb::Consumer<prober::PeerRecord>>,
+    /// Records of that ring it had no room for.
+    pub responder_overflow: Arc<AtomicU64>,
     stop: StopFlag,
     overflow: Arc<AtomicU64>,
     handle: Option<JoinHandle<Result<ClientOutcome, EngineError>>>,
@@ -272,6 +286,18 @@ impl ClientRun {
 fn bind_work(cfg: &ClientConfig) -> Result<(Work, SocketAddr), EngineError> {
     let bind = cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server));
     Ok(match cfg.schedule {
+        None if cfg.server.ip().is_multicast() => {
+            let m = cfg.multicast;
+            let (socket, local) = group_socket(bind, cfg.server, m.hops, m.interface, m.loopback)?;
+            let armed = if cfg.thread.busy_poll {
+                socket.set_nonblocking(true).map(|()| None)
+            } else {
+                RecvTimeout::arm(&socket, cfg.timeout.min(STOP_CHECK)).map(|r| r.armed)
+            }
+            .map_err(EngineError::io("cannot configure socket"))?;
+            mark(&socket, cfg)?;
+            (Work::Group(socket, armed), local)
+        }
         None => {
             let sockets = client_sockets(bind, cfg.server)?;
             // Busy-polling spins on a non-blocking socket; blocking mode
@@ -325,6 +351,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
     // probe's rate is the user's choice, not the loop's.
     let tx_every = match work {
         Work::PingPong(..) if kernel => cfg.tx_stamp_every.max(1),
+        // A group request's send path is every answer's: each is stamped.
         _ => 1,
     };
     let stamps = kernel
@@ -344,6 +371,13 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         follow_up_hardware: false,
     };
     let (output, rings) = Output::with_rings(cfg.ring_capacity, cfg.log_capacity);
+    let (answer_ring, responders) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
+    let responder_overflow = Arc::new(AtomicU64::new(0));
+    let answers = group::AnswerRing {
+        ring: answer_ring,
+        overflow: Arc::clone(&responder_overflow),
+    };
+    let grouped = matches!(work, Work::Group(..));
     let shape = shape_of(&cfg, stamping.segments);
     let stats = Stats::shaped(shape);
     let (thread_info, thread_stop) = (stamping.clone(), stop.clone());
@@ -360,6 +394,13 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
                     let stamps = stamps.map(Stamping::into_ping_pong);
                     let mut pinger =
                         Pinger::new(&cfg, &sockets, armed, output, stamps.flatten(), stats);
+                    run_loop::run(&mut pinger, &cfg, &thread_stop, placement)
+                }
+                (Work::Group(socket, armed), stamps) => {
+                    let stamps = stamps.and_then(Stamping::into_ping_pong);
+                    let mut pinger = group::GroupPinger::new(
+                        &cfg, &socket, armed, output, answers, stamps, stats, shape,
+                    );
                     run_loop::run(&mut pinger, &cfg, &thread_stop, placement)
                 }
                 (Work::Paced(socket, schedule), stamps) => {
@@ -388,6 +429,8 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         shape,
         stamping,
         tcp_live: None,
+        responders: grouped.then_some(responders),
+        responder_overflow,
         stop,
         overflow: rings.overflow,
         handle: Some(handle),
@@ -411,6 +454,8 @@ enum Work {
     /// (`None`: it never blocks, or its waits are all `ppoll`).
     PingPong(ClientSockets, Option<Duration>),
     Paced(socket2::Socket, Schedule),
+    /// Multicast ping-pong: the unconnected socket, and its armed timeout.
+    Group(socket2::Socket, Option<Duration>),
 }
 
 /// Kernel stamping, switched on for one kind of run. Built once per run.
@@ -450,6 +495,9 @@ impl Work {
             Work::Paced(s, _) => {
                 Stamping::Paced(PacedStamps::enable(s.as_raw_fd(), hardware)?.with_clock(clock))
             }
+            Work::Group(s, _) => Stamping::PingPong(
+                ClientStamps::enable(s.as_raw_fd(), hardware, 1)?.with_clock(clock),
+            ),
         })
     }
 }
@@ -520,6 +568,7 @@ impl PacedRun<'_> {
             extensions: (cfg.stamp && !cfg.tlvs.is_empty())
                 .then(|| ended.tally.summary(cfg.tlvs, self.local, cfg.server)),
             nic_clock: None,
+            group: None,
         })
     }
 }

@@ -84,6 +84,7 @@ pub(super) fn run<E: Exchanges>(
         tcp: None,
         extensions: None,
         nic_clock: None,
+        group: None,
     };
     Ok(e.outcome(cfg, base))
 }

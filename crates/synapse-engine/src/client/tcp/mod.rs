@@ -209,6 +209,8 @@ fn spawn(
         stamping,
         shape,
         tcp_live: Some(live),
+        responders: None,
+        responder_overflow: Default::default(),
         stop,
         overflow: rings.overflow,
         handle: Some(handle),
