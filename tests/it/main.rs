@@ -31,6 +31,7 @@ mod interop_tlv;
 mod limits;
 mod location_netns;
 mod logs;
+mod multicast;
 mod paced;
 mod profiles;
 mod server;

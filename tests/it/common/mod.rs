@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod bridged;
 pub mod http;
 pub mod netns;
 pub mod routed;
@@ -240,6 +241,11 @@ impl Guard {
     /// Sends SIGINT, as Ctrl-C would.
     pub fn interrupt(&self) {
         unsafe_free_kill(self.0.id(), "INT");
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        unsafe_free_kill(self.0.id(), "TERM");
     }
 }
 
