@@ -398,10 +398,13 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
                 }
                 (Work::Group(socket, armed), stamps) => {
                     let stamps = stamps.and_then(Stamping::into_ping_pong);
-                    let mut pinger = group::GroupPinger::new(
-                        &cfg, &socket, armed, output, answers, stamps, stats, shape,
-                    );
-                    run_loop::run(&mut pinger, &cfg, &thread_stop, placement)
+                    let run = GroupRun {
+                        cfg: &cfg,
+                        socket: &socket,
+                        armed,
+                        stop: &thread_stop,
+                    };
+                    run.run(output, answers, stamps, (stats, shape), placement)
                 }
                 (Work::Paced(socket, schedule), stamps) => {
                     let stamps = stamps.and_then(Stamping::into_paced);
@@ -499,6 +502,40 @@ impl Work {
                 ClientStamps::enable(s.as_raw_fd(), hardware, 1)?.with_clock(clock),
             ),
         })
+    }
+}
+
+/// A multicast run on its thread: a function of its own, never inlined
+/// into the thread's body, so the unicast loop there is compiled as it
+/// was (its registers, its instructions per round trip).
+struct GroupRun<'a> {
+    cfg: &'a ClientConfig,
+    socket: &'a socket2::Socket,
+    armed: Option<Duration>,
+    stop: &'a StopFlag,
+}
+
+impl GroupRun<'_> {
+    #[inline(never)]
+    fn run(
+        self,
+        output: Output,
+        answers: group::AnswerRing,
+        stamps: Option<ClientStamps>,
+        (stats, shape): (Stats, Shape),
+        placement: Placement,
+    ) -> Result<ClientOutcome, EngineError> {
+        let mut pinger = group::GroupPinger::new(
+            self.cfg,
+            self.socket,
+            self.armed,
+            output,
+            answers,
+            stamps,
+            stats,
+            shape,
+        );
+        run_loop::run(&mut pinger, self.cfg, self.stop, placement)
     }
 }
 
