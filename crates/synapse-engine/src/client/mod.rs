@@ -350,8 +350,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
     // Paced runs stamp every packet: their split is per probe, and a
     // probe's rate is the user's choice, not the loop's.
     let tx_every = match work {
-        Work::PingPong(..) if kernel => cfg.tx_stamp_every.max(1),
-        // A group request's send path is every answer's: each is stamped.
+        Work::PingPong(..) | Work::Group(..) if kernel => cfg.tx_stamp_every.max(1),
         _ => 1,
     };
     let stamps = kernel
@@ -499,7 +498,7 @@ impl Work {
                 Stamping::Paced(PacedStamps::enable(s.as_raw_fd(), hardware)?.with_clock(clock))
             }
             Work::Group(s, _) => Stamping::PingPong(
-                ClientStamps::enable(s.as_raw_fd(), hardware, 1)?.with_clock(clock),
+                ClientStamps::enable(s.as_raw_fd(), hardware, every)?.with_clock(clock),
             ),
         })
     }

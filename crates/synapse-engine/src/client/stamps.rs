@@ -79,6 +79,26 @@ impl ClientStamps {
         timestamping::send_stamped(fd, payload, tx)
     }
 
+    /// [`Self::send`] to `to`, on an unconnected socket (a multicast
+    /// client's).
+    #[inline]
+    pub fn send_to(
+        &self,
+        fd: RawFd,
+        payload: &[u8],
+        to: &crate::sys::addr::RawAddr,
+        sampled: bool,
+    ) -> io::Result<usize> {
+        if self.every == 1 || !sampled {
+            return crate::sys::io::send_to(fd, payload, to);
+        }
+        let mut tx = flags::TX_SOFTWARE;
+        if self.hardware {
+            tx |= flags::TX_HARDWARE;
+        }
+        timestamping::send_to_stamped(fd, payload, to, tx)
+    }
+
     /// A packet went out: its TX stamps are waited for.
     #[inline]
     pub fn sent(&mut self) {

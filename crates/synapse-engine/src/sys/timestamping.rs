@@ -229,6 +229,20 @@ pub fn send_stamped(fd: RawFd, buf: &[u8], tx_flags: u32) -> std::io::Result<usi
     send_stamped_flags(fd, buf, tx_flags, 0)
 }
 
+/// [`send_stamped`] to `to`, on an unconnected socket (a multicast
+/// client's). One `sendmsg`.
+pub fn send_to_stamped(
+    fd: RawFd,
+    buf: &[u8],
+    to: &RawAddr,
+    tx_flags: u32,
+) -> std::io::Result<usize> {
+    let mut space = Space::<32>::default();
+    let mut control = Encoder::new(&mut space);
+    control.push(libc::SOL_SOCKET, libc::SO_TIMESTAMPING, tx_flags);
+    io::send_msg(fd, buf, Some(to), &mut control, 0)
+}
+
 /// [`send_stamped`] with `sendmsg` flags (`MSG_NOSIGNAL`, `MSG_DONTWAIT`).
 pub(super) fn send_stamped_flags(
     fd: RawFd,

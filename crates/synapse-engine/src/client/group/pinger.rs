@@ -23,7 +23,6 @@ use crate::protocol::responder_name::{self, NAMED_SIZE};
 use crate::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use crate::sys;
 use crate::sys::addr::RawAddr;
-use crate::sys::cmsg::ControlBuf;
 use crate::sys::errno::{is_network_error, is_send_drop};
 use crate::sys::io::Received;
 use crate::sys::timestamping::Stamps;
@@ -55,13 +54,20 @@ pub(in crate::client) struct GroupPinger<'a> {
     codec: Codec,
     reply: crate::protocol::Reply,
     buf: Vec<u8>,
-    control: ControlBuf,
     stamps: Option<ClientStamps>,
     /// Read `CLOCK_REALTIME` beside the monotonic clock (kernel stamps or
     /// STAMP).
     realtime: bool,
     /// Whether an answer's points split its round trip.
     splitting: bool,
+    /// STAMP: the wall clock is read for every request (T1 travels).
+    stamp: bool,
+    /// Whether the request in flight is one of the stamped sample (TX
+    /// stamps asked, RX stamps read): the split comes from those alone,
+    /// as in unicast ping-pong.
+    in_sample: bool,
+    /// Its wall clock is read.
+    read_realtime: bool,
     wall: WallClock,
     /// The request in flight: its own points (T1 user, then its TX stamps).
     sent: Points,
@@ -128,10 +134,12 @@ impl<'a> GroupPinger<'a> {
             codec,
             reply: crate::protocol::Reply::plain(0),
             buf: vec![0; RECV_BUFFER],
-            control: ControlBuf::default(),
             stamps,
             realtime: cfg.stamp || kernel,
             splitting: cfg.stamp || kernel,
+            stamp: cfg.stamp,
+            in_sample: true,
+            read_realtime: false,
             wall: WallClock::sync(),
             sent: Points::default(),
             tx_sent: false,
@@ -191,18 +199,28 @@ impl<'a> GroupPinger<'a> {
         if !warmup {
             self.requests += 1;
         }
+        let index = seq.checked_sub(self.warmup);
+        self.in_sample = self.stamps.as_mut().is_none_or(|s| s.samples(index));
+        self.read_realtime = self.realtime && (self.stamp || self.in_sample);
         let t1 = Mono::now();
-        let t1_user = if self.realtime { self.wall.at(t1) } else { 0 };
+        let t1_user = if self.read_realtime {
+            self.wall.at(t1)
+        } else {
+            0
+        };
         let payload = self.codec.encode(seq, t1_user);
-        let sent = sys::io::send_to(fd, payload, &self.group);
+        let sent = match &self.stamps {
+            Some(s) => s.send_to(fd, payload, &self.group, self.in_sample),
+            None => sys::io::send_to(fd, payload, &self.group),
+        };
         self.sent = Points {
             seq,
-            t1_user: self.realtime.then_some(t1_user),
+            t1_user: self.read_realtime.then_some(t1_user),
             ..Points::default()
         };
         self.round.start(seq, t1, warmup);
-        self.tx_sent = sent.is_ok() && self.stamps.is_some();
-        if let Some(stamps) = self.stamps.as_mut() {
+        self.tx_sent = sent.is_ok() && self.stamps.is_some() && self.in_sample;
+        if let Some(stamps) = self.stamps.as_mut().filter(|_| self.in_sample) {
             if sent.is_ok() {
                 stamps.sent();
             } else {
@@ -325,7 +343,7 @@ impl<'a> GroupPinger<'a> {
             Reply::Fresh if seq == current => {
                 self.seen.replies += 1;
                 let mut points = self.sent;
-                let t4_user = self.realtime.then(|| self.wall.at(now));
+                let t4_user = self.read_realtime.then(|| self.wall.at(now));
                 points.answered(now.ns_since(self.round.t1), &self.reply, rx, t4_user);
                 self.round.answered(i, now, points);
                 return;
@@ -577,21 +595,20 @@ impl Exchanges for GroupPinger<'_> {
 impl Receive for GroupPinger<'_> {
     type Got = (Received, Stamps);
 
-    /// One datagram with its source (and RX stamps with kernel stamps).
+    /// One datagram with its source (and its RX stamps, for a request of
+    /// the stamped sample).
     #[inline]
     fn recv_one(&mut self, fd: RawFd, now: bool) -> io::Result<(Received, Stamps)> {
-        let m = match &mut self.stamps {
-            Some(s) => s.recv_from(fd, &mut self.buf, &mut self.from, now)?,
-            None => sys::timestamping::recv_stamped_from(
-                fd,
-                &mut self.buf,
-                &mut self.from,
-                &mut self.control,
-                -1,
-                now,
-            )?,
-        };
-        Ok((m.received, m.stamps))
+        match &mut self.stamps {
+            Some(s) if self.in_sample => s
+                .recv_from(fd, &mut self.buf, &mut self.from, now)
+                .map(|m| (m.received, m.stamps)),
+            // Outside the sample: a bare `recvfrom`, no control data.
+            _ if now => sys::io::recv_from_now(fd, &mut self.buf, &mut self.from)
+                .map(|r| (r, Stamps::default())),
+            _ => sys::io::recv_from(fd, &mut self.buf, &mut self.from)
+                .map(|r| (r, Stamps::default())),
+        }
     }
 
     /// TX stamps go to the request in flight; an ICMP report about the
