@@ -119,6 +119,7 @@ impl ClientFeed for Recorded {
             server: self.server(),
             local: self.local(),
             log: None,
+            responders: None,
         }
     }
 }
