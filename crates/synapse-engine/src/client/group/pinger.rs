@@ -439,15 +439,13 @@ impl<'a> GroupPinger<'a> {
     /// request's spread and skew.
     fn record_group(&mut self) {
         let (seq, warmup, t1) = (self.round.seq, self.round.warmup, self.round.t1);
-        if !warmup {
-            if let Some(spread) = self.round.spread_ns() {
-                self.fan_out.spread(spread);
-                let stamps = self.round.answers().iter().map(|a| {
-                    let error = a.points.reflector_error.and_then(|e| e.bound_ns());
-                    (a.points.t2, error.map(|e| e.ceil() as u64))
-                });
-                self.fan_out.skew(skew_of(stamps));
-            }
+        if !warmup && let Some(spread) = self.round.spread_ns() {
+            self.fan_out.spread(spread);
+            let stamps = self.round.answers().iter().map(|a| {
+                let error = a.points.reflector_error.and_then(|e| e.bound_ns());
+                (a.points.t2, error.map(|e| e.ceil() as u64))
+            });
+            self.fan_out.skew(skew_of(stamps));
         }
         let slowest = self.round.answers().last().copied();
         let complete = self.round.count() >= self.expected();
