@@ -197,22 +197,39 @@ pub fn paced_socket(
     // default buffer drops would be counted as the network's loss. The
     // kernel caps this at net.core.rmem_max; failure is harmless.
     let _ = socket.set_recv_buffer_size(4 << 20);
+    let local = local_toward(&socket, bind, peer, None);
+    Ok((socket, local))
+}
+
+/// Where `socket` (bound to `bind`) sends from toward `peer`: its bound
+/// address, or on a wildcard the source the route to `peer` picks (by
+/// interface `ifindex` for a group, when given). Connecting a throwaway
+/// UDP socket sends nothing, but it asks the kernel; with no route the
+/// wildcard stays, and the first send says why.
+fn local_toward(
+    socket: &Socket,
+    bind: SocketAddr,
+    peer: SocketAddr,
+    ifindex: Option<u32>,
+) -> SocketAddr {
     let mut local = socket
         .local_addr()
         .ok()
         .and_then(|a| a.as_socket())
         .unwrap_or(bind);
-    if local.ip().is_unspecified() {
-        // Connecting a throwaway UDP socket sends nothing, but it asks the
-        // kernel which source address the route picks.
-        if let Ok(probe) = std::net::UdpSocket::bind(wildcard_for(peer))
-            && probe.connect(peer).is_ok()
+    if local.ip().is_unspecified()
+        && let Ok(probe) = std::net::UdpSocket::bind(wildcard_for(peer))
+    {
+        if let Some(index) = ifindex {
+            let _ = sys::multicast::set_interface(probe.as_raw_fd(), peer.is_ipv6(), index);
+        }
+        if probe.connect(peer).is_ok()
             && let Ok(a) = probe.local_addr()
         {
             local.set_ip(a.ip());
         }
     }
-    Ok((socket, local))
+    local
 }
 
 /// A multicast client's socket: unconnected (the answers come from every
@@ -240,25 +257,7 @@ pub fn group_socket(
     }
     // Every member answers at once: a burst the default buffer may drop.
     let _ = socket.set_recv_buffer_size(4 << 20);
-    let mut local = socket
-        .local_addr()
-        .ok()
-        .and_then(|a| a.as_socket())
-        .unwrap_or(bind);
-    if local.ip().is_unspecified() {
-        // As a connected probe would say: the source the route to the
-        // group picks (none with no route: the send says why).
-        if let Ok(probe) = std::net::UdpSocket::bind(wildcard_for(group)) {
-            if let Some(index) = ifindex {
-                let _ = sys::multicast::set_interface(probe.as_raw_fd(), v6, index);
-            }
-            if probe.connect(group).is_ok()
-                && let Ok(a) = probe.local_addr()
-            {
-                local.set_ip(a.ip());
-            }
-        }
-    }
+    let local = local_toward(&socket, bind, group, ifindex);
     Ok((socket, local))
 }
 
