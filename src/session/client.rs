@@ -8,7 +8,8 @@ use crate::packet_log::RunningLog;
 use crate::plan::{ClientPlan, Target};
 use std::net::SocketAddr;
 use synapse_engine::{
-    ClientOutcome, ClientRun, EngineError, PeerRecord, StampingInfo, StopFlag, start_client,
+    ClientOutcome, ClientRun, EngineError, PeerRecord, ResponderEntry, StampingInfo, StopFlag,
+    start_client,
 };
 use synapse_stats::{Record, Shape};
 
@@ -53,6 +54,12 @@ pub trait ClientFeed: std::fmt::Debug {
     fn drain(&mut self, each: &mut dyn FnMut(&Record));
     /// Records the live view missed because its ring was full.
     fn ring_overflow(&self) -> u64;
+    /// A multicast run: each responder's records that arrived since the
+    /// last call, with its index (a unicast run has none).
+    fn drain_responders(&mut self, _each: &mut dyn FnMut(usize, &Record)) {}
+    /// A multicast run: who each responder first heard since the last call
+    /// is (a unicast run has none).
+    fn responder_entries(&mut self, _each: &mut dyn FnMut(ResponderEntry)) {}
     /// Whether the run has ended (budget spent, stopped, or failed).
     fn is_finished(&self) -> bool;
     /// Why the per-packet log stopped being written, as soon as it has.
@@ -133,6 +140,18 @@ impl ClientFeed for ClientSession {
 
     fn ring_overflow(&self) -> u64 {
         self.run.ring_overflow()
+    }
+
+    fn drain_responders(&mut self, each: &mut dyn FnMut(usize, &Record)) {
+        ClientSession::drain_responders(self, each);
+    }
+
+    fn responder_entries(&mut self, each: &mut dyn FnMut(ResponderEntry)) {
+        if let Some(ring) = self.run.responder_directory.as_mut() {
+            while let Ok(e) = ring.pop() {
+                each(e);
+            }
+        }
     }
 
     fn is_finished(&self) -> bool {

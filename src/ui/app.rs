@@ -49,6 +49,15 @@ pub struct ClientInfo {
     pub transport: synapse_engine::Transport,
 }
 
+impl ClientInfo {
+    /// The target is a multicast group: the view has a row per responder.
+    pub fn is_group(&self) -> bool {
+        self.target
+            .parse::<std::net::SocketAddr>()
+            .is_ok_and(|a| a.ip().is_multicast())
+    }
+}
+
 /// What the client view shows.
 #[derive(Debug, Clone)]
 pub struct ClientView {
@@ -67,6 +76,8 @@ pub struct ClientView {
     /// Against the reference marked with `m`: the text, and whether a
     /// difference is significant yet.
     pub versus: Option<(String, bool)>,
+    /// A multicast run: each responder's row (empty otherwise).
+    pub responders: super::responders::ResponderBoard,
 }
 
 /// What the server view shows.
@@ -303,6 +314,7 @@ impl App {
                 ring_overflow: 0,
                 versus: None,
                 stamping: None,
+                responders: Default::default(),
             },
             server,
             anim: Animation::default(),
@@ -359,6 +371,7 @@ impl App {
     /// the packet the path showed.
     pub fn clear(&mut self) {
         self.client.live = LiveStats::new();
+        self.client.responders.clear();
         self.client.versus = None;
         self.client.run_done = 0;
         self.server.clear();

@@ -471,6 +471,9 @@ impl Station {
                     app.client.run_done += u64::from(!r.warmup);
                 }
             });
+            let board = &mut app.client.responders;
+            session.responder_entries(&mut |e| board.name(&e));
+            session.drain_responders(&mut |i, r| board.ingest(i, r));
             app.client.ring_overflow = session.ring_overflow();
             app.client.run_elapsed = now.duration_since(self.run_started);
             if session.log_failure().is_some() {
@@ -710,6 +713,7 @@ impl ServerTotals {
 fn close_windows(app: &mut App, started: &mut Instant, t: Instant) {
     while t.saturating_duration_since(*started) >= WINDOW {
         app.client.live.close_window();
+        app.client.responders.close_window();
         app.server.close_window();
         *started += WINDOW;
     }

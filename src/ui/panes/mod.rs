@@ -9,6 +9,7 @@ pub mod help;
 pub mod histogram;
 pub mod osi;
 pub mod progress;
+pub mod responders;
 pub mod sessions;
 pub mod sparklines;
 pub mod split;

@@ -250,6 +250,9 @@ pub struct ClientRun {
     pub responders: Option<rtrb::Consumer<prober::PeerRecord>>,
     /// Records of that ring it had no room for.
     pub responder_overflow: Arc<AtomicU64>,
+    /// A multicast run: each responder as it is first heard (its index,
+    /// name and address), once.
+    pub responder_directory: Option<rtrb::Consumer<group::ResponderEntry>>,
     stop: StopFlag,
     overflow: Arc<AtomicU64>,
     handle: Option<JoinHandle<Result<ClientOutcome, EngineError>>>,
@@ -371,10 +374,12 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
     };
     let (output, rings) = Output::with_rings(cfg.ring_capacity, cfg.log_capacity);
     let (answer_ring, responders) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
+    let (directory, entries) = rtrb::RingBuffer::new(group::MAX_RESPONDERS);
     let responder_overflow = Arc::new(AtomicU64::new(0));
     let answers = group::AnswerRing {
         ring: answer_ring,
         overflow: Arc::clone(&responder_overflow),
+        directory,
     };
     let grouped = matches!(work, Work::Group(..));
     let shape = shape_of(&cfg, stamping.segments);
@@ -433,6 +438,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         tcp_live: None,
         responders: grouped.then_some(responders),
         responder_overflow,
+        responder_directory: grouped.then_some(entries),
         stop,
         overflow: rings.overflow,
         handle: Some(handle),

@@ -58,6 +58,19 @@ impl Default for MulticastOptions {
     }
 }
 
+/// A responder first heard: its index (its records' tag), the name its
+/// answers carry, and the address they come from. A live front end reads
+/// these from their own ring, once each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponderEntry {
+    /// Its index: the tag of its records.
+    pub index: u32,
+    /// The name its answers carry, if it tells one.
+    pub name: Option<ResponderName>,
+    /// The address its answers come from.
+    pub address: SocketAddr,
+}
+
 /// One responder as the run saw it.
 #[derive(Debug, Clone)]
 pub struct ResponderOutcome {

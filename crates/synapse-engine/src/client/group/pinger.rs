@@ -6,7 +6,7 @@
 
 use super::responders::{Responders, Sender};
 use super::round::Round;
-use super::{DISCOVERY_ROUNDS, GroupOutcome, MulticastOptions, ResponderOutcome};
+use super::{DISCOVERY_ROUNDS, GroupOutcome, MulticastOptions, ResponderEntry, ResponderOutcome};
 use crate::client::armed_wait::{self, Receive, Waiting};
 use crate::client::output::Output;
 use crate::client::prober::PeerRecord;
@@ -43,6 +43,8 @@ pub(in crate::client) struct AnswerRing {
     pub ring: rtrb::Producer<PeerRecord>,
     /// Records the ring had no room for.
     pub overflow: Arc<AtomicU64>,
+    /// Each responder as it is first heard (room for every one).
+    pub directory: rtrb::Producer<ResponderEntry>,
 }
 
 /// The loop's state. Everything but a new responder's entry is allocated
@@ -327,7 +329,12 @@ impl<'a> GroupPinger<'a> {
             Codec::Stamp(_) => None,
         };
         let seq = self.reply.seq;
+        let known = self.responders.len();
         let i = match self.responders.find_or_add(name, &self.from, seq, current) {
+            Sender::Known(i) if i >= known => {
+                self.announce(i);
+                i
+            }
             Sender::Known(i) => i,
             Sender::Strange => {
                 self.strange += 1;
@@ -356,6 +363,17 @@ impl<'a> GroupPinger<'a> {
         };
         self.seen.late += 1;
         self.emit_for(i, Record::event(kind, seq, at_ns, about_warmup));
+    }
+
+    /// Responder `i` was heard for the first time: a live front end is
+    /// told who it is (its ring has room for every one).
+    fn announce(&mut self, i: usize) {
+        let r = &self.responders.all()[i];
+        let _ = self.answers.directory.push(ResponderEntry {
+            index: i as u32,
+            name: r.name,
+            address: r.address,
+        });
     }
 
     /// A datagram that is no responder's answer: the group's stray.

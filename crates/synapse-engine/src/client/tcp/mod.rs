@@ -211,6 +211,7 @@ fn spawn(
         tcp_live: Some(live),
         responders: None,
         responder_overflow: Default::default(),
+        responder_directory: None,
         stop,
         overflow: rings.overflow,
         handle: Some(handle),
