@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn a_narrow_pane_leaves_out_the_sparkline_first_and_says_so() {
         let text = drawn(&board(), 70);
-        assert!(text.contains("wider shows: p99, median"), "{text}");
+        assert!(text.contains("wider shows: p99, media"), "{text}");
         assert!(
             !text.contains('▄') && !text.contains('█'),
             "no sparkline: {text}"
