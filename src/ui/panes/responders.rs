@@ -104,7 +104,11 @@ pub fn render(
     t: Theme,
 ) {
     let visible = usize::from(area.height.saturating_sub(3)).max(1);
-    let rows: Vec<(usize, &ResponderRow)> = board.rows.iter().enumerate().take(visible).collect();
+    // By name (then address), as the report lists them: the order they
+    // were first heard in is the network's race.
+    let mut rows: Vec<(usize, &ResponderRow)> = board.rows.iter().enumerate().collect();
+    rows.sort_by_cached_key(|&(i, r)| (r.name.clone(), r.address, i));
+    rows.truncate(visible);
     let fitted = fitted(&rows, elapsed, area.width.saturating_sub(2), t);
     let silent = board.rows.iter().filter(|r| r.silent()).count();
     let mut title = vec![Span::styled(
