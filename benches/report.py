@@ -1263,6 +1263,54 @@ p("Reading: the two tools see one queue. Each round's Synapse interval is within
 p("probes' own noise); irtt gives no interval, and the queue a CUBIC load builds differs from run")
 p("to run by a few per cent. The idle row is what the load's machinery (its conductor, its control")
 p("connection, threads waiting) costs the probes when no byte of load flows.")
+
+# 22. multicast ------------------------------------------------------------------------
+p("## 22. Multicast ping-pong with one responder: Synapse against sockperf")
+p()
+p("A client and one reflector on a bridge of network namespaces (`benches/multicast_vs_sockperf.sh`),")
+p("the client pinned to CPU 0 and the reflector to CPU 1, blocking, alternating: `synapse client GROUP`")
+p("→ `synapse server --join GROUP`, against `sockperf ping-pong -i GROUP --full-rtt` (round trips, not its")
+p("default RTT/2) → `sockperf server -i GROUP`, which answers to the group (so it serves one responder),")
+p("where Synapse's reflector answers to the sender's own address (so each of many is told apart). The")
+p("bare C client (`benches/pingpong_c/mc_client.c`: `sendto` the group, blocking `recvfrom`) on Synapse's")
+p("path, and a bare C reflector (`mc_reflector.c`) answering either way, say what the path costs")
+p("apart from either tool; the last rows keep the CPUs out of idle states (`/dev/cpu_dma_latency` 0,")
+p("as `--keep-awake`) for both tools.")
+p()
+MC = "multicast"
+mc = run(MC)
+MC_ROWS = [
+    ("sockperf ping-pong `-i GROUP --full-rtt` → sockperf server (answers to the group)", "sockperf-mc",
+     "sockperf-mc", "sockperf"),
+    ("Synapse client, defaults (kernel stamps) → `synapse server --join`", "syn-mc", "sockperf-mc", "sockperf"),
+    ("Synapse client `--timestamps user` → `synapse server --join`", "syn-mc-user", "sockperf-mc", "sockperf"),
+    ("bare C client → `synapse server --join` (Synapse's path, no Synapse client)", "c-mc", "sockperf-mc",
+     "sockperf"),
+    ("Synapse client, defaults, against the bare C client on the same path", "syn-mc", "c-mc", "bare C"),
+    ("bare C client → bare C reflector answering to the sender's address", "c-uc-answer", "sockperf-mc",
+     "sockperf"),
+    ("bare C client → bare C reflector answering to the group", "c-group-answer", "sockperf-mc", "sockperf"),
+    ("the answer's path alone: bare C to the sender's address against bare C to the group", "c-uc-answer",
+     "c-group-answer", "to the group"),
+    ("sockperf, CPUs kept out of idle states", "sockperf-mc-awake", "sockperf-mc-awake", "sockperf"),
+    ("Synapse client `--keep-awake`, defaults, against sockperf kept awake", "syn-mc-awake",
+     "sockperf-mc-awake", "sockperf, awake"),
+]
+table([pair_row(label, MC, k, r, rl) for label, k, r, rl in MC_ROWS])
+_mc = r50(MC, "syn-mc", "sockperf-mc")
+_mc_c = r50(MC, "syn-mc", "c-mc")
+_path = r50(MC, "c-uc-answer", "c-group-answer")
+_awake = r50(MC, "syn-mc-awake", "sockperf-mc-awake")
+if _mc is not None:
+    p(f"Reading: Synapse's multicast p50 against sockperf's {says(_mc, 1.0)}; against the bare C client on "
+      f"the same path {says(_mc_c)}; the answer's path alone (a bare reflector answering to the sender "
+      f"against one answering to the group) {says(_path)}; with the CPUs kept awake, Synapse against "
+      f"sockperf {says(_awake, 1.0)}. On this VM a blocking round trip is two wake-ups of idle CPUs; an "
+      "answer to the sender's address comes back later than one to the group whichever program sends it "
+      "(the bare C rows), and the target is not met for that path, not for Synapse's client, which "
+      "costs what the bare C client costs on it.")
+else:
+    p(f"Reading: {mc.missing('syn-mc')}.")
 p()
 
 # not measured ---------------------------------------------------------------------------
@@ -1280,7 +1328,8 @@ if "not supported" in cyc or "not counted" in cyc or not cyc:
     p("  deterministic count offered here is §14's system calls, not cycles.")
 else:
     p("- CPU cycles per round trip: `perf stat -e cycles` works here, but no script uses it yet.")
-p("- qperf (not installed); sockperf is compared for the blocking round trips only (§1 UDP, §16 TCP),")
+p("- qperf (not installed); sockperf is compared for the blocking round trips only (§1 UDP, §16 TCP,")
+p("  §22 multicast),")
 p("  irtt for the paced schedule only (§8). TCP with `--busy-poll`, and the TCP split's own cost")
 p("  (kernel stamps on against off is in §16 only as `--timestamps user`), have no C reference here.")
 p()

@@ -90,6 +90,7 @@ run tcp_idle "python3 taskset" "PACKETS=$(q 10000 20000) benches/tcp_idle_conns.
 run instructions "valgrind gcc python3" "benches/instructions.sh $(q '5000 10000' '10000 20000')"
 run compare_aa "python3" "benches/compare_aa.sh $(q 200 200) $(q 3000 10000)"
 run load "iperf3 irtt ethtool python3" "benches/load_vs_irtt.sh $(q 2 4)"
+run multicast "sockperf gcc python3 taskset ip" "PACKETS=$(q 50000 100000) benches/multicast_vs_sockperf.sh $(q 3 5)"
 
 # The machine, from the commands that say so.
 {

@@ -3,7 +3,7 @@
 //! header that says who measures, how, and where the metrics are.
 
 use super::window::Figures;
-use crate::ui::columns::{Column, Fitted, fit};
+use crate::ui::columns::{Column, Fitted, fit, sparkline};
 use crate::ui::theme::Theme;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -92,26 +92,6 @@ pub fn scrolled(offset: usize, how: Scroll, shown: usize, total: usize) -> usize
         Scroll::End => last,
     };
     to.min(last)
-}
-
-const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-
-/// Past medians as block characters scaled to their own range; a window
-/// without replies is a gap.
-pub fn sparkline(history: &[Option<u64>], width: usize) -> String {
-    let shown = &history[history.len().saturating_sub(width)..];
-    let (lo, hi) = shown
-        .iter()
-        .flatten()
-        .fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-    shown
-        .iter()
-        .map(|v| match v {
-            None => ' ',
-            Some(v) if hi == lo => BLOCKS[3],
-            Some(v) => BLOCKS[((v - lo) * 7 / (hi - lo)) as usize],
-        })
-        .collect()
 }
 
 /// A segment's name in a narrow column.
@@ -741,13 +721,5 @@ mod tests {
     fn the_split_header_names_the_split_segments_in_order() {
         let names: Vec<&str> = SPLIT.iter().map(|s| short_name(*s)).collect();
         assert_eq!(SPLIT_HEADER, names.join(" / "));
-    }
-
-    #[test]
-    fn sparklines_scale_to_their_range_and_leave_gaps() {
-        assert_eq!(sparkline(&[Some(10), Some(20), None, Some(17)], 24), "▁█ ▅");
-        assert_eq!(sparkline(&[Some(5), Some(5)], 24), "▄▄");
-        assert_eq!(sparkline(&[Some(1), Some(2), Some(3)], 2), "▁█");
-        assert_eq!(sparkline(&[], 24), "");
     }
 }

@@ -27,12 +27,13 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
 use synapse_engine::protocol::payload_size;
+use synapse_engine::protocol::responder_name::ResponderName;
 use synapse_engine::protocol::tlv::StampTlvs;
 use synapse_engine::reflector_admission::Cidr;
 use synapse_engine::reflector_limits::Limits;
 use synapse_engine::socket::address_text;
 use synapse_engine::stamp::TimeFormat;
-use synapse_engine::{ReflectorStamping, Schedule, TimestampMode, Transport};
+use synapse_engine::{Membership, ReflectorStamping, Schedule, TimestampMode, Transport};
 use synapse_stats::Threshold;
 use synapse_stats::{Dscp, Ecn, Pattern};
 use synapse_units::{DefaultUnit, Every, count, percent_of_all, seconds};
@@ -190,6 +191,9 @@ pub struct ServerArgs {
     pub key: KeyArgs,
 
     #[command(flatten)]
+    pub groups: JoinArgs,
+
+    #[command(flatten)]
     pub stamp_format: StampFormatArgs,
 
     #[command(flatten)]
@@ -241,6 +245,37 @@ pub struct AdmissionArgs {
     /// "not allowed" and dropped [default: every source].
     #[arg(long = "allow", value_name = "CIDR", value_parser = clap::value_parser!(Cidr))]
     pub allow: Vec<Cidr>,
+}
+
+/// The multicast groups `synapse server` joins, and the name its answers
+/// carry.
+#[derive(Debug, Args, Clone, Default)]
+pub struct JoinArgs {
+    /// Join this multicast group and answer every request sent to it, to
+    /// its sender's own address, exactly as a unicast one (repeatable).
+    /// GROUP@SOURCE joins source-specific (IGMPv3 / MLDv2 SSM): only
+    /// SOURCE's requests arrive. Joined on the interface of --bind (or
+    /// --join-if); the socket binds the wildcard address on --bind's port,
+    /// since one bound to a unicast address receives no group traffic, and
+    /// receives only the groups it joined. One forged request to a group
+    /// draws an answer from every member, so group requests are answered
+    /// only from --allow sources, or with --hmac-key-file (STAMP alone
+    /// then joins). The groups are left on exit.
+    #[arg(long = "join", value_name = "GROUP[@SOURCE]",
+          value_parser = clap::value_parser!(Membership))]
+    pub join: Vec<Membership>,
+
+    /// Join the --join groups on this interface instead of the one that
+    /// holds the --bind address (or, on a wildcard --bind, the one the
+    /// route to the group names).
+    #[arg(long, value_name = "IFACE", requires = "join")]
+    pub join_if: Option<String>,
+
+    /// The name this reflector puts in its plain echo answers when a
+    /// request asks (up to 16 bytes): a multicast client tells its
+    /// responders apart by it, not only by the address they answer from.
+    #[arg(long, value_name = "NAME", value_parser = clap::value_parser!(ResponderName))]
+    pub name: Option<ResponderName>,
 }
 
 /// How much `synapse server` answers. Refusals are counted by reason.
@@ -396,6 +431,10 @@ pub struct RunArgs {
     #[serde(flatten)]
     pub clock: ClockArgs,
 
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub group: GroupArgs,
+
     /// Kernel stamps in ping-pong: ask for TX stamps on one packet in N on
     /// average, each packet drawn at random (geometric gaps, RFC 3432 §3,
     /// so no period in the traffic can line up with them; RX stamps stay
@@ -487,6 +526,49 @@ pub struct PaceArgs {
     /// step with a periodic effect on the path.
     #[arg(long)]
     pub poisson: bool,
+}
+
+/// A multicast run (the server address a group): how the requests go out
+/// and whom each waits for.
+#[derive(Debug, Args, Clone, Default, Serialize)]
+pub struct GroupArgs {
+    /// Multicast (the server address a group, 224.0.0.0/4 or ff00::/8):
+    /// the requests' TTL (IPv6 hop limit) [default: 1, the link alone].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..))]
+    pub mc_ttl: Option<u8>,
+
+    /// Multicast: send the requests by this interface instead of the one
+    /// the route to the group names.
+    #[arg(long, value_name = "IFACE")]
+    pub mc_if: Option<String>,
+
+    /// Multicast: deliver the requests to this host's own members too (a
+    /// reflector on this host then answers). Off unless asked.
+    #[arg(long)]
+    pub mc_loop: bool,
+
+    /// Multicast: each request waits for this many responders' answers
+    /// (or its timeout) before the next is sent [default: as many as have
+    /// answered so far; the first 3 requests wait out their timeout, to
+    /// hear from every one].
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=synapse_engine::MAX_RESPONDERS as i64))]
+    pub responders: Option<u32>,
+}
+
+impl GroupArgs {
+    /// The multicast options given, by name (for a run that is not one).
+    pub fn given(&self) -> Option<&'static str> {
+        [
+            self.mc_ttl.map(|_| "--mc-ttl"),
+            self.mc_if.as_ref().map(|_| "--mc-if"),
+            self.mc_loop.then_some("--mc-loop"),
+            self.responders.map(|_| "--responders"),
+        ]
+        .into_iter()
+        .flatten()
+        .next()
+    }
 }
 
 /// What each request is.

@@ -7,12 +7,14 @@ use crate::plan::{ClientPlan, Output, ServerPlan};
 use crate::report::json_stream::{self, JsonStream};
 use crate::report::server_text::{self, session_line};
 use crate::report::{LogSummary, Progress, Report};
+use crate::session::IntervalTap;
 use crate::session::far_side::{self, FarSide};
 use crate::session::{ClientFeed, ClientSession, LoadSession, ServerSession};
 use std::io::Write;
 use std::time::Duration;
 use synapse_engine::{Protocol, ReflectorEvent, StopFlag};
-use synapse_stats::RecordKind;
+use synapse_stats::slices::SliceRecorder;
+use synapse_stats::{Record, RecordKind};
 
 const POLL: Duration = Duration::from_millis(100);
 
@@ -46,12 +48,24 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
         s.start(session.server(), session.local());
     }
     tap.start_run(plan.settings.timeout);
-    watch(plan, session.as_mut(), &mut tap, &mut stream);
+    // A multicast run: each responder's slices, for its intervals.
+    let mut responders = ResponderSlices::default();
+    watch(
+        plan,
+        session.as_mut(),
+        (&mut tap, &mut stream),
+        &mut responders,
+    );
     let overflow = session.ring_overflow();
-    let finish = session.finish(&mut |r| {
+    let mut finish = session.finish(&mut |r| {
         tap.record(r);
         stream.iter_mut().for_each(|s| s.record(r));
     });
+    if let Some(ring) = finish.responders.as_mut() {
+        while let Ok(r) = ring.pop() {
+            responders.record(r.peer as usize, &r.record);
+        }
+    }
     tap.end_run();
     if let Some(mut s) = stream {
         s.end_run();
@@ -82,6 +96,7 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
         slices,
         calibration.as_ref(),
     );
+    report.responder_intervals(&responders.finish());
     report.log = finish.log.as_ref().map(LogSummary::of);
     report.hdr_log = hdr_log;
     if let Some(load) = finish.load {
@@ -97,8 +112,8 @@ pub fn run_client(plan: &ClientPlan, stop: &StopFlag) -> Result<Report, AppError
 fn watch(
     plan: &ClientPlan,
     session: &mut dyn ClientFeed,
-    tap: &mut crate::session::IntervalTap,
-    stream: &mut Option<JsonStream<std::io::Stdout>>,
+    (tap, stream): (&mut IntervalTap, &mut Option<JsonStream<std::io::Stdout>>),
+    responders: &mut ResponderSlices,
 ) {
     let mut progress = Progress::new(plan.packets, plan.settings.duration);
     let mut measured = 0u64;
@@ -116,6 +131,7 @@ fn watch(
             notices.extend(far.record(r));
             stream.iter_mut().for_each(|s| s.record(r));
         });
+        session.drain_responders(&mut |i, r| responders.record(i, r));
         stream.iter_mut().for_each(JsonStream::tick);
         // The engine's clock starts a moment after `started`: a notice
         // after a second of silence does not feel it.
@@ -136,6 +152,23 @@ fn watch(
         }
     }
     progress.finish();
+}
+
+/// A multicast run's slices, a recorder per responder by its index.
+#[derive(Default)]
+struct ResponderSlices(Vec<SliceRecorder>);
+
+impl ResponderSlices {
+    fn record(&mut self, i: usize, r: &Record) {
+        if self.0.len() <= i {
+            self.0.resize_with(i + 1, SliceRecorder::new);
+        }
+        self.0[i].record(r);
+    }
+
+    fn finish(self) -> Vec<Vec<synapse_stats::slices::Slice>> {
+        self.0.into_iter().map(SliceRecorder::finish).collect()
+    }
 }
 
 /// A load run's progress: its phase, streams and goodput.

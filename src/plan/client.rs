@@ -36,6 +36,9 @@ pub struct ClientPlan {
     pub warnings: Vec<String>,
     /// STAMP authenticated mode's key, read from `--hmac-key-file`.
     pub stamp_key: Option<StampKey>,
+    /// A multicast run (the server a group): how its requests go out,
+    /// `--mc-if` resolved to its interface's index.
+    pub multicast: Option<MulticastOptions>,
 }
 
 /// How the run relates to the configuration file.
@@ -106,6 +109,7 @@ impl ClientPlan {
             phase: Duration::ZERO,
             keep_trying: false,
             give_up_after: self.settings.give_up_after,
+            multicast: self.multicast.unwrap_or_default(),
         }
     }
 
@@ -113,6 +117,9 @@ impl ClientPlan {
     /// 44 octets (112 authenticated), plus the RFC 8972 TLVs asked for.
     pub fn wire_size(&self) -> usize {
         let p = &self.run.packet;
+        if self.multicast.is_some() && !p.stamp {
+            return p.size.max(NAMED_SIZE);
+        }
         if p.stamp {
             let sender =
                 synapse_engine::protocol::StampSender::new(p.size, 0, self.stamp_key.clone());
@@ -178,6 +185,73 @@ pub(super) fn stamp_size_note(run: &RunArgs, chosen: &Settings) -> Option<String
             )
         },
     )
+}
+
+/// `--size` below a group echo request's room for the responder's name
+/// sends that much: said, when someone chose the size.
+pub(super) fn group_size_note(run: &RunArgs, chosen: &Settings, group: bool) -> Option<String> {
+    (group && !run.packet.stamp && run.packet.size < NAMED_SIZE && chosen.get("size").is_some())
+        .then(|| {
+            format!(
+                "--size {}: a multicast echo request is {NAMED_SIZE} bytes at least (room for each responder's name), so that is what is sent",
+                run.packet.size
+            )
+        })
+}
+
+/// A multicast group as the server: ping-pong over UDP (paced mode and
+/// the per-packet log do not take a group yet), `--mc-if` resolved. The
+/// multicast options are refused for a unicast server.
+fn check_group(
+    run: &RunArgs,
+    target: Target,
+    log: bool,
+) -> Result<Option<MulticastOptions>, AppError> {
+    let refuse = |why: String| Err(AppError::Usage(why));
+    let group = match target {
+        Target::Remote(a) if a.ip().is_multicast() => a,
+        _ => {
+            return match run.group.given() {
+                Some(option) => refuse(format!(
+                    "{option} is for a multicast group (224.0.0.0/4, ff00::/8): the server address is not one"
+                )),
+                None => Ok(None),
+            };
+        }
+    };
+    if run.transport == Transport::Tcp {
+        return refuse(format!(
+            "{group} is a multicast group, which TCP cannot reach: drop --tcp"
+        ));
+    }
+    if run.schedule().is_some() {
+        return refuse(format!(
+            "--interval and --rate do not send to a multicast group yet: measure {group} in ping-pong"
+        ));
+    }
+    if log {
+        return refuse(format!(
+            "--log does not write a multicast run yet: --json gives each responder of {group} its own figures"
+        ));
+    }
+    let interface = run
+        .group
+        .mc_if
+        .as_deref()
+        .map(|name| {
+            synapse_engine::interface_index(name).map_err(|_| {
+                AppError::Usage(format!(
+                    "--mc-if {name}: there is no interface named '{name}' (see `ip link`)"
+                ))
+            })
+        })
+        .transpose()?;
+    Ok(Some(MulticastOptions {
+        hops: run.group.mc_ttl.unwrap_or(1),
+        interface,
+        loopback: run.group.mc_loop,
+        responders: run.group.responders,
+    }))
 }
 
 /// Poisson gaps need a mean; a paced run keeps up to a timeout's worth of
@@ -257,6 +331,7 @@ impl ClientPlan {
             profile: ProfileUse::default(),
             warnings: Vec::new(),
             stamp_key: None,
+            multicast: None,
         }
     }
 }
@@ -320,6 +395,7 @@ pub(super) fn client_plan(
             ));
         }
     }
+    let multicast = check_group(&run, target, output.log.log.is_some())?;
     // A load session is signed with the key too, whatever its probes speak.
     let keyed = run.packet.stamp || run.load.load.is_some();
     let stamp_key = stamp_key_of(&run.packet.key, keyed, "synapse client")?;
@@ -345,6 +421,7 @@ pub(super) fn client_plan(
         profile: ProfileUse::default(),
         warnings,
         stamp_key,
+        multicast,
     })
 }
 

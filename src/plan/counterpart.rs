@@ -54,6 +54,9 @@ pub fn counterpart_server(c: &ClientPlan) -> ServerPlan {
         tcp_required: false,
         tcp_per_source: 1024,
         timestamps: ReflectorStamping::default(),
+        groups: Default::default(),
+        echo_joins: false,
+        name: None,
         timestamps_option: "--timestamps",
         load: None,
     }

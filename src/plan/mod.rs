@@ -36,12 +36,14 @@ use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
+use synapse_engine::protocol::responder_name::{NAMED_SIZE, ResponderName};
 use synapse_engine::reflector_admission::{Admission, AllowList};
 use synapse_engine::stamp::TimeFormat;
 use synapse_engine::stamp_key::StampKey;
 use synapse_engine::{
-    ClientConfig, EngineError, MAX_IN_FLIGHT, Protocol, ReflectorConfig, ReflectorStamping, Role,
-    TcpEchoConfig, ThreadPlacement, Transport, choose_cpu, in_flight_bound, resolve, stamp,
+    ClientConfig, EngineError, GroupJoins, MAX_IN_FLIGHT, MulticastOptions, Protocol,
+    ReflectorConfig, ReflectorStamping, Role, TcpEchoConfig, ThreadPlacement, Transport,
+    choose_cpu, in_flight_bound, resolve, stamp,
 };
 
 /// The packet count of a headless run given neither a count nor a time.

@@ -2,7 +2,7 @@
 //! (defaults, a profile, the command line), the profile chosen or matched,
 //! its baseline and what `--fail-on-regression` needs of it.
 
-use super::client::{client_plan, stamp_size_note};
+use super::client::{client_plan, group_size_note, stamp_size_note};
 use super::*;
 
 pub(super) fn loopback_plan(output: &OutputArgs, typed: &Settings) -> Result<Plan, AppError> {
@@ -155,6 +155,7 @@ pub(super) fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Resul
         });
     }
     notes.extend(stamp_size_note(&run, &l.chosen));
+    notes.extend(group_size_note(&run, &l.chosen, server.ip().is_multicast()));
     let mut p = client_plan(Target::Remote(server), bind, run, &args.output)?;
     super::load::apply(&mut p, &l.chosen)?;
     let mut settings = l.chosen.with_defaults(&schema);

@@ -48,6 +48,13 @@ pub struct ServerPlan {
     /// The load server (`--load-port`), when asked for; its STAMP and echo
     /// ports are filled in once those are bound.
     pub load: Option<synapse_engine::load::LoadServerConfig>,
+    /// Multicast groups joined (`--join`, `--join-if`).
+    pub groups: GroupJoins,
+    /// Whether the plain echo reflector joins them too (it needs --allow:
+    /// it cannot authenticate); the STAMP one always does.
+    pub echo_joins: bool,
+    /// The name the echo answers carry (`--name`).
+    pub name: Option<ResponderName>,
 }
 
 pub(super) fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
@@ -76,7 +83,14 @@ pub(super) fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
             s.timestamps
         )));
     }
+    let echo_joins = check_joins(s)?;
     Ok(Plan::Server(ServerPlan {
+        groups: GroupJoins {
+            memberships: s.groups.join.clone(),
+            interface: s.groups.join_if.clone(),
+        },
+        echo_joins,
+        name: s.groups.name,
         bind,
         session_idle: s.session_idle,
         thread,
@@ -137,6 +151,25 @@ fn load_server(
     Ok(Some(cfg))
 }
 
+/// One forged request to a group draws an answer from every member: a
+/// reflector that joins answers only the senders `--allow` lets in, or
+/// (STAMP) those that sign with the key. Returns whether the plain echo
+/// reflector joins too (it authenticates no one, so only with `--allow`).
+fn check_joins(s: &ServerArgs) -> Result<bool, AppError> {
+    if s.groups.join.is_empty() {
+        return Ok(false);
+    }
+    let allowed = !s.admission.allow.is_empty();
+    let keyed = s.key.hmac_key_file.is_some() && s.stamp_port != Some(0);
+    if !allowed && !keyed {
+        return Err(AppError::Usage(
+            "--join: one forged request to a group draws an answer from every member, so a reflector that joins answers only --allow sources, or authenticated STAMP (--hmac-key-file): give one"
+                .into(),
+        ));
+    }
+    Ok(allowed)
+}
+
 /// Events the reflector can queue for its front end between two reads.
 const REFLECTOR_RING: usize = 8192;
 
@@ -162,6 +195,11 @@ impl ServerPlan {
                 Protocol::Echo => None,
             },
             stamp_format: self.stamp_format,
+            groups: match protocol {
+                Protocol::Echo if !self.echo_joins => GroupJoins::default(),
+                _ => self.groups.clone(),
+            },
+            name: self.name,
             ..ReflectorConfig::new(bind, protocol)
         }
     }

@@ -43,6 +43,15 @@ pub(super) struct JsonReport<'a> {
     /// The run gave up on a silent peer: how long it had been silent, s
     /// (`null`: it did not).
     gave_up_after_s: Option<f64>,
+    /// A multicast run: the group, whom each request waited for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group: Option<GroupJson>,
+    /// A multicast run: each responder, shaped as the run's own figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    responders: Option<&'a [super::responders::ResponderReport]>,
+    /// A multicast run: the reply spread and delivery skew.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fan_out: Option<&'a super::responders::FanOutReport>,
     interrupted: bool,
     /// The run's slices of consecutive requests, so that `synapse compare`
     /// can resample this report for its own noise.
@@ -50,6 +59,18 @@ pub(super) struct JsonReport<'a> {
     /// Latency under load (`--load`): its phases.
     #[serde(skip_serializing_if = "Option::is_none")]
     load: Option<super::load::LoadJson<'a>>,
+}
+
+/// JSON `group`.
+#[derive(Serialize)]
+struct GroupJson {
+    address: std::net::SocketAddr,
+    expected_responders: u32,
+    expected_asked: bool,
+    /// Answers carrying a known responder's name from another address.
+    strange: u64,
+    /// Answers from responders beyond the 64 a run tells apart.
+    unlisted: u64,
 }
 
 /// What `unanswered_treatment` says.
@@ -94,6 +115,15 @@ pub(super) fn document(report: &Report) -> JsonReport<'_> {
         }),
         path_errors: &report.path_errors,
         gave_up_after_s: report.gave_up.map(|d| d.as_secs_f64()),
+        group: report.group.as_ref().map(|g| GroupJson {
+            address: g.group,
+            expected_responders: g.expected,
+            expected_asked: g.expected_asked,
+            strange: g.strange,
+            unlisted: g.unlisted,
+        }),
+        responders: report.group.as_ref().map(|g| &g.responders[..]),
+        fan_out: report.group.as_ref().map(|g| &g.fan_out),
         interrupted: report.interrupted,
         slices: (!report.slices.is_empty())
             .then(|| super::slices_json::SlicesJson::of(&report.slices)),

@@ -18,6 +18,8 @@ mod path_text;
 pub mod percentiles;
 mod progress;
 mod regression;
+pub mod responders;
+mod responders_text;
 pub mod runs;
 pub mod server_text;
 pub mod slices_json;
@@ -153,6 +155,8 @@ pub struct Report {
     pub gave_up: Option<std::time::Duration>,
     /// Latency under load (`--load`): its phases.
     pub load: Option<load::LoadReport>,
+    /// A multicast run: each responder's figures, and the fan-out.
+    pub group: Option<responders::GroupReport>,
 }
 
 /// What `--log` wrote.
@@ -231,18 +235,34 @@ impl Report {
             outcome.extensions.as_ref(),
             synapse_engine::socket::is_this_host(server.ip()),
         );
+        let limits = verdict::Limits {
+            loss_percent: plan.settings.max_loss,
+            outage: plan.settings.max_outage,
+            timeout: plan.settings.timeout,
+        };
+        let thresholds = &plan.settings.thresholds;
+        let group = outcome
+            .group
+            .as_ref()
+            .map(|g| responders::GroupReport::of(g, &[], outcome.measured));
+        let mut verdict = Verdict::judge(
+            &outcome.stats,
+            &summary,
+            thresholds,
+            limits,
+            baseline.as_ref(),
+        );
+        if let (Some(g), Some(report)) = (&outcome.group, &group) {
+            let each = report.responders.iter();
+            verdict = verdict.with_responders(
+                each.map(|row| (row.label(), &g.responders[row.index].stats, &row.summary)),
+                thresholds,
+                limits,
+            );
+        }
         let mut report = Self {
-            verdict: Verdict::judge(
-                &outcome.stats,
-                &summary,
-                &plan.settings.thresholds,
-                verdict::Limits {
-                    loss_percent: plan.settings.max_loss,
-                    outage: plan.settings.max_outage,
-                    timeout: plan.settings.timeout,
-                },
-                baseline.as_ref(),
-            ),
+            verdict,
+            group,
             baseline,
             percentiles: percentiles::of(&summary, &slices),
             summary,
@@ -269,6 +289,19 @@ impl Report {
         }
         report.compare_with_floor(calibration);
         report
+    }
+
+    /// A multicast run's responders' percentiles given their intervals,
+    /// from each one's own slices (`slices[i]`: responder `i`'s).
+    pub fn responder_intervals(&mut self, slices: &[Vec<Slice>]) {
+        let Some(g) = self.group.as_mut() else {
+            return;
+        };
+        for r in &mut g.responders {
+            if let Some(own) = slices.get(r.index) {
+                r.percentiles = percentiles::of(&r.summary, own);
+            }
+        }
     }
 
     /// The slices as intervals (series `rtt` and `unanswered`, the latter

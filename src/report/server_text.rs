@@ -47,6 +47,7 @@ pub fn write_banner(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) 
             synapse_units::format_bps(l.rate_bps as f64)
         )?;
     }
+    write_groups(out, plan, s)?;
     if plan.timestamps != ReflectorStamping::default() {
         let st = &s.stamping;
         let on = st.interface.as_deref().map(|i| format!(" on {i}"));
@@ -103,6 +104,31 @@ pub fn load_line(ev: &synapse_engine::load::LoadEvent) -> String {
                 .unwrap_or_default()
         ),
     }
+}
+
+/// The groups joined, where and by whom; the name answers carry.
+fn write_groups(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) -> io::Result<()> {
+    if let Some((groups, interface, sides)) = s.joined() {
+        let list: Vec<String> = groups.iter().map(ToString::to_string).collect();
+        let by: Vec<&str> = sides
+            .iter()
+            .map(|side| match side {
+                Side::Echo => "echo",
+                Side::Stamp => "STAMP",
+            })
+            .collect();
+        writeln!(
+            out,
+            "Joined {} on {} ({}; each answer to its sender's own address)",
+            list.join(", "),
+            interface.as_deref().unwrap_or("the route's interface"),
+            by.join(" and ")
+        )?;
+    }
+    if let Some(name) = &plan.name {
+        writeln!(out, "Echo answers that ask are named {name}")?;
+    }
+    Ok(())
 }
 
 /// One finished session.
@@ -253,6 +279,19 @@ pub fn write_totals(out: &mut impl Write, f: &ServerFinish) -> io::Result<()> {
             t.refused,
             count_of(t.sent, "byte"),
             count_of(t.received, "byte")
+        )?;
+    }
+    let left: usize = [Some(&f.echo), f.stamp.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o.as_ref().ok())
+        .map(|o| o.groups_left)
+        .sum();
+    if left > 0 {
+        writeln!(
+            out,
+            "left {} on exit",
+            count_of(left as u64, "group membership")
         )?;
     }
     // Said only when a TCP client came: a UDP-only server's totals stay as they were.

@@ -107,6 +107,9 @@ fn write_run_figures(out: &mut impl Write, report: &Report, paint: &Paint) -> io
     if let Some(t) = &report.tcp {
         super::tcp_text::write_tcp(out, t, s.packets.received)?;
     }
+    if let Some(g) = &report.group {
+        super::responders_text::write_group(out, g)?;
+    }
     write_distribution(out, s, paint)?;
     writeln!(out)?;
     Ok(())
@@ -790,6 +793,7 @@ mod tests {
             tcp: None,
             nic_clock: None,
             gave_up: None,
+            group: None,
         };
         let server = "192.0.2.10:8080".parse().unwrap();
         Report::new(

@@ -77,6 +77,10 @@ pub struct Criterion {
     /// For a comparison: its sentence (the change, its interval, what it
     /// could have shown).
     pub detail: Option<String>,
+    /// A multicast run: the responder judged (`null`: the group, by each
+    /// request's slowest answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub responder: Option<String>,
 }
 
 impl Criterion {
@@ -98,6 +102,7 @@ impl Criterion {
             samples: None,
             beyond: None,
             detail: None,
+            responder: None,
         }
     }
 
@@ -133,7 +138,12 @@ impl Criterion {
             _ => format!("{} %", self.limit),
         };
         let Some(v) = self.value else {
-            return format!("{} — (no replies), so not below {limit}", self.metric);
+            let who = self
+                .responder
+                .as_deref()
+                .map(|r| format!("{r}: "))
+                .unwrap_or_default();
+            return format!("{who}{} — (no replies), so not below {limit}", self.metric);
         };
         if !rtt && v == 0.0 && self.held {
             return format!("outage: none, within {limit}");
@@ -151,7 +161,12 @@ impl Criterion {
             (_, false) if v > self.limit || self.at_least => "above",
             (_, false) => "at the limit, not below",
         };
-        let mut s = format!("{} {shown}, {relation} {limit}", self.metric);
+        let who = self
+            .responder
+            .as_deref()
+            .map(|r| format!("{r}: "))
+            .unwrap_or_default();
+        let mut s = format!("{who}{} {shown}, {relation} {limit}", self.metric);
         if self.unresolved() {
             s.push_str(&format!(
                 " (not resolved: {} beyond it of {})",
@@ -284,6 +299,27 @@ impl Verdict {
                 .criteria
                 .iter()
                 .any(|c| c.outcome == Held::Inconclusive);
+    }
+
+    /// A multicast run: each responder judged by the same thresholds and
+    /// limits as the group, its criteria added under its name. The
+    /// verdict passes only if every one holds.
+    pub fn with_responders<'a>(
+        mut self,
+        responders: impl Iterator<Item = (String, &'a Stats, &'a Summary)>,
+        thresholds: &[Threshold],
+        limits: Limits,
+    ) -> Self {
+        let mut more = Vec::new();
+        for (label, stats, summary) in responders {
+            let own = Verdict::judge(stats, summary, thresholds, limits, None);
+            more.extend(own.criteria.into_iter().map(|c| Criterion {
+                responder: Some(label.clone()),
+                ..c
+            }));
+        }
+        self.extend(more);
+        self
     }
 
     /// The criteria that did not hold.

@@ -363,6 +363,9 @@ fn reflector_plan(cfg: &AgentConfig, bind: std::net::SocketAddr) -> Result<Serve
         tcp_required: cfg.tcp_required,
         tcp_per_source: 1024,
         timestamps: cfg.reflect_timestamps.clone(),
+        groups: Default::default(),
+        echo_joins: false,
+        name: None,
         timestamps_option: "--reflect-timestamps",
         load: None,
     })

@@ -7,7 +7,10 @@ use crate::error::AppError;
 use crate::packet_log::RunningLog;
 use crate::plan::{ClientPlan, Target};
 use std::net::SocketAddr;
-use synapse_engine::{ClientOutcome, ClientRun, EngineError, StampingInfo, StopFlag, start_client};
+use synapse_engine::{
+    ClientOutcome, ClientRun, EngineError, PeerRecord, ResponderEntry, StampingInfo, StopFlag,
+    start_client,
+};
 use synapse_stats::{Record, Shape};
 
 /// A running client and what it brought along.
@@ -33,6 +36,8 @@ pub struct ClientFinish {
     pub log: Option<LogOutcome>,
     /// A load run's outcome (`--load`).
     pub load: Option<super::load_outcome::LoadOutcome>,
+    /// A multicast run: what its responders' ring still holds.
+    pub responders: Option<rtrb::Consumer<PeerRecord>>,
 }
 
 /// What a front end reads of a running client: the engine's
@@ -51,6 +56,12 @@ pub trait ClientFeed: std::fmt::Debug {
     fn drain(&mut self, each: &mut dyn FnMut(&Record));
     /// Records the live view missed because its ring was full.
     fn ring_overflow(&self) -> u64;
+    /// A multicast run: each responder's records that arrived since the
+    /// last call, with its index (a unicast run has none).
+    fn drain_responders(&mut self, _each: &mut dyn FnMut(usize, &Record)) {}
+    /// A multicast run: who each responder first heard since the last call
+    /// is (a unicast run has none).
+    fn responder_entries(&mut self, _each: &mut dyn FnMut(ResponderEntry)) {}
     /// Whether the run has ended (budget spent, stopped, or failed).
     fn is_finished(&self) -> bool;
     /// Why the per-packet log stopped being written, as soon as it has.
@@ -88,6 +99,18 @@ impl ClientFeed for ClientSession {
 
     fn ring_overflow(&self) -> u64 {
         self.run.ring_overflow()
+    }
+
+    fn drain_responders(&mut self, each: &mut dyn FnMut(usize, &Record)) {
+        ClientSession::drain_responders(self, each);
+    }
+
+    fn responder_entries(&mut self, each: &mut dyn FnMut(ResponderEntry)) {
+        if let Some(ring) = self.run.responder_directory.as_mut() {
+            while let Ok(e) = ring.pop() {
+                each(e);
+            }
+        }
     }
 
     fn is_finished(&self) -> bool {
@@ -165,6 +188,16 @@ impl ClientSession {
         }
     }
 
+    /// A multicast run: hands each responder's records that arrived since
+    /// the last call to `each`, with the responder's index.
+    pub fn drain_responders(&mut self, mut each: impl FnMut(usize, &Record)) {
+        if let Some(ring) = self.run.responders.as_mut() {
+            while let Ok(r) = ring.pop() {
+                each(r.peer as usize, &r.record);
+            }
+        }
+    }
+
     /// Waits for the run to end, hands the last records to `each`, stops
     /// the reflector it brought, and lets the log writer drain and flush.
     pub fn finish(mut self, each: impl FnMut(&Record)) -> ClientFinish {
@@ -181,6 +214,7 @@ impl ClientSession {
             local: self.run.local,
             log,
             load: None,
+            responders: self.run.responders.take(),
         }
     }
 }

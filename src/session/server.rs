@@ -17,8 +17,9 @@ use synapse_engine::load::{
 };
 use synapse_engine::timestamping::Timestamping;
 use synapse_engine::{
-    EngineError, NicStamping, Protocol, ReflectorConfig, ReflectorEvent, ReflectorOutcome,
-    ReflectorRun, StopFlag, TcpEchoOutcome, TcpEchoRun, start_reflector, start_tcp_echo,
+    EngineError, Membership, NicStamping, Protocol, ReflectorConfig, ReflectorEvent,
+    ReflectorOutcome, ReflectorRun, StopFlag, TcpEchoOutcome, TcpEchoRun, start_reflector,
+    start_tcp_echo,
 };
 use synapse_stats::intervals::{DWELL, RESPONSE};
 
@@ -185,6 +186,22 @@ impl ServerSession {
     /// Where the STAMP reflector listens, when it runs.
     pub fn stamp_addr(&self) -> Option<SocketAddr> {
         self.stamp.as_ref().map(|s| s.local)
+    }
+
+    /// The multicast groups joined, the interface they were joined on
+    /// (`None`: the route's), and which reflectors joined them.
+    pub fn joined(&self) -> Option<(Vec<Membership>, Option<String>, Vec<Side>)> {
+        let runs = [
+            (Side::Echo, Some(&self.echo)),
+            (Side::Stamp, self.stamp.as_ref()),
+        ];
+        let joined: Vec<_> = runs
+            .into_iter()
+            .filter_map(|(side, run)| run.filter(|r| !r.joined.is_empty()).map(|r| (side, r)))
+            .collect();
+        let (_, first) = joined.first()?;
+        let sides = joined.iter().map(|(side, _)| *side).collect();
+        Some((first.joined.clone(), first.join_interface.clone(), sides))
     }
 
     /// Where the TCP echo reflector listens, when it runs.

@@ -54,6 +54,15 @@ pub struct ClientInfo {
     pub transport: synapse_engine::Transport,
 }
 
+impl ClientInfo {
+    /// The target is a multicast group: the view has a row per responder.
+    pub fn is_group(&self) -> bool {
+        self.target
+            .parse::<std::net::SocketAddr>()
+            .is_ok_and(|a| a.ip().is_multicast())
+    }
+}
+
 /// What the client view shows.
 #[derive(Debug, Clone)]
 pub struct ClientView {
@@ -82,6 +91,8 @@ pub struct ClientView {
     pub silence: Option<crate::session::far_side::Silence>,
     /// A load run's state (`--load`).
     pub load: Option<crate::session::LoadLive>,
+    /// A multicast run: each responder's row (empty otherwise).
+    pub responders: super::responders::ResponderBoard,
 }
 
 /// What the server view shows.
@@ -354,6 +365,7 @@ impl App {
                 stamping: None,
                 silence: None,
                 load: None,
+                responders: Default::default(),
             },
             server,
             anim: Animation::default(),
@@ -410,6 +422,7 @@ impl App {
     /// the packet the path showed.
     pub fn clear(&mut self) {
         self.client.live = LiveStats::new();
+        self.client.responders.clear();
         self.client.versus = None;
         self.client.run_done = 0;
         self.client.run_elapsed = Duration::ZERO;

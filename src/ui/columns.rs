@@ -137,6 +137,26 @@ fn grow(columns: &[Column], mut widths: Vec<u16>, mut spare: u16) -> Vec<u16> {
     widths
 }
 
+const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// Past medians as block characters scaled to their own range; a window
+/// without replies is a gap.
+pub fn sparkline(history: &[Option<u64>], width: usize) -> String {
+    let shown = &history[history.len().saturating_sub(width)..];
+    let (lo, hi) = shown
+        .iter()
+        .flatten()
+        .fold((u64::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    shown
+        .iter()
+        .map(|v| match v {
+            None => ' ',
+            Some(v) if hi == lo => BLOCKS[3],
+            Some(v) => BLOCKS[((v - lo) * 7 / (hi - lo)) as usize],
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +185,13 @@ mod tests {
         let f = fit(cols(), 10);
         assert_eq!(f.hidden, ["b", "c"]);
         assert_eq!(f.width_of("hist"), Some(4));
+    }
+
+    #[test]
+    fn sparklines_scale_to_their_range_and_leave_gaps() {
+        assert_eq!(sparkline(&[Some(10), Some(20), None, Some(17)], 24), "▁█ ▅");
+        assert_eq!(sparkline(&[Some(5), Some(5)], 24), "▄▄");
+        assert_eq!(sparkline(&[Some(1), Some(2), Some(3)], 2), "▁█");
+        assert_eq!(sparkline(&[], 24), "");
     }
 }

@@ -3,7 +3,8 @@
 use super::app::{App, Role};
 use super::panes::osi::{self, StackLabels};
 use super::panes::{
-    answers, figures, footer, header, help, histogram, load, progress, sessions, sparklines, split,
+    answers, figures, footer, header, help, histogram, load, progress, responders, sessions,
+    sparklines, split,
 };
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
@@ -168,6 +169,7 @@ fn draw_client(f: &mut Frame, area: Rect, app: &App, short: bool) {
     let below = osi::render(f, path, (&client, &server), app.shown_anim(), caption, t);
     let acks = split::acks(&v.live);
     split::render(f, below, &segments, acks, v.stamping.as_ref(), t);
+    let middle = group_rows(f, middle, v, t);
     if let Some(l) = &v.load {
         // Under load the story is the phases: the round trip over them,
         // and where the added delay sits.
@@ -185,6 +187,24 @@ fn draw_client(f: &mut Frame, area: Rect, app: &App, short: bool) {
         sparklines::render(f, sparks, &v.live, t);
     }
     progress::render(f, bar, v, app.running, t);
+}
+
+/// A multicast run: a row per responder above the histogram, in at most
+/// half of `middle`; what is left of `middle` is returned.
+fn group_rows(
+    f: &mut Frame,
+    middle: Rect,
+    v: &crate::ui::app::ClientView,
+    t: crate::ui::theme::Theme,
+) -> Rect {
+    if !v.info.is_group() {
+        return middle;
+    }
+    let rows = responders::height(&v.responders).min(middle.height / 2);
+    let [table, rest] =
+        Layout::vertical([Constraint::Length(rows), Constraint::Fill(1)]).areas(middle);
+    responders::render(f, table, &v.responders, &v.info.target, v.run_elapsed, t);
+    rest
 }
 
 /// The client table's natural width, about: what leaves room for the

@@ -10,6 +10,7 @@ pub mod columns;
 pub mod draw;
 mod keys;
 pub mod panes;
+pub mod responders;
 pub mod station;
 pub mod theme;
 pub mod versus;

@@ -505,6 +505,9 @@ impl Station {
                     app.client.run_done += u64::from(!r.warmup);
                 }
             });
+            let board = &mut app.client.responders;
+            session.responder_entries(&mut |e| board.name(&e));
+            session.drain_responders(&mut |i, r| board.ingest(i, r));
             app.client.ring_overflow = session.ring_overflow();
             app.client.run_elapsed = now.duration_since(self.run_started);
             let now_ns = app.client.run_elapsed.as_nanos() as u64;
@@ -679,6 +682,7 @@ impl Station {
                 extensions: t.extensions.clone(),
                 nic_clock: None,
                 gave_up: t.gave_up,
+                group: None,
             };
             let fallback = SocketAddr::from(([0, 0, 0, 0], 0));
             // A load run's probes may speak STAMP to another port than asked.
@@ -768,6 +772,7 @@ impl ServerTotals {
 fn close_windows(app: &mut App, started: &mut Instant, t: Instant) {
     while t.saturating_duration_since(*started) >= WINDOW {
         app.client.live.close_window();
+        app.client.responders.close_window();
         *started += WINDOW;
     }
 }

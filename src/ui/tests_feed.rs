@@ -115,11 +115,13 @@ impl ClientFeed for Recorded {
                 extensions: None,
                 nic_clock: None,
                 gave_up: None,
+                group: None,
             }),
             server: self.server(),
             local: self.local(),
             log: None,
             load: None,
+            responders: None,
         }
     }
 }

@@ -28,6 +28,8 @@ const FOREIGN: &[(&str, &str)] = &[
     ("purge", "dpkg --purge"),
     ("full", "systemctl edit --full"),
     ("now", "systemctl enable --now"),
+    ("mode", "iptables -m statistic --mode random"),
+    ("probability", "iptables -m statistic --probability"),
 ];
 
 #[test]

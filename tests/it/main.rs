@@ -38,6 +38,7 @@ mod load_faults;
 mod load_lab;
 mod location_netns;
 mod logs;
+mod multicast;
 mod paced;
 mod plot;
 mod profiles;

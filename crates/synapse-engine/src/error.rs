@@ -40,6 +40,18 @@ pub enum EngineError {
         /// The per-packet timeout.
         timeout_ms: u64,
     },
+    /// Nobody answered a multicast group's requests.
+    #[error(
+        "no answer from any member of {group} to the first {packets} requests ({timeout_ms} ms timeout each): no reflector joined it (synapse server --join), no route to it, or its hop limit is too small (--mc-ttl)"
+    )]
+    NoResponder {
+        /// The group.
+        group: SocketAddr,
+        /// How many requests went unanswered.
+        packets: u64,
+        /// The per-request timeout.
+        timeout_ms: u64,
+    },
     /// Replies come back shorter than the requests.
     #[error(
         "replies from {addr} were {got} bytes, expected {expected} (the echo server truncates): lower --size"
@@ -135,6 +147,14 @@ pub enum EngineError {
         /// Its load port.
         addr: SocketAddr,
         /// What happened.
+        reason: String,
+    },
+    /// A multicast group could not be joined.
+    #[error("cannot join {group}: {reason}")]
+    Join {
+        /// The group (`GROUP` or `GROUP@SOURCE`).
+        group: String,
+        /// Why, in the user's terms.
         reason: String,
     },
     /// The timestamp source asked for cannot be had.

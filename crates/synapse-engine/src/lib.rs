@@ -62,6 +62,10 @@ mod wall_clock;
 
 pub use affinity::{Placement, Role, ThreadPlacement, choose_cpu, pin_thread};
 pub use client::extensions;
+pub use client::group::{
+    DISCOVERY_ROUNDS, GroupOutcome, MAX_RESPONDERS, MulticastOptions, ResponderEntry,
+    ResponderOutcome,
+};
 pub use client::paced::schedule::Schedule;
 pub use client::paced::{Budget, MAX_IN_FLIGHT, ProbeConfig, in_flight_bound};
 pub use client::prober::{NO_PEER, PeerRecord, ProberConfig, ProberRun, start_prober};
@@ -72,6 +76,7 @@ pub use points::{PacketStatus, Points};
 pub use protocol::stamp;
 pub use protocol::stamp_key;
 pub use reflector::admission as reflector_admission;
+pub use reflector::groups::{GroupJoins, Membership};
 pub use reflector::limits as reflector_limits;
 pub use reflector::tcp::{
     TcpEchoConfig, TcpEchoOutcome, TcpEchoRun, TcpEchoTotals, start_tcp_echo,
@@ -86,6 +91,8 @@ pub use sys::affinity::allowed_cpus;
 /// A NIC's interrupt coalescing, as `ethtool -c` shows it (`synapse
 /// calibrate`'s audit of this host).
 pub use sys::ethtool::{Coalesce, coalesce};
+/// The index of a network interface, by name (`--mc-if`).
+pub use sys::interfaces::index_of as interface_index;
 /// An address's name (`synapse trace --resolve`).
 pub use sys::names::name_of;
 /// Waiting for keys without crossterm's reader, which spins on a terminal

@@ -197,21 +197,67 @@ pub fn paced_socket(
     // default buffer drops would be counted as the network's loss. The
     // kernel caps this at net.core.rmem_max; failure is harmless.
     let _ = socket.set_recv_buffer_size(4 << 20);
+    let local = local_toward(&socket, bind, peer, None);
+    Ok((socket, local))
+}
+
+/// Where `socket` (bound to `bind`) sends from toward `peer`: its bound
+/// address, or on a wildcard the source the route to `peer` picks (by
+/// interface `ifindex` for a group, when given). Connecting a throwaway
+/// UDP socket sends nothing, but it asks the kernel; with no route the
+/// wildcard stays, and the first send says why.
+fn local_toward(
+    socket: &Socket,
+    bind: SocketAddr,
+    peer: SocketAddr,
+    ifindex: Option<u32>,
+) -> SocketAddr {
     let mut local = socket
         .local_addr()
         .ok()
         .and_then(|a| a.as_socket())
         .unwrap_or(bind);
-    if local.ip().is_unspecified() {
-        // Connecting a throwaway UDP socket sends nothing, but it asks the
-        // kernel which source address the route picks.
-        if let Ok(probe) = std::net::UdpSocket::bind(wildcard_for(peer))
-            && probe.connect(peer).is_ok()
+    if local.ip().is_unspecified()
+        && let Ok(probe) = std::net::UdpSocket::bind(wildcard_for(peer))
+    {
+        if let Some(index) = ifindex {
+            let _ = sys::multicast::set_interface(probe.as_raw_fd(), peer.is_ipv6(), index);
+        }
+        if probe.connect(peer).is_ok()
             && let Ok(a) = probe.local_addr()
         {
             local.set_ip(a.ip());
         }
     }
+    local
+}
+
+/// A multicast client's socket: unconnected (the answers come from every
+/// member's own address), bound to `bind`, its group datagrams sent with
+/// `hops`, by interface `ifindex` when given, and looped back to this
+/// host's own members only when `loopback`. Returns it with the local
+/// address the route to `group` picks.
+pub fn group_socket(
+    bind: SocketAddr,
+    group: SocketAddr,
+    hops: u8,
+    ifindex: Option<u32>,
+    loopback: bool,
+) -> Result<(Socket, SocketAddr), EngineError> {
+    let socket = bind_udp_with(bind, false)?;
+    let fd = socket.as_raw_fd();
+    let v6 = group.is_ipv6();
+    let cannot = |what: &'static str| EngineError::io(what);
+    sys::multicast::set_hops(fd, v6, hops).map_err(cannot("cannot set the multicast hop limit"))?;
+    sys::multicast::set_loopback(fd, v6, loopback)
+        .map_err(cannot("cannot set IP_MULTICAST_LOOP"))?;
+    if let Some(index) = ifindex {
+        sys::multicast::set_interface(fd, v6, index)
+            .map_err(cannot("cannot set the multicast interface"))?;
+    }
+    // Every member answers at once: a burst the default buffer may drop.
+    let _ = socket.set_recv_buffer_size(4 << 20);
+    let local = local_toward(&socket, bind, group, ifindex);
     Ok((socket, local))
 }
 

@@ -9,6 +9,7 @@ mod breakdown;
 pub mod clock_offset;
 pub mod cos;
 mod direction;
+pub mod fan_out;
 mod hdr_counts;
 pub mod intervals;
 mod jitter;
@@ -38,6 +39,7 @@ pub use breakdown::{BelowZero, Breakdown, SegmentFigures};
 pub use clock_offset::{DriftFigures, OffsetFigures, StepFigures};
 pub use cos::{CosFigures, CosStats, Dscp, Ecn, Marks};
 pub use direction::{DirectionStats, LossDirection};
+pub use fan_out::FanOut;
 pub use hdr_counts::HdrCounts;
 pub use jitter::{Jitter, JitterFigures};
 pub use live::{

@@ -10,6 +10,7 @@ pub mod histogram;
 pub mod load;
 pub mod osi;
 pub mod progress;
+pub mod responders;
 pub mod sessions;
 pub mod sparklines;
 pub mod split;

@@ -5,6 +5,7 @@
 
 pub mod announce;
 pub mod bottleneck;
+pub mod bridged;
 pub mod csv_log;
 pub mod ecmp_lab;
 pub mod http;
@@ -245,6 +246,11 @@ impl Guard {
     /// Sends SIGINT, as Ctrl-C would.
     pub fn interrupt(&self) {
         unsafe_free_kill(self.0.id(), "INT");
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        unsafe_free_kill(self.0.id(), "TERM");
     }
 }
 

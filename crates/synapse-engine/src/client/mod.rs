@@ -10,6 +10,7 @@ mod armed_wait;
 pub mod extensions;
 mod far_error;
 mod give_up;
+pub mod group;
 mod output;
 pub mod paced;
 mod pingpong;
@@ -29,7 +30,9 @@ use super::points::Points;
 use super::protocol::stamp::TimeFormat;
 use super::protocol::stamp_key::StampKey;
 use super::protocol::tlv::StampTlvs;
-use super::socket::{ClientSockets, client_sockets, is_this_host, paced_socket, wildcard_for};
+use super::socket::{
+    ClientSockets, client_sockets, group_socket, is_this_host, paced_socket, wildcard_for,
+};
 use super::timestamping::phc_map::{NicClockFigures, PhcMap};
 use super::timestamping::{self, TimestampMode, capabilities::Source};
 use super::{EngineError, StopFlag};
@@ -108,6 +111,9 @@ pub struct ClientConfig {
     /// (after the first reply: before it, a silent peer is an error at
     /// once); `None`: never.
     pub give_up_after: Option<Duration>,
+    /// A multicast `server` (a group): how the requests are sent and whom
+    /// each waits for.
+    pub multicast: group::MulticastOptions,
 }
 
 impl ClientConfig {
@@ -150,6 +156,7 @@ impl ClientConfig {
             phase: Duration::ZERO,
             keep_trying: false,
             give_up_after: None,
+            multicast: group::MulticastOptions::default(),
         }
     }
 }
@@ -229,6 +236,8 @@ pub struct ClientOutcome {
     /// The run gave up on a silent peer (`give_up_after`): how long no
     /// request had had a timely reply when it did.
     pub gave_up: Option<Duration>,
+    /// A multicast run: each responder's figures, and the fan-out.
+    pub group: Option<group::GroupOutcome>,
 }
 
 /// A running client.
@@ -246,6 +255,14 @@ pub struct ClientRun {
     pub shape: Shape,
     /// TCP: the connection's state and the kernel's view, as they go.
     pub tcp_live: Option<Arc<synapse_stats::TcpLive>>,
+    /// A multicast run: each responder's records as they happen, tagged
+    /// with its index (the order it was first heard in).
+    pub responders: Option<rtrb::Consumer<prober::PeerRecord>>,
+    /// Records of that ring it had no room for.
+    pub responder_overflow: Arc<AtomicU64>,
+    /// A multicast run: each responder as it is first heard (its index,
+    /// name and address), once.
+    pub responder_directory: Option<rtrb::Consumer<group::ResponderEntry>>,
     stop: StopFlag,
     overflow: Arc<AtomicU64>,
     handle: Option<JoinHandle<Result<ClientOutcome, EngineError>>>,
@@ -282,6 +299,18 @@ impl ClientRun {
 fn bind_work(cfg: &ClientConfig) -> Result<(Work, SocketAddr), EngineError> {
     let bind = cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server));
     Ok(match cfg.schedule {
+        None if cfg.server.ip().is_multicast() => {
+            let m = cfg.multicast;
+            let (socket, local) = group_socket(bind, cfg.server, m.hops, m.interface, m.loopback)?;
+            let armed = if cfg.thread.busy_poll {
+                socket.set_nonblocking(true).map(|()| None)
+            } else {
+                RecvTimeout::arm(&socket, cfg.timeout.min(STOP_CHECK)).map(|r| r.armed)
+            }
+            .map_err(EngineError::io("cannot configure socket"))?;
+            mark(&socket, cfg)?;
+            (Work::Group(socket, armed), local)
+        }
         None => {
             let sockets = client_sockets(bind, cfg.server)?;
             // Busy-polling spins on a non-blocking socket; blocking mode
@@ -334,7 +363,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
     // Paced runs stamp every packet: their split is per probe, and a
     // probe's rate is the user's choice, not the loop's.
     let tx_every = match work {
-        Work::PingPong(..) if kernel => cfg.tx_stamp_every.max(1),
+        Work::PingPong(..) | Work::Group(..) if kernel => cfg.tx_stamp_every.max(1),
         _ => 1,
     };
     let stamps = kernel
@@ -354,6 +383,15 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         follow_up_hardware: false,
     };
     let (output, rings) = Output::with_rings(cfg.ring_capacity, cfg.log_capacity);
+    let (answer_ring, responders) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
+    let (directory, entries) = rtrb::RingBuffer::new(group::MAX_RESPONDERS);
+    let responder_overflow = Arc::new(AtomicU64::new(0));
+    let answers = group::AnswerRing {
+        ring: answer_ring,
+        overflow: Arc::clone(&responder_overflow),
+        directory,
+    };
+    let grouped = matches!(work, Work::Group(..));
     let shape = shape_of(&cfg, stamping.segments);
     let stats = Stats::shaped(shape);
     let (thread_info, thread_stop) = (stamping.clone(), stop.clone());
@@ -371,6 +409,16 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
                     let mut pinger =
                         Pinger::new(&cfg, &sockets, armed, output, stamps.flatten(), stats);
                     run_loop::run(&mut pinger, &cfg, &thread_stop, placement)
+                }
+                (Work::Group(socket, armed), stamps) => {
+                    let stamps = stamps.and_then(Stamping::into_ping_pong);
+                    let run = GroupRun {
+                        cfg: &cfg,
+                        socket: &socket,
+                        armed,
+                        stop: &thread_stop,
+                    };
+                    run.run(output, answers, stamps, (stats, shape), placement)
                 }
                 (Work::Paced(socket, schedule), stamps) => {
                     let stamps = stamps.and_then(Stamping::into_paced);
@@ -398,6 +446,9 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         shape,
         stamping,
         tcp_live: None,
+        responders: grouped.then_some(responders),
+        responder_overflow,
+        responder_directory: grouped.then_some(entries),
         stop,
         overflow: rings.overflow,
         handle: Some(handle),
@@ -421,6 +472,8 @@ enum Work {
     /// (`None`: it never blocks, or its waits are all `ppoll`).
     PingPong(ClientSockets, Option<Duration>),
     Paced(socket2::Socket, Schedule),
+    /// Multicast ping-pong: the unconnected socket, and its armed timeout.
+    Group(socket2::Socket, Option<Duration>),
 }
 
 /// Kernel stamping, switched on for one kind of run. Built once per run.
@@ -460,7 +513,44 @@ impl Work {
             Work::Paced(s, _) => {
                 Stamping::Paced(PacedStamps::enable(s.as_raw_fd(), hardware)?.with_clock(clock))
             }
+            Work::Group(s, _) => Stamping::PingPong(
+                ClientStamps::enable(s.as_raw_fd(), hardware, every)?.with_clock(clock),
+            ),
         })
+    }
+}
+
+/// A multicast run on its thread: a function of its own, never inlined
+/// into the thread's body, so the unicast loop there is compiled as it
+/// was (its registers, its instructions per round trip).
+struct GroupRun<'a> {
+    cfg: &'a ClientConfig,
+    socket: &'a socket2::Socket,
+    armed: Option<Duration>,
+    stop: &'a StopFlag,
+}
+
+impl GroupRun<'_> {
+    #[inline(never)]
+    fn run(
+        self,
+        output: Output,
+        answers: group::AnswerRing,
+        stamps: Option<ClientStamps>,
+        (stats, shape): (Stats, Shape),
+        placement: Placement,
+    ) -> Result<ClientOutcome, EngineError> {
+        let mut pinger = group::GroupPinger::new(
+            self.cfg,
+            self.socket,
+            self.armed,
+            output,
+            answers,
+            stamps,
+            stats,
+            shape,
+        );
+        run_loop::run(&mut pinger, self.cfg, self.stop, placement)
     }
 }
 
@@ -532,6 +622,7 @@ impl PacedRun<'_> {
                 .then(|| ended.tally.summary(cfg.tlvs, self.local, cfg.server)),
             nic_clock: None,
             gave_up: ended.gave_up,
+            group: None,
         })
     }
 }

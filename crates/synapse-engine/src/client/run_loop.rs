@@ -90,6 +90,7 @@ pub(super) fn run<E: Exchanges>(
         extensions: None,
         nic_clock: None,
         gave_up: e.gave_up(),
+        group: None,
     };
     Ok(e.outcome(cfg, base))
 }

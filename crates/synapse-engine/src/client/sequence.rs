@@ -72,6 +72,16 @@ impl SequenceTracker {
         }
     }
 
+    /// An empty tracker remembering at least `window` requests, whose
+    /// first request is `first` (a multicast responder first heard from
+    /// mid-run: nothing before it was ever asked of it).
+    pub fn starting_at(window: u64, first: u64) -> Self {
+        Self {
+            next: first,
+            ..Self::with_window(window)
+        }
+    }
+
     #[inline]
     fn slot(&self, seq: u64) -> usize {
         (seq & (self.window - 1)) as usize
@@ -175,6 +185,14 @@ mod tests {
         }
         assert_eq!(t.on_reply(0), Reply::Stray, "1024 remembered: 0 is gone");
         assert_eq!(t.on_reply(1), Reply::Fresh);
+    }
+
+    #[test]
+    fn a_tracker_started_mid_run_knows_nothing_before_its_start() {
+        let mut t = SequenceTracker::starting_at(64, 1000);
+        assert_eq!(t.on_reply(999), Reply::Stray);
+        t.sent(1000);
+        assert_eq!(t.on_reply(1000), Reply::Fresh);
     }
 
     #[test]

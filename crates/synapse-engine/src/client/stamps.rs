@@ -80,6 +80,26 @@ impl ClientStamps {
         timestamping::send_stamped(fd, payload, tx)
     }
 
+    /// [`Self::send`] to `to`, on an unconnected socket (a multicast
+    /// client's).
+    #[inline]
+    pub fn send_to(
+        &self,
+        fd: RawFd,
+        payload: &[u8],
+        to: &crate::sys::addr::RawAddr,
+        sampled: bool,
+    ) -> io::Result<usize> {
+        if self.every == 1 || !sampled {
+            return crate::sys::io::send_to(fd, payload, to);
+        }
+        let mut tx = flags::TX_SOFTWARE;
+        if self.hardware {
+            tx |= flags::TX_HARDWARE;
+        }
+        timestamping::send_to_stamped(fd, payload, to, tx)
+    }
+
     /// A packet went out: its TX stamps are waited for.
     #[inline]
     pub fn sent(&mut self) {
@@ -106,6 +126,20 @@ impl ClientStamps {
     pub fn recv_now(&mut self, fd: RawFd, buf: &mut [u8]) -> io::Result<RecvMeta> {
         let cmsg_type = self.reader.cmsg_type();
         timestamping::recv_stamped_now(fd, buf, self.reader.control(), cmsg_type)
+    }
+
+    /// Receives one datagram with its RX stamps and its source (an
+    /// unconnected socket: a multicast run), told not to wait when `now`.
+    #[inline]
+    pub fn recv_from(
+        &mut self,
+        fd: RawFd,
+        buf: &mut [u8],
+        from: &mut crate::sys::addr::RawAddr,
+        now: bool,
+    ) -> io::Result<RecvMeta> {
+        let cmsg_type = self.reader.cmsg_type();
+        timestamping::recv_stamped_from(fd, buf, from, self.reader.control(), cmsg_type, now)
     }
 
     /// Reads what the error queue holds now (never blocking): TX stamps

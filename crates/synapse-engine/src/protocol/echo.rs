@@ -32,6 +32,14 @@ impl EchoCodec {
         Self { packet, token }
     }
 
+    /// The same, asking each responder for its name (a multicast run; see
+    /// `responder_name`). `size` must hold [`super::responder_name::NAMED_SIZE`].
+    pub fn asking_names(size: usize, token: u64) -> Self {
+        let mut codec = Self::new(size, token);
+        super::responder_name::ask(&mut codec.packet);
+        codec
+    }
+
     /// Writes `seq` into the send buffer and returns the whole datagram.
     #[inline]
     pub fn encode(&mut self, seq: u64) -> &[u8] {

@@ -25,6 +25,7 @@ pub const RECV_BUFFER: usize = 65_536;
 pub mod clock_state;
 mod echo;
 pub mod error_estimate;
+pub mod responder_name;
 mod sender;
 pub mod stamp;
 pub mod stamp_key;

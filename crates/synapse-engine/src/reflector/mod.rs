@@ -14,6 +14,7 @@
 pub mod admission;
 mod answer_log;
 mod follow_up;
+pub mod groups;
 pub mod limits;
 mod peer_hash;
 mod serve;
@@ -30,8 +31,10 @@ use super::socket::{bind_udp, set_wait_mode};
 use super::sys::timestamping;
 use super::timestamping::phc_map::PhcMap;
 use super::{EngineError, Placement, StopFlag};
+use crate::protocol::responder_name::ResponderName;
 use admission::Admission;
 use answer_log::AnswerLog;
+use groups::{GroupJoins, Membership};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::thread::JoinHandle;
@@ -62,6 +65,11 @@ pub struct ReflectorConfig {
     /// STAMP: the format of the T2 and T3 it writes (RFC 8762 §4.2.1; the
     /// Z bit of its error estimate says which).
     pub stamp_format: crate::protocol::stamp::TimeFormat,
+    /// Multicast groups to join (none: unicast only).
+    pub groups: GroupJoins,
+    /// The name its plain echo answers carry when a request asks (a
+    /// multicast client tells its responders apart by it).
+    pub name: Option<ResponderName>,
 }
 
 /// A reflector's NIC stamps its packets: the caller switched its stamping
@@ -88,6 +96,8 @@ impl ReflectorConfig {
             stamp_key: None,
             hardware: None,
             stamp_format: crate::protocol::stamp::TimeFormat::Ntp,
+            groups: GroupJoins::default(),
+            name: None,
         }
     }
 }
@@ -311,6 +321,8 @@ pub struct ReflectorOutcome {
     pub log_overflow: u64,
     /// TX stamps that came after their answer had been logged.
     pub stale_stamps: u64,
+    /// Multicast groups left as it stopped.
+    pub groups_left: usize,
 }
 
 /// A running reflector.
@@ -322,6 +334,10 @@ pub struct ReflectorRun {
     pub responses: Option<rtrb::Consumer<AnswerPoints>>,
     /// The bound address (with the real port when 0 was asked for).
     pub local: SocketAddr,
+    /// The multicast groups it joined.
+    pub joined: Vec<Membership>,
+    /// The interface it joined them on (`None`: the route's).
+    pub join_interface: Option<String>,
     stop: StopFlag,
     handle: Option<JoinHandle<Result<ReflectorOutcome, EngineError>>>,
 }
@@ -349,7 +365,9 @@ impl ReflectorRun {
 
 /// Binds and starts the pinned reflector thread.
 pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<ReflectorRun, EngineError> {
-    let socket = bind_udp(cfg.bind)?;
+    let socket = bind_udp(cfg.groups.binding(cfg.bind))?;
+    let mut joined = cfg.groups.join(socket.as_raw_fd(), cfg.bind)?;
+    let (memberships, join_interface) = (joined.memberships.clone(), joined.interface.clone());
     set_wait_mode(&socket, cfg.thread.busy_poll, serve::TICK)?;
     // Bursts from many clients should queue, not drop; failure is harmless.
     let _ = socket.set_recv_buffer_size(4 << 20);
@@ -384,14 +402,22 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
                 serve::Reflector::new(&socket, wire, log, cfg.session_idle, cfg.admission);
             reflector.authenticate_with(cfg.stamp_key);
             reflector.stamp_wire_with(cfg.hardware.and_then(|h| h.clock));
-            reflector.serve(&thread_stop, &mut producer)?;
-            Ok(reflector.finish(placement))
+            reflector.name_answers(cfg.name);
+            let served = reflector.serve(&thread_stop, &mut producer);
+            let groups_left = joined.leave();
+            served?;
+            Ok(ReflectorOutcome {
+                groups_left,
+                ..reflector.finish(placement)
+            })
         })
         .map_err(EngineError::io("cannot start the reflector thread"))?;
     Ok(ReflectorRun {
         events,
         responses,
         local,
+        joined: memberships,
+        join_interface,
         stop,
         handle: Some(handle),
     })

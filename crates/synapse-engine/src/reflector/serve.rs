@@ -26,6 +26,7 @@ use super::{Protocol, ReflectorEvent, ReflectorOutcome, Refusal};
 use crate::affinity::Placement;
 use crate::mono::Mono;
 use crate::protocol::clock_state::ClockWatch;
+use crate::protocol::responder_name::{self, ResponderName};
 use crate::protocol::stamp::{self, Layout, Reflection, WireTime};
 use crate::protocol::stamp_key::StampKey;
 use crate::protocol::tlv_reflect::{self, Answered, Answering};
@@ -113,6 +114,8 @@ pub struct Reflector {
     /// The NIC's clock on the system clock: a Follow-Up carries the
     /// answer's NIC stamp placed there (else the kernel's).
     clock: Option<PhcMap>,
+    /// Plain echo: the name an answer carries when its request asks.
+    name: Option<ResponderName>,
 }
 
 impl Reflector {
@@ -154,6 +157,7 @@ impl Reflector {
             batch: (wire.protocol == Protocol::Echo && wire.rx_cmsg.is_none())
                 .then(|| Box::new(Batch::new(RECV_BUFFER, wire.answer_from_arrival))),
             clock: None,
+            name: None,
         }
     }
 
@@ -166,6 +170,11 @@ impl Reflector {
     /// Follow-Up carries NIC stamps, placed on the system clock by `clock`.
     pub fn stamp_wire_with(&mut self, clock: Option<PhcMap>) {
         self.clock = clock;
+    }
+
+    /// Plain echo: answers that ask carry `name` (see `responder_name`).
+    pub fn name_answers(&mut self, name: Option<ResponderName>) {
+        self.name = name.filter(|_| self.wire.protocol == Protocol::Echo);
     }
 
     /// Serves until stopped.
@@ -219,6 +228,7 @@ impl Reflector {
             open_at_stop: self.sessions.unreported(),
             log_overflow,
             stale_stamps,
+            groups_left: 0,
         }
     }
 
@@ -254,8 +264,8 @@ impl Reflector {
             return Ok(None);
         };
         let served = match batch.recv_waiting(self.fd) {
-            Ok(1) => Ok(self.answer_lone(&batch, now_ns)),
-            Ok(_) => Ok(self.answer_batch(&batch, now_ns)),
+            Ok(1) => Ok(self.answer_lone(&mut batch, now_ns)),
+            Ok(_) => Ok(self.answer_batch(&mut batch, now_ns)),
             Err(e) => self.receive_failed(e).map(|()| None),
         };
         self.batch = Some(batch);
@@ -265,19 +275,23 @@ impl Reflector {
     /// Answers a batch of one: the ping-pong case, a `sendto` (no
     /// `sendmmsg` header to build). Returns the clock read after it.
     #[inline]
-    fn answer_lone(&mut self, batch: &Batch, now_ns: u64) -> Option<u64> {
+    fn answer_lone(&mut self, batch: &mut Batch, now_ns: u64) -> Option<u64> {
         let (bytes, got, from) = batch.datagram(0);
         if got.truncated {
             self.sessions.totals.oversized += 1;
             return None;
         }
+        let len = bytes.len() as u64;
         match self.gate.admit(&mut self.sessions, from, now_ns) {
             Ok(idx) => {
+                if let Some(name) = &self.name {
+                    responder_name::tell(batch.datagram_mut(0), name);
+                }
                 if batch.send_one(self.fd, 0).is_err() {
                     self.sessions.totals.send_errors += 1;
                 }
                 let now_ns = self.clock();
-                self.sessions.account(idx, bytes.len() as u64, now_ns);
+                self.sessions.account(idx, len, now_ns);
                 Some(now_ns)
             }
             Err(why) => {
@@ -290,7 +304,7 @@ impl Reflector {
     /// Admits each datagram of `batch`, sends the admitted back at once,
     /// then accounts for them. Returns the clock read after the send, when
     /// anything was sent.
-    fn answer_batch(&mut self, batch: &Batch, now_ns: u64) -> Option<u64> {
+    fn answer_batch(&mut self, batch: &mut Batch, now_ns: u64) -> Option<u64> {
         let mut slots = [0u8; BATCH];
         let mut sessions = [0usize; BATCH];
         let mut admitted = 0;
@@ -311,6 +325,11 @@ impl Reflector {
         }
         if admitted == 0 {
             return None;
+        }
+        if let Some(name) = &self.name {
+            for &slot in &slots[..admitted] {
+                responder_name::tell(batch.datagram_mut(usize::from(slot)), name);
+            }
         }
         self.sessions.totals.send_errors += batch.send_back(self.fd, &slots[..admitted]);
         let now_ns = self.clock();
@@ -401,6 +420,9 @@ impl Reflector {
                 }
             }
         };
+        if let Some(name) = &self.name {
+            responder_name::tell(&mut self.buf[..d.got.len], name);
+        }
         let packet = &self.buf[..d.got.len];
         let ask_stamp = send.follow_up.is_some() && self.follow_ups.is_some();
         let how = Answer {

@@ -135,6 +135,14 @@ impl Batch {
         (&self.bufs[at..at + got.len], got, &self.from[i])
     }
 
+    /// Slot `i`'s datagram, to answer in place.
+    #[inline]
+    pub fn datagram_mut(&mut self, i: usize) -> &mut [u8] {
+        let at = i * self.slot;
+        let len = self.got[i].len;
+        &mut self.bufs[at..at + len]
+    }
+
     /// Receives whatever is waiting, up to `BATCH` datagrams, without
     /// blocking (one `recvmmsg`, `MSG_DONTWAIT`): `EAGAIN` when nothing is.
     /// (The reflector waits in [`Batch::recv_waiting`]; the tests here

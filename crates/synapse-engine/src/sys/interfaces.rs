@@ -59,3 +59,14 @@ pub fn interface_addresses() -> io::Result<Vec<(String, std::net::IpAddr)>> {
     unsafe { libc::freeifaddrs(head) };
     Ok(found)
 }
+
+/// The index of the interface named `name` (`if_nametoindex`), or the
+/// kernel's reason there is none (`ENODEV`).
+pub fn index_of(name: &str) -> io::Result<u32> {
+    let c = std::ffi::CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::ENODEV))?;
+    // SAFETY: `c` is a live NUL-terminated string for the call's duration.
+    match unsafe { libc::if_nametoindex(c.as_ptr()) } {
+        0 => Err(io::Error::last_os_error()),
+        n => Ok(n),
+    }
+}

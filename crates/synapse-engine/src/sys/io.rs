@@ -86,6 +86,20 @@ pub fn recv_now(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
 /// With `MSG_TRUNC` the kernel reports the datagram's real length, so an
 /// oversized datagram is recognised rather than silently cut.
 pub fn recv_from(fd: RawFd, buf: &mut [u8], from: &mut RawAddr) -> io::Result<Received> {
+    recv_from_flags(fd, buf, from, libc::MSG_TRUNC)
+}
+
+/// [`recv_from`] that never waits, even on a blocking socket (`EAGAIN`).
+pub fn recv_from_now(fd: RawFd, buf: &mut [u8], from: &mut RawAddr) -> io::Result<Received> {
+    recv_from_flags(fd, buf, from, libc::MSG_TRUNC | libc::MSG_DONTWAIT)
+}
+
+fn recv_from_flags(
+    fd: RawFd,
+    buf: &mut [u8],
+    from: &mut RawAddr,
+    flags: i32,
+) -> io::Result<Received> {
     from.len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
     // SAFETY: buf is writable for buf.len() bytes and from.storage for from.len
     // bytes; the kernel writes no further and updates from.len.
@@ -94,7 +108,7 @@ pub fn recv_from(fd: RawFd, buf: &mut [u8], from: &mut RawAddr) -> io::Result<Re
             fd,
             buf.as_mut_ptr().cast(),
             buf.len(),
-            libc::MSG_TRUNC,
+            flags,
             std::ptr::from_mut(&mut from.storage).cast(),
             &raw mut from.len,
         )

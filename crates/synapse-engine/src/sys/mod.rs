@@ -15,7 +15,8 @@
 //!   datagram); `pktinfo`:
 //!   answering from the address asked; `marks`: TOS and Traffic Class;
 //!   `batch`: `recvmmsg`/`sendmmsg` and GSO; `hop_limit`: one datagram's
-//!   TTL in its own control message; `names`: an address's name; `tcp`: stream calls,
+//!   TTL in its own control message; `names`: an address's name;
+//!   `multicast`: group membership and a group sender's options; `tcp`: stream calls,
 //!   `TCP_INFO`, `accept4`; `epoll`: the TCP reflector's readiness and
 //!   descriptor limit.
 //! - `clock`: `CLOCK_REALTIME` and its synchronisation; `random`:
@@ -41,6 +42,7 @@ pub mod icmp_error;
 pub mod interfaces;
 pub mod io;
 pub mod marks;
+pub mod multicast;
 pub mod names;
 pub mod phc;
 pub mod pktinfo;

@@ -177,6 +177,25 @@ pub fn recv_stamped_now(
     recv_stamped_flags(fd, buf, None, control, stamp_type, flags)
 }
 
+/// [`recv_stamped`] with the source address, told not to wait when
+/// `now` (`ppoll` said something is there).
+#[inline]
+pub fn recv_stamped_from(
+    fd: RawFd,
+    buf: &mut [u8],
+    from: &mut RawAddr,
+    control: &mut ControlBuf,
+    stamp_type: i32,
+    now: bool,
+) -> std::io::Result<RecvMeta> {
+    let flags = if now {
+        libc::MSG_TRUNC | libc::MSG_DONTWAIT
+    } else {
+        libc::MSG_TRUNC
+    };
+    recv_stamped_flags(fd, buf, Some(from), control, stamp_type, flags)
+}
+
 /// [`recv_stamped`] with `recvmsg` flags of the caller's (a stream's
 /// receive takes no `MSG_TRUNC`).
 pub(super) fn recv_stamped_flags(
@@ -208,6 +227,20 @@ pub(super) fn recv_stamped_flags(
 /// `sendmsg` as an `SO_TIMESTAMPING` control message). One `sendmsg`.
 pub fn send_stamped(fd: RawFd, buf: &[u8], tx_flags: u32) -> std::io::Result<usize> {
     send_stamped_flags(fd, buf, tx_flags, 0)
+}
+
+/// [`send_stamped`] to `to`, on an unconnected socket (a multicast
+/// client's). One `sendmsg`.
+pub fn send_to_stamped(
+    fd: RawFd,
+    buf: &[u8],
+    to: &RawAddr,
+    tx_flags: u32,
+) -> std::io::Result<usize> {
+    let mut space = Space::<32>::default();
+    let mut control = Encoder::new(&mut space);
+    control.push(libc::SOL_SOCKET, libc::SO_TIMESTAMPING, tx_flags);
+    io::send_msg(fd, buf, Some(to), &mut control, 0)
 }
 
 /// [`send_stamped`] with `sendmsg` flags (`MSG_NOSIGNAL`, `MSG_DONTWAIT`).

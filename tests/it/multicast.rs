@@ -1,0 +1,491 @@
+//! Multicast on a switch of network namespaces (`common::bridged`): one
+//! client and reflectors joined to a group, every request answered by each,
+//! each answer matched to its request and to its responder. What each test
+//! asserts is what the run did, from its own records and the kernel's
+//! counters (iptables' drops, the bridge's IGMP database), never a time.
+//! Root, `ip`, `bridge` and `iptables` are needed; python3 for the
+//! misbehaving responder.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common::bridged::{Bridged, DEV, NET};
+use crate::common::netns::synapse_in;
+use crate::common::*;
+use serde_json::Value;
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+
+const GROUP: &str = "239.7.7.7";
+const PORT: u16 = 7000;
+
+fn runnable(test: &str) -> bool {
+    match netns::unavailable() {
+        Some(why) => {
+            println!("SKIPPED {test}: {why}");
+            false
+        }
+        None => true,
+    }
+}
+
+/// `synapse server` in member `i`, joined as `join` says, named `name`,
+/// echo on its address's port 7000 and STAMP on 8862; its output kept.
+fn reflector(lab: &Bridged, i: usize, join: &str, name: &str) -> Server {
+    let m = lab.member(i);
+    let child = synapse_in(&m.ns)
+        .args([
+            "server",
+            "--no-ui",
+            "--tcp-port",
+            "0",
+            "--stamp-port",
+            "8862",
+        ])
+        .args(["--bind", &format!("{}:{PORT}", m.addr)])
+        .args([
+            "--join",
+            join,
+            "--allow",
+            &format!("{NET}.0/24"),
+            "--name",
+            name,
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (guard, stdout, banner) = wait_until_ready(child);
+    assert!(
+        banner.contains(&format!("Joined {join} on {DEV}")),
+        "{banner}"
+    );
+    Server { guard, stdout }
+}
+
+/// A `--json` client run from member `i` to `GROUP:port`, which must
+/// succeed or fail its verdict (exit 0 or 3), and its report.
+fn client(lab: &Bridged, i: usize, target: &str, args: &[&str]) -> Value {
+    let out = synapse_in(&lab.member(i).ns)
+        .args(["client", target, "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out.stdout)
+}
+
+/// The responder named `name` in a report.
+fn responder<'a>(j: &'a Value, name: &str) -> &'a Value {
+    j["responders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no responder {name}: {}", j["responders"]))
+}
+
+fn names(j: &Value) -> Vec<String> {
+    let mut all: Vec<String> = j["responders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["name"]
+                .as_str()
+                .map_or_else(|| r["address"].to_string(), String::from)
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+fn count(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Packets iptables' rule `n` (1-based) of `chain` dropped in member `i`.
+fn dropped(lab: &Bridged, i: usize, chain: &str, n: usize) -> u64 {
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.member(i).ns,
+            "iptables",
+            "-L",
+            chain,
+            "-v",
+            "-x",
+            "-n",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rule = text.lines().nth(1 + n).unwrap_or_else(|| panic!("{text}"));
+    rule.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn three_responders_each_with_its_own_figures_and_the_loss_of_one_link_in_its_row_only() {
+    if !runnable("three_responders_each_with_its_own_figures") {
+        return;
+    }
+    let lab = Bridged::new(["c", "r1", "r2", "r3"]);
+    let _servers: Vec<Server> = (1..=3)
+        .map(|i| reflector(&lab, i, GROUP, &format!("r{i}")))
+        .collect();
+    // A fifth of the group's requests never reach r3.
+    let rule = ["-p", "udp", "-d", GROUP, "--dport", "7000"];
+    let lossy = [
+        "-m",
+        "statistic",
+        "--mode",
+        "random",
+        "--probability",
+        "0.2",
+        "-j",
+        "DROP",
+    ];
+    lab.iptables(3, &[&["-A", "INPUT"], &rule[..], &lossy[..]].concat());
+    let target = format!("{GROUP}:{PORT}");
+    let j = client(
+        &lab,
+        0,
+        &target,
+        &["--packets", "1000", "--warmup", "0", "--timeout", "20ms"],
+    );
+    assert_eq!(names(&j), ["r1", "r2", "r3"], "{}", j["responders"]);
+    assert_eq!(count(&j["group"]["expected_responders"]), 3);
+    let r3 = responder(&j, "r3");
+    // Every request iptables dropped is one r3 never answered: its loss,
+    // and the requests before it was first heard.
+    let drops = dropped(&lab, 3, "INPUT", 1);
+    let lost = count(&r3["packets"]["lost"]);
+    assert_eq!(lost + count(&r3["first_request"]), drops, "r3: {r3}");
+    let share = 100.0 * lost as f64 / count(&r3["packets"]["sent"]) as f64;
+    assert!(
+        (10.0..30.0).contains(&share),
+        "20 % dropped, {share:.1} % lost: {r3}"
+    );
+    for name in ["r1", "r2"] {
+        let r = responder(&j, name);
+        let p = &r["packets"];
+        assert_eq!(count(&p["lost"]), 0, "{name}'s link drops nothing: {r}");
+        assert_eq!(count(&p["sent"]), 1000 - count(&r["first_request"]), "{r}");
+        assert_eq!(
+            count(&p["received"]) + count(&p["late"]),
+            count(&p["sent"]),
+            "{r}"
+        );
+        assert!(r["rtt_ns"]["p50"].as_u64().unwrap() > 0, "{r}");
+        assert!(
+            !r["segments"].as_array().unwrap().is_empty(),
+            "kernel split: {r}"
+        );
+    }
+    // The group's request is answered when all three answered in time.
+    assert!(count(&j["packets"]["lost"]) >= lost, "{}", j["packets"]);
+    assert!(
+        count(&j["fan_out"]["spread_requests"]) > 0,
+        "{}",
+        j["fan_out"]
+    );
+    // Each responder is judged on its own too: r3's loss fails, theirs not.
+    let failed: Vec<&Value> = j["verdict"]["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["metric"] == "loss" && c["outcome"] == "no")
+        .map(|c| &c["responder"])
+        .collect();
+    assert_eq!(
+        failed,
+        [&Value::Null, &Value::from("r3")],
+        "{}",
+        j["verdict"]
+    );
+
+    // STAMP to the same reflectors: each one's dwell, from its own stamps.
+    lab.iptables(3, &["-F", "INPUT"]);
+    let stamp = format!("{GROUP}:8862");
+    let j = client(
+        &lab,
+        0,
+        &stamp,
+        &["--stamp", "--packets", "300", "--timeout", "50ms"],
+    );
+    assert_eq!(
+        j["responders"].as_array().unwrap().len(),
+        3,
+        "{}",
+        j["responders"]
+    );
+    for r in j["responders"].as_array().unwrap() {
+        let dwell = r["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["segment"] == "server_dwell")
+            .unwrap_or_else(|| panic!("no dwell: {r}"));
+        assert!(count(&dwell["samples"]) > 0, "{r}");
+    }
+}
+
+#[test]
+fn a_source_specific_join_ignores_a_second_sender_and_reports_igmpv3() {
+    if !runnable("a_source_specific_join_ignores_a_second_sender") {
+        return;
+    }
+    let lab = Bridged::new(["c", "r1", "r2", "other"]);
+    let ssm = "232.7.7.7";
+    let from_client = format!("{ssm}@{}", lab.member(0).addr);
+    let _r1 = reflector(&lab, 1, &from_client, "r1");
+    let _r2 = reflector(&lab, 2, ssm, "r2");
+    // The bridge saw r1's IGMPv3 report: INCLUDE the client's address only.
+    let want = format!(
+        "port {} grp {ssm} src {} ",
+        lab.member(1).port,
+        lab.member(0).addr
+    );
+    let (seen, mdb) = lab.mdb_until(|mdb| {
+        mdb.lines()
+            .any(|l| l.contains(&want) && l.contains("filter_mode include"))
+    });
+    assert!(
+        seen,
+        "no IGMPv3 source-specific report from r1 ({want}):\n{mdb}"
+    );
+    let target = format!("{ssm}:{PORT}");
+    let j = client(&lab, 0, &target, &["--packets", "200"]);
+    assert_eq!(names(&j), ["r1", "r2"], "{}", j["responders"]);
+    // Another sender: r1's socket filters it out, r2 answers it.
+    let j = client(&lab, 3, &target, &["--packets", "200"]);
+    assert_eq!(names(&j), ["r2"], "{}", j["responders"]);
+    assert_eq!(count(&responder(&j, "r2")["packets"]["received"]), 200);
+}
+
+#[test]
+fn a_reflector_that_leaves_mid_run_is_silent_from_then_on_with_what_it_answered_kept() {
+    if !runnable("a_reflector_that_leaves_mid_run") {
+        return;
+    }
+    let lab = Bridged::new(["c", "r1", "r2"]);
+    let _r1 = reflector(&lab, 1, GROUP, "r1");
+    let r2 = reflector(&lab, 2, GROUP, "r2");
+    let entry = format!("port {} grp {GROUP}", lab.member(2).port);
+    let (joined, mdb) = lab.mdb_until(|mdb| mdb.contains(&entry));
+    assert!(joined, "no IGMP report from r2:\n{mdb}");
+    let run = synapse_in(&lab.member(0).ns)
+        .args(["client", &format!("{GROUP}:{PORT}"), "--json"])
+        .args(["--duration", "4s", "--timeout", "20ms"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let (rest, code) = r2.interrupt_and_collect();
+    assert_eq!(code, Some(0), "{rest}");
+    assert!(rest.contains("left 2 group memberships on exit"), "{rest}");
+    let out = run.wait_with_output().unwrap();
+    let j = json_of(&out.stdout);
+    let (r1, r2) = (responder(&j, "r1"), responder(&j, "r2"));
+    assert!(r1["silent"].is_null(), "{r1}");
+    let silent = &r2["silent"];
+    let answered = count(&r2["packets"]["received"]);
+    assert!(answered > 0, "r2 answered before it left: {r2}");
+    assert!(silent.is_object(), "{r2}");
+    // Silent from its last answer to the end, and every request since lost.
+    assert!(count(&silent["requests"]) >= 2, "{silent}");
+    assert_eq!(
+        count(&r2["packets"]["lost"]),
+        count(&silent["requests"]),
+        "lost = unanswered since it left: {r2}"
+    );
+    assert!(
+        count(&r1["packets"]["received"]) > answered,
+        "r1 went on: {r1}"
+    );
+    // Its leave reached the switch: the bridge forgets its port's group.
+    let (gone, mdb) = lab.mdb_until(|mdb| !mdb.contains(&entry));
+    assert!(gone, "r2 left, yet the bridge still has it:\n{mdb}");
+}
+
+/// Joins the group on `dev_addr`'s interface and echoes every request:
+/// requests `double_from` to `double_to` twice, and to requests
+/// `forge_from` to `forge_to` also a copy named `r1` from port 7001 (a
+/// known name from a strange address). Neither reaches the last requests,
+/// whose copies could come after the run. Prints `ready`, then on SIGTERM
+/// how many it forged and how many it doubled.
+const MISBEHAVING: &str = r#"
+import signal, socket, struct, sys
+group, dev_addr = sys.argv[1], sys.argv[2]
+forge_from, forge_to, double_from, double_to = map(int, sys.argv[3:7])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('0.0.0.0', 7000))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+             struct.pack('4s4s', socket.inet_aton(group), socket.inet_aton(dev_addr)))
+f = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+f.bind((dev_addr, 7001))
+forged = doubled = 0
+def done(*_):
+    print(forged, doubled, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, done)
+print('ready', flush=True)
+while True:
+    d, a = s.recvfrom(65536)
+    seq = struct.unpack('<Q', d[:8])[0]
+    s.sendto(d, a)
+    if double_from <= seq < double_to:
+        s.sendto(d, a)
+        doubled += 1
+    if forge_from <= seq < forge_to and d[16:24] == b'SYN?NAME':
+        f.sendto(d[:16] + b'SYN=NAME' + b'r1'.ljust(16, b'\0') + d[40:], a)
+        forged += 1
+"#;
+
+#[test]
+fn answers_twice_are_duplicates_and_a_name_from_a_strange_address_is_a_stray() {
+    if !runnable("answers_twice_are_duplicates") || tool("python3", "answers_twice").is_none() {
+        return;
+    }
+    let lab = Bridged::new(["c", "r1", "r2", "bad"]);
+    let _r1 = reflector(&lab, 1, GROUP, "r1");
+    let _r2 = reflector(&lab, 2, GROUP, "r2");
+    let bad = lab.member(3);
+    let mut script = Command::new("ip")
+        .args(["netns", "exec", &bad.ns, "python3", "-c", MISBEHAVING])
+        .args([GROUP, &bad.addr, "300", "600", "200", "650"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = std::io::BufReader::new(script.stdout.take().unwrap());
+    let mut line = String::new();
+    said.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let script = Guard(script);
+    let target = format!("{GROUP}:{PORT}");
+    let j = client(&lab, 0, &target, &["--packets", "500", "--responders", "3"]);
+    script.terminate();
+    line.clear();
+    said.read_line(&mut line).unwrap();
+    let said: Vec<u64> = line
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let (forged, doubled) = (said[0], said[1]);
+    assert_eq!(
+        (forged, doubled),
+        (300, 450),
+        "300..600 forged, 200..650 doubled"
+    );
+    let unnamed = format!("\"{}:{PORT}\"", bad.addr);
+    assert_eq!(
+        names(&j),
+        [unnamed.as_str(), "r1", "r2"],
+        "{}",
+        j["responders"]
+    );
+    // Never matched to r1: every forged answer is a stray, and r1's own
+    // figures count each request once.
+    assert_eq!(count(&j["group"]["strange"]), forged, "{}", j["group"]);
+    assert!(count(&j["packets"]["stray"]) >= forged, "{}", j["packets"]);
+    let r1 = responder(&j, "r1");
+    assert_eq!(count(&r1["packets"]["duplicate"]), 0, "{r1}");
+    assert_eq!(count(&r1["packets"]["sent"]), 500, "{r1}");
+    // The double answerer: its second answer to a measured request (from
+    // 200, after the warm-up) a duplicate, each request answered once.
+    let twice = j["responders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"].is_null())
+        .unwrap();
+    let p = &twice["packets"];
+    assert_eq!(count(&p["duplicate"]), doubled, "{twice}");
+    assert_eq!(count(&p["received"]) + count(&p["late"]), 500, "{twice}");
+}
+
+#[test]
+fn a_reflector_receives_only_the_groups_it_joined() {
+    if !runnable("a_reflector_receives_only_the_groups_it_joined") {
+        return;
+    }
+    let lab = Bridged::new(["c", "r1"]);
+    let _a = reflector(&lab, 1, GROUP, "a");
+    // Another socket of the same host joins a second group, on another port.
+    let m = lab.member(1);
+    let child = synapse_in(&m.ns)
+        .args(["server", "--no-ui", "--tcp-port", "0", "--stamp-port", "0"])
+        .args(["--bind", &format!("{}:7001", m.addr), "--join", "239.7.7.8"])
+        .args(["--allow", &format!("{NET}.0/24")])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _b = wait_until_ready(child);
+    // Sent to the second group on the first one's port: nobody joined
+    // that pair, so nobody answers (with IP_MULTICAST_ALL on, the first
+    // would: the host is a member of the group).
+    let out = synapse_in(&lab.member(0).ns)
+        .args(["client", "239.7.7.8:7000", "--no-ui", "--timeout", "20ms"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no answer from any member of 239.7.7.8:7000"),
+        "{err}"
+    );
+    let j = client(&lab, 0, &format!("{GROUP}:{PORT}"), &["--packets", "50"]);
+    assert_eq!(names(&j), ["a"]);
+}
+
+#[test]
+fn bad_joins_say_why_in_one_line_with_exit_2() {
+    if !runnable("bad_joins_say_why") {
+        return;
+    }
+    let lab = Bridged::new(["r1"]);
+    let ns = &lab.member(0).ns;
+    let allow = [
+        "--allow",
+        "10.0.0.0/8",
+        "--stamp-port",
+        "0",
+        "--tcp-port",
+        "0",
+        "--no-ui",
+    ];
+    let server = |args: &[&str]| {
+        let out = synapse_in(ns)
+            .arg("server")
+            .args(allow)
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        err
+    };
+    let e = server(&["--join", "10.1.2.3"]);
+    assert!(e.contains("10.1.2.3 is not a multicast group"), "{e}");
+    let e = server(&["--join", GROUP, "--join-if", "nosuch0"]);
+    assert!(e.contains("there is no interface named 'nosuch0'"), "{e}");
+    // Without a route to the group, a wildcard reflector has no interface.
+    netns::ip(&["-n", ns, "route", "del", "224.0.0.0/4"]);
+    let e = server(&["--join", GROUP]);
+    assert!(
+        e.contains("cannot join 239.7.7.7: no route to the group"),
+        "{e}"
+    );
+    let out = synapse_in(ns)
+        .args(["server", "--no-ui", "--join", GROUP])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("answers only --allow sources"), "{e}");
+}
