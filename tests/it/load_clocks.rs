@@ -34,12 +34,14 @@ fn download(lab: &Bottleneck, clock: &str) -> Value {
 #[test]
 fn drift_is_followed_and_a_step_flagged_neither_read_as_inflation() {
     let test = "drift_is_followed_and_a_step_flagged_neither_read_as_inflation";
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED {test}: {why}");
+    if !netns::usable(test) {
         return;
     }
     if std::env::var_os("SYNAPSE_TEST_BIN").is_some() || !cfg!(debug_assertions) {
-        println!("SKIPPED {test}: only a test (debug) build's reflector shifts its clock");
+        crate::common::announce::skip(
+            test,
+            "only a test (debug) build's reflector shifts its clock",
+        );
         return;
     }
     let _one = one_at_a_time();

@@ -152,7 +152,10 @@ fn rt_refused_is_one_plain_warning() {
         .lines()
         .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
     if !root {
-        eprintln!("skipped: dropping to an unprivileged user needs root (CI runs as root)");
+        crate::common::announce::skip(
+            "rt_refused_is_one_plain_warning",
+            "dropping to an unprivileged user needs root (CI runs as root)",
+        );
         return;
     }
     let home = tempfile::tempdir().unwrap();

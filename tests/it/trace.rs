@@ -16,11 +16,7 @@ use serde_json::Value;
 
 /// Whether the lab can be built here (root, `ip`, `iptables`).
 fn lab_possible(test: &str) -> bool {
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED {test}: {why}");
-        return false;
-    }
-    true
+    netns::usable(test)
 }
 
 /// `synapse trace ARGS --json` in C: its report and exit status.
