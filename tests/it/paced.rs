@@ -135,6 +135,11 @@ fn ipdv_run(dir: &std::path::Path) -> (Value, String, Duration) {
         "0",
         "--timestamps",
         "user",
+        // Blocking (a spinning client shares the one CPU a busy machine
+        // leaves it with the peer), with the CPUs kept out of deep idle
+        // states: a reply after 1 ms would otherwise wake a CPU from a
+        // deeper one than a prompt reply, some 80 µs later.
+        "--keep-awake",
         "--json",
         "--threshold",
         "1s",
