@@ -102,7 +102,7 @@ irtt_load() { # KEY: irtt's median under iperf3 -R less its idle median
 idle_pair() { # one load run's first idle p50 and one plain run's p50, µs
   ip netns exec $c "$bin" client $S:8862 --json --load download --load-phase 6s \
     --load-streams 1 > "$work/idle_load.json"
-  ip netns exec $c "$bin" client $S:8862 --json --stamp --interval 10ms --duration 2 \
+  ip netns exec $c "$bin" client $S:8862 --json --stamp --interval 10ms --duration 2s \
     --warmup 10 --threshold 1s > "$work/plain.json"
   python3 - "$work" <<'PY' | tee -a "$work/results"
 import json, sys

@@ -48,7 +48,7 @@ row() { # KEY LABEL INTERVAL [busy]: busy spins both (irtt --timer=busy, Synapse
   t0=$(date +%s.%N)
   /usr/bin/env time -f "%U %S" -o "$work/syn.cpu" \
     "$bin" client "127.0.0.1:$syn_port" --cpu 1 --interval "$interval" \
-    --duration "$secs" --warmup 10 --threshold 1s --max-loss 100 --json \
+    --duration "${secs}s" --warmup 10 --threshold 1s --max-loss 100 --json \
     --timestamps user --log "$work/syn.csv" --force "${syn_busy[@]}" > "$work/syn.json"
   t1=$(date +%s.%N)
   echo "$t0 $t1" > "$work/syn.wall"
