@@ -400,6 +400,11 @@ impl<'a, S: Sink> Pacer<'a, S> {
         }
         let probe = &mut self.probes[p];
         let due = probe.slots.due_ns();
+        // The budget counts from the first measured slot, sent or skipped:
+        // a skipped one counted from the next would add a slot to the run.
+        if !probe.is_warmup(probe.next_seq) && probe.measure_start_ns.is_none() {
+            probe.measure_start_ns = Some(due);
+        }
         let result = if now - due > probe.cfg.schedule.tolerance_ns() {
             // Past half-way to the next slot: skipped, never made up for.
             let seq = probe.next_seq;
@@ -435,9 +440,6 @@ impl<'a, S: Sink> Pacer<'a, S> {
         let probe = &mut self.probes[p];
         let seq = probe.next_seq;
         let warmup = probe.is_warmup(seq);
-        if !warmup && probe.measure_start_ns.is_none() {
-            probe.measure_start_ns = Some(due);
-        }
         let (mut t1_user, mut t1, mut sent) = self.send_once(p, seq);
         if sent
             .as_ref()
