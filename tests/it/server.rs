@@ -477,14 +477,25 @@ fn allow_lists_hold_between_network_namespaces() {
     assert!(out.contains("totals: 1 session, 200 packets"), "{out}");
 }
 
+/// Datagrams the kernel's per-CPU input queues dropped, every CPU
+/// (`/proc/net/softnet_stat`'s second column, hexadecimal).
+fn backlog_drops() -> u64 {
+    std::fs::read_to_string("/proc/net/softnet_stat")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .map(|h| u64::from_str_radix(h, 16).unwrap())
+        .sum()
+}
+
 /// Answers merged for one source (UDP GSO) over a link with a small MTU:
 /// 1,400-byte answers cannot go as one message there (the kernel refuses
 /// GSO past the MTU) and go one by one, fragmented; 200-byte ones go
 /// merged. A paced client at 40,000 requests/s keeps several waiting at
 /// the reflector, so it batches. Every request is answered, whole: a
-/// reply the client did not get is one its own socket buffer dropped
-/// (counted by the kernel in its namespace), never a mangled or missing
-/// answer.
+/// reply the client did not get is one its own socket buffer or a busy
+/// CPU's input queue dropped (counted by the kernel), never a mangled or
+/// missing answer.
 #[test]
 fn bursts_over_a_small_mtu_link_are_answered_whole() {
     use crate::common::netns::{self, A_ADDR, B_ADDR, Namespaces};
@@ -499,6 +510,7 @@ fn bursts_over_a_small_mtu_link_are_answered_whole() {
     let rcvbuf_errors = |name: &str| ns.udp_counter(name, "RcvbufErrors");
     for size in ["1400", "200", "1400"] {
         let dropped_before = rcvbuf_errors(&ns.a);
+        let backlog_before = backlog_drops();
         let out = ns
             .synapse_in(&ns.a)
             .args(["client", &format!("{B_ADDR}:7007"), "--bind", A_ADDR])
@@ -510,11 +522,16 @@ fn bursts_over_a_small_mtu_link_are_answered_whole() {
         let sent = j["packets"]["sent"].as_u64().unwrap();
         let received = j["packets"]["received"].as_u64().unwrap();
         let dropped = rcvbuf_errors(&ns.a) - dropped_before;
+        // A CPU starved by other work (a busy runner) lets the veth's
+        // per-CPU input queue overflow too: the kernel counts those
+        // drops machine-wide (other tests' among them), so they bound
+        // what is missing beyond the client's own socket's drops.
+        let backlog = backlog_drops() - backlog_before;
         assert!(sent > 1000, "{size} bytes: {j}");
-        assert_eq!(
-            received + dropped,
-            sent,
-            "{size} bytes, {dropped} dropped: {j}"
+        assert!(received + dropped <= sent, "{size} bytes: {j}");
+        assert!(
+            received + dropped + backlog >= sent,
+            "{size} bytes, {dropped} dropped by the socket, {backlog} by the input queues: {j}"
         );
         assert_eq!(j["packets"]["stray"], 0, "{size} bytes: {j}");
     }

@@ -129,7 +129,8 @@ fn a_busy_poll_round_trip_is_two_successful_system_calls() {
 }
 
 /// TCP over one connection: a request is one `send`, its reply one
-/// receive (the 8-byte reply comes in one segment), blocking or spinning.
+/// receive (the 8-byte reply comes in one segment), blocking or spinning;
+/// the kernel's `TCP_INFO` is read now and then, never per round trip.
 #[test]
 fn a_tcp_round_trip_is_two_system_calls() {
     let Some(strace) = tool("strace", "a_tcp_round_trip_is_two_system_calls") else {
@@ -142,11 +143,18 @@ fn a_tcp_round_trip_is_two_system_calls() {
     ] {
         let (total, each) = per_packet(&strace, extra, successful_only);
         println!("{extra:?}: {total:.3} per round trip: {each:?}");
+        // `TCP_INFO` is read around a sampled transaction (one in
+        // --tx-stamp-every, drawn at random) and once a second: counted
+        // apart, as it follows the sampling and the clock, not the round
+        // trips (a starved machine's slow round trips see more seconds).
+        let info = each.get("getsockopt").copied().unwrap_or(0.0);
+        assert!(info <= 0.1, "{extra:?}: TCP_INFO per round trip: {each:?}");
+        let calls = total - info;
         assert!(
-            total <= 2.05,
-            "{extra:?}: {total:.3} per round trip: {each:?}"
+            calls <= 2.05,
+            "{extra:?}: {calls:.3} per round trip: {each:?}"
         );
-        assert!(total >= 1.95, "a send and a receive each: {each:?}");
+        assert!(calls >= 1.95, "a send and a receive each: {each:?}");
         assert!(!each.contains_key("ppoll"), "{each:?}");
     }
 }
