@@ -370,6 +370,8 @@ fn a_silent_far_side_is_shown_while_it_lasts_never_a_stale_figure() {
     assert!(screen.contains("▲ NO REPLY"), "{screen}");
     assert!(!screen.contains("● MEASURING"), "{screen}");
     assert!(screen.contains("⚠ no reply for 4.1 s"), "{screen}");
+    // The outage going on is one, not "none" until it ends.
+    assert!(screen.contains("one now, 4.1 s"), "{screen}");
     assert!(
         !screen.contains("→ 40.0 µs"),
         "the stale figure is gone: {screen}"

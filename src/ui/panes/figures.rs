@@ -154,11 +154,14 @@ impl Parts<'_> {
         ]
     }
 
+    /// Closed outages, and the one going on while replies are missing (an
+    /// outage is counted once it ends: "none" beside a silence would be
+    /// a figure the data does not support).
     fn outages(&self) -> Vec<Span<'static>> {
         let o = &self.s.outages;
-        let shown = match o.count {
-            0 => Span::styled("none", self.t.dim()),
-            n => Span::styled(
+        let shown = match (o.count, self.silence.filter(|_| self.running)) {
+            (0, None) => Span::styled("none", self.t.dim()),
+            (n, None) => Span::styled(
                 format!(
                     "{}, longest {}",
                     compact_count(n),
@@ -166,6 +169,17 @@ impl Parts<'_> {
                 ),
                 self.t.bad(),
             ),
+            (n, Some(now)) => {
+                let before = if n == 0 {
+                    String::new()
+                } else {
+                    format!("; {} before", compact_count(n))
+                };
+                Span::styled(
+                    format!("one now, {:.1} s{before}", now.for_ns as f64 / 1e9),
+                    self.t.bad(),
+                )
+            }
         };
         labelled(self.t, "Outages", shown)
     }
