@@ -284,7 +284,16 @@ mod tests {
         let hop = &paths[0].hops[0];
         assert_eq!((hop.sent, hop.answered), (30, 30), "{hop:?}");
         assert_eq!(hop.responders[0].kind, AnswerKind::Echo);
-        assert_eq!(counts.sent, 30);
+        // Every probe sent is settled at its hop: the 30 at TTL 1, and any
+        // the schedule sent ahead before TTL 1's echo came (a busy machine
+        // delays it), none lost.
+        let settled: u64 = paths
+            .iter()
+            .flat_map(|p| &p.hops)
+            .map(|h| u64::from(h.sent))
+            .sum();
+        assert_eq!(counts.sent, settled, "{paths:?}");
+        assert!(counts.sent >= 30);
         run.stop();
         run.join().unwrap();
         let strays = count(&mut run, |k| *k == RecordKind::Stray);
