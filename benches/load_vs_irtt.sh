@@ -9,8 +9,9 @@
 #     seconds of the load (4 to 8), its median less its idle median;
 #   - shallow queue (20 kB): the same;
 #   - the probes' own cost: the first idle phase's p50 of a load run
-#     against a plain paced STAMP run's p50 (every 10 ms, the same path, no
-#     bucket), alternating.
+#     against a plain run of the same probes (STAMP with Follow-Up, every
+#     10 ms, the same path, no bucket), and that plain run against one
+#     without Follow-Up, alternating.
 #
 #   benches/load_vs_irtt.sh [ROUNDS]      (default 3)
 #
@@ -19,7 +20,7 @@
 #   result deep.synapse P50_MS CI_LOW_MS CI_HIGH_MS GOODPUT_MBIT BACKWARD_SHARE
 #   result deep.irtt INFLATION_MS
 #   result shallow.synapse … / result shallow.irtt …
-#   result idle.load P50_US / result idle.plain P50_US
+#   result idle.load P50_US / result idle.plain P50_US / result idle.nofu P50_US
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -99,18 +100,26 @@ irtt_load() { # KEY: irtt's median under iperf3 -R less its idle median
   python3 -c "print(f'result $1.irtt {($loaded - $idle) / 1e6:.2f}')" | tee -a "$work/results"
 }
 
-idle_pair() { # one load run's first idle p50 and one plain run's p50, µs
+idle_pair() { # one load run's first idle p50 and plain runs' p50s, µs
   ip netns exec $c "$bin" client $S:8862 --json --load download --load-phase 6s \
     --load-streams 1 > "$work/idle_load.json"
+  # The load's probes exactly (STAMP with Follow-Up, every 10 ms, 10 of
+  # warm-up, a 2 s timeout) with no load machinery: what the idle phase
+  # is held to. Then the same without Follow-Up: what that TLV costs
+  # (the reflector reads each answer's send stamp before the next).
+  ip netns exec $c "$bin" client $S:8862 --json --stamp --tlv follow-up --interval 10ms \
+    --duration 2s --warmup 10 --timeout 2s --threshold 1s > "$work/plain.json"
   ip netns exec $c "$bin" client $S:8862 --json --stamp --interval 10ms --duration 2s \
-    --warmup 10 --threshold 1s > "$work/plain.json"
+    --warmup 10 --timeout 2s --threshold 1s > "$work/plain_nofu.json"
   python3 - "$work" <<'PY' | tee -a "$work/results"
 import json, sys
 w = sys.argv[1]
 l = json.load(open(f"{w}/idle_load.json"))["load"]["phases"][0]["rtt_ns"]["p50"]
 p = json.load(open(f"{w}/plain.json"))["rtt_ns"]["p50"]
+n = json.load(open(f"{w}/plain_nofu.json"))["rtt_ns"]["p50"]
 print(f"result idle.load {l / 1e3:.1f}")
 print(f"result idle.plain {p / 1e3:.1f}")
+print(f"result idle.nofu {n / 1e3:.1f}")
 PY
 }
 
@@ -131,6 +140,6 @@ for q in ("deep", "shallow"):
     s, i = col(f"{q}.synapse"), col(f"{q}.irtt")
     print(f"\n{q} queue: Synapse p50 inflation per round {s} ms (CI low {col(q + '.synapse', 1)}, high {col(q + '.synapse', 2)}); irtt {i} ms")
     print(f"  medians: Synapse {statistics.median(s):.1f} ms, irtt {statistics.median(i):.1f} ms; goodput {col(q + '.synapse', 3)} Mbit/s; backward share {col(q + '.synapse', 4)}")
-l, p = col("idle.load"), col("idle.plain")
-print(f"\nidle p50: load runs' first idle phase {l} µs, plain runs {p} µs; medians {statistics.median(l):.1f} / {statistics.median(p):.1f}")
+l, p, n = col("idle.load"), col("idle.plain"), col("idle.nofu")
+print(f"\nidle p50: load runs' first idle phase {l} µs, plain runs of the same probes {p} µs, without Follow-Up {n} µs; medians {statistics.median(l):.1f} / {statistics.median(p):.1f} / {statistics.median(n):.1f}")
 PY

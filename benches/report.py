@@ -1235,7 +1235,8 @@ p("cubic`, its p50 inflation over its idle phases with its 95 % interval. irtt: 
 p("under `iperf3 -R -P 4 -C cubic` over the same seconds of the load (4 to 8, as Synapse's phase")
 p("measures its last ones), its median less its idle median. Alternating, one round per line of")
 p("the log; the figure is the median over the rounds. Last: the probes' own cost, the first idle")
-p("phase's p50 of a load run beside a plain paced STAMP run's on the same path, no bucket.")
+p("phase's p50 of a load run beside a plain run of the same probes (STAMP with Follow-Up, every")
+p("10 ms) on the same path, no bucket, and what Follow-Up itself costs against a run without it.")
 p()
 Q = "load"
 lq = run(Q)
@@ -1244,8 +1245,11 @@ rows = []
 for q, lab in (("deep", "750 kB queue (600 ms at 10 Mbit/s)"), ("shallow", "20 kB queue (16 ms)")):
     rows.append(one_row(f"download p50 inflation, {lab}", Q, f"{q}.synapse", f"{q}.irtt",
                         "irtt under iperf3 -R", ms))
+us = lambda v: num(v, " µs", 1)
 rows.append(one_row("idle p50 of a load run's probes (µs)", Q, "idle.load", "idle.plain",
-                    "a plain paced run's", lambda v: num(v, " µs", 1)))
+                    "the same probes in a plain run", us))
+rows.append(one_row("a plain run's p50 with Follow-Up (the load's probes) (µs)", Q, "idle.plain",
+                    "idle.nofu", "without Follow-Up", us))
 table(rows, figure="Synapse", reference="reference: same lab, same run")
 if not lq.why:
     for q in ("deep", "shallow"):

@@ -82,10 +82,13 @@ fn restart(sheet: &mut Sheet, s: &Scenario) {
     );
     let no_ports = s.snmp_delta("before", "after", 'b', "Udp.NoPorts");
     let (kill, ready) = (s.told_f64("kill") * 1e9, s.told_f64("ready") * 1e9);
+    // Read once the killed reflector was reaped: only a request sent
+    // before then can have been queued on its socket.
+    let killed = s.told_f64("killed") * 1e9;
     let rows = s.client_log("run");
     let lost_before_kill = rows
         .iter()
-        .filter(|r| r.status == "lost" && r.t1.is_some_and(|t| (t as f64) < kill + 50e6))
+        .filter(|r| r.status == "lost" && r.t1.is_some_and(|t| (t as f64) < killed + 50e6))
         .count() as f64;
     let lost = n(&j, &["packets", "lost"]);
     sheet.bounded(
@@ -98,7 +101,7 @@ fn restart(sheet: &mut Sheet, s: &Scenario) {
             got_lo: (lost - no_ports) as f64,
             got_hi: (lost - no_ports) as f64,
             unit: Unit::Count,
-            how: "no more than the lost requests sent before the kill (+50 ms)".into(),
+            how: "no more than the lost requests sent before it was reaped (+50 ms)".into(),
         },
     );
     let lost = n(&j, &["packets", "lost"]);
@@ -120,18 +123,19 @@ fn restart(sheet: &mut Sheet, s: &Scenario) {
         0,
         outside,
     );
-    // It ends with the first answer of the new reflector: after it was
-    // started, and before the script saw it ready.
+    // It begins by the time the killed one was reaped and ends with the
+    // first answer of the new one: after it was started, and before the
+    // script saw it ready.
     let restart = s.told_f64("restart") * 1e9;
     one_outage(
         sheet,
         &j,
         &format!(
-            "killed to restarted {}, to ready {}",
-            ms(restart - kill),
+            "reaped to restarted {}, killed to ready {}",
+            ms(restart - killed),
             ms(ready - kill)
         ),
-        restart - kill - 0.2e9,
+        restart - killed - 0.2e9,
         ready - kill + 0.2e9,
     );
 }
@@ -155,12 +159,16 @@ fn link_cut(sheet: &mut Sheet, s: &Scenario) {
         "shown (each refused send is tried twice)",
         true,
     );
-    let (down, up) = (s.told_f64("down") * 1e9, s.told_f64("up") * 1e9);
+    // Each `ip` command is bracketed by clock reads (on a busy host one
+    // takes a good part of a second): the link went down between `down`
+    // and `downed`, and up between `upping` and `up`.
+    let t = |k: &str| s.told_f64(k) * 1e9;
+    let (down, downed, upping, up) = (t("down"), t("downed"), t("upping"), t("up"));
     one_outage(
         sheet,
         &j,
-        &format!("down to up: {}", ms(up - down)),
-        up - down - 0.2e9,
+        &format!("down to up: {} to {}", ms(upping - downed), ms(up - down)),
+        upping - downed - 0.2e9,
         up - down + 0.2e9,
     );
 }

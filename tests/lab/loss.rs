@@ -107,11 +107,23 @@ fn burst(sheet: &mut Sheet, s: &Scenario) {
         j["outages"]["count"].as_i64().unwrap_or(-1),
         "runs missing from the reflector's log",
     );
+    // Where the longest run is, and what the client's log says of it and
+    // of its neighbours: a mismatch here says which requests differ.
+    let (first, longest) = longest_run(n, &seen);
+    let rows = s.client_log("run");
+    let around: Vec<String> = rows
+        .iter()
+        .filter(|r| r.seq + 1 >= first && r.seq <= first + longest)
+        .map(|r| format!("{} {}", r.seq, r.status))
+        .collect();
     sheet.exact(
         "longest outage, requests",
-        runs.iter().copied().max().unwrap_or(0) as i64,
+        longest as i64,
         j["outages"]["longest_packets"].as_i64().unwrap_or(-1),
-        "longest such run",
+        &format!(
+            "longest such run: from {first}; the client's log there: {}",
+            around.join(", ")
+        ),
     );
     let pi = pg / (pg + r);
     let (lo, hi) = count_interval(n, pi, markov_inflation(pg, r));
@@ -138,6 +150,21 @@ fn burst(sheet: &mut Sheet, s: &Scenario) {
             how: "geometric bursts".into(),
         },
     );
+}
+
+/// The first request number and length of the longest run below `n`
+/// missing from `seen` (the first such run if several are as long).
+fn longest_run(n: u64, seen: &HashSet<u64>) -> (u64, u64) {
+    let (mut best, mut start) = ((0, 0), 0);
+    for k in 0..=n {
+        if k == n || seen.contains(&k) {
+            if k - start > best.1 {
+                best = (start, k - start);
+            }
+            start = k + 1;
+        }
+    }
+    best
 }
 
 /// The lengths of the runs of request numbers below `n` missing from `seen`.

@@ -8,6 +8,9 @@ sleep 4
 now kill
 kill -KILL "$REFLECTOR"
 wait "$REFLECTOR" 2>/dev/null || true
+# Reaped: its socket is closed by now. On a busy host this can be long
+# after `kill` was read (the date command itself takes a while).
+now killed
 snapshot down
 sleep 2
 now restart
