@@ -13,7 +13,7 @@
 #     10 ms, the same path, no bucket), and that plain run against one
 #     without Follow-Up, alternating.
 #
-#   benches/load_vs_irtt.sh [ROUNDS]      (default 3)
+#   benches/load_vs_irtt.sh [ROUNDS]      (default 3; PARTS="queues idle")
 #
 # Needs: root (namespaces), iperf3, irtt, ethtool, python3, a release build.
 # Prints a Markdown table per part and machine-readable lines:
@@ -101,16 +101,20 @@ irtt_load() { # KEY: irtt's median under iperf3 -R less its idle median
 }
 
 idle_pair() { # one load run's first idle p50 and plain runs' p50s, µs
-  ip netns exec $c "$bin" client $S:8862 --json --load download --load-phase 6s \
-    --load-streams 1 > "$work/idle_load.json"
+  # Every run --keep-awake: a probe every 10 ms otherwise finds both CPUs
+  # in an idle state whose wake-up varies twofold from run to run on this
+  # VM, which would drown what the load's threads cost.
+  ip netns exec $c "$bin" client $S:8862 --json --load download --load-phase 15s \
+    --load-streams 1 --keep-awake > "$work/idle_load.json"
   # The load's probes exactly (STAMP with Follow-Up, every 10 ms, 10 of
-  # warm-up, a 2 s timeout) with no load machinery: what the idle phase
-  # is held to. Then the same without Follow-Up: what that TLV costs
-  # (the reflector reads each answer's send stamp before the next).
+  # warm-up, a 2 s timeout) with no load machinery, as long as the load
+  # run's first idle phase (a third of its phase): what that phase is held
+  # to. Then the same without Follow-Up: what that TLV costs (the
+  # reflector reads each answer's send stamp before the next).
   ip netns exec $c "$bin" client $S:8862 --json --stamp --tlv follow-up --interval 10ms \
-    --duration 2s --warmup 10 --timeout 2s --threshold 1s > "$work/plain.json"
-  ip netns exec $c "$bin" client $S:8862 --json --stamp --interval 10ms --duration 2s \
-    --warmup 10 --timeout 2s --threshold 1s > "$work/plain_nofu.json"
+    --duration 5s --warmup 10 --timeout 2s --threshold 1s --keep-awake > "$work/plain.json"
+  ip netns exec $c "$bin" client $S:8862 --json --stamp --interval 10ms --duration 5s \
+    --warmup 10 --timeout 2s --threshold 1s --keep-awake > "$work/plain_nofu.json"
   python3 - "$work" <<'PY' | tee -a "$work/results"
 import json, sys
 w = sys.argv[1]
@@ -123,12 +127,16 @@ print(f"result idle.nofu {n / 1e3:.1f}")
 PY
 }
 
+# PARTS picks what runs (default: all): "queues" (deep and shallow), "idle".
+parts=${PARTS:-queues idle}
 for k in $(seq "$rounds"); do
   echo "== round $k"
-  bucket 750kb; synapse_load deep; irtt_load deep
-  bucket 20kb; synapse_load shallow; irtt_load shallow
-  ip netns exec $r tc qdisc del dev blrc root
-  idle_pair
+  if [[ " $parts " == *" queues "* ]]; then
+    bucket 750kb; synapse_load deep; irtt_load deep
+    bucket 20kb; synapse_load shallow; irtt_load shallow
+    ip netns exec $r tc qdisc del dev blrc root
+  fi
+  if [[ " $parts " == *" idle "* ]]; then idle_pair; fi
 done
 
 python3 - "$work/results" <<'PY'
@@ -138,8 +146,12 @@ def col(key, i=0):
     return [float(r[2 + i]) for r in rows if r[1] == key and r[2 + i] != "-"]
 for q in ("deep", "shallow"):
     s, i = col(f"{q}.synapse"), col(f"{q}.irtt")
+    if not (s and i):
+        continue
     print(f"\n{q} queue: Synapse p50 inflation per round {s} ms (CI low {col(q + '.synapse', 1)}, high {col(q + '.synapse', 2)}); irtt {i} ms")
     print(f"  medians: Synapse {statistics.median(s):.1f} ms, irtt {statistics.median(i):.1f} ms; goodput {col(q + '.synapse', 3)} Mbit/s; backward share {col(q + '.synapse', 4)}")
 l, p, n = col("idle.load"), col("idle.plain"), col("idle.nofu")
+if not (l and p and n):
+    sys.exit(0)
 print(f"\nidle p50: load runs' first idle phase {l} µs, plain runs of the same probes {p} µs, without Follow-Up {n} µs; medians {statistics.median(l):.1f} / {statistics.median(p):.1f} / {statistics.median(n):.1f}")
 PY

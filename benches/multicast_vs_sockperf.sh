@@ -9,6 +9,9 @@
 #   syn-mc        synapse client GROUP:PORT (defaults: kernel stamps,
 #                 blocking) → synapse server --join GROUP
 #   syn-mc-user   the same with --timestamps user
+#   syn-mc-group  synapse client GROUP:PORT --mc-join → synapse server --join
+#                 GROUP --answer-to-group: answers to the group, the path
+#                 sockperf's server takes
 #   sockperf-mc   sockperf ping-pong -i GROUP --full-rtt (round trips, not
 #                 its default RTT/2) → sockperf server -i GROUP, which
 #                 answers to the group (so only one responder makes sense
@@ -72,6 +75,9 @@ reflector() { # synapse|sockperf: starts it in r on CPU 1 (`ip netns exec` execs
   case $1 in
     synapse) ip netns exec "$lab-r" "$bin" server --no-ui --cpu 1 --stamp-port 0 --tcp-port 0 \
                --bind "$net.2:$port" --join "$group" --allow "$net.0/24" > /dev/null 2>&1 & ;;
+    synapse-group) ip netns exec "$lab-r" "$bin" server --no-ui --cpu 1 --stamp-port 0 --tcp-port 0 \
+               --bind "$net.2:$port" --join "$group" --allow "$net.0/24" --answer-to-group \
+               > /dev/null 2>&1 & ;;
     sockperf) ip netns exec "$lab-r" taskset -c 1 sockperf server -i "$group" -p "$port" \
                --mc-rx-if "$net.2" --mc-tx-if "$net.2" > /dev/null 2>&1 & ;;
     synapse-uc) ip netns exec "$lab-r" "$bin" server --no-ui --cpu 1 --stamp-port 0 --tcp-port 0 \
@@ -110,6 +116,7 @@ run() { # CONFIG -> "p50 p99"
   case $1 in
     syn-mc) reflector synapse; synapse_client "$group" ;;
     syn-mc-user) reflector synapse; synapse_client "$group" --timestamps user ;;
+    syn-mc-group) reflector synapse-group; synapse_client "$group" --mc-join ;;
     sockperf-mc) reflector sockperf; sockperf_client "$group" --mc-rx-if "$net.1" --mc-tx-if "$net.1" ;;
     syn-uc) reflector synapse-uc; synapse_client "$net.2" ;;
     sockperf-uc) reflector sockperf-uc; sockperf_client "$net.2" ;;
@@ -129,7 +136,7 @@ run() { # CONFIG -> "p50 p99"
   stop_reflector
 }
 
-read -r -a configs <<< "${CONFIGS:-sockperf-mc syn-mc syn-mc-user c-mc c-uc-answer c-group-answer sockperf-mc-awake syn-mc-awake}"
+read -r -a configs <<< "${CONFIGS:-sockperf-mc syn-mc syn-mc-group syn-mc-user c-mc c-uc-answer c-group-answer sockperf-mc-awake syn-mc-awake}"
 for ((r = 1; r <= rounds; r++)); do
   order=("${configs[@]}")
   if ((r % 2 == 0)); then

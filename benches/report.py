@@ -1266,7 +1266,10 @@ if not lq.why:
 p("Reading: the two tools see one queue. Each round's Synapse interval is within the run (its")
 p("probes' own noise); irtt gives no interval, and the queue a CUBIC load builds differs from run")
 p("to run by a few per cent. The idle row is what the load's machinery (its conductor, its control")
-p("connection, threads waiting) costs the probes when no byte of load flows.")
+p("connection, threads waiting) costs the probes when no byte of load flows: held to a plain run of")
+p("the very same probes, both kept awake (a probe every 10 ms otherwise meets CPUs in idle states")
+p("whose wake-up varies twofold between runs here). Comparing with a plain run without Follow-Up, and")
+p("neither kept awake, an earlier table showed 1.418.")
 
 # 22. multicast ------------------------------------------------------------------------
 p("## 22. Multicast ping-pong with one responder: Synapse against sockperf")
@@ -1275,7 +1278,8 @@ p("A client and one reflector on a bridge of network namespaces (`benches/multic
 p("the client pinned to CPU 0 and the reflector to CPU 1, blocking, alternating: `synapse client GROUP`")
 p("→ `synapse server --join GROUP`, against `sockperf ping-pong -i GROUP --full-rtt` (round trips, not its")
 p("default RTT/2) → `sockperf server -i GROUP`, which answers to the group (so it serves one responder),")
-p("where Synapse's reflector answers to the sender's own address (so each of many is told apart). The")
+p("where Synapse's reflector answers to the sender's own address (so each of many is told apart), or")
+p("with `--answer-to-group` to the group as sockperf's does (its client `--mc-join`ed to hear it). The")
 p("bare C client (`benches/pingpong_c/mc_client.c`: `sendto` the group, blocking `recvfrom`) on Synapse's")
 p("path, and a bare C reflector (`mc_reflector.c`) answering either way, say what the path costs")
 p("apart from either tool; the last rows keep the CPUs out of idle states (`/dev/cpu_dma_latency` 0,")
@@ -1286,6 +1290,8 @@ mc = run(MC)
 MC_ROWS = [
     ("sockperf ping-pong `-i GROUP --full-rtt` → sockperf server (answers to the group)", "sockperf-mc",
      "sockperf-mc", "sockperf"),
+    ("Synapse client `--mc-join` → `synapse server --join --answer-to-group` (answers to the group, as "
+     "sockperf's server)", "syn-mc-group", "sockperf-mc", "sockperf"),
     ("Synapse client, defaults (kernel stamps) → `synapse server --join`", "syn-mc", "sockperf-mc", "sockperf"),
     ("Synapse client `--timestamps user` → `synapse server --join`", "syn-mc-user", "sockperf-mc", "sockperf"),
     ("bare C client → `synapse server --join` (Synapse's path, no Synapse client)", "c-mc", "sockperf-mc",
@@ -1301,17 +1307,20 @@ MC_ROWS = [
      "sockperf-mc-awake", "sockperf, awake"),
 ]
 table([pair_row(label, MC, k, r, rl) for label, k, r, rl in MC_ROWS])
+_grp = r50(MC, "syn-mc-group", "sockperf-mc")
 _mc = r50(MC, "syn-mc", "sockperf-mc")
 _mc_c = r50(MC, "syn-mc", "c-mc")
 _path = r50(MC, "c-uc-answer", "c-group-answer")
 _awake = r50(MC, "syn-mc-awake", "sockperf-mc-awake")
 if _mc is not None:
-    p(f"Reading: Synapse's multicast p50 against sockperf's {says(_mc, 1.0)}; against the bare C client on "
-      f"the same path {says(_mc_c)}; the answer's path alone (a bare reflector answering to the sender "
-      f"against one answering to the group) {says(_path)}; with the CPUs kept awake, Synapse against "
-      f"sockperf {says(_awake, 1.0)}. On this VM a blocking round trip is two wake-ups of idle CPUs; an "
-      "answer to the sender's address comes back later than one to the group whichever program sends it "
-      "(the bare C rows), and the target is not met for that path, not for Synapse's client, which "
+    p(f"Reading: on sockperf's path (the answer to the group), Synapse's multicast p50 against "
+      f"sockperf's {says(_grp, 1.0)}. On its default path (each answer to the sender's own address, "
+      f"which tells many responders apart) against sockperf's {says(_mc, 1.0)}; against the bare C "
+      f"client on that path {says(_mc_c)}; the answer's path alone (a bare reflector answering to the "
+      f"sender against one answering to the group) {says(_path)}; with the CPUs kept awake, Synapse "
+      f"against sockperf {says(_awake, 1.0)}. On this VM a blocking round trip is two wake-ups of idle "
+      "CPUs, and an answer to the sender's address comes back later than one to the group whichever "
+      "program sends it (the bare C rows): the default path costs that, not Synapse's client, which "
       "costs what the bare C client costs on it.")
 else:
     p(f"Reading: {mc.missing('syn-mc')}.")

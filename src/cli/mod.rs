@@ -271,6 +271,17 @@ pub struct JoinArgs {
     #[arg(long, value_name = "IFACE", requires = "join")]
     pub join_if: Option<String>,
 
+    /// Answer each request sent to a --join group to that group, on the
+    /// sender's port, instead of to the sender's own address: the way
+    /// sockperf's server answers. Every member of the group listening on
+    /// that port hears every answer, so it suits one client and one
+    /// responder; the client must join the group to hear it (synapse
+    /// client --mc-join). The answers leave with TTL 1, by the interface
+    /// the groups were joined on. Requests to a unicast address are
+    /// answered to their sender as ever.
+    #[arg(long, requires = "join")]
+    pub answer_to_group: bool,
+
     /// The name this reflector puts in its plain echo answers when a
     /// request asks (up to 16 bytes): a multicast client tells its
     /// responders apart by it, not only by the address they answer from.
@@ -547,6 +558,13 @@ pub struct GroupArgs {
     #[arg(long)]
     pub mc_loop: bool,
 
+    /// Multicast: join the group too, to hear answers sent to it: from a
+    /// reflector that answers to the group on the client's port
+    /// (`synapse server --answer-to-group`, or sockperf's server) rather
+    /// than to the client's own address. Off unless asked.
+    #[arg(long)]
+    pub mc_join: bool,
+
     /// Multicast: each request waits for this many responders' answers
     /// (or its timeout) before the next is sent [default: as many as have
     /// answered so far; the first 3 requests wait out their timeout, to
@@ -563,6 +581,7 @@ impl GroupArgs {
             self.mc_ttl.map(|_| "--mc-ttl"),
             self.mc_if.as_ref().map(|_| "--mc-if"),
             self.mc_loop.then_some("--mc-loop"),
+            self.mc_join.then_some("--mc-join"),
             self.responders.map(|_| "--responders"),
         ]
         .into_iter()

@@ -205,6 +205,7 @@ pub(super) fn group_size_note(run: &RunArgs, chosen: &Settings, group: bool) -> 
 fn check_group(
     run: &RunArgs,
     target: Target,
+    bind: Option<SocketAddr>,
     log: bool,
 ) -> Result<Option<MulticastOptions>, AppError> {
     let refuse = |why: String| Err(AppError::Usage(why));
@@ -234,6 +235,13 @@ fn check_group(
             "--log does not write a multicast run yet: --json gives each responder of {group} its own figures"
         ));
     }
+    if let Some(b) = bind.filter(|b| run.group.mc_join && !b.ip().is_unspecified()) {
+        return refuse(format!(
+            "--mc-join with --bind {b}: a socket bound to a unicast address receives no group datagram; bind the wildcard ({}:{}) or leave --bind out",
+            if b.is_ipv4() { "0.0.0.0" } else { "[::]" },
+            b.port()
+        ));
+    }
     let interface = run
         .group
         .mc_if
@@ -250,6 +258,7 @@ fn check_group(
         hops: run.group.mc_ttl.unwrap_or(1),
         interface,
         loopback: run.group.mc_loop,
+        join: run.group.mc_join,
         responders: run.group.responders,
     }))
 }
@@ -395,7 +404,7 @@ pub(super) fn client_plan(
             ));
         }
     }
-    let multicast = check_group(&run, target, output.log.log.is_some())?;
+    let multicast = check_group(&run, target, bind, output.log.log.is_some())?;
     // A load session is signed with the key too, whatever its probes speak.
     let keyed = run.packet.stamp || run.load.load.is_some();
     let stamp_key = stamp_key_of(&run.packet.key, keyed, "synapse client")?;

@@ -88,6 +88,7 @@ pub(super) fn server_plan(s: &ServerArgs) -> Result<Plan, AppError> {
         groups: GroupJoins {
             memberships: s.groups.join.clone(),
             interface: s.groups.join_if.clone(),
+            answer_to_group: s.groups.answer_to_group,
         },
         echo_joins,
         name: s.groups.name,

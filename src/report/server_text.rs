@@ -117,9 +117,14 @@ fn write_groups(out: &mut impl Write, plan: &ServerPlan, s: &ServerSession) -> i
                 Side::Stamp => "STAMP",
             })
             .collect();
+        let to = if plan.groups.answer_to_group {
+            "each answer to the group, on its sender's port"
+        } else {
+            "each answer to its sender's own address"
+        };
         writeln!(
             out,
-            "Joined {} on {} ({}; each answer to its sender's own address)",
+            "Joined {} on {} ({}; {to})",
             list.join(", "),
             interface.as_deref().unwrap_or("the route's interface"),
             by.join(" and ")

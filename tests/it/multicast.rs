@@ -25,6 +25,11 @@ fn runnable(test: &str) -> bool {
 /// `synapse server` in member `i`, joined as `join` says, named `name`,
 /// echo on its address's port 7000 and STAMP on 8862; its output kept.
 fn reflector(lab: &Bridged, i: usize, join: &str, name: &str) -> Server {
+    reflector_with(lab, i, join, name, &[])
+}
+
+/// [`reflector`] with `extra` options.
+fn reflector_with(lab: &Bridged, i: usize, join: &str, name: &str, extra: &[&str]) -> Server {
     let m = lab.member(i);
     let child = synapse_in(&m.ns)
         .args([
@@ -44,6 +49,7 @@ fn reflector(lab: &Bridged, i: usize, join: &str, name: &str) -> Server {
             "--name",
             name,
         ])
+        .args(extra)
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -436,6 +442,111 @@ fn a_reflector_receives_only_the_groups_it_joined() {
     assert_eq!(names(&j), ["a"]);
 }
 
+/// Joins the group on `dev_addr`'s interface, bound to the port given,
+/// and counts what arrives; prints `ready`, then on SIGTERM the count.
+const LISTENER: &str = r#"
+import signal, socket, struct, sys
+group, dev_addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('0.0.0.0', port))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+             struct.pack('4s4s', socket.inet_aton(group), socket.inet_aton(dev_addr)))
+heard = 0
+def done(*_):
+    print(heard, flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, done)
+print('ready', flush=True)
+while True:
+    s.recvfrom(65536)
+    heard += 1
+"#;
+
+#[test]
+fn answers_to_the_group_reach_a_client_that_joined_and_every_member_on_its_port() {
+    if !runnable("answers_to_the_group") || tool("python3", "answers_to_the_group").is_none() {
+        return;
+    }
+    let lab = Bridged::new(["c", "r1", "o"]);
+    let _a = reflector_with(&lab, 1, GROUP, "a", &["--answer-to-group"]);
+    // Another member, listening on the port the client sends from: it
+    // hears the answers only if they went to the group.
+    let o = lab.member(2);
+    let mut listener = Command::new("ip")
+        .args(["netns", "exec", &o.ns, "python3", "-c", LISTENER])
+        .args([GROUP, &o.addr, "7100"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = std::io::BufReader::new(listener.stdout.take().unwrap());
+    let mut line = String::new();
+    said.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let listener = Guard(listener);
+    let target = format!("{GROUP}:{PORT}");
+    // The wildcard: a socket bound to a unicast address hears no group.
+    let e = synapse_in(&lab.member(0).ns)
+        .args(["client", &target, "--no-ui", "--mc-join"])
+        .args(["--bind", &format!("{}:7100", lab.member(0).addr)])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&e.stderr);
+    assert_eq!(e.status.code(), Some(2), "{err}");
+    assert!(err.contains("bind the wildcard (0.0.0.0:7100)"), "{err}");
+    let bind = "0.0.0.0:7100".to_string();
+    // Not a member: the answers pass the client by.
+    let out = synapse_in(&lab.member(0).ns)
+        .args([
+            "client",
+            &target,
+            "--no-ui",
+            "--timeout",
+            "20ms",
+            "--bind",
+            &bind,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no answer from any member"), "{err}");
+    // A member: every answer, from the one responder.
+    let j = client(
+        &lab,
+        0,
+        &target,
+        &["--mc-join", "--bind", &bind, "--packets", "200"],
+    );
+    assert_eq!(names(&j), ["a"]);
+    let a = responder(&j, "a");
+    assert_eq!(count(&a["packets"]["sent"]), 200, "{a}");
+    let received = count(&a["packets"]["received"]);
+    assert_eq!(received + count(&a["packets"]["lost"]), 200, "{a}");
+    assert!(received >= 190, "{a}");
+    // STAMP takes the reflector's other way of answering (one datagram at
+    // a time, with its stamps; echo's are answered in batches).
+    let stamp = format!("{GROUP}:8862");
+    let j = client(
+        &lab,
+        0,
+        &stamp,
+        &["--stamp", "--mc-join", "--bind", &bind, "--packets", "100"],
+    );
+    let [s] = j["responders"].as_array().unwrap().as_slice() else {
+        panic!("one responder: {}", j["responders"]);
+    };
+    assert_eq!(count(&s["packets"]["sent"]), 100, "{s}");
+    assert!(count(&s["packets"]["received"]) >= 95, "{s}");
+    listener.terminate();
+    line.clear();
+    said.read_line(&mut line).unwrap();
+    let heard: u64 = line.trim().parse().unwrap();
+    assert!(
+        heard >= received,
+        "the other member heard {heard} answers, the client {received}"
+    );
+}
+
 #[test]
 fn bad_joins_say_why_in_one_line_with_exit_2() {
     if !runnable("bad_joins_say_why") {
@@ -464,6 +575,8 @@ fn bad_joins_say_why_in_one_line_with_exit_2() {
         assert_eq!(err.lines().count(), 1, "one line: {err}");
         err
     };
+    let e = server(&["--answer-to-group"]);
+    assert!(e.contains("--join"), "{e}");
     let e = server(&["--join", "10.1.2.3"]);
     assert!(e.contains("10.1.2.3 is not a multicast group"), "{e}");
     let e = server(&["--join", GROUP, "--join-if", "nosuch0"]);

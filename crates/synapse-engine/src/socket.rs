@@ -234,30 +234,45 @@ fn local_toward(
 
 /// A multicast client's socket: unconnected (the answers come from every
 /// member's own address), bound to `bind`, its group datagrams sent with
-/// `hops`, by interface `ifindex` when given, and looped back to this
-/// host's own members only when `loopback`. Returns it with the local
-/// address the route to `group` picks.
+/// `m.hops`, by interface `m.interface` when given, and looped back to
+/// this host's own members only when `m.loopback`; with `m.join` a member
+/// of the group itself (of it alone), so answers sent to the group reach
+/// it. Returns it with the local address the route to `group` picks.
 pub fn group_socket(
     bind: SocketAddr,
     group: SocketAddr,
-    hops: u8,
-    ifindex: Option<u32>,
-    loopback: bool,
+    m: &crate::MulticastOptions,
 ) -> Result<(Socket, SocketAddr), EngineError> {
     let socket = bind_udp_with(bind, false)?;
     let fd = socket.as_raw_fd();
     let v6 = group.is_ipv6();
     let cannot = |what: &'static str| EngineError::io(what);
-    sys::multicast::set_hops(fd, v6, hops).map_err(cannot("cannot set the multicast hop limit"))?;
-    sys::multicast::set_loopback(fd, v6, loopback)
+    sys::multicast::set_hops(fd, v6, m.hops)
+        .map_err(cannot("cannot set the multicast hop limit"))?;
+    sys::multicast::set_loopback(fd, v6, m.loopback)
         .map_err(cannot("cannot set IP_MULTICAST_LOOP"))?;
-    if let Some(index) = ifindex {
+    if let Some(index) = m.interface {
         sys::multicast::set_interface(fd, v6, index)
             .map_err(cannot("cannot set the multicast interface"))?;
     }
+    if m.join {
+        sys::multicast::receive_joined_only(fd, v6)
+            .map_err(cannot("cannot turn IP_MULTICAST_ALL off"))?;
+        sys::multicast::join(fd, group.ip(), None, m.interface.unwrap_or(0)).map_err(|e| {
+            EngineError::Join {
+                group: group.ip().to_string(),
+                reason: match e.raw_os_error() {
+                    Some(libc::ENODEV) => "--mc-join: no route to the group: add one (ip route \
+                         add 224.0.0.0/4 dev IFACE, or ff00::/8) or name the interface with --mc-if"
+                        .into(),
+                    _ => format!("--mc-join: {e}"),
+                },
+            }
+        })?;
+    }
     // Every member answers at once: a burst the default buffer may drop.
     let _ = socket.set_recv_buffer_size(4 << 20);
-    let local = local_toward(&socket, bind, group, ifindex);
+    let local = local_toward(&socket, bind, group, m.interface);
     Ok((socket, local))
 }
 

@@ -300,8 +300,7 @@ fn bind_work(cfg: &ClientConfig) -> Result<(Work, SocketAddr), EngineError> {
     let bind = cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server));
     Ok(match cfg.schedule {
         None if cfg.server.ip().is_multicast() => {
-            let m = cfg.multicast;
-            let (socket, local) = group_socket(bind, cfg.server, m.hops, m.interface, m.loopback)?;
+            let (socket, local) = group_socket(bind, cfg.server, &cfg.multicast)?;
             let armed = if cfg.thread.busy_poll {
                 socket.set_nonblocking(true).map(|()| None)
             } else {

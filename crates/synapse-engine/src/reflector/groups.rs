@@ -9,7 +9,8 @@
 //! route to the group names). It receives only the groups it joined
 //! (`IP_MULTICAST_ALL` off), answers each group request to its sender's
 //! unicast address, from its own unicast address, exactly as a unicast
-//! one, and leaves every group when it stops.
+//! one (or, asked to, to the group on the sender's port, as sockperf's
+//! server does), and leaves every group when it stops.
 
 use crate::EngineError;
 use crate::sys::{interfaces, multicast};
@@ -86,6 +87,10 @@ pub struct GroupJoins {
     /// Join on this interface (`--join-if`) instead of the one that holds
     /// the bound address (or, on a wildcard, the route's).
     pub interface: Option<String>,
+    /// Answer a group request to the group, on its sender's port, instead
+    /// of to its sender (`--answer-to-group`): the way sockperf's server
+    /// answers, heard by every member of the group on that port.
+    pub answer_to_group: bool,
 }
 
 impl GroupJoins {
@@ -203,6 +208,16 @@ pub struct Joined {
 }
 
 impl Joined {
+    /// Sends answers to the groups by the interface they were joined on
+    /// (the route's when none was named): no route to a group is needed.
+    pub(super) fn answer_by_interface(&self, ipv6: bool) -> Result<(), EngineError> {
+        if self.index == 0 {
+            return Ok(());
+        }
+        multicast::set_interface(self.fd, ipv6, self.index)
+            .map_err(EngineError::io("cannot set the multicast interface"))
+    }
+
     /// Leaves every group (the kernel tells the network: an IGMP or MLD
     /// leave), before the socket closes. Returns how many were left.
     pub(super) fn leave(&mut self) -> usize {
@@ -257,6 +272,7 @@ mod tests {
         let joins = GroupJoins {
             memberships: vec!["239.1.1.1".parse().unwrap()],
             interface: None,
+            ..GroupJoins::default()
         };
         let bind: SocketAddr = "10.0.0.2:7000".parse().unwrap();
         assert_eq!(joins.binding(bind), "0.0.0.0:7000".parse().unwrap());
@@ -274,6 +290,7 @@ mod tests {
         let joins = GroupJoins {
             memberships: vec!["239.1.1.1".parse().unwrap()],
             interface: Some("nosuch0".into()),
+            ..GroupJoins::default()
         };
         let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
         let bind = s.local_addr().unwrap();
@@ -292,6 +309,7 @@ mod tests {
         let joins = GroupJoins {
             memberships: vec!["239.255.77.2".parse().unwrap()],
             interface: Some("lo".into()),
+            ..GroupJoins::default()
         };
         let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
         let fd = std::os::fd::AsRawFd::as_raw_fd(&s);

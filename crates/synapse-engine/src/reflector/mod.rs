@@ -367,6 +367,10 @@ impl ReflectorRun {
 pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<ReflectorRun, EngineError> {
     let socket = bind_udp(cfg.groups.binding(cfg.bind))?;
     let mut joined = cfg.groups.join(socket.as_raw_fd(), cfg.bind)?;
+    let answer_to_group = cfg.groups.answer_to_group && cfg.groups.any();
+    if answer_to_group {
+        joined.answer_by_interface(cfg.bind.is_ipv6())?;
+    }
     let (memberships, join_interface) = (joined.memberships.clone(), joined.interface.clone());
     set_wait_mode(&socket, cfg.thread.busy_poll, serve::TICK)?;
     // Bursts from many clients should queue, not drop; failure is harmless.
@@ -394,6 +398,7 @@ pub fn start_reflector(cfg: ReflectorConfig, stop: StopFlag) -> Result<Reflector
                 rx_cmsg,
                 busy_poll: cfg.thread.busy_poll,
                 answer_from_arrival,
+                answer_to_group,
                 local,
                 hardware: cfg.hardware.is_some(),
                 format: cfg.stamp_format,

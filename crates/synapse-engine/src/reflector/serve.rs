@@ -63,6 +63,9 @@ pub struct Wire {
     /// Bound to a wildcard address: each answer leaves from the address
     /// its request came to (`IP_PKTINFO`), not the one the route prefers.
     pub answer_from_arrival: bool,
+    /// Joined groups' requests are answered to the group, on the sender's
+    /// port (their arrival says which group).
+    pub answer_to_group: bool,
     /// The bound address (its port is the one requests come to).
     pub local: SocketAddr,
     /// The NIC stamps too (its stamping is switched on).
@@ -77,6 +80,9 @@ struct Datagram {
     rx: Stamps,
     ttl: Option<u8>,
     arrival: Option<Arrival>,
+    /// The group it was sent to (its answer goes there with
+    /// `--answer-to-group`).
+    group: Option<IpAddr>,
     tos: Option<u8>,
 }
 
@@ -287,6 +293,9 @@ impl Reflector {
                 if let Some(name) = &self.name {
                     responder_name::tell(batch.datagram_mut(0), name);
                 }
+                if self.wire.answer_to_group {
+                    batch.answer_to_groups(&[0]);
+                }
                 if batch.send_one(self.fd, 0).is_err() {
                     self.sessions.totals.send_errors += 1;
                 }
@@ -331,6 +340,9 @@ impl Reflector {
                 responder_name::tell(batch.datagram_mut(usize::from(slot)), name);
             }
         }
+        if self.wire.answer_to_group {
+            batch.answer_to_groups(&slots[..admitted]);
+        }
         self.sessions.totals.send_errors += batch.send_back(self.fd, &slots[..admitted]);
         let now_ns = self.clock();
         for (&slot, &idx) in slots.iter().zip(&sessions).take(admitted) {
@@ -369,6 +381,7 @@ impl Reflector {
                     rx: Stamps::default(),
                     ttl: None,
                     arrival: None,
+                    group: None,
                     tos: None,
                 })
             }
@@ -385,6 +398,7 @@ impl Reflector {
                 rx: m.stamps,
                 ttl: m.ttl,
                 arrival: m.arrival,
+                group: m.group,
                 tos: m.tos,
             }),
         }
@@ -433,7 +447,15 @@ impl Reflector {
                 _ => 0,
             },
         };
-        let sent = marks::send_answer(self.fd, packet, &self.from, &how);
+        let to_group;
+        let to = match d.group.filter(|_| self.wire.answer_to_group) {
+            Some(group) => {
+                to_group = RawAddr::from_socket_addr(SocketAddr::new(group, self.from.port()));
+                &to_group
+            }
+            None => &self.from,
+        };
+        let sent = marks::send_answer(self.fd, packet, to, &how);
         if sent.is_err() {
             self.sessions.totals.send_errors += 1;
         }

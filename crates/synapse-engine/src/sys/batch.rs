@@ -19,6 +19,7 @@ use super::pktinfo::{self, Arrival, ArrivalControl};
 use std::cell::Cell;
 use std::io;
 use std::mem::{MaybeUninit, size_of, zeroed};
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::RawFd;
 
 /// Datagrams per `recvmmsg`: enough to amortise the syscall, small enough
@@ -52,6 +53,8 @@ pub struct Batch {
     got: [Received; BATCH],
     /// Where each came to, when asked for (see [`pktinfo`]).
     arrival: [Option<Arrival>; BATCH],
+    /// The group each was sent to, when asked for and it was one.
+    group: [Option<IpAddr>; BATCH],
     /// Their control data, when arrivals are asked for.
     controls: Option<Box<[ArrivalControl; BATCH]>>,
     len: usize,
@@ -76,6 +79,7 @@ impl Batch {
             iov: Box::new(unsafe { zeroed() }),
             got: [Received::default(); BATCH],
             arrival: [None; BATCH],
+            group: [None; BATCH],
             controls: arrivals.then(|| Box::new([ArrivalControl::default(); BATCH])),
             len: 0,
             gso_limit: Cell::new(usize::from(u16::MAX)),
@@ -179,7 +183,7 @@ impl Batch {
             // Without control data every arrival stays `None`, as made.
             if let Some(controls) = self.controls.as_deref() {
                 let control = controls[i].filled(m.msg_hdr.msg_controllen);
-                self.arrival[i] = pktinfo::arrival_in(control);
+                (self.arrival[i], self.group[i]) = pktinfo::arrived_in(control);
             }
             let truncated = m.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
             let len = m.msg_len as usize;
@@ -191,6 +195,19 @@ impl Batch {
             self.reset_header(i);
         }
         Ok(self.len)
+    }
+
+    /// Turns slots `which` sent to a group toward that group, on their
+    /// sender's port (`synapse server --answer-to-group`): their answers go
+    /// where every member of the group on that port hears them.
+    pub fn answer_to_groups(&mut self, which: &[u8]) {
+        for &i in which {
+            let i = usize::from(i);
+            if let Some(group) = self.group[i] {
+                let port = self.from[i].port();
+                self.from[i] = RawAddr::from_socket_addr(SocketAddr::new(group, port));
+            }
+        }
     }
 
     /// Sends slot `i` back to its source as it is, from where it came to

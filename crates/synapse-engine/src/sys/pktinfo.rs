@@ -11,6 +11,7 @@ use super::cmsg::{self, Encoder, Space};
 use super::sockopt::set_int;
 use std::io;
 use std::mem::zeroed;
+use std::net::IpAddr;
 use std::os::fd::RawFd;
 
 /// The local address a datagram arrived on, as its answer's source.
@@ -55,10 +56,41 @@ pub(crate) fn parse(level: i32, kind: i32, data: &[u8]) -> Option<Arrival> {
     }
 }
 
-/// Where a datagram came to, from its receive's control data (`None`:
-/// not said, or a multicast destination).
-pub(super) fn arrival_in(control: &[u8]) -> Option<Arrival> {
-    cmsg::Iter::new(control).find_map(|c| parse(c.level, c.kind, c.data))
+/// The group a datagram was sent to, from the same control message as
+/// its arrival, when it was sent to one: where an answer to the group
+/// goes (`synapse server --answer-to-group`).
+pub(crate) fn group_of(level: i32, kind: i32, data: &[u8]) -> Option<IpAddr> {
+    let ip = match (level, kind) {
+        (libc::IPPROTO_IP, libc::IP_PKTINFO) => {
+            let info: libc::in_pktinfo = cmsg::read(data)?;
+            IpAddr::from(info.ipi_addr.s_addr.to_ne_bytes())
+        }
+        (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO) => {
+            let info: libc::in6_pktinfo = cmsg::read(data)?;
+            IpAddr::from(info.ipi6_addr.s6_addr)
+        }
+        _ => return None,
+    };
+    ip.is_multicast().then_some(ip)
+}
+
+/// Where a datagram came to, from its receive's control data: its
+/// answer's source (`None`: not said, or a multicast destination), and
+/// the group it was sent to, if any.
+pub(super) fn arrived_in(control: &[u8]) -> (Option<Arrival>, Option<IpAddr>) {
+    cmsg::Iter::new(control)
+        .find(|c| {
+            matches!(
+                (c.level, c.kind),
+                (libc::IPPROTO_IP, libc::IP_PKTINFO) | (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO)
+            )
+        })
+        .map_or((None, None), |c| {
+            (
+                parse(c.level, c.kind, c.data),
+                group_of(c.level, c.kind, c.data),
+            )
+        })
 }
 
 /// Adds the control message that makes `from` an answer's source.
@@ -159,6 +191,38 @@ mod tests {
             return;
         }
         answer_comes_from_where_it_was_sent("[::]:0", "[::1]", true);
+    }
+
+    #[test]
+    fn the_group_a_datagram_was_sent_to_is_read_and_a_unicast_destination_is_none() {
+        // An in_pktinfo's bytes: the interface, the specific destination
+        // (the answer's source), the header's destination.
+        let mut v4 = vec![0u8; size_of::<libc::in_pktinfo>()];
+        v4[4..8].copy_from_slice(&[10, 0, 0, 2]);
+        v4[8..12].copy_from_slice(&[239, 1, 2, 3]);
+        let (ip, pktinfo) = (libc::IPPROTO_IP, libc::IP_PKTINFO);
+        assert_eq!(
+            group_of(ip, pktinfo, &v4),
+            Some("239.1.2.3".parse().unwrap())
+        );
+        assert_eq!(
+            parse(ip, pktinfo, &v4),
+            Some(Arrival::V4([10, 0, 0, 2])),
+            "answered from the interface's own address"
+        );
+        v4[8..12].copy_from_slice(&[10, 0, 0, 2]);
+        assert_eq!(group_of(ip, pktinfo, &v4), None, "sent to this host");
+        let mut v6 = vec![0u8; size_of::<libc::in6_pktinfo>()];
+        v6[..2].copy_from_slice(&[0xff, 0x02]);
+        v6[15] = 1;
+        let (ip6, pktinfo6) = (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO);
+        assert_eq!(
+            group_of(ip6, pktinfo6, &v6),
+            Some("ff02::1".parse().unwrap())
+        );
+        v6[0] = 0x20;
+        assert_eq!(group_of(ip6, pktinfo6, &v6), None);
+        assert_eq!(group_of(ip6, pktinfo6, &v6[..8]), None, "too short");
     }
 
     #[test]

@@ -121,6 +121,8 @@ pub struct RecvMeta {
     pub ttl: Option<u8>,
     /// The local address it came to, when asked for (`IP_PKTINFO`).
     pub arrival: Option<Arrival>,
+    /// The group it was sent to, when asked for (`IP_PKTINFO`) and it was.
+    pub group: Option<std::net::IpAddr>,
     /// Its TOS (Traffic Class) byte, when asked for (`IP_RECVTOS`).
     pub tos: Option<u8>,
 }
@@ -145,6 +147,7 @@ pub(super) fn read_control(control: &[u8], stamp_type: i32, meta: &mut RecvMeta)
             }
             (libc::IPPROTO_IP, libc::IP_PKTINFO) | (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO) => {
                 meta.arrival = pktinfo::parse(c.level, c.kind, c.data);
+                meta.group = pktinfo::group_of(c.level, c.kind, c.data);
             }
             (libc::IPPROTO_IP, libc::IP_TOS) | (libc::IPPROTO_IPV6, libc::IPV6_TCLASS) => {
                 meta.tos = super::marks::parse_tos(c.level, c.kind, c.data);

@@ -42,6 +42,9 @@ pub struct MulticastOptions {
     pub interface: Option<u32>,
     /// Deliver the requests to this host's own members too.
     pub loopback: bool,
+    /// Join the group too, to hear answers sent to it (a reflector that
+    /// answers to the group, as sockperf's server does).
+    pub join: bool,
     /// Responders each request waits for (`None`: as many as have
     /// answered so far).
     pub responders: Option<u32>,
@@ -53,6 +56,7 @@ impl Default for MulticastOptions {
             hops: 1,
             interface: None,
             loopback: false,
+            join: false,
             responders: None,
         }
     }
