@@ -189,6 +189,14 @@ fn calibrated_state(sd: f64) -> tempfile::TempDir {
     state
 }
 
+/// The standard deviation of the logarithms of `values`.
+fn log_sd(values: &[f64]) -> f64 {
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+    let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (logs.len() - 1) as f64;
+    var.sqrt()
+}
+
 /// Scripted peers with known shifts, on a host whose calibration says runs
 /// differ by 3 % (less than the assumed allowance, so the allowance
 /// stands). Fifteen 0.4 s runs a side (about 400 replies each: p50 and p90
@@ -207,16 +215,49 @@ fn known_shifts_get_their_three_verdicts() {
     let one_ms = ScriptedPeer::start(|_| Answer::Later(BASE + Duration::from_millis(1)));
     let dir = tempfile::tempdir().unwrap();
     let state = calibrated_state(0.03);
-    let mut runs: [Vec<PathBuf>; 4] = Default::default();
     let budget = ["--duration", "0.4s", "--warmup", "20"];
-    // Alternating, so that a drift of the machine falls on every side.
-    for k in 0..15 {
-        for (i, peer) in [&base, &base, &one_percent, &one_ms].iter().enumerate() {
-            if i < 3 || k < 3 {
-                let name = format!("p{i}r{k}");
-                runs[i].push(timed_run(&peer.addr(), dir.path(), &name, &budget).0);
+    let measure = |attempt: usize| {
+        let mut runs: [Vec<PathBuf>; 4] = Default::default();
+        let mut base_p50s = Vec::new();
+        // Alternating, so that a drift of the machine falls on every side.
+        for k in 0..15 {
+            for (i, peer) in [&base, &base, &one_percent, &one_ms].iter().enumerate() {
+                if i < 3 || k < 3 {
+                    let name = format!("a{attempt}p{i}r{k}");
+                    let (log, j) = timed_run(&peer.addr(), dir.path(), &name, &budget);
+                    if i < 2 {
+                        base_p50s.push(j["rtt_ns"]["p50"].as_f64().unwrap());
+                    }
+                    runs[i].push(log);
+                }
             }
         }
+        (runs, log_sd(&base_p50s))
+    };
+    // The verdicts within 10 % rest on the premise the calibration states:
+    // runs against one peer differ by about 3 %. A machine that spreads
+    // them over twice that (measured on the base peer's own 30 runs, never
+    // on a verdict) is measured again, each retry said; if it never holds,
+    // those two verdicts are reported unjudged, never loosened.
+    const SPREAD: f64 = 0.06;
+    let test = "known_shifts_get_their_three_verdicts";
+    let mut attempt = 1;
+    let (runs, spread) = loop {
+        let (runs, spread) = measure(attempt);
+        if spread <= SPREAD || attempt == 3 {
+            break (runs, spread);
+        }
+        let why = format!("the base peer's runs spread {spread:.3} in log p50, over {SPREAD}");
+        announce::retry(test, attempt, &why);
+        attempt += 1;
+    };
+    let premise = spread <= SPREAD;
+    if !premise {
+        announce::unjudged(
+            test,
+            "the p50 verdicts within --min-effect 10",
+            &format!("the base peer's runs spread {spread:.3} in log p50, over {SPREAD}"),
+        );
     }
     let side = |a: &[PathBuf], b: &[PathBuf]| -> Vec<PathBuf> {
         a.iter()
@@ -247,7 +288,9 @@ fn known_shifts_get_their_three_verdicts() {
             "{j}"
         );
         let p50 = figure(c, "p50");
-        assert_eq!(p50["verdict"], "no regression", "{what}: {p50}");
+        if premise {
+            assert_eq!(p50["verdict"], "no regression", "{what}: {p50}");
+        }
         let p99 = figure(c, "p99");
         assert_eq!(
             (p99["resolved"].as_bool(), p99["verdict"].as_str()),

@@ -314,7 +314,7 @@ fn bad_configuration_is_exit_2_with_file_line_column_and_key() {
     assert_usage_error(
         &env.run(&["client", "--no-ui"]),
         &format!(
-            "{c}:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, duration, warmup, interval, rate, poisson, transport, connect_each, timeout_ms, timestamps, mc_ttl, mc_if, mc_loop, responders, tx_stamp_every, update, size, stamp, ssid, dscp, ecn, tlv, hmac_key_file, stamp_format, cpu, busy_poll, rt, keep_awake, threshold, max_loss, load, load_phase, load_streams, load_cc, load_port, max_inflation, min_rpm, max_outage, give_up_after, fps, baseline)"
+            "{c}:3:1: profiles.lab.wramup: unknown key 'wramup' (known: bind, server, packets, duration, warmup, interval, rate, poisson, transport, connect_each, timeout_ms, timestamps, mc_ttl, mc_if, mc_loop, mc_join, responders, tx_stamp_every, update, size, stamp, ssid, dscp, ecn, tlv, hmac_key_file, stamp_format, cpu, busy_poll, rt, keep_awake, threshold, max_loss, load, load_phase, load_streams, load_cc, load_port, max_inflation, min_rpm, max_outage, give_up_after, fps, baseline)"
         ),
     );
     env.write("[defaults]\nsize = \"big\"\n");

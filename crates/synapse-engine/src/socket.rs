@@ -232,6 +232,20 @@ fn local_toward(
     local
 }
 
+/// How a multicast client's socket sends to its group, and whether it
+/// hears the group too.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupSocketOptions {
+    /// The requests' hop limit (TTL).
+    pub hops: u8,
+    /// Send by this interface (its index) instead of the route's.
+    pub interface: Option<u32>,
+    /// Deliver the requests to this host's own members too.
+    pub loopback: bool,
+    /// Join the group itself (it alone), so answers sent to it arrive.
+    pub join: bool,
+}
+
 /// A multicast client's socket: unconnected (the answers come from every
 /// member's own address), bound to `bind`, its group datagrams sent with
 /// `m.hops`, by interface `m.interface` when given, and looped back to
@@ -241,7 +255,7 @@ fn local_toward(
 pub fn group_socket(
     bind: SocketAddr,
     group: SocketAddr,
-    m: &crate::MulticastOptions,
+    m: &GroupSocketOptions,
 ) -> Result<(Socket, SocketAddr), EngineError> {
     let socket = bind_udp_with(bind, false)?;
     let fd = socket.as_raw_fd();

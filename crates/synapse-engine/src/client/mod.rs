@@ -31,7 +31,8 @@ use super::protocol::stamp::TimeFormat;
 use super::protocol::stamp_key::StampKey;
 use super::protocol::tlv::StampTlvs;
 use super::socket::{
-    ClientSockets, client_sockets, group_socket, is_this_host, paced_socket, wildcard_for,
+    ClientSockets, GroupSocketOptions, client_sockets, group_socket, is_this_host, paced_socket,
+    wildcard_for,
 };
 use super::timestamping::phc_map::{NicClockFigures, PhcMap};
 use super::timestamping::{self, TimestampMode, capabilities::Source};
@@ -300,7 +301,14 @@ fn bind_work(cfg: &ClientConfig) -> Result<(Work, SocketAddr), EngineError> {
     let bind = cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server));
     Ok(match cfg.schedule {
         None if cfg.server.ip().is_multicast() => {
-            let (socket, local) = group_socket(bind, cfg.server, &cfg.multicast)?;
+            let m = &cfg.multicast;
+            let options = GroupSocketOptions {
+                hops: m.hops,
+                interface: m.interface,
+                loopback: m.loopback,
+                join: m.join,
+            };
+            let (socket, local) = group_socket(bind, cfg.server, &options)?;
             let armed = if cfg.thread.busy_poll {
                 socket.set_nonblocking(true).map(|()| None)
             } else {

@@ -333,6 +333,7 @@ impl<'a> GroupPinger<'a> {
         let i = match self.responders.find_or_add(name, &self.from, seq, current) {
             Sender::Known(i) if i >= known => {
                 self.announce(i);
+                self.settled_before_heard(i, seq, current, at_ns);
                 i
             }
             Sender::Known(i) => i,
@@ -363,6 +364,18 @@ impl<'a> GroupPinger<'a> {
         };
         self.seen.late += 1;
         self.emit_for(i, Record::event(kind, seq, at_ns, about_warmup));
+    }
+
+    /// Responder `i`, first heard answering request `first`, was asked
+    /// every request since (the tracker counts them sent): those settled
+    /// before it was known, `first` to `current` less one, are its losses,
+    /// so that its late answer to one corrects a loss, as anyone's does,
+    /// and its requests stay its answers, late ones and losses.
+    fn settled_before_heard(&mut self, i: usize, first: u64, current: u64, at_ns: u64) {
+        for seq in first..current {
+            let warmup = seq < self.warmup;
+            self.emit_for(i, Record::event(RecordKind::Lost, seq, at_ns, warmup));
+        }
     }
 
     /// Responder `i` was heard for the first time: a live front end is
