@@ -19,6 +19,21 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// The intervals of the log's `rtt` series, as (start, length), in order.
+fn rtt_intervals(path: &Path) -> Vec<(Duration, Duration)> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut all: Vec<(Duration, Duration)> = IntervalLogIterator::new(&bytes)
+        .filter_map(|e| match e.unwrap() {
+            LogEntry::Interval(h) if h.tag().is_some_and(|t| t.as_str() == "rtt") => {
+                Some((h.start_timestamp(), h.duration()))
+            }
+            _ => None,
+        })
+        .collect();
+    all.sort();
+    all
+}
+
 /// Every series of the log, merged over its intervals, read with the
 /// crate's reader (not Synapse's), and the number of intervals.
 fn decode(path: &Path) -> (BTreeMap<String, Histogram<u64>>, usize) {
@@ -69,9 +84,26 @@ fn a_run_logs_what_its_json_reports() {
     assert_eq!(j["hdr_log"]["path"], log.to_str().unwrap());
     let (series, intervals) = decode(&log);
     assert_eq!(j["hdr_log"]["intervals"], intervals as u64);
+    // The intervals tile the run: each at most 500 ms, each starting where
+    // the one before ended (the log's millisecond resolution apart), from
+    // its start to past its 2.5 s. How many there are is the machine's
+    // business (a stall can cut one short), not the test's.
+    let tiles = rtt_intervals(&log);
+    let ms = Duration::from_millis(1);
+    assert!(tiles[0].0 <= ms, "from the start: {tiles:?}");
+    for w in tiles.windows(2) {
+        let end = w[0].0 + w[0].1;
+        assert!(end.abs_diff(w[1].0) <= ms, "no gap, no overlap: {tiles:?}");
+    }
     assert!(
-        (5..=7).contains(&intervals),
-        "2.5 s (and warm-up) in 500 ms intervals: {intervals}"
+        tiles.iter().all(|t| t.1 <= Duration::from_millis(500) + ms),
+        "{tiles:?}"
+    );
+    let (last_start, last_len) = *tiles.last().unwrap();
+    let span = Duration::from_secs_f64(j["duration_s"].as_f64().unwrap());
+    assert!(
+        span >= Duration::from_millis(2500) && last_start + last_len + ms >= span,
+        "to the end of its {span:?}: {tiles:?}"
     );
     let rtt = &series["rtt"];
     assert_eq!(rtt.len(), j["packets"]["received"].as_u64().unwrap());
