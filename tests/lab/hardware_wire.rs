@@ -31,7 +31,7 @@ fn phc_ctl_offset(s: &Scenario, file: &str) -> Option<i64> {
 }
 
 /// A counter of `ethtool -S eth0` as saved in `ethtool-s-WHEN.txt`.
-fn nic_stat(s: &Scenario, when: &str, key: &str) -> i64 {
+pub fn nic_stat(s: &Scenario, when: &str, key: &str) -> i64 {
     std::fs::read_to_string(s.dir.join(format!("ethtool-s-{when}.txt")))
         .unwrap_or_default()
         .lines()
@@ -252,7 +252,7 @@ fn follow_ups(sheet: &mut Sheet, s: &Scenario, log: &[ServerRow]) {
 /// The NIC's clock stepped +50 ms by phc_ctl mid-run: the servo finds the
 /// step, the rate it publishes is not the step's, and no NIC stamp is
 /// placed through the mapping from before it (each placed T1_WIRE within
-/// a millisecond of its driver stamp: the step would put it 50 ms off),
+/// half the step of its driver stamp: the step would put it 50 ms off),
 /// while stamps are placed again after it.
 pub fn phc_step(sheet: &mut Sheet, s: &Scenario) {
     sheet.expect("phcstep: exit status", 0, s.run_rc("phcstep").into());
@@ -293,15 +293,23 @@ pub fn phc_step(sheet: &mut Sheet, s: &Scenario) {
         .take(200)
         .filter(|r| r.t1_wire.is_some())
         .count();
+    // A stamp placed through the mapping from before the step is the step
+    // off: every placed one within half of it, however long the emulated
+    // NIC took to stamp on a busy host (1.06 ms was seen beside stress-ng).
+    let bound = (step / 2.0) as i64;
     sheet.row(
         "phcstep: T1_WIRE − T1 driver, every placed stamp",
-        "within 1 ms (the step would put a stamp 50 ms off)",
+        &format!(
+            "within {} ms, half the step (a stamp through the old mapping is {} ms off)",
+            bound / 1_000_000,
+            step / 1e6
+        ),
         &format!("{stamped} NIC stamps"),
         &format!(
             "{} placed, largest |T1_WIRE − T1_DRV| {worst} ns, {late} of the last 200 placed",
             to_wire.len()
         ),
         "none outside; placed again after the step",
-        !to_wire.is_empty() && worst < 1_000_000 && late >= 150,
+        !to_wire.is_empty() && worst < bound && late >= 150,
     );
 }

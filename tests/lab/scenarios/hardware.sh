@@ -40,14 +40,20 @@ in_a ethtool -T eth0 >"$OUT/ethtool-a.txt"
 in_b ethtool -T eth0 >"$OUT/ethtool-b.txt"
 reflector srv
 hw "$NS_A" eth0 >"$OUT/hw-before.json"
+# igb's own count of TX stamps it skipped (one at a time) or timed out,
+# around each run (ethtool -S).
+in_a ethtool -S eth0 >"$OUT/ethtool-s-a-before-auto.txt"
 # shellcheck disable=SC2046
 client auto $(stamp_flow 400) --timestamps auto
+in_a ethtool -S eth0 >"$OUT/ethtool-s-a-after-auto.txt"
 hw "$NS_A" eth0 >"$OUT/hw-after-auto.json"
 # The NIC's clock against the system's, read by linuxptp's phc_ctl (not
 # Synapse) just before and after the run.
 in_a phc_ctl eth0 cmp >"$OUT/phc-before.txt" 2>&1 || true
+in_a ethtool -S eth0 >"$OUT/ethtool-s-a-before-hardware.txt"
 # shellcheck disable=SC2046
 client hardware $(stamp_flow 400) --timestamps hardware
+in_a ethtool -S eth0 >"$OUT/ethtool-s-a-after-hardware.txt"
 in_a phc_ctl eth0 cmp >"$OUT/phc-after.txt" 2>&1 || true
 # The NIC's clock stepped +50 ms (linuxptp's phc_ctl) 2 s into a run: no
 # NIC stamp may be placed through the mapping from before the step.
