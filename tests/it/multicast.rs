@@ -312,6 +312,26 @@ fn a_reflector_that_leaves_mid_run_is_silent_from_then_on_with_what_it_answered_
     assert!(gone, "r2 left, yet the bridge still has it:\n{mdb}");
 }
 
+/// A python3 `script` run with `args` in namespace `ns`, once it printed
+/// `ready`; the rest of what it prints.
+fn python_in(
+    ns: &str,
+    script: &str,
+    args: &[&str],
+) -> (Guard, std::io::BufReader<std::process::ChildStdout>) {
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "python3", "-c", script])
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    said.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    (Guard(child), said)
+}
+
 /// Joins the group on `dev_addr`'s interface and echoes every request:
 /// requests `double_from` to `double_to` twice, and to requests
 /// `forge_from` to `forge_to` also a copy named `r1` from port 7001 (a
@@ -355,17 +375,12 @@ fn answers_twice_are_duplicates_and_a_name_from_a_strange_address_is_a_stray() {
     let _r1 = reflector(&lab, 1, GROUP, "r1");
     let _r2 = reflector(&lab, 2, GROUP, "r2");
     let bad = lab.member(3);
-    let mut script = Command::new("ip")
-        .args(["netns", "exec", &bad.ns, "python3", "-c", MISBEHAVING])
-        .args([GROUP, &bad.addr, "300", "600", "200", "650"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = std::io::BufReader::new(script.stdout.take().unwrap());
+    let (script, mut said) = python_in(
+        &bad.ns,
+        MISBEHAVING,
+        &[GROUP, &bad.addr, "300", "600", "200", "650"],
+    );
     let mut line = String::new();
-    said.read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
-    let script = Guard(script);
     let target = format!("{GROUP}:{PORT}");
     let j = client(&lab, 0, &target, &["--packets", "500", "--responders", "3"]);
     script.terminate();
@@ -472,17 +487,8 @@ fn answers_to_the_group_reach_a_client_that_joined_and_every_member_on_its_port(
     // Another member, listening on the port the client sends from: it
     // hears the answers only if they went to the group.
     let o = lab.member(2);
-    let mut listener = Command::new("ip")
-        .args(["netns", "exec", &o.ns, "python3", "-c", LISTENER])
-        .args([GROUP, &o.addr, "7100"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut said = std::io::BufReader::new(listener.stdout.take().unwrap());
+    let (listener, mut said) = python_in(&o.ns, LISTENER, &[GROUP, &o.addr, "7100"]);
     let mut line = String::new();
-    said.read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
-    let listener = Guard(listener);
     let target = format!("{GROUP}:{PORT}");
     // The wildcard: a socket bound to a unicast address hears no group.
     let e = synapse_in(&lab.member(0).ns)
