@@ -95,7 +95,10 @@ pub struct HdrLogOutcome {
 }
 
 enum Message {
+    /// Intervals of the run's grid: counted.
     Intervals(Vec<Interval>),
+    /// Outages, each a line spanning it: not intervals of the grid.
+    Spans(Vec<Interval>),
     Comment(String),
 }
 
@@ -194,6 +197,16 @@ impl HdrLogWriter {
         }
     }
 
+    /// Hands outage spans to the writer: lines of their own, which a
+    /// reader places where each outage began, not counted as intervals.
+    pub fn write_spans(&self, spans: Vec<Interval>) {
+        if let Some(tx) = &self.tx
+            && !spans.is_empty()
+        {
+            let _ = tx.send(Message::Spans(spans));
+        }
+    }
+
     /// A comment line (`#` and the text), after the intervals so far.
     pub fn comment(&self, text: &str) {
         if let Some(tx) = &self.tx {
@@ -266,12 +279,13 @@ fn write_loop(
         }
         buf.clear();
         let count = match &msg {
-            Message::Intervals(iv) => {
+            Message::Intervals(iv) | Message::Spans(iv) => {
                 // The divisor's header line is written once, above.
                 let skip = buf.len();
                 let r = encode(iv, &mut buf);
                 strip_divisor_line(&mut buf, skip);
-                r.map(|()| iv.len() as u64)
+                let counted = matches!(msg, Message::Intervals(_));
+                r.map(|()| if counted { iv.len() as u64 } else { 0 })
             }
             Message::Comment(c) => writeln!(buf, "#{c}").map(|()| 0),
         };

@@ -157,7 +157,7 @@ impl IntervalTap {
         self.pass_on(closed);
         let spans = self.recorder.take_spans();
         if let Some(w) = &self.writer {
-            w.write(spans);
+            w.write_spans(spans);
         }
     }
 

@@ -35,7 +35,8 @@ fn rtt_intervals(path: &Path) -> Vec<(Duration, Duration)> {
 }
 
 /// Every series of the log, merged over its intervals, read with the
-/// crate's reader (not Synapse's), and the number of intervals.
+/// crate's reader (not Synapse's), and the number of the run's intervals
+/// (outage lines left out).
 fn decode(path: &Path) -> (BTreeMap<String, Histogram<u64>>, usize) {
     let bytes = std::fs::read(path).unwrap();
     let mut out: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
@@ -48,7 +49,11 @@ fn decode(path: &Path) -> (BTreeMap<String, Histogram<u64>>, usize) {
                 .unwrap();
             let hist: Histogram<u64> = d.deserialize(&mut raw.as_slice()).unwrap();
             let tag = h.tag().unwrap().as_str().to_string();
-            starts.insert(h.start_timestamp());
+            // An outage is a line spanning it, not one of the run's
+            // intervals (it may start in the millisecond one does).
+            if tag != "outage" {
+                starts.insert(h.start_timestamp());
+            }
             out.entry(tag)
                 .or_insert_with(|| {
                     let mut h = Histogram::new(3).unwrap();

@@ -73,6 +73,9 @@ fn count(valgrind: &Path, bin: &Path, port: u16, packets: u64, extra: &[&str]) -
         .arg(bin)
         .args(["client", &format!("127.0.0.1:{port}"), "--json"])
         .args(["--packets", &packets.to_string()])
+        // Under callgrind on a busy machine a round trip can take more
+        // than the default second; late, it would be no answer.
+        .args(["--timeout", "10s"])
         .args(extra)
         .env(
             "XDG_STATE_HOME",

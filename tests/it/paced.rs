@@ -328,11 +328,37 @@ fn a_stopped_reflector_shows_in_latency_from_the_schedule() {
     assert!((1_800.0..2_600.0).contains(&longest), "{short}");
 }
 
+/// Poisson pacing through the binary: the slots' count, and the gaps
+/// between their scheduled times, exponential (their spread equal to
+/// their mean) rather than periodic. The log holds the slots sent; a slot
+/// skipped (reached more than half an interval late: the machine's doing)
+/// joins two gaps into one, which would count as one long gap. So a run
+/// that skipped more than 1 % of its slots is measured again, up to three
+/// times, each retry said; the windows are never widened, and when every
+/// run skipped that many the gaps are said unjudged (the slot count still
+/// held in each).
 #[test]
 fn poisson_gaps_have_the_mean_and_are_not_periodic() {
     let _one = one_at_a_time();
+    let test = "poisson_gaps_have_the_mean_and_are_not_periodic";
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("p.csv");
+    let mut why = String::new();
+    for attempt in 1..=3 {
+        let (slots, misses, gaps) = poisson_run(dir.path());
+        if misses * 100 <= slots {
+            return check_poisson_gaps(&gaps);
+        }
+        why = format!("{misses} of {slots} slots were skipped");
+        announce::retry(test, attempt, &why);
+    }
+    announce::unjudged(test, "the Poisson gaps' mean and spread", &why);
+}
+
+/// A 3 s Poisson run every 2 ms on average, logged in `dir`: its slots
+/// (sent or skipped, checked), its skipped ones, and the gaps between the
+/// scheduled times of those sent, s.
+fn poisson_run(dir: &std::path::Path) -> (u64, u64, Vec<f64>) {
+    let log = dir.join("p.csv");
     let j = success_json(&run(&[
         "--interval",
         "2ms",
@@ -344,12 +370,12 @@ fn poisson_gaps_have_the_mean_and_are_not_periodic() {
         "1s",
         "--log",
         log.to_str().unwrap(),
+        "--force",
     ]));
     assert_eq!(j["config"]["pattern"], "poisson");
-    let slots = u(&j, &["packets", "sent"]) + u(&j, &["schedule", "misses"]);
+    let misses = u(&j, &["schedule", "misses"]);
+    let slots = u(&j, &["packets", "sent"]) + misses;
     assert!((1_350..=1_650).contains(&slots), "{slots} slots: {j}");
-    // The scheduled times: exponential gaps have a standard deviation equal
-    // to their mean; periodic ones have none.
     let text = std::fs::read_to_string(&log).unwrap();
     let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
     let at = header.iter().position(|c| *c == "SCHED").unwrap();
@@ -358,7 +384,13 @@ fn poisson_gaps_have_the_mean_and_are_not_periodic() {
         .skip(1)
         .filter_map(|l| l.split(',').nth(at)?.parse().ok())
         .collect();
-    let gaps: Vec<f64> = sched.windows(2).map(|w| w[1] - w[0]).collect();
+    let gaps = sched.windows(2).map(|w| w[1] - w[0]).collect();
+    (slots, misses, gaps)
+}
+
+/// Exponential gaps have a standard deviation equal to their mean;
+/// periodic ones have none.
+fn check_poisson_gaps(gaps: &[f64]) {
     let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
     let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt();
     assert!((0.0018..0.0022).contains(&mean), "mean gap {mean}");
@@ -433,7 +465,19 @@ fn profiles_keep_the_schedule() {
     let c = config.to_str().unwrap();
     let (_server, port) = start_server(&[]);
     let addr = format!("127.0.0.1:{port}");
-    let args = ["client", &addr, "--packets", "100", "--json", "--config", c];
+    // The schedule is the claim, not the verdict: a mean over 100 round
+    // trips crosses the default 1 ms once a busy machine holds one back.
+    let args = [
+        "client",
+        &addr,
+        "--packets",
+        "100",
+        "--json",
+        "--config",
+        c,
+        "--threshold",
+        "1s",
+    ];
     let saved = run(&[
         &args[..],
         &["--rate", "500", "--poisson", "--save-profile", "p"],

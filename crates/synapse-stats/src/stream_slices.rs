@@ -194,11 +194,18 @@ impl StreamSlicer {
     }
 
     /// A late reply: its request counted as lost moves to late, in its
-    /// slice if that is still open or unsettled.
+    /// slice if that is still open or unsettled. A slice handed out final
+    /// said it lost, and a line cannot be taken back: the request stays
+    /// lost there (RFC 7680 calls it so), and is counted nowhere else, so
+    /// the slices' losses add up to the report's lost and late.
     fn late(&mut self, seq: u64) {
         let Some(&(_, index)) = self.losses.iter().rev().find(|(s, _)| *s == seq) else {
             return;
         };
+        let final_already = index < self.next && !self.unsettled.iter().any(|s| s.index == index);
+        if final_already {
+            return;
+        }
         if let Some(slice) = self.slice(index) {
             slice.take(Fate::Late);
         }
@@ -383,6 +390,36 @@ mod tests {
             [(1, 0, 0, 0, true), (2, 0, 0, 0, true)],
             "gaps are slices too"
         );
+    }
+
+    /// A reply that comes after its slice was handed out final moves
+    /// nothing: that slice said lost, and another slice must not count
+    /// it again (a straggler's late reply once did, in the open slice).
+    #[test]
+    fn a_late_reply_after_its_slice_was_final_is_counted_once() {
+        let mut s = StreamSlicer::new(
+            Cut::Time(Duration::from_millis(100)),
+            Duration::from_millis(20),
+        );
+        s.record(&Record::sample(0, MS, MS, false));
+        // Request 1 left at 90 ms, timed out at 110 ms.
+        s.record(&Record::event(RecordKind::Lost, 1, 110 * MS, false));
+        s.record(&Record::sample(2, 131 * MS, MS, false));
+        let out = s.due(125 * MS);
+        assert_eq!(slices(&out), [(0, 2, 1, 1, false)]);
+        // Its reply at 150 ms: slice 0 is out, final.
+        s.record(&Record::event(
+            RecordKind::Late { reordered: false },
+            1,
+            150 * MS,
+            false,
+        ));
+        let rest = s.finish();
+        assert_eq!(slices(&rest), [(1, 1, 1, 0, false)]);
+        let Ready::Slice(one) = &rest[0] else {
+            panic!()
+        };
+        assert_eq!(one.late, 0, "counted once, in slice 0, as lost");
     }
 
     #[test]
