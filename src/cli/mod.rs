@@ -282,9 +282,10 @@ pub struct JoinArgs {
     #[arg(long, requires = "join")]
     pub answer_to_group: bool,
 
-    /// The name this reflector puts in its plain echo answers when a
-    /// request asks (up to 16 bytes): a multicast client tells its
-    /// responders apart by it, not only by the address they answer from.
+    /// The name this reflector puts in its answers when a request asks
+    /// (plain echo: in the payload; STAMP: in a responder-name TLV; up to
+    /// 16 bytes): a multicast client tells its responders apart by it, not
+    /// only by the address they answer from.
     #[arg(long, value_name = "NAME", value_parser = clap::value_parser!(ResponderName))]
     pub name: Option<ResponderName>,
 }
@@ -566,9 +567,9 @@ pub struct GroupArgs {
     pub mc_join: bool,
 
     /// Multicast: each request waits for this many responders' answers
-    /// (or its timeout) before the next is sent [default: as many as have
-    /// answered so far; the first 3 requests wait out their timeout, to
-    /// hear from every one].
+    /// (or its timeout) before the next is sent; paced, until its next
+    /// slot at most [default: as many as have answered so far; the first 3
+    /// requests wait out their timeout, to hear from every one].
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=synapse_engine::MAX_RESPONDERS as i64))]
     pub responders: Option<u32>,

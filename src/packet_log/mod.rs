@@ -5,6 +5,7 @@
 //! no row; it writes whole rows only, and when the disk says no it cuts
 //! the file back to its last whole row and says so at once.
 
+mod responder;
 mod response;
 
 use std::fs::File;
@@ -15,6 +16,16 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use synapse_engine::Points;
 
+/// The client's columns as a literal, so that a log with more columns
+/// (a load run's phase, a multicast run's responder) extends it by
+/// `concat!`.
+macro_rules! client_columns {
+    () => {
+        "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW,T1_WIRE,REFLECTOR_ERROR,CLIENT_ERROR,PATH_ERROR,PATH_ERROR_FROM"
+    };
+}
+pub(crate) use client_columns;
+
 /// The client's header: the sequence number and what became of the packet
 /// (`ok`, `lost`, `late`, `duplicate`; a late or duplicate reply gets a row
 /// of its own, with the times it arrived), the rant columns, T1 scheduler
@@ -24,7 +35,7 @@ use synapse_engine::Points;
 /// DSCP and ECN marks each leg arrived with; then TCP's: when the far kernel's ACK
 /// of the request came back and whether it rode on the reply, and (with
 /// `--connect-each`) when the connection was begun and when it was open.
-pub const HEADER: &str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW,T1_WIRE,REFLECTOR_ERROR,CLIENT_ERROR,PATH_ERROR,PATH_ERROR_FROM";
+pub const HEADER: &str = client_columns!();
 
 /// What the writer can put in a log: one CSV row per item.
 pub trait LogRow: Send + 'static {

@@ -199,14 +199,13 @@ pub(super) fn group_size_note(run: &RunArgs, chosen: &Settings, group: bool) -> 
         })
 }
 
-/// A multicast group as the server: ping-pong over UDP (paced mode and
-/// the per-packet log do not take a group yet), `--mc-if` resolved. The
+/// A multicast group as the server: over UDP, ping-pong or paced,
+/// `--mc-if` resolved. The
 /// multicast options are refused for a unicast server.
 fn check_group(
     run: &RunArgs,
     target: Target,
     bind: Option<SocketAddr>,
-    log: bool,
 ) -> Result<Option<MulticastOptions>, AppError> {
     let refuse = |why: String| Err(AppError::Usage(why));
     let group = match target {
@@ -223,16 +222,6 @@ fn check_group(
     if run.transport == Transport::Tcp {
         return refuse(format!(
             "{group} is a multicast group, which TCP cannot reach: drop --tcp"
-        ));
-    }
-    if run.schedule().is_some() {
-        return refuse(format!(
-            "--interval and --rate do not send to a multicast group yet: measure {group} in ping-pong"
-        ));
-    }
-    if log {
-        return refuse(format!(
-            "--log does not write a multicast run yet: --json gives each responder of {group} its own figures"
         ));
     }
     if let Some(b) = bind.filter(|b| run.group.mc_join && !b.ip().is_unspecified()) {
@@ -348,7 +337,7 @@ impl ClientPlan {
 pub(super) fn client_plan(
     target: Target,
     bind: Option<SocketAddr>,
-    run: RunArgs,
+    mut run: RunArgs,
     output: &OutputArgs,
 ) -> Result<ClientPlan, AppError> {
     if let (Some(b), Target::Remote(peer)) = (bind, target)
@@ -404,7 +393,15 @@ pub(super) fn client_plan(
             ));
         }
     }
-    let multicast = check_group(&run, target, bind, output.log.log.is_some())?;
+    let multicast = check_group(&run, target, bind)?;
+    // A paced group request's answers are gathered until the next slot at
+    // most: on periodic slots, that is its timeout, and the report says so.
+    if let Some(s) = run
+        .schedule()
+        .filter(|s| multicast.is_some() && s.pattern == synapse_stats::Pattern::Periodic)
+    {
+        run.clock.timeout_ms = run.clock.timeout_ms.min(s.interval);
+    }
     // A load session is signed with the key too, whatever its probes speak.
     let keyed = run.packet.stamp || run.load.load.is_some();
     let stamp_key = stamp_key_of(&run.packet.key, keyed, "synapse client")?;

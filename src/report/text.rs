@@ -158,6 +158,8 @@ fn write_setup(out: &mut impl Write, report: &Report) -> io::Result<()> {
     // Whom the run measured: the reflector it started, or one elsewhere.
     let whom = if c.mode == "loopback" {
         "the in-process reflector on"
+    } else if c.server.ip().is_multicast() {
+        "the members of the group"
     } else {
         "the reflector at"
     };

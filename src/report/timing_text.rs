@@ -22,12 +22,18 @@ pub fn mode_line(c: &EffectiveConfig) -> String {
             "ping-pong (one request in flight; the next when its reply or timeout comes)".into()
         }
         Some(ns) => format!(
-            "paced, {} {} (requests leave on schedule, many in flight)",
+            "paced, {} {} (requests leave on schedule, {})",
             c.pattern,
             if c.pattern == "poisson" {
                 format!("gaps with a mean of {}", format_ns(ns as f64))
             } else {
                 format!("every {}", format_ns(ns as f64))
+            },
+            // A group's answers are gathered until the next slot at most.
+            if c.server.ip().is_multicast() {
+                "one in flight, its answers until the next"
+            } else {
+                "many in flight"
             }
         ),
     }

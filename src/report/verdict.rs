@@ -137,16 +137,17 @@ impl Criterion {
             "ns" => format_ns_plain(self.limit as u64),
             _ => format!("{} %", self.limit),
         };
+        // A responder's criterion (a multicast run) says whose it is.
+        let who = self
+            .responder
+            .as_deref()
+            .map(|r| format!("{r}: "))
+            .unwrap_or_default();
         let Some(v) = self.value else {
-            let who = self
-                .responder
-                .as_deref()
-                .map(|r| format!("{r}: "))
-                .unwrap_or_default();
             return format!("{who}{} — (no replies), so not below {limit}", self.metric);
         };
         if !rtt && v == 0.0 && self.held {
-            return format!("outage: none, within {limit}");
+            return format!("{who}outage: none, within {limit}");
         }
         let strict = self.unit == "ns" && self.metric != "outage";
         let shown = if self.at_least {
@@ -161,11 +162,6 @@ impl Criterion {
             (_, false) if v > self.limit || self.at_least => "above",
             (_, false) => "at the limit, not below",
         };
-        let who = self
-            .responder
-            .as_deref()
-            .map(|r| format!("{r}: "))
-            .unwrap_or_default();
         let mut s = format!("{who}{} {shown}, {relation} {limit}", self.metric);
         if self.unresolved() {
             s.push_str(&format!(

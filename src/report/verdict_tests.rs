@@ -129,3 +129,33 @@ fn an_unresolved_percentile_says_so() {
         v.criteria[0].describe()
     );
 }
+
+/// A multicast run's responder criteria each say whose they are, an
+/// outage of none too (it once lost the name: `✓ outage: none`).
+#[test]
+fn every_responder_criterion_names_its_responder() {
+    let (stats, s) = run(50_000, 90_000, 0, 0);
+    let limits = Limits {
+        outage: Some(Duration::from_secs(1)),
+        ..Limits::none()
+    };
+    let v = Verdict::judge(&stats, &s, &[t("1ms")], limits, None).with_responders(
+        [("r2".to_string(), &stats, &s)].into_iter(),
+        &[t("1ms")],
+        limits,
+    );
+    let own: Vec<String> = v
+        .criteria
+        .iter()
+        .filter(|c| c.responder.is_some())
+        .map(Criterion::describe)
+        .collect();
+    assert_eq!(
+        own,
+        [
+            "r2: mean 50.4 µs, below 1 ms",
+            "r2: loss 0.00 %, within 100 %",
+            "r2: outage: none, within 1 s"
+        ]
+    );
+}

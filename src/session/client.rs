@@ -163,9 +163,13 @@ impl ClientSession {
         };
         // Without a file the points stay for whoever reads them (a load
         // run's conductor).
-        let log = match (file, run.points.is_some()) {
-            (Some(file), true) => run.points.take().map(|p| file.start(vec![p])).transpose()?,
-            _ => None,
+        let log = match (file, run.points.take(), run.responder_points.take()) {
+            (Some(file), _, Some(group)) => Some(file.start(vec![group])?),
+            (Some(file), Some(points), None) => Some(file.start(vec![points])?),
+            (_, points, _) => {
+                run.points = points;
+                None
+            }
         };
         Ok(Self {
             run,

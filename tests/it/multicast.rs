@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common::bridged::{Bridged, DEV, NET};
+use crate::common::csv_log::CsvLog;
 use crate::common::netns::synapse_in;
 use crate::common::*;
 use serde_json::Value;
@@ -208,21 +209,28 @@ fn three_responders_each_with_its_own_figures_and_the_loss_of_one_link_in_its_ro
         j["verdict"]
     );
 
-    // STAMP to the same reflectors: each one's dwell, from its own stamps.
+    // STAMP to the same reflectors: each known by the name its
+    // responder-name TLV tells, each one's dwell from its own stamps.
     lab.iptables(3, &["-F", "INPUT"]);
     let stamp = format!("{GROUP}:8862");
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("group.csv");
+    let log = log_path.to_str().unwrap();
     let j = client(
         &lab,
         0,
         &stamp,
-        &["--stamp", "--packets", "300", "--timeout", "50ms"],
+        &[
+            "--stamp",
+            "--packets",
+            "300",
+            "--timeout",
+            "50ms",
+            "--log",
+            log,
+        ],
     );
-    assert_eq!(
-        j["responders"].as_array().unwrap().len(),
-        3,
-        "{}",
-        j["responders"]
-    );
+    assert_eq!(names(&j), ["r1", "r2", "r3"], "{}", j["responders"]);
     for r in j["responders"].as_array().unwrap() {
         let dwell = r["segments"]
             .as_array()
@@ -232,6 +240,56 @@ fn three_responders_each_with_its_own_figures_and_the_loss_of_one_link_in_its_ro
             .unwrap_or_else(|| panic!("no dwell: {r}"));
         assert!(count(&dwell["samples"]) > 0, "{r}");
     }
+    each_responders_log_rows_are_its_figures(&j, &CsvLog::read(&log_path));
+}
+
+/// A multicast run's `--log` has a row per responder per request, known
+/// by its name and address: as many answered, lost, late and duplicate
+/// rows as its figures count, each answered row with its STAMP times.
+fn each_responders_log_rows_are_its_figures(j: &Value, log: &CsvLog) {
+    for r in j["responders"].as_array().unwrap() {
+        let name = r["name"].as_str().unwrap();
+        let rows: Vec<&Vec<String>> = log
+            .rows
+            .iter()
+            .filter(|row| log.text(row, "RESPONDER") == name)
+            .collect();
+        let status = |s: &str| {
+            rows.iter()
+                .filter(|row| log.text(row, "STATUS") == s)
+                .count() as u64
+        };
+        let p = &r["packets"];
+        assert_eq!(status("ok"), count(&p["received"]), "{name}: {r}");
+        // A late answer's request was logged lost first, as in unicast.
+        assert_eq!(
+            status("lost"),
+            count(&p["lost"]) + count(&p["late"]),
+            "{name}: {r}"
+        );
+        assert_eq!(status("late"), count(&p["late"]), "{name}: {r}");
+        assert_eq!(status("duplicate"), count(&p["duplicate"]), "{name}: {r}");
+        let address = r["address"].as_str().unwrap();
+        for row in &rows {
+            assert_eq!(log.text(row, "RESPONDER_ADDRESS"), address, "{row:?}");
+            if log.text(row, "STATUS") == "ok" {
+                assert!(
+                    log.ns(row, "RTT").is_some() && log.ns(row, "T2_SW").is_some(),
+                    "{row:?}"
+                );
+            }
+        }
+    }
+    let named: usize = ["r1", "r2", "r3"]
+        .iter()
+        .map(|n| {
+            log.rows
+                .iter()
+                .filter(|row| log.text(row, "RESPONDER") == *n)
+                .count()
+        })
+        .sum();
+    assert_eq!(named, log.rows.len(), "every row is a responder's");
 }
 
 #[test]
@@ -421,6 +479,176 @@ fn answers_twice_are_duplicates_and_a_name_from_a_strange_address_is_a_stray() {
     let p = &twice["packets"];
     assert_eq!(count(&p["duplicate"]), doubled, "{twice}");
     assert_eq!(count(&p["received"]) + count(&p["late"]), 500, "{twice}");
+}
+
+#[test]
+fn a_paced_run_to_a_group_sends_every_slot_whatever_the_answers() {
+    if !runnable("a_paced_run_to_a_group") {
+        return;
+    }
+    let lab = Bridged::new(["c", "r1", "r2"]);
+    let _servers: Vec<Server> = (1..=2)
+        .map(|i| reflector(&lab, i, GROUP, &format!("r{i}")))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("paced.csv");
+    let target = format!("{GROUP}:{PORT}");
+    let started = std::time::Instant::now();
+    // The warm-up takes the first answers, which wait for ARP: a
+    // responder first heard late has lost rows with no times for the
+    // requests settled before it was known.
+    let args = ["--interval", "5ms", "--packets", "200", "--warmup", "5"];
+    let j = client(
+        &lab,
+        0,
+        &target,
+        &[&args[..], &["--log", log_path.to_str().unwrap()]].concat(),
+    );
+    let lived = started.elapsed().as_secs_f64();
+    assert_eq!(names(&j), ["r1", "r2"], "{}", j["responders"]);
+    // Every slot sent or counted missed (more than half an interval late):
+    // how many of each is the machine's to decide.
+    let (sent, misses) = (
+        count(&j["packets"]["sent"]),
+        count(&j["schedule"]["misses"]),
+    );
+    assert_eq!(
+        sent + misses,
+        200,
+        "every slot sent or missed: {}",
+        j["schedule"]
+    );
+    assert_eq!(count(&j["schedule"]["interval_ns"]), 5_000_000);
+    // Sent on the schedule, not as fast as the answers come: the run spans
+    // its slots up to the last one sent (ping-pong would take a few ms).
+    let d = j["duration_s"].as_f64().unwrap();
+    let last_sent = (sent - 1) as f64 * 5e-3;
+    assert!(
+        d >= last_sent && d <= lived,
+        "duration {d} s, not within {last_sent}..{lived} s"
+    );
+    let log = CsvLog::read(&log_path);
+    for name in ["r1", "r2"] {
+        let mut rows: Vec<&Vec<String>> = log
+            .rows
+            .iter()
+            .filter(|row| log.text(row, "RESPONDER") == name)
+            .filter(|row| matches!(log.text(row, "STATUS"), "ok" | "lost"))
+            .collect();
+        rows.sort_by_key(|row| log.ns(row, "SEQ"));
+        let r = responder(&j, name);
+        assert_eq!(
+            rows.len() as u64,
+            count(&r["packets"]["sent"]),
+            "{name}: {r}"
+        );
+        let mut last: Option<u64> = None;
+        for row in rows {
+            // Its slot: whole intervals after the last one's (more than
+            // one where a slot was skipped); it left at or after it.
+            let sched = log.ns(row, "SCHED").unwrap_or_else(|| panic!("{row:?}"));
+            if let Some(prev) = last {
+                let gap = sched - prev;
+                assert!(
+                    gap >= 5_000_000 && gap.is_multiple_of(5_000_000),
+                    "{gap} ns: {row:?}"
+                );
+            }
+            last = Some(sched);
+            assert!(
+                log.ns(row, "T1_SW").unwrap() >= sched,
+                "left before its slot: {row:?}"
+            );
+        }
+    }
+}
+
+/// Joins the group on `dev_addr`'s interface and echoes every request
+/// from request `first` on, the first of them `late_ms` late. Prints
+/// `ready`.
+const LATE_FIRST: &str = r#"
+import socket, struct, sys, time
+group, dev_addr, first, late_ms = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('0.0.0.0', 7000))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+             struct.pack('4s4s', socket.inet_aton(group), socket.inet_aton(dev_addr)))
+print('ready', flush=True)
+while True:
+    d, a = s.recvfrom(65536)
+    seq = struct.unpack('<Q', d[:8])[0]
+    if seq < first:
+        continue
+    if seq == first:
+        time.sleep(late_ms / 1000)
+    s.sendto(d, a)
+"#;
+
+#[test]
+fn a_responder_first_heard_late_is_asked_every_request_since() {
+    if !runnable("a_responder_first_heard_late") || tool("python3", "first_heard_late").is_none() {
+        return;
+    }
+    let lab = Bridged::new(["c", "r1", "late"]);
+    let _r1 = reflector(&lab, 1, GROUP, "r1");
+    let late = lab.member(2);
+    // Silent for requests 0-19; its answer to 20 comes 30 ms late, after
+    // the request's 20 ms timeout settled it: it is first heard late.
+    let (_script, _) = python_in(&late.ns, LATE_FIRST, &[GROUP, &late.addr, "20", "30"]);
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("late.csv");
+    let target = format!("{GROUP}:{PORT}");
+    let args = [
+        "--packets",
+        "300",
+        "--warmup",
+        "0",
+        "--responders",
+        "2",
+        "--timeout",
+        "20ms",
+    ];
+    let j = client(
+        &lab,
+        0,
+        &target,
+        &[&args[..], &["--log", log_path.to_str().unwrap()]].concat(),
+    );
+    let r = j["responders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"].is_null())
+        .unwrap_or_else(|| panic!("{}", j["responders"]));
+    assert_eq!(count(&r["first_request"]), 20, "{r}");
+    let p = &r["packets"];
+    assert!(count(&p["late"]) >= 1, "its first answer was late: {r}");
+    // Asked every request from its first answer's on: each one answered,
+    // late or lost, though it was known only once that answer came.
+    assert_eq!(count(&p["sent"]), 300 - 20, "{r}");
+    assert_eq!(
+        count(&p["received"]) + count(&p["late"]) + count(&p["lost"]),
+        count(&p["sent"]),
+        "{r}"
+    );
+    let log = CsvLog::read(&log_path);
+    let rows: Vec<&Vec<String>> = log
+        .rows
+        .iter()
+        .filter(|row| log.text(row, "RESPONDER").is_empty())
+        .collect();
+    let late_row = rows
+        .iter()
+        .find(|row| log.text(row, "STATUS") == "late")
+        .unwrap_or_else(|| panic!("no late row: {rows:?}"));
+    assert_eq!(log.text(late_row, "SEQ"), "20");
+    let status = |s: &str| {
+        rows.iter()
+            .filter(|row| log.text(row, "STATUS") == s)
+            .count() as u64
+    };
+    assert_eq!(status("lost"), count(&p["lost"]) + count(&p["late"]), "{r}");
+    assert_eq!(status("ok"), count(&p["received"]), "{r}");
 }
 
 #[test]

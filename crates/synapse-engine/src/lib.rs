@@ -64,7 +64,7 @@ pub use affinity::{Placement, Role, ThreadPlacement, choose_cpu, pin_thread};
 pub use client::extensions;
 pub use client::group::{
     DISCOVERY_ROUNDS, GroupOutcome, MAX_RESPONDERS, MulticastOptions, ResponderEntry,
-    ResponderOutcome,
+    ResponderOutcome, ResponderPoints,
 };
 pub use client::paced::schedule::Schedule;
 pub use client::paced::{Budget, MAX_IN_FLIGHT, ProbeConfig, in_flight_bound};

@@ -2,7 +2,7 @@
 //! where its stamps are), and as the per-packet log writes them in a load
 //! run: with the phase it left in.
 
-use crate::packet_log::{LogRow, write_fields};
+use crate::packet_log::{LogRow, client_columns, write_fields};
 use std::io::{self, Write};
 use synapse_engine::{PacketStatus, Points};
 use synapse_stats::load::{PhaseKind, Probe, Stage};
@@ -17,7 +17,7 @@ pub struct PhasedPoints {
 }
 
 impl LogRow for PhasedPoints {
-    const HEADER: &'static str = "SEQ,STATUS,T1_SW,T1_SCHED,T1_DRV,T1_HW,T2_HW,T2_SW,T3_SW,T3_HW,T4_HW,T4_DRV,T4_SW,RTT,SCHED,REFLECTOR_SEQ,T3_DRV,FWD_DSCP,FWD_ECN,REV_DSCP,REV_ECN,T1_ACK,ACK_ON_REPLY,T0_SW,CONNECTED_SW,T1_WIRE,REFLECTOR_ERROR,CLIENT_ERROR,PATH_ERROR,PATH_ERROR_FROM,PHASE";
+    const HEADER: &'static str = concat!(client_columns!(), ",PHASE");
 
     fn write_row(&self, out: &mut impl Write) -> io::Result<()> {
         write_fields(out, &self.points)?;

@@ -264,6 +264,9 @@ pub struct ClientRun {
     /// A multicast run: each responder as it is first heard (its index,
     /// name and address), once.
     pub responder_directory: Option<rtrb::Consumer<group::ResponderEntry>>,
+    /// A multicast run's per-packet log rows, each responder's (when a
+    /// log is kept).
+    pub responder_points: Option<rtrb::Consumer<group::ResponderPoints>>,
     stop: StopFlag,
     overflow: Arc<AtomicU64>,
     handle: Option<JoinHandle<Result<ClientOutcome, EngineError>>>,
@@ -300,7 +303,8 @@ impl ClientRun {
 fn bind_work(cfg: &ClientConfig) -> Result<(Work, SocketAddr), EngineError> {
     let bind = cfg.bind.unwrap_or_else(|| wildcard_for(cfg.server));
     Ok(match cfg.schedule {
-        None if cfg.server.ip().is_multicast() => {
+        // A group's run, ping-pong or paced, is the group pinger's.
+        _ if cfg.server.ip().is_multicast() => {
             let m = &cfg.multicast;
             let options = GroupSocketOptions {
                 hops: m.hops,
@@ -378,16 +382,14 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         .transpose()
         .map_err(EngineError::io("cannot enable SO_TIMESTAMPING"))?;
     let stamping = stamping_of(&cfg, &chosen, tx_every);
-    let (output, rings) = Output::with_rings(cfg.ring_capacity, cfg.log_capacity);
-    let (answer_ring, responders) = rtrb::RingBuffer::new(cfg.ring_capacity.max(1));
-    let (directory, entries) = rtrb::RingBuffer::new(group::MAX_RESPONDERS);
-    let responder_overflow = Arc::new(AtomicU64::new(0));
-    let answers = group::AnswerRing {
-        ring: answer_ring,
-        overflow: Arc::clone(&responder_overflow),
-        directory,
-    };
     let grouped = matches!(work, Work::Group(..));
+    // A group's log rows are its responders': they go on their own ring.
+    let (unicast_log, group_log) = match grouped {
+        true => (0, cfg.log_capacity),
+        false => (cfg.log_capacity, 0),
+    };
+    let (output, rings) = Output::with_rings(cfg.ring_capacity, unicast_log);
+    let (answers, answered) = group::answer_rings(cfg.ring_capacity, group_log);
     let shape = shape_of(&cfg, stamping.segments);
     let stats = Stats::shaped(shape);
     let (thread_info, thread_stop) = (stamping.clone(), stop.clone());
@@ -442,9 +444,10 @@ pub fn start_client(cfg: ClientConfig, stop: StopFlag) -> Result<ClientRun, Engi
         shape,
         stamping,
         tcp_live: None,
-        responders: grouped.then_some(responders),
-        responder_overflow,
-        responder_directory: grouped.then_some(entries),
+        responder_overflow: answered.overflow,
+        responders: grouped.then_some(answered.records),
+        responder_directory: grouped.then_some(answered.directory),
+        responder_points: answered.points,
         stop,
         overflow: rings.overflow,
         handle: Some(handle),

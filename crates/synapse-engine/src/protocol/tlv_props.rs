@@ -32,6 +32,7 @@ fn answering(k: Option<&StampKey>, authenticated: bool) -> Answering<'_> {
             mode: tlv::method::SOFTWARE,
         }),
         reply_seq: 8,
+        name: None,
     }
 }
 
@@ -132,7 +133,7 @@ proptest! {
         location in any::<bool>(), direct in any::<bool>(), padding in any::<bool>(),
         size in 44usize..300, authenticated in any::<bool>(), tos in any::<u8>(),
     ) {
-        let set = StampTlvs { cos, follow_up, timestamp_info: ts, location, direct, padding };
+        let set = StampTlvs { cos, follow_up, timestamp_info: ts, location, direct, padding, name: false };
         prop_assume!(!set.is_empty());
         let k = key();
         let base = if authenticated { 112 } else { 44 };

@@ -38,6 +38,8 @@ pub struct Answering<'k> {
     pub follow_up: Option<tlv::FollowUp>,
     /// The answer's own sequence number (the HMAC TLV covers it).
     pub reply_seq: u32,
+    /// The reflector's name (`--name`), for the responder-name TLV.
+    pub name: Option<&'k super::responder_name::ResponderName>,
 }
 
 /// What answering did, for the send and the counts.
@@ -176,6 +178,7 @@ fn known(k: u8) -> bool {
             | kind::DIRECT
             | kind::FOLLOW_UP
             | kind::HMAC
+            | kind::RESPONDER_NAME
     )
 }
 
@@ -239,6 +242,11 @@ fn fill(k: u8, v: &mut [u8], a: &Answering, out: &mut Answered) -> bool {
             }
         }
         kind::LOCATION => fill_location(v, a),
+        // Its name, or zeros: a reflector without one is known by address.
+        kind::RESPONDER_NAME => match a.name {
+            Some(n) => v.copy_from_slice(n.octets()),
+            None => v.fill(0),
+        },
         // Extra Padding comes back as it came; the HMAC TLV is signed last.
         _ => {}
     }

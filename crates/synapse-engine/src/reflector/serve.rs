@@ -120,7 +120,8 @@ pub struct Reflector {
     /// The NIC's clock on the system clock: a Follow-Up carries the
     /// answer's NIC stamp placed there (else the kernel's).
     clock: Option<PhcMap>,
-    /// Plain echo: the name an answer carries when its request asks.
+    /// The name an answer carries when its request asks (plain echo: in
+    /// its payload; STAMP: in its responder-name TLV).
     name: Option<ResponderName>,
 }
 
@@ -178,9 +179,9 @@ impl Reflector {
         self.clock = clock;
     }
 
-    /// Plain echo: answers that ask carry `name` (see `responder_name`).
+    /// Answers that ask carry `name` (see `responder_name`).
     pub fn name_answers(&mut self, name: Option<ResponderName>) {
-        self.name = name.filter(|_| self.wire.protocol == Protocol::Echo);
+        self.name = name;
     }
 
     /// Serves until stopped.
@@ -434,7 +435,11 @@ impl Reflector {
                 }
             }
         };
-        if let Some(name) = &self.name {
+        if let Some(name) = self
+            .name
+            .as_ref()
+            .filter(|_| self.wire.protocol == Protocol::Echo)
+        {
             responder_name::tell(&mut self.buf[..d.got.len], name);
         }
         let packet = &self.buf[..d.got.len];
@@ -628,6 +633,7 @@ impl Reflector {
             counters: counted.map(|c| (c.received, c.sent)),
             follow_up: counted.and_then(|c| c.follow_up),
             reply_seq,
+            name: self.name.as_ref(),
         };
         let (head, area) = self.buf[..d.got.len].split_at_mut(layout.len);
         let request_seq = [head[0], head[1], head[2], head[3]];

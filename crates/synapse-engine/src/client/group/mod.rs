@@ -18,11 +18,53 @@
 //! Each responder's records go to their own ring, tagged with its index.
 //! None of this touches the unicast ping-pong loop.
 
+mod pacing;
 mod pinger;
 mod responders;
 mod round;
 
 pub(super) use pinger::{AnswerRing, GroupPinger};
+
+/// The consumer ends of a multicast run's responder rings.
+pub(super) struct AnswerRings {
+    /// Each responder's records, tagged with its index.
+    pub records: rtrb::Consumer<crate::client::prober::PeerRecord>,
+    /// Records that ring had no room for.
+    pub overflow: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Each responder as first heard.
+    pub directory: rtrb::Consumer<ResponderEntry>,
+    /// The per-packet log's rows, with a `log_capacity`.
+    pub points: Option<rtrb::Consumer<ResponderPoints>>,
+}
+
+/// A multicast run's responder rings, allocated before its thread starts:
+/// `ring_capacity` records (at least one), room for every responder's
+/// entry, and with a `log_capacity` the log's rows.
+pub(super) fn answer_rings(ring_capacity: usize, log_capacity: usize) -> (AnswerRing, AnswerRings) {
+    let (ring, records) = rtrb::RingBuffer::new(ring_capacity.max(1));
+    let (directory, entries) = rtrb::RingBuffer::new(MAX_RESPONDERS);
+    let (log, points) = match log_capacity {
+        0 => (None, None),
+        n => {
+            let (p, c) = rtrb::RingBuffer::new(n);
+            (Some(p), Some(c))
+        }
+    };
+    let overflow = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let producers = AnswerRing {
+        ring,
+        overflow: std::sync::Arc::clone(&overflow),
+        directory,
+        log,
+    };
+    let consumers = AnswerRings {
+        records,
+        overflow,
+        directory: entries,
+        points,
+    };
+    (producers, consumers)
+}
 pub use responders::MAX_RESPONDERS;
 
 use crate::protocol::responder_name::ResponderName;
@@ -73,6 +115,16 @@ pub struct ResponderEntry {
     pub name: Option<ResponderName>,
     /// The address its answers come from.
     pub address: SocketAddr,
+}
+
+/// One row of a multicast run's per-packet log: a responder's answer,
+/// loss, late answer or duplicate of one request, and who it was.
+#[derive(Debug, Clone, Copy)]
+pub struct ResponderPoints {
+    /// The responder.
+    pub responder: ResponderEntry,
+    /// The request's points and its answer's (as a unicast run's row).
+    pub points: crate::points::Points,
 }
 
 /// One responder as the run saw it.

@@ -4,9 +4,13 @@
 //! for its responder (with its split), each silent responder's loss, the
 //! group's own record, the spread and skew.
 
+use super::pacing::{GroupPacing, Slot};
 use super::responders::{Responders, Sender};
 use super::round::Round;
-use super::{DISCOVERY_ROUNDS, GroupOutcome, MulticastOptions, ResponderEntry, ResponderOutcome};
+use super::{
+    DISCOVERY_ROUNDS, GroupOutcome, MulticastOptions, ResponderEntry, ResponderOutcome,
+    ResponderPoints,
+};
 use crate::client::armed_wait::{self, Receive, Waiting};
 use crate::client::output::Output;
 use crate::client::prober::PeerRecord;
@@ -18,8 +22,9 @@ use crate::client::stamps::ClientStamps;
 use crate::client::stop::pause_until;
 use crate::client::{ClientConfig, ClientOutcome};
 use crate::mono::Mono;
-use crate::points::Points;
+use crate::points::{PacketStatus, Points};
 use crate::protocol::responder_name::{self, NAMED_SIZE};
+use crate::protocol::tlv::StampTlvs;
 use crate::protocol::{Codec, EchoCodec, RECV_BUFFER, StampSender};
 use crate::sys;
 use crate::sys::addr::RawAddr;
@@ -45,6 +50,8 @@ pub(in crate::client) struct AnswerRing {
     pub overflow: Arc<AtomicU64>,
     /// Each responder as it is first heard (room for every one).
     pub directory: rtrb::Producer<ResponderEntry>,
+    /// Each responder's rows for the per-packet log, when one is kept.
+    pub log: Option<rtrb::Producer<ResponderPoints>>,
 }
 
 /// The loop's state. Everything but a new responder's entry is allocated
@@ -70,6 +77,8 @@ pub(in crate::client) struct GroupPinger<'a> {
     in_sample: bool,
     /// Its wall clock is read.
     read_realtime: bool,
+    /// A per-packet log is kept: every request's wall clock is read.
+    logging: bool,
     wall: WallClock,
     /// The request in flight: its own points (T1 user, then its TX stamps).
     sent: Points,
@@ -93,6 +102,15 @@ pub(in crate::client) struct GroupPinger<'a> {
     unlisted: u64,
     requests: u64,
     last_seq: u64,
+    /// Paced (`--interval`, `--rate`): the slots the requests leave in.
+    pacing: Option<GroupPacing>,
+    /// The budget, when a count (`--packets`).
+    packets: Option<u64>,
+    /// When the request in flight's answers are due: its timeout, or its
+    /// next slot when that comes first.
+    deadline: Mono,
+    /// How late the request in flight left after its slot, ns.
+    lag_ns: u64,
 }
 
 /// How waiting for a request's answers ended.
@@ -121,7 +139,9 @@ impl<'a> GroupPinger<'a> {
         let codec = if cfg.stamp {
             let sender = StampSender::new(cfg.size, cfg.ssid, cfg.stamp_key.clone())
                 .with_format(cfg.stamp_format);
-            Codec::Stamp(sender.with_tlvs(cfg.tlvs, cfg.marks.unwrap_or(0)))
+            // Each answer's responder-name TLV tells who answered.
+            let tlvs = cfg.tlvs.union(StampTlvs::NAME);
+            Codec::Stamp(sender.with_tlvs(tlvs, cfg.marks.unwrap_or(0)))
         } else {
             Codec::Echo(EchoCodec::asking_names(
                 cfg.size.max(NAMED_SIZE),
@@ -129,6 +149,13 @@ impl<'a> GroupPinger<'a> {
             ))
         };
         let kernel = stamps.is_some();
+        // A log's rows carry every request's wall-clock times.
+        let logging = answers.log.is_some();
+        // The first slot a millisecond after the start, so setting up is
+        // not counted as lateness.
+        let pacing = cfg
+            .schedule
+            .map(|s| GroupPacing::new(s, 1_000_000, run_token(epoch).rotate_left(17)));
         Self {
             socket,
             group: RawAddr::from_socket_addr(cfg.server),
@@ -137,7 +164,8 @@ impl<'a> GroupPinger<'a> {
             reply: crate::protocol::Reply::plain(0),
             buf: vec![0; RECV_BUFFER],
             stamps,
-            realtime: cfg.stamp || kernel,
+            realtime: cfg.stamp || kernel || logging,
+            logging,
             splitting: cfg.stamp || kernel,
             stamp: cfg.stamp,
             in_sample: true,
@@ -164,6 +192,10 @@ impl<'a> GroupPinger<'a> {
             unlisted: 0,
             requests: 0,
             last_seq: 0,
+            pacing,
+            packets: cfg.packets,
+            deadline: epoch,
+            lag_ns: 0,
         }
     }
 
@@ -203,8 +235,16 @@ impl<'a> GroupPinger<'a> {
         }
         let index = seq.checked_sub(self.warmup);
         self.in_sample = self.stamps.as_mut().is_none_or(|s| s.samples(index));
-        self.read_realtime = self.realtime && (self.stamp || self.in_sample);
+        self.read_realtime = self.realtime && (self.stamp || self.in_sample || self.logging);
         let t1 = Mono::now();
+        let slot: Option<Slot> = self.pacing.as_mut().map(GroupPacing::take);
+        self.deadline = t1 + self.timeout;
+        let mut sched = None;
+        if let Some(slot) = slot {
+            self.deadline = self.deadline.min(self.epoch.plus_ns(slot.next_ns));
+            self.lag_ns = self.at_ns(t1).saturating_sub(slot.due_ns);
+            sched = Some(self.wall.at(self.epoch.plus_ns(slot.due_ns)));
+        }
         let t1_user = if self.read_realtime {
             self.wall.at(t1)
         } else {
@@ -218,6 +258,7 @@ impl<'a> GroupPinger<'a> {
         self.sent = Points {
             seq,
             t1_user: self.read_realtime.then_some(t1_user),
+            sched,
             ..Points::default()
         };
         self.round.start(seq, t1, warmup);
@@ -230,13 +271,13 @@ impl<'a> GroupPinger<'a> {
             }
         }
         match sent {
-            Ok(_) => self.gather(seq, t1, stop),
+            Ok(_) => self.gather(seq, stop),
             // No route, a full queue: this request never left. It is
             // lost after its timeout, as if it had gone out, so a dead
             // link paces the run instead of spinning it.
             Err(e) if e.raw_os_error().is_some_and(is_send_drop) && self.seen.replies > 0 => {
                 let _ = sys::errqueue::drain_error_queue(fd);
-                let stopped = pause_until(t1 + self.timeout, stop);
+                let stopped = pause_until(self.deadline, stop);
                 let wait = if stopped {
                     Wait::Stopped
                 } else {
@@ -256,9 +297,9 @@ impl<'a> GroupPinger<'a> {
 
     /// Receives answers to `seq` until every responder expected is in, its
     /// deadline passes, or `stop` is raised.
-    fn gather(&mut self, seq: u64, t1: Mono, stop: &StopFlag) -> Result<(Wait, Mono), EngineError> {
+    fn gather(&mut self, seq: u64, stop: &StopFlag) -> Result<(Wait, Mono), EngineError> {
         let fd = self.socket.as_raw_fd();
-        let deadline = t1 + self.timeout;
+        let deadline = self.deadline;
         let mut fresh = true;
         loop {
             let how = Waiting {
@@ -326,7 +367,7 @@ impl<'a> GroupPinger<'a> {
         }
         let name = match self.codec {
             Codec::Echo(_) => responder_name::told(datagram),
-            Codec::Stamp(_) => None,
+            Codec::Stamp(_) => self.reply.tlv.name,
         };
         let seq = self.reply.seq;
         let known = self.responders.len();
@@ -364,6 +405,25 @@ impl<'a> GroupPinger<'a> {
         };
         self.seen.late += 1;
         self.emit_for(i, Record::event(kind, seq, at_ns, about_warmup));
+        if !about_warmup {
+            // Its own row, with when it came: the request's row said lost.
+            let status = match kind {
+                RecordKind::Duplicate => PacketStatus::Duplicate,
+                _ => PacketStatus::Late,
+            };
+            let t4_user = self.read_realtime.then(|| self.wall.at(now));
+            self.log_for(
+                i,
+                Points {
+                    seq,
+                    status,
+                    t4_driver: rx.software,
+                    t4_hw: rx.hardware,
+                    t4_user,
+                    ..Points::default()
+                },
+            );
+        }
     }
 
     /// Responder `i`, first heard answering request `first`, was asked
@@ -375,18 +435,32 @@ impl<'a> GroupPinger<'a> {
         for seq in first..current {
             let warmup = seq < self.warmup;
             self.emit_for(i, Record::event(RecordKind::Lost, seq, at_ns, warmup));
+            if !warmup {
+                let row = Points {
+                    seq,
+                    status: PacketStatus::Lost,
+                    ..Points::default()
+                };
+                self.log_for(i, row);
+            }
         }
     }
 
     /// Responder `i` was heard for the first time: a live front end is
     /// told who it is (its ring has room for every one).
     fn announce(&mut self, i: usize) {
+        let entry = self.entry(i);
+        let _ = self.answers.directory.push(entry);
+    }
+
+    /// Who responder `i` is.
+    fn entry(&self, i: usize) -> ResponderEntry {
         let r = &self.responders.all()[i];
-        let _ = self.answers.directory.push(ResponderEntry {
+        ResponderEntry {
             index: i as u32,
             name: r.name,
             address: r.address,
-        });
+        }
     }
 
     /// A datagram that is no responder's answer: the group's stray.
@@ -435,8 +509,16 @@ impl<'a> GroupPinger<'a> {
             let at_ns = self.at_ns(at);
             let record = Record::sample(seq, at_ns, rtt, warmup)
                 .with_split(self.split_of(&a.points))
-                .with_far(a.points.far_side());
+                .with_far(a.points.far_side())
+                .with_send_lag(self.lag_ns);
             self.emit_for(a.responder, record);
+            if !warmup {
+                let row = Points {
+                    status: PacketStatus::Ok,
+                    ..a.points
+                };
+                self.log_for(a.responder, row);
+            }
             let r = &mut self.responders.all_mut()[a.responder];
             r.last_answer = Some((seq, at_ns));
             if warmup {
@@ -451,7 +533,8 @@ impl<'a> GroupPinger<'a> {
     /// Each known responder that did not answer in time: lost, for it.
     fn record_silent(&mut self) {
         let (seq, warmup, t1) = (self.round.seq, self.round.warmup, self.round.t1);
-        let (lost_ns, sent_ns) = (self.at_ns(t1 + self.timeout), self.at_ns(t1));
+        let (lost_ns, sent_ns) = (self.at_ns(self.deadline), self.at_ns(t1));
+        let lost = Record::event(RecordKind::Lost, seq, lost_ns, warmup).with_send_lag(self.lag_ns);
         for i in 0..self.responders.len() {
             if self.round.heard_from(i) || self.responders.all()[i].first_seq > seq {
                 continue;
@@ -461,7 +544,14 @@ impl<'a> GroupPinger<'a> {
             if !warmup {
                 r.outages.missed(seq, sent_ns);
             }
-            self.emit_for(i, Record::event(RecordKind::Lost, seq, lost_ns, warmup));
+            self.emit_for(i, lost);
+            if !warmup {
+                let row = Points {
+                    status: PacketStatus::Lost,
+                    ..self.sent
+                };
+                self.log_for(i, row);
+            }
         }
     }
 
@@ -484,14 +574,16 @@ impl<'a> GroupPinger<'a> {
             Some((at, rtt, points)) if complete => {
                 let at_ns = self.at_ns(at);
                 let split = self.split_of(&points);
-                self.emit(Record::sample(seq, at_ns, rtt, warmup).with_split(split));
+                let record = Record::sample(seq, at_ns, rtt, warmup).with_split(split);
+                self.emit(record.with_send_lag(self.lag_ns));
                 if !warmup && let Some(o) = self.outages.answered(at_ns) {
                     self.emit(outage_record(o, at_ns));
                 }
             }
             _ => {
-                let lost_ns = self.at_ns(t1 + self.timeout);
-                self.emit(Record::event(RecordKind::Lost, seq, lost_ns, warmup));
+                let lost_ns = self.at_ns(self.deadline);
+                let lost = Record::event(RecordKind::Lost, seq, lost_ns, warmup);
+                self.emit(lost.with_send_lag(self.lag_ns));
                 if !warmup {
                     self.outages.missed(seq, self.at_ns(t1));
                 }
@@ -525,6 +617,60 @@ impl<'a> GroupPinger<'a> {
         if self.answers.ring.push(tagged).is_err() {
             self.answers.overflow.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// A row of responder `i` for the per-packet log, if one is kept. A
+    /// full ring costs the log that row (counted), never the measurement.
+    fn log_for(&mut self, i: usize, points: Points) {
+        if self.answers.log.is_none() {
+            return;
+        }
+        let row = ResponderPoints {
+            responder: self.entry(i),
+            points,
+        };
+        let full = self
+            .answers
+            .log
+            .as_mut()
+            .is_some_and(|l| l.push(row).is_err());
+        self.log_overflow += u64::from(full);
+    }
+
+    /// Paced: skips the slots already too late (each recorded missed, for
+    /// the group and every responder), then waits for the next. `Some`
+    /// (when) ends the run: stop was raised, or the skipped slots spent
+    /// the budget (a count of slots, sent or skipped).
+    fn await_slot(&mut self, seq: u64, warmup: bool, stop: &StopFlag) -> Option<Mono> {
+        loop {
+            let now = Mono::now();
+            let now_ns = now.ns_since(self.epoch);
+            let Some(lag) = self.pacing.as_mut()?.skip_if_late(now_ns, !warmup) else {
+                break;
+            };
+            let missed = Record::event(RecordKind::Missed, seq, now_ns, warmup).with_send_lag(lag);
+            self.emit(missed);
+            for i in 0..self.responders.len() {
+                self.emit_for(i, missed);
+            }
+            if !warmup && self.slots_spent(seq) {
+                return Some(now);
+            }
+        }
+        let pacing = self.pacing.as_ref()?;
+        match pacing.wait(self.epoch, self.busy_poll, stop) {
+            Some(()) => None,
+            None => Some(Mono::now()),
+        }
+    }
+
+    /// Paced with a count (`--packets`): whether the measured slots sent
+    /// before request `seq` and those skipped make it up.
+    fn slots_spent(&self, seq: u64) -> bool {
+        let (Some(pacing), Some(n)) = (&self.pacing, self.packets) else {
+            return false;
+        };
+        seq.saturating_sub(self.warmup) + pacing.missed >= n
     }
 
     /// What the run found, for the outcome.
@@ -567,15 +713,21 @@ impl Exchanges for GroupPinger<'_> {
         None
     }
 
-    fn before(&mut self, seq: u64, _: bool, _: Mono, _: &StopFlag) -> bool {
+    fn before(&mut self, seq: u64, warmup: bool, _: Mono, _: &StopFlag) -> bool {
         if seq.is_multiple_of(1024) {
             // A step of the wall clock is followed within this many.
             self.wall = WallClock::sync();
         }
-        false
+        // Paced: the slots skipped count in the budget, as the sent ones.
+        !warmup && self.slots_spent(seq)
     }
 
     fn packet(&mut self, cfg: &ClientConfig, seq: u64, warmup: bool, stop: &StopFlag) -> Packet {
+        if self.pacing.is_some()
+            && let Some(ended) = self.await_slot(seq, warmup, stop)
+        {
+            return Ok((true, ended));
+        }
         let (wait, now) = self.exchange(seq, warmup, stop)?;
         match wait {
             // Not counted: nothing is recorded of it.

@@ -212,6 +212,7 @@ fn spawn(
         responders: None,
         responder_overflow: Default::default(),
         responder_directory: None,
+        responder_points: None,
         stop,
         overflow: rings.overflow,
         handle: Some(handle),

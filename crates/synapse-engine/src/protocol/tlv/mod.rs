@@ -60,6 +60,10 @@ pub mod kind {
     pub const FOLLOW_UP: u8 = 7;
     /// HMAC (§4.8).
     pub const HMAC: u8 = 8;
+    /// The responder's name (Synapse's, in the private-use range 252-254
+    /// of the IANA registry): 16 octets, UTF-8, zero-padded; a multicast
+    /// client tells its responders apart by it.
+    pub const RESPONDER_NAME: u8 = 252;
 }
 
 /// Value lengths a type requires (`None`: any; Location and Timestamp
@@ -68,7 +72,7 @@ pub fn valid_length(kind: u8, len: usize) -> bool {
     match kind {
         kind::COS => len == 4,
         kind::DIRECT => len == 12,
-        kind::FOLLOW_UP | kind::HMAC => len == 16,
+        kind::FOLLOW_UP | kind::HMAC | kind::RESPONDER_NAME => len == 16,
         kind::TIMESTAMP_INFO | kind::LOCATION => len >= 4,
         _ => true,
     }

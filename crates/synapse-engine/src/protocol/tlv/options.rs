@@ -15,6 +15,9 @@ pub struct StampTlvs {
     pub direct: bool,
     /// Extra Padding, up to `--size`.
     pub padding: bool,
+    /// The responder's name (a private-use TLV Synapse's reflector
+    /// answers): asked by a multicast run, never by `--tlv`.
+    pub name: bool,
 }
 
 const TLV_NAMES: [&str; 6] = [
@@ -35,9 +38,22 @@ impl StampTlvs {
         location: true,
         direct: true,
         padding: true,
+        name: false,
     };
 
-    fn flags(&self) -> [bool; 6] {
+    /// The responder's name alone (what a multicast run adds).
+    pub const NAME: Self = Self {
+        cos: false,
+        follow_up: false,
+        timestamp_info: false,
+        location: false,
+        direct: false,
+        padding: false,
+        name: true,
+    };
+
+    /// In [`TLV_NAMES`] order, the name (no option's) last.
+    fn flags(&self) -> [bool; 7] {
         [
             self.cos,
             self.follow_up,
@@ -45,6 +61,7 @@ impl StampTlvs {
             self.location,
             self.direct,
             self.padding,
+            self.name,
         ]
     }
 
@@ -55,7 +72,8 @@ impl StampTlvs {
             2 => &mut self.timestamp_info,
             3 => &mut self.location,
             4 => &mut self.direct,
-            _ => &mut self.padding,
+            5 => &mut self.padding,
+            _ => &mut self.name,
         }
     }
 

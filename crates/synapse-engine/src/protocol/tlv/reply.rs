@@ -69,6 +69,8 @@ pub struct TlvReport {
     /// A Follow-Up TLV came back processed but empty (the reflector's first
     /// answer in the session, or its TX stamp not in yet).
     pub follow_up_empty: bool,
+    /// The responder's name, when it told one.
+    pub name: Option<crate::protocol::responder_name::ResponderName>,
 }
 
 /// Reads the TLVs of `area` (a reply's octets after its base packet),
@@ -120,6 +122,7 @@ pub fn read_reply(area: &[u8], seq: [u8; 4], key: Option<&StampKey>) -> TlvRepor
             direct: None,
             follow_up: None,
             follow_up_empty: false,
+            name: None,
             ..r
         };
     }
@@ -162,6 +165,9 @@ fn read_value(r: &mut TlvReport, t: Tlv, v: &[u8]) {
             }
         }
         kind::LOCATION if r.location.is_none() => r.location = Some(read_location(v)),
+        kind::RESPONDER_NAME if r.name.is_none() => {
+            r.name = crate::protocol::responder_name::ResponderName::from_octets(v);
+        }
         _ => {}
     }
 }

@@ -64,6 +64,9 @@ impl TlvRequest {
         if set.follow_up {
             put(packet, kind::FOLLOW_UP, &[0; 16]);
         }
+        if set.name {
+            put(packet, kind::RESPONDER_NAME, &[0; 16]);
+        }
         let tail = if authenticated { HEADER + 16 } else { 0 };
         let gap = size.saturating_sub(packet.len() + tail);
         if gap >= HEADER {
