@@ -5,6 +5,7 @@
 //! found and flagged, and neither is read as inflation: the queue (a
 //! shallow 10 Mbit/s bucket toward the client) stays on the way back.
 
+use crate::common::announce;
 use crate::common::bottleneck::{Bottleneck, Egress};
 use crate::common::netns;
 use crate::common::*;
@@ -31,6 +32,34 @@ fn download(lab: &Bottleneck, clock: &str) -> Value {
     json_of(&out.stdout)
 }
 
+/// A download whose queue formed, and whether it did: the round trip's
+/// own median inflation (read apart from the stages under test) at least
+/// 5 ms, of the 16 ms the bucket holds. A busy machine can keep the bulk
+/// senders from filling it; such a run is measured again, up to three
+/// times, each retry said, and when none filled it the checks of where the
+/// queue sits are said unjudged (the clock's are made on the last run).
+fn download_queued(lab: &Bottleneck, clock: &str, test: &str) -> (Value, bool) {
+    for attempt in 1..=3 {
+        let j = download(lab, clock);
+        let rtt = j["load"]["phases"][1]["inflation_ns"]["p50"]
+            .as_f64()
+            .unwrap();
+        if rtt >= 5e6 {
+            return (j, true);
+        }
+        let why = format!(
+            "the download's median round trip was inflated by {:.2} ms: its queue did not form",
+            rtt / 1e6
+        );
+        announce::retry(test, attempt, &why);
+        if attempt == 3 {
+            announce::unjudged(test, &format!("where the queue sits ({clock})"), &why);
+            return (j, false);
+        }
+    }
+    unreachable!("the third attempt returns")
+}
+
 #[test]
 fn drift_is_followed_and_a_step_flagged_neither_read_as_inflation() {
     let test = "drift_is_followed_and_a_step_flagged_neither_read_as_inflation";
@@ -49,7 +78,7 @@ fn drift_is_followed_and_a_step_flagged_neither_read_as_inflation() {
     lab.bucket(Egress::RouterToClient, "20kb");
 
     // 300 ppm: the offset moves 1.5 ms over the 5 s phase.
-    let j = download(&lab, "drift_ppm=300");
+    let (j, queued) = download_queued(&lab, "drift_ppm=300", test);
     let clock = &j["load"]["clock"];
     let drift = clock["drift_ppm"].as_f64().unwrap();
     println!(
@@ -72,15 +101,17 @@ fn drift_is_followed_and_a_step_flagged_neither_read_as_inflation() {
         "no queue that way: {}",
         d["stage_inflation_ns"]
     );
-    assert!(
-        stage("backward") > 5e6,
-        "the queue: {}",
-        d["stage_inflation_ns"]
-    );
-    assert!(d["stage_share"]["backward"].as_f64().unwrap() > 0.9);
+    if queued {
+        assert!(
+            stage("backward") > 5e6,
+            "the queue: {}",
+            d["stage_inflation_ns"]
+        );
+        assert!(d["stage_share"]["backward"].as_f64().unwrap() > 0.9);
+    }
 
     // A step of +40 ms three seconds in: inside the download phase.
-    let j = download(&lab, "step_ms=40,step_at_s=3");
+    let (j, queued) = download_queued(&lab, "step_ms=40,step_at_s=3", test);
     let steps = j["load"]["clock"]["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 1, "{}", j["load"]["clock"]);
     let size = steps[0]["size_ns"].as_f64().unwrap();
@@ -99,10 +130,8 @@ fn drift_is_followed_and_a_step_flagged_neither_read_as_inflation() {
         "not split: {s}"
     );
     let network = s["network"].as_f64().unwrap();
-    assert!(
-        network > 5e6 && network < 30e6,
-        "the queue, not the step: {s}"
-    );
+    assert!(network < 30e6, "not the step: {s}");
+    assert!(!queued || network > 5e6, "the queue: {s}");
     let rtt = d["inflation_ns"]["p50"].as_f64().unwrap();
     assert!(rtt < 30e6, "the round trip never sees an offset: {rtt}");
 }
