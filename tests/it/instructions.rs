@@ -164,8 +164,9 @@ fn the_clients_instructions_per_round_trip_stay_within_ten_per_cent() {
     }
 }
 
-/// Instructions per answer of `synapse server` (defaults, plain echo), all
-/// its threads, driven one request at a time from here (issue 38; the
+/// Instructions per answer of `synapse server` (defaults, plain echo), its
+/// echo reflector's thread (256 of the 258 all its threads counted, on a
+/// quiet machine, this session), driven one request at a time from here (issue 38; the
 /// method of `benches/instructions.sh`'s `syn-server` row, shorter), the
 /// gate's own run. (The bench counted 622 back to back before the reflector
 /// waited in one `recvmmsg` and answered a lone request with a `sendto`;
@@ -173,9 +174,10 @@ fn the_clients_instructions_per_round_trip_stay_within_ten_per_cent() {
 /// bounds check, 274 before admission was always inlined.)
 const REFERENCE_REFLECTOR: f64 = 265.0;
 
-/// All of a `synapse server`'s threads' instructions under callgrind for a
-/// run that answers `answers` requests (and its start-up and stop).
-fn reflector_count(valgrind: &Path, bin: &Path, answers: u64) -> u64 {
+/// Each of a `synapse server`'s threads' instructions under callgrind
+/// (by creation order) for a run that answers `answers` requests (and its
+/// start-up and stop).
+fn reflector_count(valgrind: &Path, bin: &Path, answers: u64) -> Vec<u64> {
     use std::net::UdpSocket;
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
@@ -219,9 +221,9 @@ fn reflector_count(valgrind: &Path, bin: &Path, answers: u64) -> u64 {
     common::unsafe_free_kill(server.id(), "TERM");
     let mut server = server;
     server.wait().unwrap();
-    let total: u64 = thread_counts(&out).iter().sum();
-    assert!(total > 0, "callgrind wrote no thread's count");
-    total
+    let threads = thread_counts(&out);
+    assert!(!threads.is_empty(), "callgrind wrote no thread's count");
+    threads
 }
 
 #[test]
@@ -235,7 +237,19 @@ fn the_reflectors_instructions_per_answer_stay_within_ten_per_cent() {
     let (short, long) = (2_000u64, 4_000u64);
     let a = reflector_count(&valgrind, &bin, short);
     let b = reflector_count(&valgrind, &bin, long);
-    let per = (b as f64 - a as f64) / (long - short) as f64;
+    assert_eq!(a.len(), b.len(), "the same threads in both runs");
+    // The echo reflector's thread: the one whose count grows most. The
+    // others' counts follow the wall clock, not the answers (the main
+    // thread's report timer, the idle STAMP and TCP reflectors' stop
+    // checks): in CI beside a busy CPU, all the threads together counted
+    // 628 an answer; beside stress-ng alone the reflector's is 256 each time.
+    let growth: Vec<f64> = a
+        .iter()
+        .zip(&b)
+        .map(|(a, b)| (*b as f64 - *a as f64) / (long - short) as f64)
+        .collect();
+    println!("reflector: per answer, each thread: {growth:.0?}");
+    let per = growth.iter().skip(1).copied().fold(0.0, f64::max);
     let reference = REFERENCE_REFLECTOR;
     println!("reflector: {per:.0} per answer, reference {reference:.0}");
     assert!(
