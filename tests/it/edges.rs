@@ -401,6 +401,46 @@ fn a_blackhole_is_reported_as_an_outage() {
     );
 }
 
+/// An outage still open when a paced run ends lasts until the slot after
+/// its last request, not until that request's 1 s wait runs out: three
+/// requests lost at the end of a 10 ms schedule are a 30 ms outage, and
+/// the verdict fails on their loss alone, not on `--max-outage` (1 s).
+#[test]
+fn an_outage_at_the_end_of_a_paced_run_ends_at_the_next_slot() {
+    let peer = ScriptedPeer::start(|seq| if seq < 97 { Answer::Echo } else { Answer::Drop });
+    let out = client(&[
+        &peer.addr(),
+        "--json",
+        "--interval",
+        "10ms",
+        "--packets",
+        "100",
+        "--warmup",
+        "0",
+        "--timeout",
+        "1s",
+    ]);
+    let j = json(&out);
+    assert_eq!(counter(&j, "lost"), 3, "{j}");
+    let o = &j["outages"];
+    assert_eq!(
+        (o["count"].as_u64(), o["longest_packets"].as_u64()),
+        (Some(1), Some(3)),
+        "{j}"
+    );
+    // Three slots, less the first one's send lag (under half a slot).
+    let longest = o["longest_ms"].as_f64().unwrap();
+    assert!((20.0..=30.5).contains(&longest), "{longest}: {j}");
+    let failed: Vec<&str> = j["verdict"]["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["held"] == false)
+        .map(|c| c["metric"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["loss"], "{j}");
+}
+
 /// Item 6 with a real reflector stopped for 2 s: the replies come late, the
 /// outage is about 2 s long, and the verdict fails on loss.
 #[test]

@@ -252,6 +252,8 @@ pub struct ClientRow {
     pub t1_wire: Option<i64>,
     /// The reflector's T3 from its Follow-Ups, when its NIC stamped.
     pub t3_hw: Option<i64>,
+    /// The slot it was due in.
+    pub sched: Option<i64>,
 }
 
 impl From<HashMap<String, String>> for ClientRow {
@@ -270,6 +272,7 @@ impl From<HashMap<String, String>> for ClientRow {
             rtt: r.get("RTT").and_then(|v| v.parse().ok()),
             t1_wire: ns(r.get("T1_WIRE")),
             t3_hw: ns(r.get("T3_HW")),
+            sched: ns(r.get("SCHED")),
         }
     }
 }
@@ -280,9 +283,10 @@ impl ClientRow {
         Some(self.t2? - self.t1?)
     }
 
-    /// T4 − T3: the reply's.
-    pub fn backward(&self) -> Option<i64> {
-        Some(self.t4? - self.t3?)
+    /// T4 at the client's kernel − T3: the reply's, as the kernel saw it
+    /// arrive.
+    pub fn backward_kernel(&self) -> Option<i64> {
+        Some(self.t4_kernel? - self.t3?)
     }
 }
 

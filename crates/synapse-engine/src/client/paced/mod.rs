@@ -655,7 +655,7 @@ impl<'a, S: Sink> Pacer<'a, S> {
             if let Some(start) = probe.measure_start_ns {
                 measured = measured.max(Duration::from_nanos(end.saturating_sub(start)));
             }
-            if let Some(o) = probe.outages.end(end) {
+            if let Some(o) = probe.outages.end(open_outage_end(end, probe.done_ns)) {
                 self.record(p, outage_record(o, now));
             }
         }
@@ -668,6 +668,16 @@ impl<'a, S: Sink> Pacer<'a, S> {
             gave_up: None,
         }
     }
+}
+
+/// Where an outage still open when the run ends stops: when the request
+/// after its last would have left (the schedule's next slot), or when
+/// the last one's wait ran out, whichever came first. Mid-run an outage
+/// ends with the next timely reply, about a slot after its last request;
+/// ending it at the last timeout instead would make two requests lost at
+/// the end of a 10 ms schedule a 1 s outage, and FAIL `--max-outage`.
+fn open_outage_end(resolved_ns: u64, done_ns: Option<u64>) -> u64 {
+    done_ns.map_or(resolved_ns, |done| done.min(resolved_ns))
 }
 
 /// Files the TX stamps request `e` of probe `p` still waits for, if they
@@ -736,7 +746,23 @@ fn outage_record(o: Outage, at_ns: u64) -> Record {
 
 #[cfg(test)]
 mod tests {
-    use super::to_tick;
+    use super::{open_outage_end, to_tick};
+
+    #[test]
+    fn an_outage_open_at_the_end_stops_at_the_next_slot_or_the_last_wait() {
+        // A 10 ms schedule waiting 1 s for its last reply: the next slot.
+        assert_eq!(
+            open_outage_end(1_990_000_000, Some(1_000_000_000)),
+            1_000_000_000
+        );
+        // A 10 s schedule waiting 1 s: the last wait.
+        assert_eq!(
+            open_outage_end(1_990_000_000, Some(10_990_000_000)),
+            1_990_000_000
+        );
+        // Stopped before its budget was spent: the last wait.
+        assert_eq!(open_outage_end(1_990_000_000, None), 1_990_000_000);
+    }
 
     #[test]
     fn a_tick_rounds_each_wake_up_up_to_its_grid() {
