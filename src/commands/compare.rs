@@ -25,6 +25,53 @@ struct Pair<'a> {
     /// Load runs: each phase's p50 inflation, B against A.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     load: Vec<PhaseChange>,
+    /// Multicast runs: each responder both sides heard, B against A.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    responders: Vec<ResponderPair>,
+}
+
+/// One responder of multicast runs, B against A.
+#[derive(Debug, Serialize)]
+struct ResponderPair {
+    /// Its name, else its address.
+    responder: String,
+    #[serde(flatten)]
+    comparison: Comparison,
+    method: String,
+}
+
+/// Each responder heard in a run of A and in a run of B, compared as
+/// runs of their own (those heard on one side only are not: there is
+/// nothing to hold them against).
+fn responder_pairs(a: &[&Input], b: &[&Input], opts: &Options) -> Vec<ResponderPair> {
+    let side = |runs: &[&Input], key: &str| -> Vec<synapse_stats::significance::Run> {
+        runs.iter()
+            .flat_map(|i| &i.responders)
+            .filter(|r| r.key == key)
+            .map(|r| r.input.run.clone())
+            .collect()
+    };
+    let mut keys: Vec<&str> = a
+        .iter()
+        .flat_map(|i| &i.responders)
+        .map(|r| r.key.as_str())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|key| {
+            let (ra, rb) = (side(a, key), side(b, key));
+            if rb.is_empty() {
+                return None;
+            }
+            let comparison = compare(&ra, &rb, opts);
+            Some(ResponderPair {
+                responder: key.to_string(),
+                method: compare_text::method(&comparison),
+                comparison,
+            })
+        })
+        .collect()
 }
 
 /// Every run's load, when each is a load run's report.
@@ -114,12 +161,15 @@ pub fn run(args: &CompareArgs, out: &mut impl Write) -> Result<i32, AppError> {
                 b: b.iter().map(|i| i.label.as_str()).collect(),
                 method: compare_text::method(&comparison),
                 load: load_changes(&a, &b, args.effect.min_effect),
+                responders: responder_pairs(&a, &b, &opts),
                 comparison,
             }
         })
         .collect();
     let verdict = Verdict::all(pairs.iter().flat_map(|p| {
-        std::iter::once(p.comparison.verdict).chain(p.load.iter().map(|c| c.verdict))
+        std::iter::once(p.comparison.verdict)
+            .chain(p.load.iter().map(|c| c.verdict))
+            .chain(p.responders.iter().map(|r| r.comparison.verdict))
     }));
     if args.json {
         serde_json::to_writer(
@@ -145,6 +195,10 @@ pub fn run(args: &CompareArgs, out: &mut impl Write) -> Result<i32, AppError> {
             )?;
             compare_text::write_comparison(out, c)?;
             compare_text::write_load_changes(out, &p.load)?;
+            for r in &p.responders {
+                writeln!(out, "\nResponder {}:", r.responder)?;
+                compare_text::write_comparison(out, &r.comparison)?;
+            }
         }
         if verdict == Verdict::Inconclusive && args.effect.fail_on_inconclusive {
             writeln!(

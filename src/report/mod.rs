@@ -292,7 +292,8 @@ impl Report {
     }
 
     /// A multicast run's responders' percentiles given their intervals,
-    /// from each one's own slices (`slices[i]`: responder `i`'s).
+    /// and their slices kept for `compare`, from each one's own slices
+    /// (`slices[i]`: responder `i`'s).
     pub fn responder_intervals(&mut self, slices: &[Vec<Slice>]) {
         let Some(g) = self.group.as_mut() else {
             return;
@@ -300,6 +301,7 @@ impl Report {
         for r in &mut g.responders {
             if let Some(own) = slices.get(r.index) {
                 r.percentiles = percentiles::of(&r.summary, own);
+                r.slices = (!own.is_empty()).then(|| slices_json::SlicesJson::of(own));
             }
         }
     }

@@ -33,6 +33,9 @@ pub struct ResponderReport {
     pub silent: Option<Silence>,
     /// The first request it was asked (the one it was first heard on).
     pub first_request: u64,
+    /// Its own slices of consecutive requests, as the run's `slices`: what
+    /// lets `synapse compare` resample this responder for its own noise.
+    pub slices: Option<super::slices_json::SlicesJson>,
     /// Its index in the run (the order it was first heard in): its
     /// records' tag.
     #[serde(skip)]
@@ -116,6 +119,7 @@ impl ResponderReport {
                 requests: unanswered,
             }),
             first_request: r.first_seq,
+            slices: (!slices.is_empty()).then(|| super::slices_json::SlicesJson::of(slices)),
             index,
         }
     }

@@ -28,6 +28,17 @@ pub struct Input {
     pub slices: Vec<Slice>,
     /// A load run's phases and series (a JSON report of `--load`).
     pub load: Option<super::load_runs::LoadRead>,
+    /// A multicast run's responders, each read as a run of its own (its
+    /// label the run's and its name, or its address).
+    pub responders: Vec<Responder>,
+}
+
+/// One responder of a multicast run read back.
+#[derive(Debug, Clone)]
+pub struct Responder {
+    /// Its name, else its address: what it is matched by across runs.
+    pub key: String,
+    pub input: Input,
 }
 
 /// The series prefix of `--peer NAME` (an agent's log), or none.
@@ -94,13 +105,32 @@ fn from_log(label: &str, log: LoggedRun, prefix: &str) -> Result<Input, AppError
         percentiles: Vec::new(),
         slices: Vec::new(),
         load: None,
+        responders: Vec::new(),
     })
 }
 
 fn json_report(label: &str, bytes: &[u8]) -> Result<Input, AppError> {
+    let j: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| AppError::Usage(format!("{label}: not JSON: {e}")))?;
+    let mut input = json_figures(label, &j)?;
+    input.load = super::load_runs::LoadRead::of(&j);
+    for r in j["responders"].as_array().into_iter().flatten() {
+        let Some(key) = r["name"].as_str().or(r["address"].as_str()) else {
+            continue;
+        };
+        let own = json_figures(&format!("{label} {key}"), r)?;
+        input.responders.push(Responder {
+            key: key.to_string(),
+            input: own,
+        });
+    }
+    Ok(input)
+}
+
+/// A run's figures from a JSON object shaped as a report (the report
+/// itself, or one of its responders): `packets`, `rtt_ns`, `slices`.
+fn json_figures(label: &str, j: &serde_json::Value) -> Result<Input, AppError> {
     let bad = |why: &str| AppError::Usage(format!("{label}: {why}"));
-    let j: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| bad(&format!("not JSON: {e}")))?;
     let packets = &j["packets"];
     let count = |k: &str| packets[k].as_u64();
     let (Some(sent), Some(lost), Some(late)) = (count("sent"), count("lost"), count("late")) else {
@@ -154,7 +184,8 @@ fn json_report(label: &str, bytes: &[u8]) -> Result<Input, AppError> {
         log: None,
         percentiles,
         slices,
-        load: super::load_runs::LoadRead::of(&j),
+        load: None,
+        responders: Vec::new(),
     })
 }
 
@@ -203,5 +234,6 @@ fn baseline(
         ],
         slices: Vec::new(),
         load: None,
+        responders: Vec::new(),
     }])
 }

@@ -171,6 +171,58 @@ fn one_json_report_a_side_finds_a_1_ms_peer() {
     assert_eq!(j["verdict"], "regression");
 }
 
+/// Multicast reports are compared responder by responder as well as for
+/// the group: r2 twice as slow in B is a regression in its own rows; r1,
+/// the same in both, is not. Three runs a side, as one a side cannot show
+/// even a doubling on an uncalibrated host.
+#[test]
+fn multicast_runs_are_compared_responder_by_responder() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args: Vec<PathBuf> = Vec::new();
+    for (side, base) in [("a", 100_000), ("b", 200_000)] {
+        if side == "b" {
+            args.push("--".into());
+        }
+        for (k, wobble) in [0, 2_000, 4_000].into_iter().enumerate() {
+            let path = dir.path().join(format!("{side}{k}.json"));
+            std::fs::write(&path, crate::plot::multicast_report(base + wobble)).unwrap();
+            args.push(path);
+        }
+    }
+    let run = |json: bool| {
+        let mut cmd = synapse();
+        cmd.arg("compare");
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.args(&args).output().unwrap()
+    };
+    let out = run(true);
+    let j = json_of(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{j}");
+    let responders = j["comparisons"][0]["responders"].as_array().unwrap();
+    let names: Vec<&str> = responders
+        .iter()
+        .map(|r| r["responder"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["r1", "r2"], "{j}");
+    assert_eq!(
+        figure(&responders[1], "p50")["verdict"],
+        "regression",
+        "{j}"
+    );
+    assert_ne!(
+        figure(&responders[0], "p50")["verdict"],
+        "regression",
+        "{j}"
+    );
+    let words = text(&run(false).stdout);
+    assert!(
+        words.contains("\nResponder r1:\n") && words.contains("\nResponder r2:\n"),
+        "{words}"
+    );
+}
+
 /// A calibration of this host whose runs differ by `sd` (ln) on 20 runs:
 /// what `synapse calibrate` would keep, written where the binary looks.
 fn calibrated_state(sd: f64) -> tempfile::TempDir {

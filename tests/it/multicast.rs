@@ -186,6 +186,15 @@ fn three_responders_each_with_its_own_figures_and_the_loss_of_one_link_in_its_ro
             !r["segments"].as_array().unwrap().is_empty(),
             "kernel split: {r}"
         );
+        // Its own slices, for `compare`: every request it was asked in one.
+        let asked: u64 = r["slices"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| count(&s["unanswered"]))
+            .sum::<u64>()
+            + count(&p["received"]);
+        assert_eq!(asked, count(&p["sent"]), "{r}");
     }
     // The group's request is answered when all three answered in time.
     assert!(count(&j["packets"]["lost"]) >= lost, "{}", j["packets"]);

@@ -81,6 +81,70 @@ fn json_report() -> String {
     .to_string()
 }
 
+/// A report's slices whose round trips sit from `base_ns` up, 50 a slice,
+/// twenty slices.
+fn slices_from(base_ns: u64) -> serde_json::Value {
+    let items: Vec<serde_json::Value> = (0..20u64)
+        .map(|k| {
+            let rtt = synapse::hdr_log::encode_histogram(&histogram((0..50).map(|i| base_ns + i * 300)));
+            serde_json::json!({"start_ns": k * 300 * MS, "end_ns": (k + 1) * 300 * MS - MS, "rtt": rtt, "unanswered": 0})
+        })
+        .collect();
+    serde_json::json!({"requests_each": 50, "items": items})
+}
+
+/// A multicast run's report: the group's figures (each request's slowest
+/// answer) and two responders', r1 about 60 µs and r2 `r2_ns` up.
+pub fn multicast_report(r2_ns: u64) -> String {
+    let figures = |base: u64| {
+        serde_json::json!({
+            "packets": {"sent": 1000, "lost": 0, "late": 0},
+            "rtt_ns": {"p50": base + 7_000, "p90": base + 13_000, "p99": base + 14_500, "p999": base + 14_700, "mean": base + 7_000},
+            "slices": slices_from(base),
+        })
+    };
+    let mut j = figures(r2_ns);
+    let mut r1 = figures(60_000);
+    r1["name"] = "r1".into();
+    r1["address"] = "10.9.0.2:7000".into();
+    let mut r2 = figures(r2_ns);
+    r2["name"] = "r2".into();
+    r2["address"] = "10.9.0.3:7000".into();
+    j["responders"] = serde_json::json!([r1, r2]);
+    j.to_string()
+}
+
+#[test]
+fn a_multicast_report_draws_the_group_and_each_responder() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m.json");
+    std::fs::write(&m, multicast_report(120_000)).unwrap();
+    let font_bytes =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/fonts/DejaVuSans.ttf"))
+            .unwrap();
+    let font = FontRef::try_from_slice(&font_bytes).unwrap();
+    for kind in ["percentiles", "time"] {
+        let (svg, _) = render(dir.path(), &[&m], kind, 900);
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        let texts: Vec<String> = labels(&doc, &font).into_iter().map(|l| l.text).collect();
+        for name in ["m.json", "m.json r1", "m.json r2"] {
+            // The time pane names each run's lines: its p50 first.
+            let p50 = format!("{name} p50");
+            assert!(
+                texts.iter().any(|t| *t == name || *t == p50),
+                "{kind}: no '{name}' in {texts:?}"
+            );
+        }
+        let drawn = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("polyline"))
+            .filter_map(|n| n.attribute("stroke").map(str::to_uppercase))
+            .filter(|c| ["#1F77B4", "#D62728", "#2CA02C"].contains(&c.as_str()))
+            .collect::<std::collections::BTreeSet<_>>();
+        assert_eq!(drawn.len(), 3, "{kind}: a line per run drawn: {drawn:?}");
+    }
+}
+
 /// A label as the SVG places it, and the box the font gives it.
 #[derive(Debug, Clone)]
 struct Label {

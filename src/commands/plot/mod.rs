@@ -68,7 +68,14 @@ pub fn run(args: &PlotArgs) -> Result<i32, AppError> {
     let (mut drawn, mut loads) = (Vec::new(), Vec::new());
     for s in &args.inputs {
         let inputs = runs::load(s, args.config.as_ref(), &prefix)?;
-        drawn.extend(inputs.iter().map(|i| Run::of(i, &prefix)));
+        // A multicast run: the group (each request's slowest answer), then
+        // each responder as a run of its own.
+        drawn.extend(
+            inputs
+                .iter()
+                .flat_map(|i| std::iter::once(i).chain(i.responders.iter().map(|r| &r.input)))
+                .map(|i| Run::of(i, &prefix)),
+        );
         loads.extend(
             inputs
                 .iter()
