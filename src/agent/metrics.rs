@@ -166,6 +166,8 @@ pub struct Metrics {
     clock: super::clock_metrics::ClockMetrics,
     /// Whether each peer answers, and the path's errors by reason.
     health: super::health_metrics::HealthMetrics,
+    /// Multicast peers: each member's own series.
+    pub responders: super::responder_metrics::ResponderMetrics,
     /// This host's labels, and the keys of them (and of the peers') that
     /// series carry.
     own_labels: crate::plan::agent::labels::Labels,
@@ -250,6 +252,7 @@ impl Metrics {
             fleet: super::fleet_metrics::FleetMetrics::new(registry, source),
             clock: super::clock_metrics::ClockMetrics::new(registry),
             health: super::health_metrics::HealthMetrics::new(registry),
+            responders: super::responder_metrics::ResponderMetrics::new(registry, source),
             own_labels: crate::plan::agent::labels::Labels::new(),
             series_labels: Vec::new(),
             families: f,
@@ -282,6 +285,7 @@ impl Metrics {
         peers: &[PeerConfig],
         timestamps: impl Fn(usize) -> String,
     ) {
+        self.responders.set_groups(peers);
         let mut old: Vec<PeerSeries> = std::mem::take(&mut self.peers);
         for (i, p) in peers.iter().enumerate() {
             let info = self.info_of(p, &timestamps(i));

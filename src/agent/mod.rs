@@ -35,6 +35,7 @@ pub mod pair;
 pub mod paths;
 mod register;
 pub mod report;
+pub mod responder_metrics;
 pub mod subset;
 pub mod table;
 pub mod trace;
@@ -305,6 +306,8 @@ impl Agent {
         let (metrics, windows, paths) = (&mut self.metrics, &mut self.windows, &mut self.paths);
         let (hdr, prefixes, timeout) = (&mut self.hdr, &self.hdr_prefixes, self.cfg.timeout);
         let now = hdr.as_ref().map(|t| t.base().elapsed());
+        self.session
+            .drain_responders(|r| metrics.responders.record(&r));
         self.session.drain(|peer, path, r| {
             let i = peer.unwrap_or(usize::MAX);
             metrics.record(i, r);

@@ -1,9 +1,11 @@
 //! The agent's session: its reflector (echo, and STAMP beside it), one
-//! prober thread for all its UDP peers, and a client per `tcp://` peer
-//! ([`super::agent_tcp`]). A reload replaces the prober and the TCP
+//! prober thread for all its UDP peers, a client per `tcp://` peer
+//! ([`super::agent_tcp`]) and one per multicast group
+//! ([`super::agent_group`]). A reload replaces the prober and those
 //! clients; the reflector keeps answering throughout.
 
 use super::ServerSession;
+use super::agent_group::{GroupPeers, ResponderRecord};
 use super::agent_tcp::TcpPeers;
 use crate::error::AppError;
 use crate::plan::agent::{AgentConfig, PeerConfig};
@@ -61,6 +63,7 @@ pub struct AgentSession {
     /// Their addresses, in the same order.
     peer_addrs: Vec<std::net::SocketAddr>,
     tcp: TcpPeers,
+    groups: GroupPeers,
 }
 
 impl AgentSession {
@@ -83,6 +86,7 @@ impl AgentSession {
             udp_peers: Vec::new(),
             peer_addrs: Vec::new(),
             tcp: TcpPeers::default(),
+            groups: GroupPeers::default(),
         };
         s.restart_prober(cfg)?;
         Ok(s)
@@ -95,8 +99,10 @@ impl AgentSession {
         self.stop_probers()?;
         self.tcp.stop(|_, _| {})?;
         self.tcp = TcpPeers::start(cfg, WARMUP)?;
+        self.groups.stop(|_, _| {}, |_| {})?;
+        self.groups = GroupPeers::start(cfg, WARMUP)?;
         self.udp_peers = (0..cfg.peers.len())
-            .filter(|&i| cfg.peers[i].transport == Transport::Udp)
+            .filter(|&i| cfg.peers[i].transport == Transport::Udp && !cfg.peers[i].is_group())
             .collect();
         self.peer_addrs = self.udp_peers.iter().map(|&i| cfg.peers[i].addr).collect();
         if self.udp_peers.is_empty() {
@@ -167,10 +173,13 @@ impl AgentSession {
         self.probers.first().map(|p| &p.stamping)
     }
 
-    /// How peer `index`'s probes are stamped: its TCP client's way, or
-    /// the prober's.
+    /// How peer `index`'s probes are stamped: its TCP or group client's
+    /// way, or the prober's.
     pub fn stamping_of(&self, index: usize) -> Option<&StampingInfo> {
-        self.tcp.stamping_of(index).or_else(|| self.stamping())
+        self.tcp
+            .stamping_of(index)
+            .or_else(|| self.groups.stamping_of(index))
+            .or_else(|| self.stamping())
     }
 
     /// Where the echo reflector and the STAMP one answer.
@@ -217,6 +226,13 @@ impl AgentSession {
             }
         }
         self.tcp.drain(|peer, r| each(peer, 0, r));
+        self.groups.drain(|peer, r| each(peer, 0, r));
+    }
+
+    /// Hands each group's responders' records since the last call to
+    /// `each`.
+    pub fn drain_responders(&mut self, each: impl FnMut(ResponderRecord)) {
+        self.groups.drain_responders(each);
     }
 
     /// Asks path `path`'s prober to trace the way to UDP peer `peer` (its
@@ -260,6 +276,7 @@ impl AgentSession {
             .map(ProberRun::ring_overflow)
             .sum::<u64>()
             + self.tcp.ring_overflow()
+            + self.groups.ring_overflow()
     }
 
     /// Why the agent cannot go on: a measurement thread ended by itself.
@@ -272,7 +289,7 @@ impl AgentSession {
             self.probers.remove(i);
             return Some(why);
         }
-        if let Some(why) = self.tcp.failure() {
+        if let Some(why) = self.tcp.failure().or_else(|| self.groups.failure()) {
             return Some(why);
         }
         self.reflector
@@ -298,7 +315,10 @@ impl AgentSession {
         }
         let mut each = each;
         self.drain(&mut each);
-        let tcp = self.tcp.stop(|peer, r| each(peer, 0, r));
+        let tcp = self
+            .tcp
+            .stop(|peer, r| each(peer, 0, r))
+            .and(self.groups.stop(|peer, r| each(peer, 0, r), |_| {}));
         if let Some(r) = self.reflector.take() {
             r.finish(|_, _| {});
         }

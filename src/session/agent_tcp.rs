@@ -9,11 +9,12 @@
 //! connection until its reply or its timeout, so TCP peers cannot share
 //! one without delaying each other.
 
+use super::peer_clients::{PeerClient, PeerClients};
 use crate::error::AppError;
 use crate::plan::agent::{AgentConfig, PeerConfig};
 use std::net::SocketAddr;
 use synapse_engine::{
-    ClientConfig, ClientRun, EngineError, Role, StampingInfo, StopFlag, Transport, start_client,
+    ClientConfig, EngineError, Role, StampingInfo, StopFlag, Transport, start_client,
 };
 use synapse_stats::Record;
 
@@ -21,19 +22,10 @@ use synapse_stats::Record;
 /// every 50 ms.
 const TCP_RING: usize = 1 << 16;
 
-/// One TCP peer's run.
-#[derive(Debug)]
-struct TcpPeer {
-    /// Its index in the configuration's peers.
-    index: usize,
-    name: String,
-    run: ClientRun,
-}
-
 /// The running TCP peers.
 #[derive(Debug, Default)]
 pub struct TcpPeers {
-    peers: Vec<TcpPeer>,
+    clients: PeerClients,
 }
 
 impl TcpPeers {
@@ -46,7 +38,7 @@ impl TcpPeers {
                 continue;
             }
             let run = start_client(client_of(cfg, p, warmup)?, StopFlag::new())?;
-            out.peers.push(TcpPeer {
+            out.clients.list.push(PeerClient {
                 index,
                 name: p.name.clone(),
                 run,
@@ -57,56 +49,31 @@ impl TcpPeers {
 
     /// How the peer at `index` is stamped, if it is a TCP one.
     pub fn stamping_of(&self, index: usize) -> Option<&StampingInfo> {
-        self.peers
-            .iter()
-            .find(|p| p.index == index)
-            .map(|p| &p.run.stamping)
+        self.clients.stamping_of(index)
     }
 
     /// Hands every record since the last call to `each`, with its peer's
     /// index.
-    pub fn drain(&mut self, mut each: impl FnMut(Option<usize>, &Record)) {
-        for p in &mut self.peers {
-            while let Ok(r) = p.run.records.pop() {
-                each(Some(p.index), &r);
-            }
-        }
+    pub fn drain(&mut self, each: impl FnMut(Option<usize>, &Record)) {
+        self.clients.drain(each);
     }
 
     /// Records missed because a ring was full, all peers told.
     pub fn ring_overflow(&self) -> u64 {
-        self.peers.iter().map(|p| p.run.ring_overflow()).sum()
+        self.clients.ring_overflow()
     }
 
     /// Why a peer's client ended by itself (they run until stopped).
     pub fn failure(&mut self) -> Option<String> {
-        let at = self.peers.iter().position(|p| p.run.is_finished())?;
-        let mut gone = self.peers.swap_remove(at);
-        let why = match gone.run.join() {
-            Err(e) => e.to_string(),
-            Ok(_) => "its client stopped".into(),
-        };
-        Some(format!("TCP peer '{}': {why}", gone.name))
+        self.clients.failure("TCP").map(|(_, why)| why)
     }
 
     /// Stops every client and waits for them; `each` gets their last
     /// records. The first failure, if one failed.
-    pub fn stop(
-        &mut self,
-        mut each: impl FnMut(Option<usize>, &Record),
-    ) -> Result<(), EngineError> {
-        for p in &self.peers {
-            p.run.stop();
-        }
-        let mut first = Ok(());
-        for p in &mut self.peers {
-            let joined = p.run.join();
-            if first.is_ok() {
-                first = joined.map(|_| ());
-            }
-        }
-        self.drain(&mut each);
-        self.peers.clear();
+    pub fn stop(&mut self, each: impl FnMut(Option<usize>, &Record)) -> Result<(), EngineError> {
+        let first = self.clients.stop_and_join();
+        self.clients.drain(each);
+        self.clients.list.clear();
         first
     }
 }

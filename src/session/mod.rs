@@ -12,6 +12,7 @@
 //! first; it drains everything at the end, so nothing measured is lost.
 
 mod agent;
+mod agent_group;
 mod agent_tcp;
 mod client;
 pub mod far_side;
@@ -20,11 +21,13 @@ pub mod load;
 pub mod load_live;
 mod load_outcome;
 mod loopback;
+mod peer_clients;
 mod server;
 mod starter;
 
 pub use crate::packet_log::Opening;
 pub use agent::AgentSession;
+pub use agent_group::ResponderRecord;
 pub use client::{ClientFeed, ClientFinish, ClientSession};
 pub use intervals::IntervalTap;
 pub use load::LoadSession;

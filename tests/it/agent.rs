@@ -6,6 +6,7 @@
 use crate::common;
 
 use crate::common::http::{self, encode};
+use crate::common::prometheus_ns::launch;
 use crate::common::{Guard, free_udp_port, synapse, tool, unsafe_free_kill, wait_for_udp_bound};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -96,49 +97,16 @@ struct Prometheus {
 
 impl Prometheus {
     fn start(bin: &Path, targets: &[SocketAddr], native: bool) -> Prometheus {
-        let dir = tempfile::tempdir().unwrap();
-        let list: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
-        let cfg = format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: synapse\n    static_configs:\n      - targets: [{}]\n",
-            list.join(", ")
-        );
-        std::fs::write(dir.path().join("prometheus.yml"), cfg).unwrap();
-        let mut cmd = std::process::Command::new(bin);
-        cmd.arg(format!(
-            "--config.file={}",
-            dir.path().join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.path().join("data").display()
-        ))
-        .arg("--web.listen-address=127.0.0.1:0")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-        if native {
-            cmd.arg("--enable-feature=native-histograms");
-        }
-        let mut child = cmd.spawn().unwrap();
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                if line.contains("Listening on")
-                    && let Some(a) = line.split("address=").nth(1)
-                {
-                    let _ = tx.send(a.split_whitespace().next().unwrap_or("").to_string());
-                }
-            }
-        });
-        let guard = Guard(child);
-        let addr: SocketAddr = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("Prometheus did not say where it listens")
-            .parse()
-            .unwrap();
+        let list: Vec<String> = targets.iter().map(ToString::to_string).collect();
+        let extra: &[&str] = if native {
+            &["--enable-feature=native-histograms"]
+        } else {
+            &[]
+        };
+        let (guard, addr, dir) = launch(bin, None, ("synapse", &list), None, extra);
         Prometheus {
             _guard: guard,
-            addr,
+            addr: addr.parse().unwrap(),
             _dir: dir,
         }
     }

@@ -6,6 +6,7 @@
 //! namespace routers with a multipath route and loss on one next hop,
 //! which `--paths 8` finds.
 
+use crate::common::prometheus_ns::NsPrometheus;
 use crate::common::{Guard, announce, is_root, one_at_a_time, tool};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader};
@@ -132,102 +133,27 @@ fn dnsmasq(ns: &Netns, hosts: &[usize]) -> Guard {
 }
 
 /// Prometheus in the namespace, scraping every agent each second, with the
-/// shipped fleet rules evaluated each second; queried through curl in the
-/// namespace (its loopback is not this one's).
-struct Prometheus<'a> {
-    ns: &'a Netns,
-    _guard: Guard,
-    addr: String,
-    _dir: tempfile::TempDir,
+/// shipped fleet rules evaluated each second.
+struct Prometheus {
+    server: NsPrometheus,
 }
 
-impl<'a> Prometheus<'a> {
-    fn start(ns: &'a Netns) -> Prometheus<'a> {
-        let dir = tempfile::tempdir().unwrap();
+impl Prometheus {
+    fn start(ns: &Netns) -> Prometheus {
         let rules = std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/prometheus/synapse.fleet.rules.yml"),
         )
         .unwrap()
         .replace("interval: 30s", "interval: 1s");
-        std::fs::write(dir.path().join("fleet.rules.yml"), rules).unwrap();
-        let targets: Vec<String> = (1..=AGENTS)
-            .map(|k| format!("'127.0.1.{k}:9862'"))
-            .collect();
-        let cfg = format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: ['{}']\nscrape_configs:\n  - job_name: fleet\n    static_configs:\n      - targets: [{}]\n",
-            dir.path().join("fleet.rules.yml").display(),
-            targets.join(", ")
-        );
-        std::fs::write(dir.path().join("prometheus.yml"), cfg).unwrap();
-        let mut child = ns
-            .command(&tool("prometheus", "prometheus").unwrap())
-            .arg(format!(
-                "--config.file={}",
-                dir.path().join("prometheus.yml").display()
-            ))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg("--web.listen-address=127.0.0.1:0")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                if line.contains("Listening on")
-                    && let Some(a) = line.split("address=").nth(1)
-                {
-                    let _ = tx.send(a.split_whitespace().next().unwrap_or("").to_string());
-                }
-            }
-        });
-        let guard = Guard(child);
-        let addr = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("Prometheus' address");
+        let targets: Vec<String> = (1..=AGENTS).map(|k| format!("127.0.1.{k}:9862")).collect();
+        let bin = tool("prometheus", "prometheus").unwrap();
         Prometheus {
-            ns,
-            _guard: guard,
-            addr,
-            _dir: dir,
+            server: NsPrometheus::start(&bin, &ns.name, "fleet", &targets, Some(&rules)),
         }
     }
 
-    /// An instant query's result: each series' labels and value.
     fn query(&self, q: &str) -> Vec<(BTreeMap<String, String>, f64)> {
-        let out = self
-            .ns
-            .command(Path::new("/usr/bin/env"))
-            .args(["curl", "-s", "--max-time", "5", "-G"])
-            .arg(format!("http://{}/api/v1/query", self.addr))
-            .arg("--data-urlencode")
-            .arg(format!("query={q}"))
-            .output()
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        assert_ne!(v["status"], "error", "{q}: {v}");
-        let rows = v["data"]["result"].as_array().cloned().unwrap_or_default();
-        rows.iter()
-            .map(|r| {
-                let labels = r["metric"]
-                    .as_object()
-                    .map(|m| {
-                        m.iter()
-                            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let value = r["value"][1]
-                    .as_str()
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(f64::NAN);
-                (labels, value)
-            })
-            .collect()
+        self.server.query(q)
     }
 
     /// Each agent's peers (from `synapse_peer_info`), by `chosen`.

@@ -11,6 +11,7 @@
 use crate::common::bridged::{Bridged, DEV, NET};
 use crate::common::csv_log::CsvLog;
 use crate::common::netns::synapse_in;
+use crate::common::prometheus_ns::NsPrometheus;
 use crate::common::*;
 use serde_json::Value;
 use std::io::BufRead;
@@ -129,17 +130,10 @@ fn dropped(lab: &Bridged, i: usize, chain: &str, n: usize) -> u64 {
     rule.split_whitespace().next().unwrap().parse().unwrap()
 }
 
-#[test]
-fn three_responders_each_with_its_own_figures_and_the_loss_of_one_link_in_its_row_only() {
-    if !runnable("three_responders_each_with_its_own_figures") {
-        return;
-    }
-    let lab = Bridged::new(["c", "r1", "r2", "r3"]);
-    let _servers: Vec<Server> = (1..=3)
-        .map(|i| reflector(&lab, i, GROUP, &format!("r{i}")))
-        .collect();
-    // A fifth of the group's requests never reach r3.
-    let rule = ["-p", "udp", "-d", GROUP, "--dport", "7000"];
+/// Drops a fifth of the group's requests (at random) on their way into
+/// member `i`: iptables' rule 1 of its INPUT chain.
+fn drop_a_fifth_into(lab: &Bridged, i: usize) {
+    let rule = ["-A", "INPUT", "-p", "udp", "-d", GROUP, "--dport", "7000"];
     let lossy = [
         "-m",
         "statistic",
@@ -150,7 +144,26 @@ fn three_responders_each_with_its_own_figures_and_the_loss_of_one_link_in_its_ro
         "-j",
         "DROP",
     ];
-    lab.iptables(3, &[&["-A", "INPUT"], &rule[..], &lossy[..]].concat());
+    lab.iptables(i, &[&rule[..], &lossy[..]].concat());
+}
+
+/// A client (member 0) and reflectors r1, r2 and r3 joined to the group,
+/// a fifth of the group's requests never reaching r3.
+fn three_reflectors_r3_lossy() -> (Bridged, Vec<Server>) {
+    let lab = Bridged::new(["c", "r1", "r2", "r3"]);
+    let servers = (1..=3)
+        .map(|i| reflector(&lab, i, GROUP, &format!("r{i}")))
+        .collect();
+    drop_a_fifth_into(&lab, 3);
+    (lab, servers)
+}
+
+#[test]
+fn three_responders_each_with_its_own_figures_and_the_loss_of_one_link_in_its_row_only() {
+    if !runnable("three_responders_each_with_its_own_figures") {
+        return;
+    }
+    let (lab, _servers) = three_reflectors_r3_lossy();
     let target = format!("{GROUP}:{PORT}");
     let j = client(
         &lab,
@@ -838,4 +851,83 @@ fn bad_joins_say_why_in_one_line_with_exit_2() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(e.contains("answers only --allow sources"), "{e}");
+}
+
+/// An agent probes a group as one peer: the group's series under the
+/// peer's name (each request's slowest answer), and a series per
+/// responder, scraped by a real Prometheus in the client's namespace. A
+/// fifth of the group's requests never reach r3: its series has the loss,
+/// r1's and r2's none, and the group's is r3's.
+#[test]
+fn an_agent_probes_a_group_with_a_series_per_responder_in_prometheus() {
+    const TEST: &str = "an_agent_probes_a_group_with_a_series_per_responder_in_prometheus";
+    if !runnable(TEST) {
+        return;
+    }
+    let Some(prometheus) = tool("prometheus", TEST) else {
+        return;
+    };
+    let (lab, _servers) = three_reflectors_r3_lossy();
+    let ns = &lab.member(0).ns;
+    let agent = synapse_in(ns)
+        .args(["agent", "--no-ui", "--metrics-listen", "127.0.0.1:9464"])
+        .args(["--reflect", "none", "--interval", "10ms"])
+        .args(["--peer", &format!("g={GROUP}:{PORT}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _agent = Guard(agent);
+    let prom = NsPrometheus::start(&prometheus, ns, "agent", &["127.0.0.1:9464".into()], None);
+    let by_responder = |metric: &str| -> std::collections::BTreeMap<String, f64> {
+        prom.query(&format!("{metric}{{peer=\"g\"}}"))
+            .into_iter()
+            .map(|(labels, v)| (labels["responder"].clone(), v))
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let sent = loop {
+        let sent = by_responder("synapse_responder_probes_sent_total");
+        if sent.len() == 3 && sent.values().all(|&n| n >= 500.0) {
+            break sent;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "three responders, 500 requests each, never scraped: {sent:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert_eq!(
+        sent.keys().collect::<Vec<_>>(),
+        ["r1", "r2", "r3"],
+        "each responder known by its name"
+    );
+    let lost = by_responder("synapse_responder_probes_lost_total");
+    assert_eq!((lost["r1"], lost["r2"]), (0.0, 0.0), "{lost:?}");
+    let share = lost["r3"] / sent["r3"];
+    assert!(
+        (0.1..0.3).contains(&share),
+        "20 % dropped, {share:.3} lost: {lost:?} of {sent:?}"
+    );
+    let rtt = by_responder("synapse_responder_rtt_seconds_count");
+    assert_eq!(rtt.len(), 3, "{rtt:?}");
+    // The group's own series, in the same scrape as r3's: the agent reads
+    // the two rings one after the other while scrapes come when they
+    // will, so one scrape of five, a second apart, must find them within
+    // a poll's worth (had the group counted its loss otherwise, they
+    // would be ~100 apart by now and growing).
+    let gaps: Vec<f64> = (0..5)
+        .map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(1_100));
+            prom.query(
+                "synapse_probes_lost_total{peer=\"g\"} - on(source, peer) synapse_responder_probes_lost_total{responder=\"r3\"}",
+            )
+            .first()
+            .map_or(f64::NAN, |(_, v)| *v)
+        })
+        .collect();
+    assert!(
+        gaps.iter().any(|g| g.abs() <= 5.0),
+        "the group's loss is r3's: {gaps:?}"
+    );
 }

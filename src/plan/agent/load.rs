@@ -367,14 +367,8 @@ fn resolve_peers(maker: &PeerMaker, entries: Vec<PeerEntry>) -> Result<Vec<PeerC
         }
         let fail = |key: &str, msg: String| -> AppError { located(&e, key, msg) };
         let p = maker.make(e.clone())?;
-        if p.addr.ip().is_multicast() {
-            // Its members answer from their own addresses: the prober,
-            // which matches a reply to its peer by address, would call
-            // every answer a stray.
-            let msg = format!(
-                "{} is a multicast group: the agent does not probe a group yet (synapse client {} measures each of its responders)",
-                p.addr, p.addr
-            );
+        if p.is_group() && p.transport == Transport::Tcp {
+            let msg = format!("{} is a multicast group: TCP has none", p.addr);
             return Err(fail("address", msg));
         }
         if let Some(other) = peers
@@ -759,11 +753,17 @@ profile = "lab"
             "[agent.peers.b]\naddress = \"127.0.0.2\"\n[agent.peers.c]\naddress = \"[::1]:9\"\n";
         let e = load_with(mixed, None, &[]).unwrap_err();
         assert!(e.contains("all peers must be of one IP family"), "{e}");
-        let group = "[agent.peers.g]\naddress = \"239.1.2.3:7000\"\n";
+        let group = "[agent.peers.g]\naddress = \"tcp://239.1.2.3:7000\"\n";
         let e = load_with(group, None, &[]).unwrap_err();
         assert_eq!(
             e,
-            "DIR/config.toml:2:1: agent.peers.g.address: 239.1.2.3:7000 is a multicast group: the agent does not probe a group yet (synapse client 239.1.2.3:7000 measures each of its responders)"
+            "DIR/config.toml:2:1: agent.peers.g.address: 239.1.2.3:7000 is a multicast group: TCP has none"
+        );
+        let udp_group = "[agent.peers.g]\naddress = \"239.1.2.3:7000\"\n";
+        let cfg = load_with(udp_group, None, &[]).unwrap();
+        assert!(
+            cfg.peers[0].is_group(),
+            "a group is a UDP peer of its own kind"
         );
         let fast = "[agent]\nmax_pps = 150\ninterval = \"10ms\"\n[agent.peers.b]\naddress = \"127.0.0.2\"\n[agent.peers.c]\naddress = \"127.0.0.3\"\n";
         let e = load_with(fast, None, &[]).unwrap_err();

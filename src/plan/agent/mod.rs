@@ -121,6 +121,12 @@ pub struct PeerConfig {
 }
 
 impl PeerConfig {
+    /// A multicast group: probed by a client of its own, each of its
+    /// members a responder.
+    pub fn is_group(&self) -> bool {
+        self.addr.ip().is_multicast()
+    }
+
     /// The protocol spoken, for labels and the table.
     pub fn protocol(&self) -> &'static str {
         if self.stamp { "stamp" } else { "echo" }

@@ -11,6 +11,7 @@ pub mod ecmp_lab;
 pub mod http;
 pub mod netns;
 pub mod proc_udp;
+pub mod prometheus_ns;
 pub mod routed;
 pub mod steady;
 

@@ -734,7 +734,8 @@ impl Exchanges for GroupPinger<'_> {
             Wait::Stopped => return Ok((true, now)),
             Wait::Complete | Wait::TimedOut => self.settle(),
         }
-        if self.seen.replies == 0 && seq + 1 >= GIVE_UP_AFTER {
+        // An agent's group keeps asking: its members may join later.
+        if self.seen.replies == 0 && seq + 1 >= GIVE_UP_AFTER && !cfg.keep_trying {
             let timeout_ms = cfg.timeout.as_millis() as u64;
             return Err(if self.seen.late > 0 {
                 EngineError::TooSlow {
