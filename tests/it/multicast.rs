@@ -931,3 +931,59 @@ fn an_agent_probes_a_group_with_a_series_per_responder_in_prometheus() {
         "the group's loss is r3's: {gaps:?}"
     );
 }
+
+/// An agent's group without a route yet is probed all the same: each
+/// request that cannot leave is lost, and the agent runs on; once the
+/// route is there, the member that joined is measured.
+#[test]
+fn an_agents_group_without_a_route_is_lost_until_the_route_comes() {
+    const TEST: &str = "an_agents_group_without_a_route_is_lost_until_the_route_comes";
+    if !runnable(TEST) {
+        return;
+    }
+    let lab = Bridged::new(["c", "r1"]);
+    let _server = reflector(&lab, 1, GROUP, "r1");
+    let ns = &lab.member(0).ns;
+    let route = ["-n", ns.as_str(), "route", "del", "224.0.0.0/4", "dev", DEV];
+    crate::common::netns::ip(&route);
+    let mut agent = Guard(
+        synapse_in(ns)
+            .args(["agent", "--no-ui", "--metrics-listen", "127.0.0.1:9464"])
+            .args(["--reflect", "none", "--interval", "20ms"])
+            .args(["--peer", &format!("g={GROUP}:{PORT}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // Before the agent listens, curl fails and there is nothing to read.
+    let scrape = |series: &str| -> Option<f64> {
+        let out = Command::new("ip")
+            .args(["netns", "exec", ns, "curl", "-s", "--max-time", "5"])
+            .arg("http://127.0.0.1:9464/metrics")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.starts_with(series))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    };
+    let lost_series = r#"synapse_probes_lost_total{source="#;
+    let wait_for = |what: &str, holds: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !holds() {
+            assert!(std::time::Instant::now() < deadline, "{what} never came");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    wait_for("lost requests without a route", &|| {
+        scrape(lost_series).is_some_and(|n| n >= 20.0)
+    });
+    assert!(agent.0.try_wait().unwrap().is_none(), "the agent runs on");
+    let route_back = ["-n", ns.as_str(), "route", "add", "224.0.0.0/4", "dev", DEV];
+    crate::common::netns::ip(&route_back);
+    let answered = r#"synapse_responder_rtt_seconds_count{source="#;
+    wait_for("r1's answers once routed", &|| {
+        scrape(answered).is_some_and(|n| n >= 20.0)
+    });
+}

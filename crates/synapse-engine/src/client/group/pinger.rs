@@ -97,6 +97,9 @@ pub(in crate::client) struct GroupPinger<'a> {
     busy_poll: bool,
     armed: Option<Duration>,
     warmup: u64,
+    /// An agent's group: a request that cannot leave (no route yet) is
+    /// lost, never an error, even before any answer.
+    keep_trying: bool,
     seen: Seen,
     strange: u64,
     unlisted: u64,
@@ -187,6 +190,7 @@ impl<'a> GroupPinger<'a> {
             busy_poll: cfg.thread.busy_poll,
             armed,
             warmup: cfg.warmup,
+            keep_trying: cfg.keep_trying,
             seen: Seen::default(),
             strange: 0,
             unlisted: 0,
@@ -275,7 +279,10 @@ impl<'a> GroupPinger<'a> {
             // No route, a full queue: this request never left. It is
             // lost after its timeout, as if it had gone out, so a dead
             // link paces the run instead of spinning it.
-            Err(e) if e.raw_os_error().is_some_and(is_send_drop) && self.seen.replies > 0 => {
+            Err(e)
+                if e.raw_os_error().is_some_and(is_send_drop)
+                    && (self.seen.replies > 0 || self.keep_trying) =>
+            {
                 let _ = sys::errqueue::drain_error_queue(fd);
                 let stopped = pause_until(self.deadline, stop);
                 let wait = if stopped {
@@ -735,7 +742,7 @@ impl Exchanges for GroupPinger<'_> {
             Wait::Complete | Wait::TimedOut => self.settle(),
         }
         // An agent's group keeps asking: its members may join later.
-        if self.seen.replies == 0 && seq + 1 >= GIVE_UP_AFTER && !cfg.keep_trying {
+        if self.seen.replies == 0 && seq + 1 >= GIVE_UP_AFTER && !self.keep_trying {
             let timeout_ms = cfg.timeout.as_millis() as u64;
             return Err(if self.seen.late > 0 {
                 EngineError::TooSlow {
