@@ -857,7 +857,7 @@ fn bad_joins_say_why_in_one_line_with_exit_2() {
 /// peer's name (each request's slowest answer), and a series per
 /// responder, scraped by a real Prometheus in the client's namespace. A
 /// fifth of the group's requests never reach r3: its series has the loss,
-/// r1's and r2's none, and the group's is r3's.
+/// r1's and r2's only what came late, and the group's is r3's.
 #[test]
 fn an_agent_probes_a_group_with_a_series_per_responder_in_prometheus() {
     const TEST: &str = "an_agent_probes_a_group_with_a_series_per_responder_in_prometheus";
@@ -903,7 +903,16 @@ fn an_agent_probes_a_group_with_a_series_per_responder_in_prometheus() {
         "each responder known by its name"
     );
     let lost = by_responder("synapse_responder_probes_lost_total");
-    assert_eq!((lost["r1"], lost["r2"]), (0.0, 0.0), "{lost:?}");
+    // Nothing drops r1's and r2's requests, but each answer has one
+    // interval (10 ms) to come, and a busy runner holds one past it now
+    // and then (seen in CI beside stress-ng: 1 of 500 each): their loss is
+    // such timing alone, far under r3's fifth.
+    for r in ["r1", "r2"] {
+        assert!(
+            lost[r] / sent[r] < 0.02,
+            "{r} lost only late answers: {lost:?} of {sent:?}"
+        );
+    }
     let share = lost["r3"] / sent["r3"];
     assert!(
         (0.1..0.3).contains(&share),
@@ -914,8 +923,8 @@ fn an_agent_probes_a_group_with_a_series_per_responder_in_prometheus() {
     // The group's own series, in the same scrape as r3's: the agent reads
     // the two rings one after the other while scrapes come when they
     // will, so one scrape of five, a second apart, must find them within
-    // a poll's worth (had the group counted its loss otherwise, they
-    // would be ~100 apart by now and growing).
+    // a poll's worth and r1's and r2's late answers (had the group counted
+    // its loss otherwise, they would be ~100 apart by now and growing).
     let gaps: Vec<f64> = (0..5)
         .map(|_| {
             std::thread::sleep(std::time::Duration::from_millis(1_100));
@@ -926,8 +935,9 @@ fn an_agent_probes_a_group_with_a_series_per_responder_in_prometheus() {
             .map_or(f64::NAN, |(_, v)| *v)
         })
         .collect();
+    let others = lost["r1"] + lost["r2"];
     assert!(
-        gaps.iter().any(|g| g.abs() <= 5.0),
+        gaps.iter().any(|g| g.abs() <= 5.0 + others),
         "the group's loss is r3's: {gaps:?}"
     );
 }
