@@ -284,15 +284,23 @@ mod tests {
         let hop = &paths[0].hops[0];
         assert_eq!((hop.sent, hop.answered), (30, 30), "{hop:?}");
         assert_eq!(hop.responders[0].kind, AnswerKind::Echo);
-        // Every probe sent is settled at its hop: the 30 at TTL 1, and any
-        // the schedule sent ahead before TTL 1's echo came (a busy machine
-        // delays it), none lost.
+        // Every probe sent is settled at its hop: the 30 at TTL 1, none
+        // lost. A probe the schedule sent ahead before TTL 1's echo came
+        // (a busy machine delays it) went past the path's end, which the
+        // tally cuts off by design (`max_ttl` still shows it went): only
+        // then may more have been sent than the hops hold (seen in CI
+        // beside stress-ng: 31 sent, TTL 2 the highest, 30 at hop 1).
         let settled: u64 = paths
             .iter()
             .flat_map(|p| &p.hops)
             .map(|h| u64::from(h.sent))
             .sum();
-        assert_eq!(counts.sent, settled, "{paths:?}");
+        let past_the_end = paths.iter().any(|p| usize::from(p.max_ttl) > p.hops.len());
+        if past_the_end {
+            assert!(counts.sent >= settled, "{paths:?}");
+        } else {
+            assert_eq!(counts.sent, settled, "{paths:?}");
+        }
         assert!(counts.sent >= 30);
         run.stop();
         run.join().unwrap();
