@@ -31,6 +31,17 @@ fn json(out: &Output) -> serde_json::Value {
     json_of(&out.stdout)
 }
 
+/// The metrics of the verdict's criteria that did not hold.
+fn failed_criteria(j: &serde_json::Value) -> Vec<&str> {
+    j["verdict"]["criteria"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["held"] == false)
+        .map(|c| c["metric"].as_str().unwrap())
+        .collect()
+}
+
 fn counter(j: &serde_json::Value, key: &str) -> u64 {
     j["packets"][key].as_u64().unwrap()
 }
@@ -431,14 +442,7 @@ fn an_outage_at_the_end_of_a_paced_run_ends_at_the_next_slot() {
     // Three slots, less the first one's send lag (under half a slot).
     let longest = o["longest_ms"].as_f64().unwrap();
     assert!((20.0..=30.5).contains(&longest), "{longest}: {j}");
-    let failed: Vec<&str> = j["verdict"]["criteria"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["held"] == false)
-        .map(|c| c["metric"].as_str().unwrap())
-        .collect();
-    assert_eq!(failed, ["loss"], "{j}");
+    assert_eq!(failed_criteria(&j), ["loss"], "{j}");
 }
 
 /// Item 6 with a real reflector stopped for 2 s: the replies come late, the
@@ -469,14 +473,7 @@ fn a_stopped_reflector_is_an_outage_of_late_replies() {
     assert!((1_700.0..2_800.0).contains(&longest), "{longest}: {j}");
     // Little loss of the many requests a ping-pong sends, but a 2 s outage:
     // the verdict fails on that, and on nothing else.
-    let failed: Vec<&str> = j["verdict"]["criteria"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["held"] == false)
-        .map(|c| c["metric"].as_str().unwrap())
-        .collect();
-    assert_eq!(failed, ["outage"], "{j}");
+    assert_eq!(failed_criteria(&j), ["outage"], "{j}");
 }
 
 /// Item 8: two clients cannot share an explicit --bind port.
@@ -541,14 +538,7 @@ fn loss_and_percentiles_decide_the_verdict() {
     let out = run(&["--json", "--max-loss", "10", "--threshold", "p99=1ns"]);
     assert_eq!(out.status.code(), Some(3));
     let j = json_of(&out.stdout);
-    let failed: Vec<&str> = j["verdict"]["criteria"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["held"] == false)
-        .map(|c| c["metric"].as_str().unwrap())
-        .collect();
-    assert_eq!(failed, ["p99"], "{j}");
+    assert_eq!(failed_criteria(&j), ["p99"], "{j}");
     let p99 = j["verdict"]["criteria"]
         .as_array()
         .unwrap()
