@@ -20,16 +20,33 @@ const MOST: f64 = 0.05;
 /// Runs measured at most, before the test gives up on a quiet machine.
 const ATTEMPTS: usize = 3;
 
-/// Why the machine disturbed the run a JSON report describes, if it did.
-pub fn disturbance(report: &serde_json::Value) -> Option<String> {
+/// A JSON report's p50 and its slices' medians (empty slices left out).
+fn slice_medians(report: &serde_json::Value) -> Option<(f64, Vec<u64>)> {
     let p50 = report["rtt_ns"]["p50"].as_f64()?;
     let slices = report["slices"]["items"].as_array()?;
-    let medians: Vec<u64> = slices
+    let medians = slices
         .iter()
         .filter_map(|s| synapse::hdr_log::decode_histogram(s["rtt"].as_str()?).ok())
         .filter(|h| !h.is_empty())
         .map(|h| h.value_at_quantile(0.5))
         .collect();
+    Some((p50, medians))
+}
+
+/// How far a run's level strayed within it: the largest factor between a
+/// slice's median and the run's p50, either way (1.0: every slice at the
+/// run's level). `None` for a report without slices.
+pub fn level_drift(report: &serde_json::Value) -> Option<f64> {
+    let (p50, medians) = slice_medians(report)?;
+    medians
+        .iter()
+        .map(|&m| (m as f64 / p50).ln().abs().exp())
+        .reduce(f64::max)
+}
+
+/// Why the machine disturbed the run a JSON report describes, if it did.
+pub fn disturbance(report: &serde_json::Value) -> Option<String> {
+    let (p50, medians) = slice_medians(report)?;
     let slow = medians.iter().filter(|&&m| m as f64 > SPELL * p50).count();
     let stalled = medians.iter().filter(|&&m| m as f64 > STALL * p50).count();
     if stalled > 0 {
@@ -102,6 +119,16 @@ mod tests {
             None,
             "75 x: no stall"
         );
+    }
+
+    #[test]
+    fn a_runs_level_drift_is_its_farthest_slice_either_way() {
+        assert_eq!(level_drift(&report(64, 0)).map(|d| d.round()), Some(1.0));
+        let slower = level_drift(&report_at(64, 1, 50_000)).unwrap();
+        assert!((slower - 1.25).abs() < 0.01, "{slower}");
+        let faster = level_drift(&report_at(64, 1, 20_000)).unwrap();
+        assert!((faster - 2.0).abs() < 0.01, "{faster}");
+        assert_eq!(level_drift(&serde_json::json!({})), None, "not a report");
     }
 
     #[test]
